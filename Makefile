@@ -1,0 +1,42 @@
+# weft — see README.md. `make test` is what CI runs.
+GO        ?= go
+BIN       := bin
+# Packages cheap enough to run under the race detector on a 2-core machine.
+RACE_PKGS := ./gguf/... ./runtime/...
+
+.PHONY: build test lint vet fmt-check unit race demo bench generate fuzz clean
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+test: lint unit race
+
+lint: fmt-check vet
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -count=1 ./...
+
+race:
+	$(GO) test -count=1 -race $(RACE_PKGS)
+
+demo: build
+	$(BIN)/graphc inspect testdata/stories260K.gguf
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+
+generate:
+	$(GO) generate ./...
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./gguf
+
+clean:
+	rm -rf $(BIN)
