@@ -2,7 +2,7 @@
 GO        ?= go
 BIN       := bin
 # Packages cheap enough to run under the race detector on a 2-core machine.
-RACE_PKGS := ./gguf/... ./runtime/...
+RACE_PKGS := ./gguf/... ./graph/... ./runtime/...
 
 .PHONY: build test lint vet fmt-check unit race demo bench generate fuzz clean
 
@@ -24,10 +24,12 @@ unit:
 	$(GO) test -count=1 ./...
 
 race:
-	$(GO) test -count=1 -race $(RACE_PKGS)
+	$(GO) test -count=1 -short -race $(RACE_PKGS)
 
 demo: build
-	$(BIN)/graphc inspect testdata/stories260K.gguf
+	@mkdir -p out
+	$(BIN)/graphc compile testdata/stories260K.gguf -o out/stories260K.plan
+	$(BIN)/graphrun out/stories260K.plan --prompt "Once upon a time" -n 200 --seed 42
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...

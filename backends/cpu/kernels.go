@@ -1,0 +1,135 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/weft-ml/weft/ops"
+	"github.com/weft-ml/weft/ops/ref"
+	"github.com/weft-ml/weft/quant"
+)
+
+// kernel computes one node into its slot.
+type kernel func(s *State, v *value) error
+
+var kernels = map[string]kernel{
+	ops.GetRows:    runGetRows,
+	ops.SelectRows: runSelectRows,
+	ops.RMSNorm:    runRMSNorm,
+	ops.Mul:        binaryOp(ref.Mul),
+	ops.Add:        binaryOp(ref.Add),
+	ops.Scale:      runScale,
+	ops.SiLU:       unary(ref.SiLU),
+	ops.GELU:       unary(ref.GELU),
+	ops.SwiGLU:     binaryOp(ref.SwiGLU),
+	ops.MatMul:     runMatMul,
+	ops.RoPE:       runRoPE,
+	ops.Attention:  runAttention,
+}
+
+func unary(fn func(dst, x []float32)) kernel {
+	return func(s *State, v *value) error {
+		fn(s.f32(v), s.f32(s.input(v, 0)))
+		return nil
+	}
+}
+
+func binaryOp(fn func(dst, a, b []float32)) kernel {
+	return func(s *State, v *value) error {
+		fn(s.f32(v), s.f32(s.input(v, 0)), s.f32(s.input(v, 1)))
+		return nil
+	}
+}
+
+func runScale(s *State, v *value) error {
+	ref.Scale(s.f32(v), s.f32(s.input(v, 0)), v.node.Attrs.Float("scale"))
+	return nil
+}
+
+func runRMSNorm(s *State, v *value) error {
+	ref.RMSNorm(s.f32(v), s.f32(s.input(v, 0)), v.width, v.node.Attrs.Float("eps"))
+	return nil
+}
+
+func runGetRows(s *State, v *value) error {
+	table := s.input(v, 0)
+	ids := s.ints[v.node.Inputs[1]]
+	vocab := int(table.node.Type.Shape[0].N)
+	for i, id := range ids {
+		if id < 0 || int(id) >= vocab {
+			return fmt.Errorf("token id %d at batch index %d is outside the vocabulary of %d", id, i, vocab)
+		}
+	}
+	return ref.GetRows(s.f32(v), table.raw, table.node.Type.DType, v.width, ids)
+}
+
+func runSelectRows(s *State, v *value) error {
+	src, dst := s.f32(s.input(v, 0)), s.f32(v)
+	for i, r := range s.ints[v.node.Inputs[1]] {
+		copy(dst[i*v.width:(i+1)*v.width], src[int(r)*v.width:(int(r)+1)*v.width])
+	}
+	return nil
+}
+
+// runMatMul quantizes each activation row once to the weight's dot-product
+// type, then splits the output rows across threads.
+func runMatMul(s *State, v *value) error {
+	x, w := s.input(v, 0), s.input(v, 1)
+	wt := w.node.Type.DType
+	cols, rows := x.width, v.width
+	nTok := s.rows(x)
+	at := quant.VecDotType(wt)
+	actRow, _ := at.RowBytes(uint64(cols))
+	wRow, _ := wt.RowBytes(uint64(cols))
+	xs, act := s.f32(x), s.act[:int(actRow)*nTok]
+	for t := 0; t < nTok; t++ {
+		quant.QuantizeRow(at, xs[t*cols:(t+1)*cols], act[t*int(actRow):(t+1)*int(actRow)])
+	}
+	dst := s.f32(v)
+	parallelFor(rows, s.p.threads, 16, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			wr := w.raw[r*int(wRow) : (r+1)*int(wRow)]
+			for t := 0; t < nTok; t++ {
+				dst[t*rows+r] = quant.VecDot(wt, cols, wr, act[t*int(actRow):(t+1)*int(actRow)])
+			}
+		}
+	})
+	return nil
+}
+
+func runRoPE(s *State, v *value) error {
+	a := v.node.Attrs
+	r := ref.RoPE{Dims: a.Int("dims"), Base: a.Float("base"), FreqScale: a.Float("freq_scale"), NeoX: a.Bool("neox")}
+	dst := s.f32(v)
+	copy(dst, s.f32(s.input(v, 0)))
+	pos := s.ints[v.node.Inputs[1]]
+	heads, hd := a.Int("heads"), a.Int("head_dim")
+	for t := range pos {
+		r.Apply(dst[t*v.width:(t+1)*v.width], heads, hd, pos[t])
+	}
+	return nil
+}
+
+// runAttention appends the batch's K and V rows to the layer's cache, then
+// attends; query tokens are split across threads (each token's result
+// depends only on cache rows up to its own position).
+func runAttention(s *State, v *value) error {
+	a := v.node.Attrs
+	heads, kvHeads, hd := a.Int("heads"), a.Int("kv_heads"), a.Int("head_dim")
+	k, vv := s.f32(s.input(v, 1)), s.f32(s.input(v, 2))
+	cache := s.kv[v.kv]
+	width := kvHeads * hd
+	for t := 0; t < s.rowsT; t++ {
+		cache[0].Store(s.pos0+t, k[t*width:(t+1)*width])
+		cache[1].Store(s.pos0+t, vv[t*width:(t+1)*width])
+	}
+	q, out := s.f32(s.input(v, 0)), s.f32(v)
+	qw := heads * hd
+	parallelFor(s.rowsT, s.p.threads, 1, func(w, lo, hi int) {
+		need := ref.AttentionScratch(hi-lo, s.pos0+lo)
+		if len(s.attnScratch[w]) < need {
+			s.attnScratch[w] = make([]float32, ref.AttentionScratch(s.p.maxTokens, s.ctx))
+		}
+		ref.Attention(out[lo*qw:hi*qw], q[lo*qw:hi*qw], cache[0], cache[1], hi-lo, s.pos0+lo, heads, kvHeads, hd, a.Float("scale"), s.attnScratch[w])
+	})
+	return nil
+}

@@ -1,0 +1,161 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/weft-ml/weft/ops/ref"
+)
+
+// KVType selects the element type of the KV cache.
+type KVType int
+
+// KV cache element types. F16 is llama.cpp's default.
+const (
+	KVF16 KVType = iota
+	KVF32
+)
+
+func (t KVType) String() string {
+	if t == KVF32 {
+		return "f32"
+	}
+	return "f16"
+}
+
+// State is one session's mutable data: activation buffers and KV cache.
+type State struct {
+	p           *Program
+	ctx         int
+	slots       [][]float32
+	kv          [][2]ref.KV // per Attention node: K and V caches
+	act         []byte      // activation quantization scratch
+	ints        map[int][]int32
+	rowsT       int // bound T
+	rowsR       int // bound R
+	pos0        int
+	attnScratch [][]float32 // per-thread attention scratch
+}
+
+// NewState allocates buffers for a session with a KV cache of ctx positions.
+func (p *Program) NewState(ctx int, kvType KVType) (*State, error) {
+	if ctx <= 0 {
+		return nil, fmt.Errorf("context size %d must be positive", ctx)
+	}
+	s := &State{p: p, ctx: ctx, ints: map[int][]int32{}}
+	s.slots = make([][]float32, len(p.slotSize))
+	for i, n := range p.slotSize {
+		s.slots[i] = make([]float32, n)
+	}
+	s.kv = make([][2]ref.KV, len(p.attention))
+	for i, id := range p.attention {
+		n := p.g.Nodes[id]
+		width := n.Attrs.Int("kv_heads") * n.Attrs.Int("head_dim")
+		for j := range s.kv[i] {
+			c := ref.KV{RowLen: width}
+			if kvType == KVF32 {
+				c.F32 = make([]float32, ctx*width)
+			} else {
+				c.F16 = make([]uint16, ctx*width)
+			}
+			s.kv[i][j] = c
+		}
+	}
+	s.act = make([]byte, p.actBytes)
+	s.attnScratch = make([][]float32, p.threads)
+	return s, nil
+}
+
+// Context is the KV cache size in positions.
+func (s *State) Context() int { return s.ctx }
+
+// KVBytes is the memory held by the KV cache.
+func (s *State) KVBytes() int64 {
+	var n int64
+	for _, pair := range s.kv {
+		for _, c := range pair {
+			n += int64(len(c.F16))*2 + int64(len(c.F32))*4
+		}
+	}
+	return n
+}
+
+// Run evaluates the graph for a batch of tokens at consecutive positions
+// starting at positions[0], appending their K and V to the cache, and
+// returns the logits of the requested batch rows as [len(rows)][vocab].
+// The returned slice is overwritten by the next Run.
+func (s *State) Run(tokens, positions, rows []int32) ([]float32, error) {
+	if err := s.bind(tokens, positions, rows); err != nil {
+		return nil, err
+	}
+	for _, id := range s.p.order {
+		v := &s.p.vals[id]
+		if v.run == nil {
+			continue
+		}
+		if err := v.run(s, v); err != nil {
+			return nil, fmt.Errorf("node %d (%s %q): %w", id, v.node.Op, v.node.Name, err)
+		}
+	}
+	out := &s.p.vals[s.p.logits]
+	return s.f32(out)[:len(rows)*out.width], nil
+}
+
+func (s *State) bind(tokens, positions, rows []int32) error {
+	n := len(tokens)
+	if n == 0 {
+		return fmt.Errorf("empty batch")
+	}
+	if n > s.p.maxTokens {
+		return fmt.Errorf("batch of %d tokens exceeds the compiled maximum %d", n, s.p.maxTokens)
+	}
+	if len(positions) != n {
+		return fmt.Errorf("%d positions for %d tokens", len(positions), n)
+	}
+	for i, p := range positions {
+		if int(p) != int(positions[0])+i {
+			return fmt.Errorf("positions must be consecutive: got %d at index %d after %d", p, i, positions[0])
+		}
+	}
+	if positions[0] < 0 || int(positions[0])+n > s.ctx {
+		return fmt.Errorf("context overflow: positions %d..%d do not fit a context of %d", positions[0], int(positions[0])+n-1, s.ctx)
+	}
+	if len(rows) == 0 || len(rows) > n {
+		return fmt.Errorf("%d output rows for a batch of %d", len(rows), n)
+	}
+	for _, r := range rows {
+		if r < 0 || int(r) >= n {
+			return fmt.Errorf("output row %d outside the batch of %d", r, n)
+		}
+	}
+	g := s.p.g
+	s.ints[g.Inputs["tokens"]] = tokens
+	s.ints[g.Inputs["positions"]] = positions
+	s.ints[g.Inputs["rows"]] = rows
+	s.rowsT, s.rowsR, s.pos0 = n, len(rows), int(positions[0])
+	return nil
+}
+
+// rows returns how many rows value v has in the current batch.
+func (s *State) rows(v *value) int {
+	if len(v.node.Type.Shape) < 2 {
+		return 1
+	}
+	switch v.node.Type.Shape[0].Sym {
+	case "T":
+		return s.rowsT
+	case "R":
+		return s.rowsR
+	}
+	return int(v.node.Type.Shape[0].N)
+}
+
+// f32 returns the current contents of an F32 value (activation or weight vector).
+func (s *State) f32(v *value) []float32 {
+	if v.vec != nil {
+		return v.vec
+	}
+	return s.slots[v.slot][:s.rows(v)*v.width]
+}
+
+// input returns the value of the node's i-th operand.
+func (s *State) input(v *value, i int) *value { return &s.p.vals[v.node.Inputs[i]] }

@@ -1,0 +1,25 @@
+// Command graphrun runs a compiled weft plan (or a GGUF model directly):
+// it streams generated text to stdout and a summary to stderr.
+//
+//	graphrun MODEL.plan --prompt "Once upon a time" -n 64
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		if errors.Is(err, errUsage) {
+			os.Exit(2)
+		}
+		fmt.Fprintf(os.Stderr, "graphrun: %v\n", err)
+		os.Exit(1)
+	}
+}

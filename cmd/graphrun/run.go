@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"time"
+
+	"github.com/weft-ml/weft/runtime"
+	"github.com/weft-ml/weft/runtime/sample"
+)
+
+var errUsage = errors.New("usage")
+
+type config struct {
+	model, prompt, file, logitsOut, kvType string
+	n, ctx, threads                        int
+	jsonOut, ignoreEOS, noBOS, special     bool
+	sampling                               sample.Params
+}
+
+func parseFlags(args []string) (*config, error) {
+	c := &config{sampling: sample.DefaultParams()}
+	fs := flag.NewFlagSet("graphrun", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: graphrun MODEL.plan|MODEL.gguf [--prompt TEXT | --file F] [-n N] [flags]")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&c.prompt, "prompt", "", "prompt text")
+	fs.StringVar(&c.file, "file", "", "read the prompt from this file")
+	fs.IntVar(&c.n, "n", 128, "tokens to generate (-1: until EOS or the context is full)")
+	fs.IntVar(&c.ctx, "ctx", 0, "context size in tokens (default: the plan's)")
+	fs.IntVar(&c.threads, "threads", 0, "threads (default: all cores)")
+	fs.StringVar(&c.kvType, "kv-type", "", "KV cache type f16|f32 (default: the plan's)")
+	fs.BoolVar(&c.ignoreEOS, "ignore-eos", false, "keep generating past end-of-sequence")
+	fs.BoolVar(&c.noBOS, "no-bos", false, "do not add the BOS token")
+	fs.BoolVar(&c.special, "special", false, "parse special-token text in the prompt")
+	fs.BoolVar(&c.jsonOut, "json", false, "print one JSON object at the end instead of streaming")
+	fs.StringVar(&c.logitsOut, "logits-out", "", "write every prompt position's logits (float32 LE, [n_prompt][n_vocab])")
+	sp := &c.sampling
+	fs.Var(float32Flag{&sp.Temp}, "temp", "temperature (0: greedy)")
+	fs.IntVar(&sp.TopK, "top-k", sp.TopK, "top-k (0: off)")
+	fs.Var(float32Flag{&sp.TopP}, "top-p", "top-p (1: off)")
+	fs.Var(float32Flag{&sp.MinP}, "min-p", "min-p (0: off)")
+	fs.Var(float32Flag{&sp.RepeatPenalty}, "repeat-penalty", "repeat penalty (1: off)")
+	fs.IntVar(&sp.RepeatLastN, "repeat-last-n", sp.RepeatLastN, "tokens the penalties look back over")
+	fs.Var(float32Flag{&sp.PresencePenalty}, "presence-penalty", "presence penalty (0: off)")
+	fs.Var(float32Flag{&sp.FrequencyPenalty}, "frequency-penalty", "frequency penalty (0: off)")
+	fs.Uint64Var(&sp.Seed, "seed", 0, "random seed (default: a new one each run)")
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, errUsage
+		}
+		if args = fs.Args(); len(args) == 0 {
+			break
+		}
+		pos, args = append(pos, args[0]), args[1:]
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return nil, errUsage
+	}
+	c.model = pos[0]
+	seeded := false
+	fs.Visit(func(f *flag.Flag) { seeded = seeded || f.Name == "seed" })
+	if !seeded {
+		c.sampling.Seed = uint64(time.Now().UnixNano())
+	}
+	return c, c.readPrompt()
+}
+
+func (c *config) readPrompt() error {
+	if c.file == "" {
+		return nil
+	}
+	if c.prompt != "" {
+		return fmt.Errorf("give --prompt or --file, not both")
+	}
+	b, err := os.ReadFile(c.file)
+	c.prompt = string(b)
+	return err
+}
+
+type float32Flag struct{ p *float32 }
+
+func (f float32Flag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return fmt.Sprint(*f.p)
+}
+
+func (f float32Flag) Set(s string) error {
+	var v float64
+	if _, err := fmt.Sscan(s, &v); err != nil || math.IsNaN(v) {
+		return fmt.Errorf("not a number: %q", s)
+	}
+	*f.p = float32(v)
+	return nil
+}
+
+func run(ctx context.Context, args []string) error {
+	c, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	m, err := runtime.Open(c.model, runtime.Options{Threads: c.threads})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	s, err := m.NewSession(runtime.SessionOptions{Ctx: c.ctx, KVType: c.kvType})
+	if err != nil {
+		return err
+	}
+	opts := runtime.GenerateOptions{MaxTokens: c.n, Sampling: c.sampling, IgnoreEOS: c.ignoreEOS, NoBOS: c.noBOS, ParseSpecial: c.special}
+	if c.logitsOut != "" {
+		opts.PromptLogits = func(l []float32) error { return writeFloats(c.logitsOut, l) }
+	}
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	onToken := func(_ int32, text string) error {
+		if c.jsonOut {
+			return nil
+		}
+		io.WriteString(out, text)
+		return out.Flush()
+	}
+	res, genErr := s.Generate(ctx, c.prompt, opts, onToken)
+	if res == nil {
+		return genErr
+	}
+	if c.jsonOut {
+		writeJSON(out, m, res)
+	} else {
+		fmt.Fprintln(out)
+	}
+	out.Flush()
+	summarize(m, res)
+	return genErr
+}
+
+func summarize(m *runtime.Model, r *runtime.Result) {
+	fmt.Fprintf(os.Stderr, "\nload %.0f ms | prompt %d tokens, %.1f tok/s | generated %d tokens, %.1f tok/s | stop: %s\n",
+		float64(m.LoadTime.Microseconds())/1000, len(r.PromptTokens), r.PrefillTokensPerSecond(),
+		len(r.Tokens), r.DecodeTokensPerSecond(), r.StopReason)
+}
+
+func writeJSON(w io.Writer, m *runtime.Model, r *runtime.Result) {
+	json.NewEncoder(w).Encode(map[string]any{
+		"prompt_tokens": r.PromptTokens, "tokens": r.Tokens, "text": r.Text, "stop_reason": r.StopReason,
+		"load_ms": m.LoadTime.Seconds() * 1000, "prefill_ms": r.PrefillTime.Seconds() * 1000, "decode_ms": r.DecodeTime.Seconds() * 1000,
+		"prefill_tok_s": r.PrefillTokensPerSecond(), "decode_tok_s": r.DecodeTokensPerSecond(),
+	})
+}
+
+// writeFloats writes little-endian float32s (the layout of ../shared/reference).
+func writeFloats(path string, xs []float32) error {
+	b := make([]byte, 4*len(xs))
+	for i, x := range xs {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return os.WriteFile(path, b, 0o644)
+}

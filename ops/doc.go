@@ -1,0 +1,12 @@
+// Package ops is weft's op catalogue: the name, arity, attributes and type
+// inference of every op, registered with package graph when this package is
+// imported. Pure-Go reference kernels for the ops live in ops/ref; backends
+// execute them.
+//
+// Attribute conventions (all numbers, see graph.Attrs):
+//
+//	RMSNorm, LayerNorm   eps
+//	Scale                scale
+//	RoPE                 heads, head_dim, dims (rotated dims), base, freq_scale, neox (0/1)
+//	Attention            heads, kv_heads, head_dim, scale; the node's Layer picks its KV cache
+package ops

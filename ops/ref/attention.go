@@ -1,0 +1,109 @@
+package ref
+
+import "math"
+
+// kvPad is llama.cpp's KV-cache padding without flash attention: attention
+// runs over the first n_kv cells, n_kv rounded up to a multiple of 32, with
+// the cells past the last position masked. The padding only changes which
+// summation path the dot products take, and this package mirrors that.
+const kvPad = 32
+
+// AttentionScratch returns the number of float32 elements Attention needs
+// in scratch for nTok query tokens starting at position pos0.
+func AttentionScratch(nTok, pos0 int) int {
+	n := paddedKV(pos0 + nTok)
+	return nTok*n + n
+}
+
+func paddedKV(n int) int { return (n + kvPad - 1) / kvPad * kvPad }
+
+// Attention computes causal grouped-query attention for nTok query tokens at
+// positions pos0, pos0+1, … against cache rows [0, pos0+nTok) of k and v
+// (the caller has stored the new tokens' rows already). q and out are
+// [nTok][nHead·headDim]; query head h reads KV head h/(nHead/nKVHead).
+// Scores are multiplied by scale before the softmax; token t sees positions
+// up to pos0+t.
+//
+// The numerics follow llama.cpp's attention without flash attention. With
+// an F16 cache, Q is rounded to binary16 for Q·Kᵀ and the probabilities are
+// rounded to binary16 for P·V; with an F32 cache everything stays float32.
+// Dot products use the summation order of the path ggml picks (tinyBLAS for
+// batches of 2+ tokens, ggml_vec_dot for one token).
+//
+// Preconditions: len(q), len(out) >= nTok·nHead·headDim; nKVHead divides
+// nHead; k and v hold pos0+nTok rows of RowLen >= nKVHead·headDim and are
+// both F16 or both F32; len(scratch) >= AttentionScratch(nTok, pos0).
+func Attention(out, q []float32, k, v KV, nTok, pos0, nHead, nKVHead, headDim int, scale float32, scratch []float32) {
+	nKV := pos0 + nTok
+	nPad := paddedKV(nKV)
+	probs := scratch[:nTok*nPad]
+	column := scratch[nTok*nPad : nTok*nPad+nPad]
+	group := nHead / nKVHead
+	for h := 0; h < nHead; h++ {
+		kvOff := h / group * headDim
+		for t := 0; t < nTok; t++ {
+			slot := (t*nHead + h) * headDim
+			row := probs[t*nPad : (t+1)*nPad]
+			scores(row, q[slot:slot+headDim], out[slot:slot+headDim], k, kvOff, pos0+t+1, nTok, scale)
+		}
+		for d := 0; d < headDim; d++ {
+			gatherColumn(column, v, kvOff+d, nKV)
+			for t := 0; t < nTok; t++ {
+				slot := (t*nHead+h)*headDim + d
+				out[slot] = dotPV(probs[t*nPad:(t+1)*nPad], column, v.isF16(), nTok)
+			}
+		}
+	}
+}
+
+// scores fills row with the softmax probabilities of one query head against
+// the first visible positions of k (the rest of row gets 0). tmp (headDim
+// elements of the output, overwritten later) holds the f16-rounded query.
+func scores(row, qh, tmp []float32, k KV, kvOff, visible, nTok int, scale float32) {
+	headDim := len(qh)
+	if k.isF16() {
+		for i, x := range qh {
+			tmp[i] = roundHalf(x)
+		}
+		tiny := nTok >= 2 && headDim%lanes == 0
+		for p := 0; p < visible; p++ {
+			kr := k.F16[p*k.RowLen+kvOff : p*k.RowLen+kvOff+headDim]
+			row[p] = dotHalf(tmp, kr, tiny) * scale
+		}
+	} else {
+		for p := 0; p < visible; p++ {
+			kr := k.F32[p*k.RowLen+kvOff : p*k.RowLen+kvOff+headDim]
+			row[p] = vecDotF32(qh, kr) * scale
+		}
+	}
+	for p := visible; p < len(row); p++ {
+		row[p] = float32(math.Inf(-1))
+	}
+	softmaxScaled(row)
+	if k.isF16() {
+		for p := range row[:visible] {
+			row[p] = roundHalf(row[p])
+		}
+	}
+}
+
+// gatherColumn copies element i of the first n rows of c into column and
+// zeroes the padding after them.
+func gatherColumn(column []float32, c KV, i, n int) {
+	for p := 0; p < n; p++ {
+		column[p] = c.at(p, i)
+	}
+	clear(column[n:])
+}
+
+// dotPV is one output element of P·V, over the padded cell count.
+func dotPV(p, column []float32, f16 bool, nTok int) float32 {
+	switch {
+	case nTok >= 2:
+		return tinyDot(p, column)
+	case f16:
+		return vecDotF16(p, column)
+	default:
+		return vecDotF32(p, column)
+	}
+}

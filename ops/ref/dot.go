@@ -1,0 +1,141 @@
+package ref
+
+// The dot products below reproduce the accumulation orders of the two
+// matmul paths in llama.cpp's AVX-512 build:
+//
+//   - llamafile's tinyBLAS (prompt batches of 2+ columns when the inner
+//     dimension is a multiple of the vector width): one 16-lane accumulator
+//     per output, fused multiply-adds along the whole row, one reduction.
+//   - ggml_vec_dot_* (single-token decode and the remaining cases): four
+//     16-lane accumulators over blocks of 64, folded pairwise, reduced, and a
+//     scalar tail.
+//
+// Inputs are float32 values already rounded to the operand type (f16 and
+// bf16 products are exact in float32, so one kernel serves them).
+
+// tinyDot is tinyBLAS's f32/f16 kernel; len(a) must be a multiple of 16.
+func tinyDot(a, b []float32) float32 {
+	var acc [lanes]float32
+	b = b[:len(a)]
+	for i := 0; i+lanes <= len(a); i += lanes {
+		for j := range acc {
+			acc[j] = fma32(a[i+j], b[i+j], acc[j])
+		}
+	}
+	return hsum(&acc)
+}
+
+// tinyDotBF16 is tinyBLAS's AVX512_BF16 kernel (vdpbf16ps): lane j of each
+// 32-element block adds the odd product, then the even one.
+func tinyDotBF16(a, b []float32) float32 {
+	var acc [lanes]float32
+	b = b[:len(a)]
+	for i := 0; i+2*lanes <= len(a); i += 2 * lanes {
+		dpbf16(&acc, a[i:i+2*lanes], b[i:i+2*lanes])
+	}
+	return hsum(&acc)
+}
+
+// dpbf16 accumulates one 32-element block into acc as vdpbf16ps does.
+func dpbf16(acc *[lanes]float32, a, b []float32) {
+	for j := range acc {
+		acc[j] += a[2*j+1] * b[2*j+1]
+		acc[j] += a[2*j] * b[2*j]
+	}
+}
+
+// vecBlocks runs ggml_vec_dot's main loop over the leading multiple of 64
+// elements and returns the reduced sum and how many elements it consumed.
+func vecBlocks(a, b []float32) (float32, int) {
+	var acc [4][lanes]float32
+	np := len(a) &^ (4*lanes - 1)
+	for i := 0; i < np; i += 4 * lanes {
+		for k := range acc {
+			off := i + k*lanes
+			for j := range acc[k] {
+				acc[k][j] = fma32(a[off+j], b[off+j], acc[k][j])
+			}
+		}
+	}
+	return foldHsum(&acc), np
+}
+
+// foldHsum is GGML_F32_VEC_REDUCE for four accumulators: (0+2)+(1+3), then
+// the 16-lane reduction.
+func foldHsum(acc *[4][lanes]float32) float32 {
+	var v [lanes]float32
+	for j := range v {
+		v[j] = (acc[0][j] + acc[2][j]) + (acc[1][j] + acc[3][j])
+	}
+	return hsum(&v)
+}
+
+// vecDotF32 is ggml_vec_dot_f32: float32 tail with fused multiply-adds, as
+// the compiler contracts it.
+func vecDotF32(a, b []float32) float32 {
+	b = b[:len(a)]
+	sum, i := vecBlocks(a, b)
+	for ; i < len(a); i++ {
+		sum = fma32(a[i], b[i], sum)
+	}
+	return sum
+}
+
+// vecDotF16 is ggml_vec_dot_f16: the tail is summed in double.
+func vecDotF16(a, b []float32) float32 {
+	b = b[:len(a)]
+	s, i := vecBlocks(a, b)
+	sum := float64(s)
+	for ; i < len(a); i++ {
+		sum += float64(a[i] * b[i])
+	}
+	return float32(sum)
+}
+
+// vecDotBF16 is ggml_vec_dot_bf16 with AVX512_BF16: two vdpbf16ps
+// accumulators over blocks of 64, each reduced into a double, double tail.
+func vecDotBF16(a, b []float32) float32 {
+	var c1, c2 [lanes]float32
+	b = b[:len(a)]
+	i := 0
+	for ; i+4*lanes <= len(a); i += 4 * lanes {
+		dpbf16(&c1, a[i:i+2*lanes], b[i:i+2*lanes])
+		dpbf16(&c2, a[i+2*lanes:i+4*lanes], b[i+2*lanes:i+4*lanes])
+	}
+	sum := float64(hsum(&c1))
+	sum += float64(hsum(&c2))
+	for ; i < len(a); i++ {
+		sum += float64(a[i] * b[i])
+	}
+	return float32(sum)
+}
+
+// dotHalf is tinyDot (tiny) or vecDotF16 with the second operand still in
+// binary16 bits, for Q·Kᵀ against an F16 cache without a conversion buffer.
+func dotHalf(a []float32, b []uint16, tiny bool) float32 {
+	b = b[:len(a)]
+	if tiny {
+		var acc [lanes]float32
+		for i := 0; i+lanes <= len(a); i += lanes {
+			for j := range acc {
+				acc[j] = fma32(a[i+j], halfToFloat(b[i+j]), acc[j])
+			}
+		}
+		return hsum(&acc)
+	}
+	var acc [4][lanes]float32
+	np := len(a) &^ (4*lanes - 1)
+	for i := 0; i < np; i += 4 * lanes {
+		for k := range acc {
+			for j := range acc[k] {
+				off := i + k*lanes + j
+				acc[k][j] = fma32(a[off], halfToFloat(b[off]), acc[k][j])
+			}
+		}
+	}
+	sum := float64(foldHsum(&acc))
+	for i := np; i < len(a); i++ {
+		sum += float64(a[i] * halfToFloat(b[i]))
+	}
+	return float32(sum)
+}

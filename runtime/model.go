@@ -1,0 +1,112 @@
+package runtime
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/weft-ml/weft/backends/cpu"
+	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/model/tokenizer"
+)
+
+// Options configure Open.
+type Options struct {
+	Threads int            // 0: all cores
+	Compile CompileOptions // used when opening a .gguf directly
+}
+
+// Model is a loaded plan with its mapped weights, tokenizer and compiled
+// program. It is safe for concurrent use by many Sessions.
+type Model struct {
+	Plan      *Plan
+	File      *gguf.File
+	Tokenizer *tokenizer.Tokenizer
+	LoadTime  time.Duration
+
+	prog *cpu.Program
+}
+
+// Open loads a .plan file, or compiles a .gguf file in memory.
+func Open(path string, o Options) (*Model, error) {
+	start := time.Now()
+	plan, weights, err := loadPlan(path, o)
+	if err != nil {
+		return nil, err
+	}
+	f, err := gguf.Open(weights)
+	if err != nil {
+		return nil, err
+	}
+	m, err := build(plan, f, weights, o)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	m.LoadTime = time.Since(start)
+	return m, nil
+}
+
+func loadPlan(path string, o Options) (*Plan, string, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, "", err
+	}
+	if strings.HasSuffix(strings.ToLower(path), ".gguf") {
+		p, err := Compile(path, o.Compile)
+		return p, path, err
+	}
+	p, err := ReadPlan(path)
+	if err != nil {
+		return nil, "", err
+	}
+	weights, err := p.locateWeights(path)
+	return p, weights, err
+}
+
+// locateWeights finds the plan's GGUF: the recorded path relative to the
+// plan's folder, as given, or absolute; whichever exists first.
+func (p *Plan) locateWeights(planPath string) (string, error) {
+	candidates := []string{p.Model.Path, p.Model.AbsPath}
+	if !filepath.IsAbs(p.Model.Path) {
+		rel := filepath.Join(filepath.Dir(planPath), filepath.Base(p.Model.Path))
+		candidates = append(candidates, rel)
+	}
+	for _, c := range candidates {
+		if c != "" {
+			if _, err := os.Stat(c); err == nil {
+				return c, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%s: the model file %s is missing", planPath, p.Model.Path)
+}
+
+func build(plan *Plan, f *gguf.File, weights string, o Options) (*Model, error) {
+	fp, err := Fingerprint(weights, f)
+	if err != nil {
+		return nil, err
+	}
+	if fp != plan.Model.Fingerprint || f.Size() != plan.Model.Size {
+		return nil, fmt.Errorf("%s has changed since the plan was compiled (fingerprint mismatch): recompile with graphc compile", weights)
+	}
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: tokenizer: %w", weights, err)
+	}
+	prog, err := cpu.Compile(plan.Graph, f, cpu.Options{MaxTokens: plan.Run.Batch, Threads: o.Threads})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", weights, err)
+	}
+	return &Model{Plan: plan, File: f, Tokenizer: tok, prog: prog}, nil
+}
+
+// Close releases the weights mapping. Sessions must not be used afterwards.
+func (m *Model) Close() error { return m.File.Close() }
+
+// VocabSize is the width of a logits row.
+func (m *Model) VocabSize() int { return m.Plan.Params.VocabSize }
+
+// ActivationBytes is the activation memory of one session.
+func (m *Model) ActivationBytes() int64 { return m.prog.ActivationBytes() }

@@ -1,0 +1,168 @@
+package runtime
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/graph"
+	"github.com/weft-ml/weft/model"
+)
+
+// PlanFormat and PlanVersion identify plan files this build can read.
+const (
+	PlanFormat  = "weft-plan"
+	PlanVersion = 1
+)
+
+// Plan is a compiled model: the graph, its parameters and a reference to
+// the GGUF file holding the weights. It is stored as JSON.
+type Plan struct {
+	Format  string         `json:"format"`
+	Version int            `json:"version"`
+	Model   ModelRef       `json:"model"`
+	Params  model.Params   `json:"params"`
+	Run     RunParams      `json:"run"`
+	Graph   *graph.Graph   `json:"graph"`
+	Passes  []PassLogEntry `json:"passes,omitempty"`
+}
+
+// ModelRef names the weights file and fingerprints it, so a plan is never
+// run against a different file.
+type ModelRef struct {
+	Path        string `json:"path"`        // as given to the compiler
+	AbsPath     string `json:"abs_path"`    // absolute path at compile time
+	Size        int64  `json:"size"`        // file size in bytes
+	Fingerprint string `json:"fingerprint"` // sha256 of the header and tensor table
+}
+
+// RunParams are the run-time defaults chosen at compile time.
+type RunParams struct {
+	Ctx    int    `json:"ctx"`     // KV cache positions
+	Batch  int    `json:"batch"`   // largest prefill batch
+	KVType string `json:"kv_type"` // "f16" or "f32"
+}
+
+// PassLogEntry records what one optimisation pass changed.
+type PassLogEntry struct {
+	Name    string `json:"name"`
+	Changes int    `json:"changes"`
+	Nodes   []int  `json:"nodes,omitempty"`
+}
+
+// Fingerprint hashes the header and tensor table of f (everything before
+// the data section) together with the file size.
+func Fingerprint(path string, f *gguf.File) (string, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer fh.Close()
+	h := sha256.New()
+	if _, err := io.CopyN(h, fh, min(f.DataOffset, f.Size())); err != nil {
+		return "", fmt.Errorf("fingerprinting %s: %w", path, err)
+	}
+	fmt.Fprintf(h, "size=%d", f.Size())
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// CompileOptions configure Compile.
+type CompileOptions struct {
+	Ctx    int    // 0: min(2048, the model's training context)
+	Batch  int    // 0: 512
+	KVType string // "": f16
+}
+
+// Compile lowers the GGUF model at path into a plan.
+func Compile(path string, o CompileOptions) (*Plan, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	l, err := model.Lower(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	fp, err := Fingerprint(path, f)
+	if err != nil {
+		return nil, err
+	}
+	abs, _ := filepath.Abs(path)
+	run, err := o.resolve(l.Params)
+	if err != nil {
+		return nil, err
+	}
+	return &Plan{
+		Format: PlanFormat, Version: PlanVersion,
+		Model:  ModelRef{Path: path, AbsPath: abs, Size: f.Size(), Fingerprint: fp},
+		Params: l.Params, Run: run, Graph: l.Graph,
+	}, nil
+}
+
+func (o CompileOptions) resolve(p model.Params) (RunParams, error) {
+	r := RunParams{Ctx: o.Ctx, Batch: o.Batch, KVType: o.KVType}
+	if r.Ctx == 0 {
+		r.Ctx = min(2048, p.CtxTrain)
+	}
+	if r.Batch == 0 {
+		r.Batch = 512
+	}
+	if r.KVType == "" {
+		r.KVType = "f16"
+	}
+	if r.Ctx < 1 || r.Batch < 1 {
+		return r, fmt.Errorf("context %d and batch %d must be positive", r.Ctx, r.Batch)
+	}
+	if r.KVType != "f16" && r.KVType != "f32" {
+		return r, fmt.Errorf("KV cache type %q: want f16 or f32", r.KVType)
+	}
+	return r, nil
+}
+
+// WritePlan writes p to path atomically (temp file, then rename).
+func WritePlan(path string, p *Plan) error {
+	data, err := json.MarshalIndent(p, "", " ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// ReadPlan reads and checks a plan file.
+func ReadPlan(path string) (*Plan, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var head struct {
+		Format  string `json:"format"`
+		Version int    `json:"version"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil || head.Format != PlanFormat {
+		return nil, fmt.Errorf("%s: not a weft plan file", path)
+	}
+	if head.Version != PlanVersion {
+		return nil, fmt.Errorf("%s: plan version %d, this build reads version %d: recompile with graphc compile", path, head.Version, PlanVersion)
+	}
+	var p Plan
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if p.Graph == nil {
+		return nil, fmt.Errorf("%s: plan has no graph", path)
+	}
+	if err := p.Graph.Verify(); err != nil {
+		return nil, fmt.Errorf("%s: invalid graph: %w", path, err)
+	}
+	return &p, nil
+}

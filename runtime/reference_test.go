@@ -1,0 +1,248 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/weft-ml/weft/internal/testenv"
+)
+
+// reference is the part of a ../shared/reference JSON file the tests use.
+type reference struct {
+	Model          string        `json:"model"`
+	Prompt         string        `json:"prompt"`
+	PromptTokens   []int32       `json:"prompt_tokens"`
+	NVocab         int           `json:"n_vocab"`
+	GreedyTokens   []int32       `json:"greedy_tokens"`
+	GreedyTextHex  string        `json:"greedy_text_hex"`
+	GreedyTopK     [][][]float64 `json:"greedy_topk"`
+	PromptTopK     [][][]float64 `json:"prompt_topk"`
+	LogitsFile     string        `json:"logits_file"`
+	LogitsShape    []int         `json:"logits_shape"`
+	LogitsFirstPos int           `json:"logits_first_pos"`
+	KVType         string        `json:"kv_cache_type"`
+
+	logits []float32
+}
+
+func loadReference(t *testing.T, dir, name string) *reference {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r reference
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, r.LogitsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.logits = make([]float32, len(raw)/4)
+	for i := range r.logits {
+		r.logits[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+	}
+	if len(r.logits) != r.LogitsShape[0]*r.LogitsShape[1] {
+		t.Fatalf("%s: %d logits, shape %v", name, len(r.logits), r.LogitsShape)
+	}
+	return &r
+}
+
+// row returns the stored logits of prompt position pos, or nil.
+func (r *reference) row(pos int) []float32 {
+	i := pos - r.LogitsFirstPos
+	if i < 0 || i >= r.LogitsShape[0] {
+		return nil
+	}
+	return r.logits[i*r.NVocab : (i+1)*r.NVocab]
+}
+
+// relDiff returns ‖a-b‖/‖b‖ and max |a-b|.
+func relDiff(a, b []float32) (rel, maxAbs float64) {
+	var num, den float64
+	for i := range b {
+		d := float64(a[i]) - float64(b[i])
+		num += d * d
+		den += float64(b[i]) * float64(b[i])
+		maxAbs = math.Max(maxAbs, math.Abs(d))
+	}
+	return math.Sqrt(num / den), maxAbs
+}
+
+func top5(l []float32) []int {
+	idx := make([]int, len(l))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return l[idx[a]] > l[idx[b]] })
+	return idx[:5]
+}
+
+func overlap(ours []int, ref [][]float64) int {
+	n := 0
+	for _, id := range ours {
+		for _, e := range ref {
+			if int(e[0]) == id {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// spread is llama.cpp's own f16-KV versus f32-KV disagreement: the largest
+// per-row ‖Δ‖/‖ref‖ over the stored rows of a reference pair.
+func spread(f16, f32 *reference) float64 {
+	s := 0.0
+	for r := 0; r < f16.LogitsShape[0]; r++ {
+		pos := f16.LogitsFirstPos + r
+		rel, _ := relDiff(f16.row(pos), f32.row(pos))
+		s = math.Max(s, rel)
+	}
+	return s
+}
+
+// top5Stats counts positions by how many of our top-5 ids the reference shares.
+type top5Stats struct{ total, atLeast4, min int }
+
+func (s *top5Stats) add(n int) {
+	if s.total == 0 || n < s.min {
+		s.min = n
+	}
+	s.total++
+	if n >= 4 {
+		s.atLeast4++
+	}
+}
+
+// TestReferenceLogits compares weft with llama.cpp on every shared model,
+// prompt and KV cache type: stored logits rows within max(2e-3, 2·spread),
+// top-5 agreement at every prompt position and teacher-forced greedy step,
+// and exact greedy tokens and text for the trained stories260K models.
+func TestReferenceLogits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end reference comparison is slow: skipped in -short mode")
+	}
+	refDir := testenv.Shared(t, "reference")
+	modelDir := testenv.Shared(t, "models")
+	models, _ := filepath.Glob(filepath.Join(modelDir, "*.gguf"))
+	for _, path := range models {
+		name := strings.TrimSuffix(filepath.Base(path), ".gguf")
+		t.Run(name, func(t *testing.T) { checkModel(t, path, name, refDir) })
+	}
+}
+
+func checkModel(t *testing.T, path, name, refDir string) {
+	m, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var stats top5Stats
+	for _, p := range []string{"p1", "p2", "p3"} {
+		f16 := loadReference(t, refDir, fmt.Sprintf("%s.%s.json", name, p))
+		f32 := loadReference(t, refDir, fmt.Sprintf("%s.%s.kvf32.json", name, p))
+		bar := math.Max(2e-3, 2*spread(f16, f32))
+		for _, ref := range []*reference{f16, f32} {
+			checkPrompt(t, m, ref, bar, &stats, strings.HasPrefix(name, "stories260K"))
+		}
+	}
+	frac := float64(stats.atLeast4) / float64(stats.total)
+	t.Logf("%s: top-5 overlap min %d, >=4 at %.2f%% of %d positions", name, stats.min, 100*frac, stats.total)
+	if stats.min < 3 || frac < 0.99 {
+		t.Errorf("%s: top-5 overlap min %d (want >= 3), >=4 at %.2f%% (want >= 99%%)", name, stats.min, 100*frac)
+	}
+}
+
+func checkPrompt(t *testing.T, m *Model, ref *reference, bar float64, stats *top5Stats, trained bool) {
+	label := fmt.Sprintf("%q kv=%s", truncate(ref.Prompt, 20), ref.KVType)
+	ids, err := m.Tokenizer.Encode(ref.Prompt, true, false)
+	if err != nil || !equalIDs(ids, ref.PromptTokens) {
+		t.Fatalf("%s: tokens %v (err %v), want %v", label, ids, err, ref.PromptTokens)
+	}
+	s, err := m.NewSession(SessionOptions{Ctx: 2048, KVType: ref.KVType})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.Eval(ids, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := ref.NVocab
+	worstRel, worstAbs := 0.0, 0.0
+	for pos := range ids {
+		row := all[pos*v : (pos+1)*v]
+		stats.add(overlap(top5(row), ref.PromptTopK[pos]))
+		if want := ref.row(pos); want != nil {
+			rel, abs := relDiff(row, want)
+			worstRel, worstAbs = math.Max(worstRel, rel), math.Max(worstAbs, abs)
+		}
+	}
+	t.Logf("%s: %d prompt tokens, stored rows max|Δ| %.3g, max ‖Δ‖/‖ref‖ %.3g (bar %.3g)", label, len(ids), worstAbs, worstRel, bar)
+	if worstRel > bar {
+		t.Errorf("%s: ‖Δ‖/‖ref‖ %.3g exceeds %.3g", label, worstRel, bar)
+	}
+	checkGreedy(t, s, ref, all[(len(ids)-1)*v:], stats, trained, label)
+}
+
+// checkGreedy teacher-forces the reference's greedy tokens, comparing each
+// step's top-5; for trained models it also requires our argmax to match.
+func checkGreedy(t *testing.T, s *Session, ref *reference, logits []float32, stats *top5Stats, trained bool, label string) {
+	var text []byte
+	for g, want := range ref.GreedyTokens {
+		stats.add(overlap(top5(logits), ref.GreedyTopK[g]))
+		if trained {
+			if got := argmax(logits); got != want {
+				t.Fatalf("%s: greedy step %d: got token %d, want %d", label, g, got, want)
+			}
+			text = append(text, s.Model().Tokenizer.Piece(want)...)
+		}
+		if g == len(ref.GreedyTokens)-1 {
+			break
+		}
+		var err error
+		if logits, err = s.Eval([]int32{want}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if trained && fmt.Sprintf("%x", text) != ref.GreedyTextHex {
+		t.Errorf("%s: greedy text %q differs from the reference", label, text)
+	}
+}
+
+func argmax(l []float32) int32 {
+	best := 0
+	for i, x := range l {
+		if x > l[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+func equalIDs(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
