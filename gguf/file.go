@@ -38,6 +38,7 @@ type File struct {
 
 	data        []byte
 	unmap       func() error
+	alignAt     int64 // offset of general.alignment's type tag, for errors
 	kvIndex     map[string]int
 	tensorIndex map[string]int
 }

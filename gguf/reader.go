@@ -76,18 +76,27 @@ func (d *decoder) u64(what string) (uint64, error) {
 }
 
 // str reads a length-prefixed string; the length is checked against the
-// remaining bytes before anything is allocated.
-func (d *decoder) str(what string) (string, error) {
+// remaining bytes before anything is allocated. The error names label (of
+// key, when given); the message is built only on failure because str runs
+// once per element of large string arrays.
+func (d *decoder) str(label, key string) (string, error) {
 	start := d.off
-	n, err := d.u64(what + " length")
-	if err != nil {
-		return "", err
+	if d.remaining() < 8 {
+		return "", d.need(8, describe(label, key)+" length")
 	}
+	n, _ := d.u64("")
 	if n > uint64(d.remaining()) {
-		return "", formatErr(start, "%s length %d exceeds the %d bytes left in the file", what, n, d.remaining())
+		return "", formatErr(start, "%s length %d exceeds the %d bytes left in the file", describe(label, key), n, d.remaining())
 	}
-	s, _ := d.bytes(int64(n), what)
+	s, _ := d.bytes(int64(n), "")
 	return string(s), nil
+}
+
+func describe(label, key string) string {
+	if key == "" {
+		return label
+	}
+	return label + " of " + key
 }
 
 // Parse reads the header of a GGUF file held in b. The returned File keeps b
@@ -147,7 +156,7 @@ func (f *File) readMetadata(d *decoder, n int) error {
 	f.kvIndex = make(map[string]int, n)
 	for i := 0; i < n; i++ {
 		at := d.off
-		key, err := d.str("metadata key")
+		key, err := d.str("metadata key", "")
 		if err != nil {
 			return err
 		}
@@ -162,6 +171,9 @@ func (f *File) readMetadata(d *decoder, n int) error {
 		v, err := d.value(ValueType(tag), key, tagAt, 0)
 		if err != nil {
 			return err
+		}
+		if key == "general.alignment" {
+			f.alignAt = tagAt
 		}
 		f.kvIndex[key] = len(f.KV)
 		f.KV = append(f.KV, KV{Key: key, Value: v})
@@ -178,7 +190,7 @@ func (d *decoder) value(t ValueType, key string, tagAt int64, depth int) (Value,
 		return Value{Type: t, V: a}, err
 	}
 	if t == ValueString {
-		s, err := d.str("string value of " + key)
+		s, err := d.str("string value", key)
 		return Value{Type: t, V: s}, err
 	}
 	raw, err := d.bytes(int64(scalarSize[t]), "value of "+key)
@@ -254,18 +266,21 @@ func (d *decoder) arrayData(elem ValueType, n int, key string, depth int) (Array
 		s := make([]string, n)
 		for i := range s {
 			var err error
-			if s[i], err = d.str("string element of " + key); err != nil {
+			if s[i], err = d.str("string element", key); err != nil {
 				return a, err
 			}
 		}
 		a.Data = s
 	case ValueArray:
-		s := make([]Array, n)
-		for i := range s {
-			var err error
-			if s[i], err = d.array(key, depth+1); err != nil {
+		// Grow as elements parse: preallocating n at every nesting level
+		// would let one small file claim many times its size.
+		s := make([]Array, 0, min(n, 64))
+		for range n {
+			sub, err := d.array(key, depth+1)
+			if err != nil {
 				return a, err
 			}
+			s = append(s, sub)
 		}
 		a.Data = s
 	default:
@@ -282,7 +297,7 @@ func decodeScalarSlice(t ValueType, raw []byte, n int) any {
 	sz := scalarSize[t]
 	switch t {
 	case ValueUint8:
-		return append([]uint8(nil), raw...)
+		return append(make([]uint8, 0, n), raw...)
 	case ValueInt8:
 		return fill[int8](raw, n, sz, t)
 	case ValueUint16:
@@ -322,10 +337,10 @@ func (f *File) readAlignment() error {
 	}
 	a, isU32 := v.V.(uint32)
 	if !isU32 {
-		return formatErr(0, "general.alignment has type %s, want uint32", v.Type)
+		return formatErr(f.alignAt, "general.alignment has type %s, want uint32", v.Type)
 	}
 	if a == 0 || a&(a-1) != 0 {
-		return formatErr(0, "general.alignment %d is not a positive power of two", a)
+		return formatErr(f.alignAt, "general.alignment %d is not a positive power of two", a)
 	}
 	f.Alignment = a
 	return nil
@@ -348,9 +363,12 @@ func (f *File) readTensorInfos(d *decoder, n int) error {
 func (f *File) readTensorInfo(d *decoder) (TensorInfo, error) {
 	var t TensorInfo
 	at := d.off
-	name, err := d.str("tensor name")
+	name, err := d.str("tensor name", "")
 	if err != nil {
 		return t, err
+	}
+	if len(name) > maxNameLen {
+		return t, formatErr(at, "tensor name of %d bytes is longer than %d: %.20q…", len(name), maxNameLen, name)
 	}
 	if _, dup := f.tensorIndex[name]; dup {
 		return t, formatErr(at, "duplicate tensor name %q", name)
@@ -376,7 +394,7 @@ func (f *File) readTensorInfo(d *decoder) (TensorInfo, error) {
 	}
 	t.Type = TensorType(tt)
 	if !t.Type.Known() {
-		return t, formatErr(typeAt, "tensor %q has unknown type id %d", name, tt)
+		return t, formatErr(typeAt, "tensor %q has unknown type id %d", name, int32(tt))
 	}
 	if t.Size, err = TensorBytes(t.Type, t.Dims); err != nil {
 		return t, formatErr(at, "tensor %q: %v", name, err)
