@@ -90,8 +90,14 @@ func scores(row, qh, tmp []float32, k KV, kvOff, visible, nTok int, scale float3
 // gatherColumn copies element i of the first n rows of c into column and
 // zeroes the padding after them.
 func gatherColumn(column []float32, c KV, i, n int) {
-	for p := 0; p < n; p++ {
-		column[p] = c.at(p, i)
+	if c.F16 != nil {
+		for p := range column[:n] {
+			column[p] = halfToFloat(c.F16[p*c.RowLen+i])
+		}
+	} else {
+		for p := range column[:n] {
+			column[p] = c.F32[p*c.RowLen+i]
+		}
 	}
 	clear(column[n:])
 }

@@ -18,9 +18,7 @@ func tinyDot(a, b []float32) float32 {
 	var acc [lanes]float32
 	b = b[:len(a)]
 	for i := 0; i+lanes <= len(a); i += lanes {
-		for j := range acc {
-			acc[j] = fma32(a[i+j], b[i+j], acc[j])
-		}
+		fmaLanes(&acc, a[i:], b[i:])
 	}
 	return hsum(&acc)
 }
@@ -51,10 +49,7 @@ func vecBlocks(a, b []float32) (float32, int) {
 	np := len(a) &^ (4*lanes - 1)
 	for i := 0; i < np; i += 4 * lanes {
 		for k := range acc {
-			off := i + k*lanes
-			for j := range acc[k] {
-				acc[k][j] = fma32(a[off+j], b[off+j], acc[k][j])
-			}
+			fmaLanes(&acc[k], a[i+k*lanes:], b[i+k*lanes:])
 		}
 	}
 	return foldHsum(&acc), np
@@ -114,12 +109,12 @@ func vecDotBF16(a, b []float32) float32 {
 // binary16 bits, for Q·Kᵀ against an F16 cache without a conversion buffer.
 func dotHalf(a []float32, b []uint16, tiny bool) float32 {
 	b = b[:len(a)]
+	var wide [lanes]float32
 	if tiny {
 		var acc [lanes]float32
 		for i := 0; i+lanes <= len(a); i += lanes {
-			for j := range acc {
-				acc[j] = fma32(a[i+j], halfToFloat(b[i+j]), acc[j])
-			}
+			widenHalves(&wide, b[i:])
+			fmaLanes(&acc, a[i:], wide[:])
 		}
 		return hsum(&acc)
 	}
@@ -127,10 +122,8 @@ func dotHalf(a []float32, b []uint16, tiny bool) float32 {
 	np := len(a) &^ (4*lanes - 1)
 	for i := 0; i < np; i += 4 * lanes {
 		for k := range acc {
-			for j := range acc[k] {
-				off := i + k*lanes + j
-				acc[k][j] = fma32(a[off], halfToFloat(b[off]), acc[k][j])
-			}
+			widenHalves(&wide, b[i+k*lanes:])
+			fmaLanes(&acc[k], a[i+k*lanes:], wide[:])
 		}
 	}
 	sum := float64(foldHsum(&acc))
@@ -138,4 +131,12 @@ func dotHalf(a []float32, b []uint16, tiny bool) float32 {
 		sum += float64(a[i] * halfToFloat(b[i]))
 	}
 	return float32(sum)
+}
+
+// widenHalves converts the first 16 values of h.
+func widenHalves(dst *[lanes]float32, h []uint16) {
+	h = h[:lanes]
+	for j := range dst {
+		dst[j] = halfToFloat(h[j])
+	}
 }

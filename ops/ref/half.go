@@ -6,8 +6,17 @@ import "math"
 // They are local so that the float paths of this package need nothing from
 // package quant.
 
-// halfToFloat widens an IEEE binary16 value exactly.
+// halfToFloat widens an IEEE binary16 value exactly; normal numbers take
+// the short path (rebias the exponent by 127-15 = 112), which inlines.
 func halfToFloat(h uint16) float32 {
+	if e := h & 0x7c00; e != 0 && e != 0x7c00 {
+		return math.Float32frombits(uint32(h&0x8000)<<16 | (uint32(h&0x7fff)+112<<10)<<13)
+	}
+	return halfToFloatRare(h)
+}
+
+// halfToFloatRare widens zeros, subnormals, infinities and NaNs.
+func halfToFloatRare(h uint16) float32 {
 	sign := uint32(h&0x8000) << 16
 	exp := uint32(h>>10) & 0x1f
 	mant := uint32(h & 0x3ff)

@@ -26,11 +26,3 @@ func (c KV) Store(pos int, x []float32) {
 
 // isF16 reports whether the cache holds binary16 values.
 func (c KV) isF16() bool { return c.F16 != nil }
-
-// at returns element i of row p as float32.
-func (c KV) at(p, i int) float32 {
-	if c.F16 != nil {
-		return halfToFloat(c.F16[p*c.RowLen+i])
-	}
-	return c.F32[p*c.RowLen+i]
-}

@@ -9,26 +9,47 @@ const lanes = 16
 
 // fma32 is a float32 fused multiply-add, a*b+c with a single rounding, as
 // _mm512_fmadd_ps computes it. The product of two float32 values is exact in
-// float64; the sum is rounded once to float64 and then to float32. When the
-// float64 sum lands exactly halfway between two float32 values the second
-// rounding could go the wrong way, so that case is settled with the exact
-// remainder of the addition.
+// float64, so the float64 sum is rounded once; rounding it again to float32
+// goes wrong only when that sum lies exactly halfway between two float32
+// values (low 29 bits 1000…0) while the exact sum does not: fmaTie.
 func fma32(a, b, c float32) float32 {
-	p := float64(a) * float64(b)
-	s := p + float64(c)
-	bits := math.Float64bits(s)
-	if bits&(1<<29-1) == 1<<28 && bits&0x7ff0000000000000 > 0x3810000000000000 {
-		t := s - p
-		rem := (p - (s - t)) + (float64(c) - t)
-		switch {
-		case rem != 0 && (rem > 0) == (s > 0):
-			bits++
-		case rem != 0:
-			bits--
-		}
-		s = math.Float64frombits(bits)
+	s := float64(a)*float64(b) + float64(c)
+	if math.Float64bits(s)<<35 == 1<<63 {
+		return fmaTie(a, b, c)
 	}
 	return float32(s)
+}
+
+// fmaLanes is acc[j] = fma32(a[j], b[j], acc[j]) for one register of lanes,
+// written out so that the common case needs no call.
+func fmaLanes(acc *[lanes]float32, a, b []float32) {
+	a, b = a[:lanes], b[:lanes]
+	for j := range acc {
+		s := float64(a[j])*float64(b[j]) + float64(acc[j])
+		if math.Float64bits(s)<<35 == 1<<63 {
+			acc[j] = fmaTie(a[j], b[j], acc[j])
+			continue
+		}
+		acc[j] = float32(s)
+	}
+}
+
+// fmaTie rounds a*b+c to float32 when their float64 sum sits on a float32
+// midpoint: the exact remainder of the addition moves it one float64 step
+// toward the exact value, or leaves it for a true tie.
+func fmaTie(a, b, c float32) float32 {
+	p, q := float64(a)*float64(b), float64(c)
+	s := p + q
+	t := s - p
+	rem := (p - (s - t)) + (q - t)
+	bits := math.Float64bits(s)
+	switch {
+	case rem*s > 0:
+		bits++
+	case rem != 0:
+		bits--
+	}
+	return float32(math.Float64frombits(bits))
 }
 
 // hsum adds 16 lanes in the order of _mm512_reduce_add_ps: upper half onto

@@ -23,6 +23,22 @@ func TestFMA32AgainstBigFloat(t *testing.T) {
 	}
 }
 
+func TestFMALanesMatchesFMA32(t *testing.T) {
+	rng := newRNG(t)
+	for i := 0; i < 20000; i++ {
+		a, b := randVec(rng, lanes, 4), randVec(rng, lanes, 4)
+		var acc, want [lanes]float32
+		for j := range acc {
+			acc[j] = randVec(rng, 1, 4)[0] * float32(math.Ldexp(1, -rng.IntN(40)))
+			want[j] = fma32(a[j], b[j], acc[j])
+		}
+		fmaLanes(&acc, a, b)
+		if acc != want {
+			t.Fatalf("fmaLanes %v, want %v", acc, want)
+		}
+	}
+}
+
 func TestHsumOrder(t *testing.T) {
 	rng := newRNG(t)
 	var v [lanes]float32
