@@ -89,6 +89,17 @@ func (c *config) readPrompt() error {
 	return err
 }
 
+// normalizeSampling maps llama.cpp's conventions onto the sampler's:
+// --repeat-last-n -1 means the whole context, a negative temperature greedy.
+func (c *config) normalizeSampling(ctx int) {
+	if c.sampling.RepeatLastN < 0 {
+		c.sampling.RepeatLastN = ctx
+	}
+	if c.sampling.Temp < 0 {
+		c.sampling.Temp = 0
+	}
+}
+
 type float32Flag struct{ p *float32 }
 
 func (f float32Flag) String() string {
@@ -107,7 +118,7 @@ func (f float32Flag) Set(s string) error {
 	return nil
 }
 
-func run(ctx context.Context, args []string) error {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, err := parseFlags(args)
 	if err != nil {
 		return err
@@ -121,11 +132,12 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	c.normalizeSampling(s.Context())
 	opts := runtime.GenerateOptions{MaxTokens: c.n, Sampling: c.sampling, IgnoreEOS: c.ignoreEOS, NoBOS: c.noBOS, ParseSpecial: c.special}
 	if c.logitsOut != "" {
 		opts.PromptLogits = func(l []float32) error { return writeFloats(c.logitsOut, l) }
 	}
-	out := bufio.NewWriter(os.Stdout)
+	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 	onToken := func(_ int32, text string) error {
 		if c.jsonOut {
@@ -144,12 +156,12 @@ func run(ctx context.Context, args []string) error {
 		fmt.Fprintln(out)
 	}
 	out.Flush()
-	summarize(m, res)
+	summarize(stderr, m, res)
 	return genErr
 }
 
-func summarize(m *runtime.Model, r *runtime.Result) {
-	fmt.Fprintf(os.Stderr, "\nload %.0f ms | prompt %d tokens, %.1f tok/s | generated %d tokens, %.1f tok/s | stop: %s\n",
+func summarize(w io.Writer, m *runtime.Model, r *runtime.Result) {
+	fmt.Fprintf(w, "\nload %.0f ms | prompt %d tokens, %.1f tok/s | generated %d tokens, %.1f tok/s | stop: %s\n",
 		float64(m.LoadTime.Microseconds())/1000, len(r.PromptTokens), r.PrefillTokensPerSecond(),
 		len(r.Tokens), r.DecodeTokensPerSecond(), r.StopReason)
 }

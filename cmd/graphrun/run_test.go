@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/weft-ml/weft/internal/testenv"
+)
+
+func stories(t *testing.T) string {
+	return filepath.Join(testenv.RepoRoot(t), "testdata", "stories260K.gguf")
+}
+
+func runCLI(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), args, &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+func TestGreedyMatchesReference(t *testing.T) {
+	out, summary, err := runCLI(t, stories(t), "--prompt", "Once upon a time", "-n", "64", "--temp", "0", "--ignore-eos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ", there was a little girl named Lily. She loved to play outside in the park."
+	if !strings.HasPrefix(out, want) {
+		t.Errorf("stdout %q, want prefix %q", out, want)
+	}
+	if !strings.Contains(summary, "prompt 5 tokens") || !strings.Contains(summary, "generated 64 tokens") {
+		t.Errorf("summary %q", summary)
+	}
+}
+
+func TestJSONAndLogitsOut(t *testing.T) {
+	logits := filepath.Join(t.TempDir(), "l.f32")
+	out, _, err := runCLI(t, stories(t), "--prompt", "Once upon a time", "-n", "4", "--temp", "0", "--json", "--logits-out", logits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		PromptTokens []int32 `json:"prompt_tokens"`
+		Tokens       []int32 `json:"tokens"`
+		Text         string  `json:"text"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v in %q", err, out)
+	}
+	if len(res.PromptTokens) != 5 || len(res.Tokens) != 4 || res.Text == "" {
+		t.Fatalf("json %+v", res)
+	}
+	raw, err := os.ReadFile(logits)
+	if err != nil || len(raw) != 5*512*4 {
+		t.Fatalf("logits file: %d bytes, err %v", len(raw), err)
+	}
+	last := raw[4*512*4:]
+	best := 0
+	for i := 0; i < 512; i++ {
+		if f(last, i) > f(last, best) {
+			best = i
+		}
+	}
+	if int32(best) != res.Tokens[0] {
+		t.Errorf("argmax of the last logits row %d, first token %d", best, res.Tokens[0])
+	}
+}
+
+func f(b []byte, i int) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])) }
+
+func TestSeedRepeats(t *testing.T) {
+	a, _, err1 := runCLI(t, stories(t), "--prompt", "Once", "-n", "24", "--seed", "3")
+	b, _, err2 := runCLI(t, stories(t), "--prompt", "Once", "-n", "24", "--seed", "3")
+	if err1 != nil || err2 != nil || a != b {
+		t.Fatalf("seeded runs differ: %q / %q (%v, %v)", a, b, err1, err2)
+	}
+}
+
+func TestClearErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"/nonexistent/model.plan"}, "no such file"},
+		{[]string{stories(t), "--prompt", "", "--no-bos"}, "empty prompt"},
+		{[]string{stories(t), "--prompt", strings.Repeat("Once upon a time ", 40), "--ctx", "32"}, "context full"},
+		{[]string{stories(t), "--kv-type", "q3"}, "KV cache type"},
+		{[]string{stories(t), "--top-p", "2"}, "top"},
+	}
+	for _, c := range cases {
+		_, _, err := runCLI(t, c.args...)
+		if err == nil || !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(c.want)) {
+			t.Errorf("%v: got %v, want an error containing %q", c.args, err, c.want)
+		}
+	}
+}
