@@ -6,7 +6,7 @@
 // Attribute conventions (all numbers, see graph.Attrs):
 //
 //	RMSNorm, LayerNorm   eps
-//	Scale                scale
+//	Scale, Softmax       scale
 //	RoPE                 heads, head_dim, dims (rotated dims), base, freq_scale, neox (0/1)
 //	Attention            heads, kv_heads, head_dim, scale; the node's Layer picks its KV cache
 package ops

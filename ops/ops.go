@@ -15,6 +15,7 @@ const (
 	Mul        = "Mul"        // (a, b) elementwise; b broadcast over rows when it is one row
 	Add        = "Add"        // (a, b) elementwise, broadcast like Mul
 	Scale      = "Scale"      // (x) -> x * scale
+	Softmax    = "Softmax"    // (x) -> softmax(x * scale) along rows
 	SiLU       = "SiLU"       // (x) -> x * sigmoid(x)
 	GELU       = "GELU"       // (x) -> tanh-approximated GELU
 	SwiGLU     = "SwiGLU"     // (gate, up) -> silu(gate) * up
@@ -32,6 +33,7 @@ func init() {
 		{Name: Mul, Arity: 2, Infer: inferBroadcast},
 		{Name: Add, Arity: 2, Infer: inferBroadcast},
 		{Name: Scale, Arity: 1, Infer: unaryF32},
+		{Name: Softmax, Arity: 1, Infer: unaryF32},
 		{Name: SiLU, Arity: 1, Infer: unaryF32},
 		{Name: GELU, Arity: 1, Infer: unaryF32},
 		{Name: SwiGLU, Arity: 2, Infer: inferSame},

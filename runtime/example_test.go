@@ -29,5 +29,5 @@ func Example() {
 		log.Fatal(err)
 	}
 	fmt.Println(res.Text)
-	// Output: , there was a little girl named Lily. She loved to
+	// Output: , there was a little girl named Lily. She
 }

@@ -15,6 +15,8 @@ var kernels = map[string]kernel{
 	ops.GetRows:    runGetRows,
 	ops.SelectRows: runSelectRows,
 	ops.RMSNorm:    runRMSNorm,
+	ops.LayerNorm:  runLayerNorm,
+	ops.Softmax:    runSoftmax,
 	ops.Mul:        binaryOp(ref.Mul),
 	ops.Add:        binaryOp(ref.Add),
 	ops.Scale:      runScale,
@@ -47,6 +49,20 @@ func runScale(s *State, v *value) error {
 
 func runRMSNorm(s *State, v *value) error {
 	ref.RMSNorm(s.f32(v), s.f32(s.input(v, 0)), v.width, v.node.Attrs.Float("eps"))
+	return nil
+}
+
+func runLayerNorm(s *State, v *value) error {
+	ref.LayerNorm(s.f32(v), s.f32(s.input(v, 0)), v.width, v.node.Attrs.Float("eps"))
+	return nil
+}
+
+func runSoftmax(s *State, v *value) error {
+	dst := s.f32(v)
+	copy(dst, s.f32(s.input(v, 0)))
+	for r := 0; r < len(dst); r += v.width {
+		ref.SoftmaxRow(dst[r:r+v.width], v.node.Attrs.Float("scale"))
+	}
 	return nil
 }
 

@@ -12,7 +12,7 @@ type Params struct {
 	Temp             float32 // 0 = greedy argmax
 	TopK             int     // 0 = whole vocabulary
 	TopP, MinP       float32 // both in [0, 1]
-	RepeatPenalty    float32 // > 0; 1 = off
+	RepeatPenalty    float32 // > 0; 1 (or 0) = off
 	RepeatLastN      int     // tokens of history penalized; 0 = off
 	PresencePenalty  float32 // subtracted once from every token seen
 	FrequencyPenalty float32 // subtracted once per occurrence

@@ -22,7 +22,13 @@ type Sampler struct {
 }
 
 // New validates p and returns a Sampler for a vocabulary of vocabSize tokens.
+//
+// A zero RepeatPenalty means "off" (as 1 does), so that the zero Params is
+// plain greedy decoding.
 func New(p Params, vocabSize int) (*Sampler, error) {
+	if p.RepeatPenalty == 0 {
+		p.RepeatPenalty = 1
+	}
 	if err := p.validate(vocabSize); err != nil {
 		return nil, err
 	}

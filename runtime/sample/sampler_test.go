@@ -37,7 +37,6 @@ func TestInvalidParams(t *testing.T) {
 		{"nan top-p", edit(func(p *Params) { p.TopP = nan }), 10, "top-p"},
 		{"min-p above 1", edit(func(p *Params) { p.MinP = 2 }), 10, "min-p"},
 		{"nan min-p", edit(func(p *Params) { p.MinP = nan }), 10, "min-p"},
-		{"zero repeat penalty", edit(func(p *Params) { p.RepeatPenalty = 0 }), 10, "repeat penalty"},
 		{"negative repeat penalty", edit(func(p *Params) { p.RepeatPenalty = -1 }), 10, "repeat penalty"},
 		{"negative last-n", edit(func(p *Params) { p.RepeatLastN = -1 }), 10, "repeat-last-n"},
 		{"inf presence", edit(func(p *Params) { p.PresencePenalty = inf }), 10, "presence"},
@@ -151,5 +150,15 @@ func TestNoAllocationAfterWarmup(t *testing.T) {
 		if n := testing.AllocsPerRun(20, func() { s.Sample(logits) }); n != 0 {
 			t.Errorf("%s: %v allocations per Sample", c.name, n)
 		}
+	}
+}
+
+func TestZeroParamsIsGreedy(t *testing.T) {
+	s, err := New(Params{}, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Sample([]float32{0.1, 3, -1, 2.9}); got != 1 {
+		t.Fatalf("zero Params sampled %d, want the argmax 1", got)
 	}
 }
