@@ -2,6 +2,7 @@
 // it streams generated text to stdout and a summary to stderr.
 //
 //	graphrun MODEL.plan --prompt "Once upon a time" -n 64
+//	graphrun bench MODEL.plan -p 512 -n 128 -r 5
 package main
 
 import (
@@ -15,7 +16,13 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "bench" {
+		err = runBench(os.Args[2:], os.Stdout, os.Stderr)
+	} else {
+		err = run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	}
+	if err != nil {
 		if errors.Is(err, errUsage) {
 			os.Exit(2)
 		}

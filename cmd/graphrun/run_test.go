@@ -100,3 +100,27 @@ func TestClearErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestBenchJSON(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if err := runBench([]string{stories(t), "-p", "16", "-n", "4", "-r", "2", "--json"}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Prefill struct {
+			Median float64   `json:"median"`
+			Runs   []float64 `json:"runs"`
+		} `json:"prefill_tok_s"`
+		Decode struct {
+			Median float64 `json:"median"`
+		} `json:"decode_tok_s"`
+		Model   string `json:"model"`
+		Threads int    `json:"threads"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if rep.Prefill.Median <= 0 || len(rep.Prefill.Runs) != 2 || rep.Decode.Median <= 0 || rep.Model != "stories260K.gguf" || rep.Threads < 1 {
+		t.Fatalf("report %+v", rep)
+	}
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/weft-ml/weft/runtime"
+)
+
+// benchReport is what `graphrun bench --json` prints.
+type benchReport struct {
+	Model        string        `json:"model"`
+	Threads      int           `json:"threads"`
+	PromptTokens int           `json:"prompt_tokens"`
+	GenTokens    int           `json:"gen_tokens"`
+	Reps         int           `json:"reps"`
+	Prefill      *runtime.Stat `json:"prefill_tok_s,omitempty"`
+	Decode       *runtime.Stat `json:"decode_tok_s,omitempty"`
+	Env          benchEnv      `json:"env"`
+}
+
+type benchEnv struct {
+	CPU       string `json:"cpu"`
+	Cores     int    `json:"cores"`
+	GoVersion string `json:"go_version"`
+	Commit    string `json:"commit"`
+	Date      string `json:"date"`
+}
+
+func runBench(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("graphrun bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	p := fs.Int("p", 512, "prompt tokens for the prefill test (0: skip)")
+	n := fs.Int("n", 128, "tokens for the decode test (0: skip)")
+	r := fs.Int("r", 5, "repetitions (after one warm-up)")
+	threads := fs.Int("threads", 0, "threads (default: all cores)")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return errUsage
+		}
+		if args = fs.Args(); len(args) == 0 {
+			break
+		}
+		pos, args = append(pos, args[0]), args[1:]
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "usage: graphrun bench MODEL.plan|MODEL.gguf [-p 512] [-n 128] [-r 5] [--threads N] [--json]")
+		return errUsage
+	}
+	batch := max(*p, 1)
+	m, err := runtime.Open(pos[0], runtime.Options{Threads: *threads, Compile: runtime.CompileOptions{Batch: batch, Ctx: max(*p, *n) + 1}})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if *p > m.Plan.Run.Batch {
+		return fmt.Errorf("-p %d exceeds the plan's batch size %d: recompile with --batch %d", *p, m.Plan.Run.Batch, *p)
+	}
+	res, err := m.Bench(runtime.BenchOptions{PromptTokens: *p, GenTokens: *n, Reps: *r, Progress: func(stage string, rep, reps int) {
+		fmt.Fprintf(stderr, "\r%s: run %d/%d (run 0 is warm-up)   ", stage, rep, reps)
+	}})
+	fmt.Fprintln(stderr)
+	if err != nil {
+		return err
+	}
+	rep := benchReport{Model: filepath.Base(pos[0]), Threads: *threads, PromptTokens: *p, GenTokens: *n, Reps: *r,
+		Prefill: res.Prefill, Decode: res.Decode, Env: environment()}
+	if rep.Threads == 0 {
+		rep.Threads = goruntime.GOMAXPROCS(0)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", " ")
+		return enc.Encode(rep)
+	}
+	printBench(stdout, rep)
+	return nil
+}
+
+func printBench(w io.Writer, r benchReport) {
+	fmt.Fprintf(w, "model %s, %d threads, %s, %s, commit %s\n", r.Model, r.Threads, r.Env.CPU, r.Env.GoVersion, r.Env.Commit)
+	fmt.Fprintf(w, "%-10s %10s %10s %8s %s\n", "test", "median", "p95", "cv", "runs (tok/s)")
+	row := func(name string, s *runtime.Stat) {
+		if s == nil {
+			return
+		}
+		runs := make([]string, len(s.Runs))
+		for i, x := range s.Runs {
+			runs[i] = fmt.Sprintf("%.2f", x)
+		}
+		fmt.Fprintf(w, "%-10s %10.2f %10.2f %7.1f%% %s\n", name, s.Median, s.P95, 100*s.CV, strings.Join(runs, " "))
+	}
+	row(fmt.Sprintf("pp%d", r.PromptTokens), r.Prefill)
+	row(fmt.Sprintf("tg%d", r.GenTokens), r.Decode)
+}
+
+func environment() benchEnv {
+	return benchEnv{CPU: cpuModel(), Cores: goruntime.NumCPU(), GoVersion: goruntime.Version(), Commit: commit(), Date: time.Now().UTC().Format(time.RFC3339)}
+}
+
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return goruntime.GOARCH
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return goruntime.GOARCH
+}
+
+// commit reports the build's VCS revision, or the checkout's when built
+// without VCS stamping.
+func commit() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				return s.Value[:min(12, len(s.Value))]
+			}
+		}
+	}
+	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
+}

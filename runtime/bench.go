@@ -1,0 +1,116 @@
+package runtime
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"time"
+)
+
+// BenchOptions configure Bench, mirroring llama-bench's -p, -n and -r.
+type BenchOptions struct {
+	PromptTokens int // prefill batch size to time (llama-bench -p); 0 skips prefill
+	GenTokens    int // tokens to decode one at a time (-n); 0 skips decode
+	Reps         int // timed repetitions after one warm-up run
+	Progress     func(stage string, rep, reps int)
+}
+
+// Stat summarises repeated throughput measurements in tokens per second.
+type Stat struct {
+	Median float64   `json:"median"`
+	P95    float64   `json:"p95"`
+	CV     float64   `json:"cv"` // coefficient of variation (stddev / mean)
+	Runs   []float64 `json:"runs"`
+}
+
+// BenchResult holds prefill and decode throughput.
+type BenchResult struct {
+	Prefill *Stat `json:"prefill_tok_s,omitempty"`
+	Decode  *Stat `json:"decode_tok_s,omitempty"`
+}
+
+// Bench times prefill of PromptTokens random tokens (one batch, like
+// llama-bench's pp test) and decode of GenTokens tokens after an empty
+// cache (tg test), each after a warm-up run. Token ids are random: speed
+// does not depend on them.
+func (m *Model) Bench(o BenchOptions) (*BenchResult, error) {
+	if o.Reps < 1 {
+		o.Reps = 1
+	}
+	s, err := m.NewSession(SessionOptions{Ctx: max(o.PromptTokens, o.GenTokens) + 1})
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	tokens := func(n int) []int32 {
+		t := make([]int32, n)
+		for i := range t {
+			t[i] = int32(rng.IntN(m.VocabSize()))
+		}
+		return t
+	}
+	res := &BenchResult{}
+	if o.PromptTokens > 0 {
+		prompt := tokens(o.PromptTokens)
+		res.Prefill, err = repeat(o, "prefill", o.PromptTokens, func() error {
+			s.Reset()
+			_, err := s.Eval(prompt, false)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if o.GenTokens > 0 {
+		gen := tokens(o.GenTokens)
+		res.Decode, err = repeat(o, "decode", o.GenTokens, func() error {
+			s.Reset()
+			for _, t := range gen {
+				if _, err := s.Eval([]int32{t}, false); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	return res, err
+}
+
+// repeat runs fn once to warm up, then o.Reps timed times.
+func repeat(o BenchOptions, stage string, tokens int, fn func() error) (*Stat, error) {
+	var runs []float64
+	for rep := 0; rep <= o.Reps; rep++ {
+		if o.Progress != nil {
+			o.Progress(stage, rep, o.Reps)
+		}
+		start := time.Now()
+		if err := fn(); err != nil {
+			return nil, fmt.Errorf("%s: %w", stage, err)
+		}
+		if rep > 0 {
+			runs = append(runs, float64(tokens)/time.Since(start).Seconds())
+		}
+	}
+	return summarizeRuns(runs), nil
+}
+
+func summarizeRuns(runs []float64) *Stat {
+	sorted := append([]float64(nil), runs...)
+	sort.Float64s(sorted)
+	n := len(sorted)
+	median := sorted[n/2]
+	if n%2 == 0 {
+		median = (sorted[n/2-1] + sorted[n/2]) / 2
+	}
+	var mean, sq float64
+	for _, r := range runs {
+		mean += r / float64(n)
+	}
+	for _, r := range runs {
+		sq += (r - mean) * (r - mean)
+	}
+	// p95 of throughput: the rate 95% of runs reach or beat (a low percentile).
+	p95 := sorted[int(math.Floor(0.05*float64(n-1)))]
+	return &Stat{Median: median, P95: p95, CV: math.Sqrt(sq/float64(n)) / mean, Runs: runs}
+}
