@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 
+	"github.com/weft-ml/weft/backends/cpu/simd"
 	"github.com/weft-ml/weft/ops"
 	"github.com/weft-ml/weft/ops/ref"
 	"github.com/weft-ml/weft/quant"
@@ -86,26 +87,38 @@ func runSelectRows(s *State, v *value) error {
 	return nil
 }
 
+// matmulTile is how many weight rows one work item covers: small enough
+// that the tile stays in cache while every token of the batch uses it.
+const matmulTile = 32
+
 // runMatMul quantizes each activation row once to the weight's dot-product
-// type, then splits the output rows across threads.
+// type, then hands tiles of weight rows to the threads; each tile is
+// multiplied with every token's row by the best SIMD kernel available.
 func runMatMul(s *State, v *value) error {
 	x, w := s.input(v, 0), s.input(v, 1)
 	wt := w.node.Type.DType
 	cols, rows := x.width, v.width
 	nTok := s.rows(x)
 	at := quant.VecDotType(wt)
-	actRow, _ := at.RowBytes(uint64(cols))
-	wRow, _ := wt.RowBytes(uint64(cols))
-	xs, act := s.f32(x), s.act[:int(actRow)*nTok]
-	for t := 0; t < nTok; t++ {
-		quant.QuantizeRow(at, xs[t*cols:(t+1)*cols], act[t*int(actRow):(t+1)*int(actRow)])
-	}
+	actRow64, _ := at.RowBytes(uint64(cols))
+	wRow64, _ := wt.RowBytes(uint64(cols))
+	actRow, wRow := int(actRow64), int(wRow64)
+	xs, act := s.f32(x), s.act[:actRow*nTok]
+	quantize := simd.QuantizeRow(at)
+	parallelFor(nTok, s.p.threads, 8, func(_, lo, hi int) {
+		for t := lo; t < hi; t++ {
+			quantize(xs[t*cols:(t+1)*cols], act[t*actRow:(t+1)*actRow])
+		}
+	})
+	dot := simd.VecDotRows(wt)
 	dst := s.f32(v)
-	parallelFor(rows, s.p.threads, 16, func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			wr := w.raw[r*int(wRow) : (r+1)*int(wRow)]
+	tiles := (rows + matmulTile - 1) / matmulTile
+	parallelFor(tiles, s.p.threads, 1, func(_, lo, hi int) {
+		for tile := lo; tile < hi; tile++ {
+			r0, r1 := tile*matmulTile, min(rows, (tile+1)*matmulTile)
+			wTile := w.raw[r0*wRow : r1*wRow]
 			for t := 0; t < nTok; t++ {
-				dst[t*rows+r] = quant.VecDot(wt, cols, wr, act[t*int(actRow):(t+1)*int(actRow)])
+				dot(cols, wTile, wRow, r1-r0, act[t*actRow:(t+1)*actRow], dst[t*rows+r0:t*rows+r1])
 			}
 		}
 	})

@@ -1,0 +1,100 @@
+package simd
+
+import (
+	"os"
+	"slices"
+
+	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/quant"
+)
+
+// DotFunc returns the dot product of n elements of a weight row and an
+// activation row of type quant.VecDotType(w); preconditions as for
+// quant.VecDot (see quant.CheckVecDot).
+type DotFunc = func(n int, wRow, aRow []byte) float32
+
+// RowsFunc sets dst[i] to the dot product of weight row i (rows rowBytes
+// apart in w, nRows of them) with aRow, n elements each.
+type RowsFunc = func(n int, w []byte, rowBytes int, nRows int, aRow []byte, dst []float32)
+
+// QuantFunc quantizes src into dst, like quant.QuantizeRow.
+type QuantFunc = func(src []float32, dst []byte)
+
+// impl is one instruction-set variant's set of kernels.
+type impl struct {
+	name   string
+	dots   map[gguf.TensorType]DotFunc
+	rows   map[gguf.TensorType]RowsFunc
+	quants map[gguf.TensorType]QuantFunc
+}
+
+const pureGo = "purego"
+
+// available lists the variants this CPU can run, pure Go first, best last.
+var available = append([]*impl{{name: pureGo}}, cpuImpls()...)
+
+// active is the variant in use; tests swap it with withVariant.
+var active = choose()
+
+func choose() *impl {
+	if os.Getenv("WEFT_PUREGO") == "1" {
+		return available[0]
+	}
+	return available[len(available)-1]
+}
+
+// Variant names the kernels in use: "avx512vnni", "avx2" or "purego".
+func Variant() string { return active.name }
+
+// Variants lists the variants this CPU can run, pure Go first.
+func Variants() []string {
+	names := make([]string, len(available))
+	for i, v := range available {
+		names[i] = v.name
+	}
+	return names
+}
+
+// withVariant makes the named variant active and returns a function that
+// restores the previous one; ok is false if the CPU lacks it.
+func withVariant(name string) (restore func(), ok bool) {
+	i := slices.IndexFunc(available, func(v *impl) bool { return v.name == name })
+	if i < 0 {
+		return func() {}, false
+	}
+	prev := active
+	active = available[i]
+	return func() { active = prev }, true
+}
+
+// VecDot returns the fastest dot-product kernel for weights of type w
+// against activations of type quant.VecDotType(w).
+func VecDot(w gguf.TensorType) DotFunc {
+	if f, ok := active.dots[w]; ok {
+		return f
+	}
+	return func(n int, wRow, aRow []byte) float32 { return quant.VecDot(w, n, wRow, aRow) }
+}
+
+// VecDotRows returns the fastest kernel for nRows dot products of weight
+// rows of type w against one activation row.
+func VecDotRows(w gguf.TensorType) RowsFunc {
+	if f, ok := active.rows[w]; ok {
+		return f
+	}
+	dot := VecDot(w)
+	return func(n int, wm []byte, rowBytes, nRows int, aRow []byte, dst []float32) {
+		for i := range nRows {
+			dst[i] = dot(n, wm[i*rowBytes:], aRow)
+		}
+	}
+}
+
+// QuantizeRow returns the fastest quantizer to type t; its output is
+// bit-identical to quant.QuantizeRow.
+func QuantizeRow(t gguf.TensorType) QuantFunc {
+	if f, ok := active.quants[t]; ok {
+		return f
+	}
+	return func(src []float32, dst []byte) { quant.QuantizeRow(t, src, dst) }
+}

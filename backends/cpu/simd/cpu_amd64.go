@@ -1,0 +1,72 @@
+//go:build !purego
+
+package simd
+
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/weft-ml/weft/gguf"
+)
+
+// dotKernel, quantKernel and kernelSet are the shapes of the generated
+// table (table_amd64.go). A chunk is the number of elements one step of the
+// kernel consumes; nb counts chunks.
+type dotKernel struct {
+	w     gguf.TensorType
+	chunk int
+	one   func(nb int, w, a *byte) float32
+	rows  func(nb int, w *byte, stride int, a *byte, dst *float32) // nil: loop over one
+}
+
+type quantKernel struct {
+	t     gguf.TensorType
+	chunk int
+	fn    func(nb int, src *float32, dst *byte) bool
+}
+
+type kernelSet struct {
+	name   string
+	dots   []dotKernel
+	quants []quantKernel
+}
+
+// supported reports whether this CPU runs the named variant. Every
+// AVX2+FMA processor also has F16C, which x/sys/cpu does not report.
+func supported(name string) bool {
+	x := cpu.X86
+	avx2 := x.HasAVX2 && x.HasFMA
+	switch name {
+	case "avx2":
+		return avx2
+	case "avx512vnni":
+		return avx2 && x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512VNNI
+	}
+	return false
+}
+
+func cpuImpls() []*impl {
+	var out []*impl
+	for i := range asmKernels {
+		if supported(asmKernels[i].name) {
+			out = append(out, wrapSet(&asmKernels[i]))
+		}
+	}
+	return out
+}
+
+func wrapSet(s *kernelSet) *impl {
+	v := &impl{
+		name:   s.name,
+		dots:   map[gguf.TensorType]DotFunc{},
+		rows:   map[gguf.TensorType]RowsFunc{},
+		quants: map[gguf.TensorType]QuantFunc{},
+	}
+	for _, k := range s.dots {
+		v.dots[k.w] = wrapDot(k)
+		v.rows[k.w] = wrapRows(k)
+	}
+	for _, k := range s.quants {
+		v.quants[k.t] = wrapQuant(k)
+	}
+	return v
+}

@@ -1,0 +1,14 @@
+// Package simd provides the fast CPU kernels for quantized dot products
+// and activation quantization: amd64 assembly generated with avo by
+// codegen/cmd/simdgen (AVX2+FMA+F16C, and AVX-512 VNNI), chosen once at
+// start-up from the CPU's features, with the pure-Go kernels of package
+// quant as the fallback and the test oracle.
+//
+// The environment variable WEFT_PUREGO=1 or the build tag purego force the
+// pure-Go path; other architectures always use it.
+//
+// Integer block sums are exact; only the float accumulation order differs
+// from quant.VecDot (vector lanes with FMA instead of one serial sum), so
+// dot products agree with it to float32 rounding of the summation.
+// QuantizeRow is bit-identical to quant.QuantizeRow.
+package simd

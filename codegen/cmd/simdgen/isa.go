@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// variant is one instruction-set level the kernels are generated for.
+type variant struct {
+	name   string // as reported by simd.Variant()
+	suffix string // appended to every function name
+	vnni   bool   // AVX-512 VNNI (VPDPBUSD on ymm) instead of VPMADDUBSW+VPMADDWD
+}
+
+var variants = []variant{
+	{name: "avx2", suffix: "AVX2"},
+	{name: "avx512vnni", suffix: "AVX512", vnni: true},
+}
+
+// rowsPerCall is how many weight rows the multi-row kernels take at once.
+const rowsPerCall = 4
+
+// Constants shared by the kernels, broadcast from memory where used.
+var (
+	cLowNibble = ConstData("lowNibble", U8(0x0f))
+	cEight     = ConstData("eightBytes", U8(8))
+	cOnes16    = ConstData("onesWord", U16(1))
+	cAbsMask   = ConstData("absMask", U32(0x7fffffff))
+	cSignMask  = ConstData("signMask", U32(0x80000000))
+	cHalfDown  = ConstData("halfDown", U32(0x3effffff)) // largest float below 0.5
+	c127       = ConstData("f127", F32(127))
+	cOne       = ConstData("f1", F32(1))
+	cPackOrder = packOrder()
+)
+
+// packOrder is the VPERMD index that undoes the lane interleaving of
+// VPACKSSDW + VPACKSSWB on four ymm registers of int32.
+func packOrder() Mem {
+	m := GLOBL("packOrder", RODATA|NOPTR)
+	for i, v := range []uint32{0, 4, 1, 5, 2, 6, 3, 7} {
+		DATA(4*i, U32(v))
+	}
+	return m
+}
+
+func fname(base string, v variant) string { return fmt.Sprintf("%s%s", base, v.suffix) }
+
+// broadcastF16 loads the binary16 at m into all eight lanes of a ymm as float32.
+func broadcastF16(m Mem) VecVirtual {
+	h := XMM()
+	VPBROADCASTW(m, h)
+	y := YMM()
+	VCVTPH2PS(h, y)
+	return y
+}
+
+// broadcastByte fills a ymm with the byte at m.
+func broadcastByte(m Mem) VecVirtual {
+	y := YMM()
+	VPBROADCASTB(m, y)
+	return y
+}
+
+// hsum adds the eight float32 lanes of acc and returns them in lane 0.
+func hsum(acc VecVirtual) VecVirtual {
+	hi := XMM()
+	VEXTRACTF128(U8(1), acc, hi)
+	VADDPS(acc.AsX(), hi, hi)
+	t := XMM()
+	VMOVHLPS(hi, hi, t)
+	VADDPS(t, hi, hi)
+	VMOVSHDUP(hi, t)
+	VADDSS(t, hi, hi)
+	return hi
+}
+
+// zeroed returns fresh zeroed ymm registers.
+func zeroed(n int) []VecVirtual {
+	r := make([]VecVirtual, n)
+	for i := range r {
+		r[i] = YMM()
+		VXORPS(r[i], r[i], r[i])
+	}
+	return r
+}
+
+// loopBlocks emits `for nb > 0 { body(); nb-- }`.
+func loopBlocks(nb Register, body func()) {
+	TESTQ(nb, nb)
+	JZ(LabelRef("done"))
+	Label("loop")
+	body()
+	DECQ(nb)
+	JNZ(LabelRef("loop"))
+	Label("done")
+}
+
+// rowPointers returns rowsPerCall base registers w, w+stride, w+2·stride, ….
+func rowPointers() []Register {
+	rows := make([]Register, rowsPerCall)
+	rows[0] = Load(Param("w"), GP64())
+	stride := Load(Param("stride"), GP64())
+	for r := 1; r < rowsPerCall; r++ {
+		rows[r] = GP64()
+		LEAQ(Mem{Base: rows[r-1], Index: stride, Scale: 1}, rows[r])
+	}
+	return rows
+}
+
+// storeSums writes the horizontal sum of each accumulator to dst[r].
+func storeSums(accs []VecVirtual) {
+	dst := Load(Param("dst"), GP64())
+	for r, acc := range accs {
+		VMOVSS(hsum(acc), Mem{Base: dst, Disp: 4 * r})
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// finishDot returns the horizontal sum of acc.
+func finishDot(acc VecVirtual) {
+	s := hsum(acc)
+	VZEROUPPER()
+	Store(s, ReturnIndex(0))
+	RET()
+}

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"flag"
+	"log"
+
+	. "github.com/mmcloughlin/avo/build"
+)
+
+var tableOut = flag.String("table", "", "write the jennifer-generated kernel table to `file`")
+
+func main() {
+	flag.Parse()
+	ConstraintExpr("!purego")
+	var reg registry
+	genQuantQ8_0(&reg)
+	genQuantQ8_K(&reg)
+	for _, v := range variants {
+		genDotQ8_0(v, &reg)
+		genDotQ4_0(v, &reg)
+		genDotF16(v, &reg)
+		genDotQ4K(v, &reg)
+		genDotQ6K(v, &reg)
+	}
+	if *tableOut != "" {
+		if err := writeTable(*tableOut, &reg); err != nil {
+			log.Fatal(err)
+		}
+	}
+	Generate()
+}
