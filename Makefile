@@ -4,12 +4,12 @@ BIN       := bin
 # Packages cheap enough to run under the race detector on a 2-core machine.
 RACE_PKGS := ./gguf/... ./graph/... ./runtime/...
 
-.PHONY: build test lint vet fmt-check unit race demo bench generate fuzz clean
+.PHONY: build test lint vet fmt-check unit race demo bench generate check-generated fuzz clean
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
-test: lint unit race
+test: lint check-generated unit race
 
 lint: fmt-check vet
 
@@ -36,6 +36,10 @@ bench: build
 
 generate:
 	$(GO) generate ./...
+
+# Generated code is committed; regenerating must not change it.
+check-generated: generate
+	@git diff --exit-code --stat -- backends/cpu/simd || { echo "generated files are stale: run make generate and commit"; exit 1; }
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./gguf
