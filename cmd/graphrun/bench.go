@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -45,6 +46,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	r := fs.Int("r", 5, "repetitions (after one warm-up)")
 	threads := fs.Int("threads", 0, "threads (default: all cores)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	profile := fs.String("cpuprofile", "", "write a CPU profile of the timed runs to this file")
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -68,6 +70,13 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if *p > m.Plan.Run.Batch {
 		return fmt.Errorf("-p %d exceeds the plan's batch size %d: recompile with --batch %d", *p, m.Plan.Run.Batch, *p)
 	}
+	if *profile != "" {
+		stop, err := startProfile(*profile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	res, err := m.Bench(runtime.BenchOptions{PromptTokens: *p, GenTokens: *n, Reps: *r, Progress: func(stage string, rep, reps int) {
 		fmt.Fprintf(stderr, "\r%s: run %d/%d (run 0 is warm-up)   ", stage, rep, reps)
 	}})
@@ -87,6 +96,18 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	printBench(stdout, rep)
 	return nil
+}
+
+func startProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func printBench(w io.Writer, r benchReport) {
