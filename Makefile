@@ -4,7 +4,7 @@ BIN       := bin
 # Packages cheap enough to run under the race detector on a 2-core machine.
 RACE_PKGS := ./gguf/... ./graph/... ./runtime/...
 
-.PHONY: build test lint vet fmt-check unit race demo bench generate check-generated fuzz clean
+.PHONY: build test lint vet fmt-check unit race demo bench generate check-generated bench-kernels fuzz clean
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -31,8 +31,14 @@ demo: build
 	$(BIN)/graphc compile testdata/stories260K.gguf -o out/stories260K.plan
 	$(BIN)/graphrun out/stories260K.plan --prompt "Once upon a time" -n 200 --seed 42
 
+# TinyLlama-shaped models of four weight types, weft beside llama.cpp when
+# LLAMA_BENCH=/path/to/llama-bench is set; writes docs/benchmarks.md and .svg.
 bench: build
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+	$(GO) run ./internal/cmd/benchdoc -bin $(BIN) -models out/bench -out docs/benchmarks.md
+
+# Kernel micro-benchmarks (GB/s, GFLOP/s).
+bench-kernels:
+	$(GO) test -run '^$$' -bench . ./quant ./backends/cpu/simd ./ops/ref
 
 generate:
 	$(GO) generate ./...

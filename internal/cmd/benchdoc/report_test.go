@@ -1,0 +1,21 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestReportShowsRatiosAndFloor(t *testing.T) {
+	r := report{when: time.Unix(0, 0), cfg: config{p: 512, n: 128, r: 3, threads: 2, bandwidth: 47},
+		rows: []row{{typ: "q4_0", bytes: 636725856, weftPP: stat{Median: 150}, weftTG: stat{Median: 60}, peerPP: 146, peerTG: 50}}}
+	md := r.markdown()
+	for _, want := range []string{"| Q4_0 | 607 MiB | 150.0 | 146.0 ± 0.0 | 1.03× | 60.0 | 50.0 ± 0.0 | 1.20× | 73.8 | 81% |", "benchmarks.svg"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	if svg := r.svg(); strings.Count(svg, "<rect") != 2*2+3 {
+		t.Errorf("svg has %d rects", strings.Count(svg, "<rect"))
+	}
+}
