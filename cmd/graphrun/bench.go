@@ -28,6 +28,8 @@ type benchReport struct {
 	Prefill      *runtime.Stat `json:"prefill_tok_s,omitempty"`
 	Decode       *runtime.Stat `json:"decode_tok_s,omitempty"`
 	Env          benchEnv      `json:"env"`
+	ModelBytes   int64         `json:"model_bytes"`
+	PeakRSS      int64         `json:"peak_rss_bytes"` // of the whole process, mapped weights included
 }
 
 type benchEnv struct {
@@ -85,7 +87,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	rep := benchReport{Model: filepath.Base(pos[0]), Threads: *threads, PromptTokens: *p, GenTokens: *n, Reps: *r,
-		Prefill: res.Prefill, Decode: res.Decode, Env: environment()}
+		Prefill: res.Prefill, Decode: res.Decode, Env: environment(), ModelBytes: m.File.Size(), PeakRSS: peakRSS()}
 	if rep.Threads == 0 {
 		rep.Threads = goruntime.GOMAXPROCS(0)
 	}
@@ -125,6 +127,9 @@ func printBench(w io.Writer, r benchReport) {
 	}
 	row(fmt.Sprintf("pp%d", r.PromptTokens), r.Prefill)
 	row(fmt.Sprintf("tg%d", r.GenTokens), r.Decode)
+	if r.PeakRSS > 0 {
+		fmt.Fprintf(w, "peak RSS %.0f MiB (model file %.0f MiB)\n", float64(r.PeakRSS)/(1<<20), float64(r.ModelBytes)/(1<<20))
+	}
 }
 
 func environment() benchEnv {
