@@ -4,12 +4,12 @@ BIN       := bin
 # Packages cheap enough to run under the race detector on a 2-core machine.
 RACE_PKGS := ./gguf/... ./graph/... ./runtime/...
 
-.PHONY: build test lint vet fmt-check unit race demo bench generate check-generated bench-kernels fuzz clean
+.PHONY: build test lint vet fmt-check unit race demo bench generate check-generated bench-kernels purego fuzz clean
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
-test: lint check-generated unit race
+test: lint check-generated unit race purego
 
 lint: fmt-check vet
 
@@ -25,6 +25,11 @@ unit:
 
 race:
 	$(GO) test -count=1 -short -race $(RACE_PKGS)
+
+# The pure-Go kernels are the test oracle and the fallback on other CPUs:
+# everything must also pass with the assembly switched off.
+purego:
+	$(GO) test -count=1 -short -tags purego ./...
 
 demo: build
 	@mkdir -p out
