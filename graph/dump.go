@@ -64,13 +64,20 @@ type jsonNode struct {
 	Layer   int      `json:"layer"`
 	Tensor  string   `json:"tensor,omitempty"`
 	Attrs   Attrs    `json:"attrs,omitempty"`
-	Backend string   `json:"backend,omitempty"`
-	Cause   string   `json:"cause,omitempty"`
+	Backend string   `json:"backend"`
+	Cause   string   `json:"cause"`
+	Fused   []string `json:"fused,omitempty"`
+	Buffer  *Buffer  `json:"buffer,omitempty"`
+	Layout  *Layout  `json:"layout,omitempty"`
 }
 
-// WriteJSON prints the graph as one JSON object with "nodes", "inputs" and
-// "outputs"; shapes are written as strings ("T", "288").
-func WriteJSON(w io.Writer, g *Graph) error {
+// WriteJSON prints the graph as one JSON object with "nodes", "inputs",
+// "outputs" and, once planned, "arena_bytes" per backend, "memory" and
+// "splits"; shapes are written as strings ("T", "288").
+func WriteJSON(w io.Writer, g *Graph) error { return WriteJSONWith(w, g, nil) }
+
+// WriteJSONWith is WriteJSON with extra top-level fields (a pass log).
+func WriteJSONWith(w io.Writer, g *Graph, extra map[string]any) error {
 	nodes := make([]jsonNode, len(g.Nodes))
 	for i, n := range g.Nodes {
 		shape := make([]string, len(n.Type.Shape))
@@ -82,11 +89,22 @@ func WriteJSON(w io.Writer, g *Graph) error {
 			ins = []int{}
 		}
 		nodes[i] = jsonNode{ID: n.ID, Op: n.Op, Inputs: ins, Shape: shape, DType: n.Type.DType.String(),
-			Name: n.Name, Layer: n.Layer, Tensor: n.Tensor, Attrs: n.Attrs, Backend: n.Backend, Cause: n.Cause}
+			Name: n.Name, Layer: n.Layer, Tensor: n.Tensor, Attrs: n.Attrs, Backend: n.Backend, Cause: n.Cause,
+			Fused: n.Fused, Buffer: n.Buffer, Layout: n.Layout}
+	}
+	doc := map[string]any{"nodes": nodes, "inputs": g.Inputs, "outputs": g.Outputs}
+	if g.Memory != nil {
+		doc["arena_bytes"], doc["memory"] = g.Memory.Arenas, g.Memory
+	}
+	if g.Splits != nil {
+		doc["splits"] = g.Splits
+	}
+	for k, v := range extra {
+		doc[k] = v
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", " ")
-	return enc.Encode(map[string]any{"nodes": nodes, "inputs": g.Inputs, "outputs": g.Outputs})
+	return enc.Encode(doc)
 }
 
 // dotNode adapts a Node to gonum's DOT encoder.
@@ -96,20 +114,49 @@ func (d dotNode) ID() int64     { return int64(d.n.ID) }
 func (d dotNode) DOTID() string { return fmt.Sprintf("n%d", d.n.ID) }
 
 func (d dotNode) Attributes() []encoding.Attribute {
-	label := fmt.Sprintf("%s\\n%s %s", d.n.Op, d.n.Type.DType, d.n.Type.Shape)
-	if d.n.Name != "" {
-		label = d.n.Name + "\\n" + label
+	n := d.n
+	label := fmt.Sprintf("%s\\n%s %s", n.Op, n.Type.DType, n.Type.Shape)
+	if n.Name != "" {
+		label = n.Name + "\\n" + label
+	}
+	if n.Backend != "" {
+		label += "\\n@" + n.Backend
 	}
 	attrs := []encoding.Attribute{
-		{Key: "label", Value: `"` + strings.ReplaceAll(label, `"`, `'`) + `"`},
 		{Key: "shape", Value: "box"},
 		{Key: "style", Value: "filled"},
-		{Key: "fillcolor", Value: `"` + opColor(d.n.Op) + `"`},
+		{Key: "fillcolor", Value: `"` + opColor(n.Op) + `"`},
 	}
-	if d.n.Backend != "" {
-		attrs = append(attrs, encoding.Attribute{Key: "tooltip", Value: `"backend ` + d.n.Backend + `: ` + d.n.Cause + `"`})
+	if len(n.Fused) > 0 {
+		label += fmt.Sprintf("\\nfused %d", len(n.Fused))
+		attrs = append(attrs, encoding.Attribute{Key: "peripheries", Value: "2"}, encoding.Attribute{Key: "penwidth", Value: "2"})
+	}
+	attrs = append(attrs, encoding.Attribute{Key: "label", Value: quoteDOT(label)})
+	if n.Backend != "" {
+		attrs = append(attrs, encoding.Attribute{Key: "color", Value: `"` + BackendColor(n.Backend) + `"`},
+			encoding.Attribute{Key: "tooltip", Value: quoteDOT("backend " + n.Backend + ": " + n.Cause)})
 	}
 	return attrs
+}
+
+func quoteDOT(s string) string { return `"` + strings.ReplaceAll(s, `"`, `'`) + `"` }
+
+// BackendColor gives each backend a stable outline colour.
+func BackendColor(name string) string {
+	switch name {
+	case "":
+		return "#999999"
+	case "cpu":
+		return "#3182bd"
+	case "vulkan", "gpu":
+		return "#e6550d"
+	}
+	h := 0
+	for _, c := range name {
+		h = h*31 + int(c)
+	}
+	palette := []string{"#31a354", "#756bb1", "#636363", "#d6616b"}
+	return palette[(h%len(palette)+len(palette))%len(palette)]
 }
 
 // opColor groups ops into families for the pictures.
@@ -119,8 +166,10 @@ func opColor(op string) string {
 		return "#dddddd"
 	case op == "Weight":
 		return "#f5e6c8"
-	case strings.HasPrefix(op, "MatMul"):
+	case strings.HasPrefix(op, "MatMul") || op == "Dequantize":
 		return "#9ecae1"
+	case op == "Part" || op == "Copy" || op == "SelectRows" || op == "GetRows":
+		return "#e5e5e5"
 	case strings.Contains(op, "Norm"):
 		return "#c7e9c0"
 	case op == "Attention" || op == "RoPE":

@@ -32,6 +32,41 @@ type Node struct {
 
 	Backend string `json:"backend,omitempty"` // placement, filled by passes
 	Cause   string `json:"cause,omitempty"`   // why this placement or fusion
+
+	Fused  []string `json:"fused,omitempty"`  // names of the nodes a fused node replaced
+	Buffer *Buffer  `json:"buffer,omitempty"` // arena slice, filled by memory planning
+	Layout *Layout  `json:"layout,omitempty"` // Weight nodes: a backend-preferred repacking
+}
+
+// Buffer is a node's slice of its backend's activation arena, in bytes,
+// sized for Graph.Memory.Tokens tokens. View marks a buffer that lies inside
+// another node's buffer (a part of a multi-part result).
+type Buffer struct {
+	Offset int64 `json:"offset"`
+	Size   int64 `json:"size"`
+	View   bool  `json:"view,omitempty"`
+}
+
+// Layout names the repacked form of a weight chosen at compile time and,
+// once repacked, where its bytes lie in the plan's side file.
+type Layout struct {
+	Name   string `json:"name"`
+	Offset int64  `json:"offset"`
+	Size   int64  `json:"size"`
+}
+
+// Memory is the outcome of memory planning: the batch size buffers were
+// sized for, each backend's arena size and the naive sum of all buffers.
+type Memory struct {
+	Tokens int              `json:"tokens"`
+	Arenas map[string]int64 `json:"arenas"`
+	Naive  int64            `json:"naive"`
+}
+
+// Split is a maximal run of nodes, in execution order, on one backend.
+type Split struct {
+	Backend string `json:"backend"`
+	Nodes   []int  `json:"nodes"`
 }
 
 // Graph is a list of nodes in insertion order (which is topological for
@@ -40,6 +75,9 @@ type Graph struct {
 	Nodes   []*Node        `json:"nodes"`
 	Inputs  map[string]int `json:"inputs"`  // name -> Input node ID
 	Outputs map[string]int `json:"outputs"` // name -> node ID
+
+	Memory *Memory `json:"memory,omitempty"` // filled by memory planning
+	Splits []Split `json:"splits,omitempty"` // filled by placement
 }
 
 // Node returns the node with the given ID, or nil.

@@ -9,9 +9,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/weft-ml/weft/backends"
+	"github.com/weft-ml/weft/backends/cpu"
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
 	"github.com/weft-ml/weft/model"
+	"github.com/weft-ml/weft/passes"
 )
 
 // PlanFormat and PlanVersion identify plan files this build can read.
@@ -30,6 +33,12 @@ type Plan struct {
 	Run     RunParams      `json:"run"`
 	Graph   *graph.Graph   `json:"graph"`
 	Passes  []PassLogEntry `json:"passes,omitempty"`
+	Lowered int            `json:"lowered_nodes,omitempty"` // node count before the passes
+
+	// PackedFile names the side file (beside the plan) holding weights
+	// repacked at compile time; Packed holds its bytes.
+	PackedFile string `json:"packed_file,omitempty"`
+	Packed     []byte `json:"-"`
 }
 
 // ModelRef names the weights file and fingerprints it, so a plan is never
@@ -49,11 +58,7 @@ type RunParams struct {
 }
 
 // PassLogEntry records what one optimisation pass changed.
-type PassLogEntry struct {
-	Name    string `json:"name"`
-	Changes int    `json:"changes"`
-	Nodes   []int  `json:"nodes,omitempty"`
-}
+type PassLogEntry = passes.LogEntry
 
 // Fingerprint hashes the header and tensor table of f (everything before
 // the data section) together with the file size.
@@ -76,6 +81,12 @@ type CompileOptions struct {
 	Ctx    int    // 0: min(2048, the model's training context)
 	Batch  int    // 0: 512
 	KVType string // "": f16
+
+	Passes    []string // run only these passes, in this order (empty: all)
+	Disable   []string // passes to leave out
+	O0        bool     // no optimisation: placement only
+	DumpAfter []string // pass names, or "all": call Dump after them
+	Dump      func(pass string, g *graph.Graph) error
 }
 
 // Compile lowers the GGUF model at path into a plan.
@@ -98,11 +109,27 @@ func Compile(path string, o CompileOptions) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Plan{
+	p := &Plan{
 		Format: PlanFormat, Version: PlanVersion,
 		Model:  ModelRef{Path: path, AbsPath: abs, Size: f.Size(), Fingerprint: fp},
-		Params: l.Params, Run: run, Graph: l.Graph,
-	}, nil
+		Params: l.Params, Run: run, Graph: l.Graph, Lowered: len(l.Graph.Nodes),
+	}
+	if err := p.optimise(f, o); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}
+
+// optimise runs the selected passes for the CPU backend.
+func (p *Plan) optimise(f *gguf.File, o CompileOptions) error {
+	cfg := passes.Config{Backends: []backends.Backend{cpu.Backend{}}, Tokens: p.Run.Batch, Weights: f, Packed: &p.Packed}
+	list, err := passes.Select(cfg, o.Passes, o.Disable, o.O0)
+	if err != nil {
+		return err
+	}
+	pl := passes.Pipeline{Passes: list, DumpAfter: o.DumpAfter, Dump: o.Dump}
+	p.Passes, err = pl.Run(p.Graph)
+	return err
 }
 
 func (o CompileOptions) resolve(p model.Params) (RunParams, error) {
@@ -127,12 +154,22 @@ func (o CompileOptions) resolve(p model.Params) (RunParams, error) {
 
 // WritePlan writes p to path atomically (temp file, then rename).
 func WritePlan(path string, p *Plan) error {
+	if len(p.Packed) > 0 {
+		p.PackedFile = filepath.Base(path) + ".packed"
+		if err := writeAtomic(filepath.Join(filepath.Dir(path), p.PackedFile), p.Packed); err != nil {
+			return err
+		}
+	}
 	data, err := json.MarshalIndent(p, "", " ")
 	if err != nil {
 		return err
 	}
+	return writeAtomic(path, append(data, '\n'))
+}
+
+func writeAtomic(path string, data []byte) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)
@@ -163,6 +200,11 @@ func ReadPlan(path string) (*Plan, error) {
 	}
 	if err := p.Graph.Verify(); err != nil {
 		return nil, fmt.Errorf("%s: invalid graph: %w", path, err)
+	}
+	if p.PackedFile != "" {
+		if p.Packed, err = os.ReadFile(filepath.Join(filepath.Dir(path), filepath.Base(p.PackedFile))); err != nil {
+			return nil, fmt.Errorf("%s: repacked weights: %w", path, err)
+		}
 	}
 	return &p, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
@@ -52,7 +53,9 @@ type Program struct {
 	g         *graph.Graph
 	order     []int
 	vals      []value
-	slotSize  []int // elements per slot
+	slots     []slot // activation buffers: slices of one arena
+	arenaLen  int    // arena size in float32 elements
+	slotSize  []int  // sizes of the distinct buffers, for tests and reports
 	maxTokens int
 	threads   int
 	attention []int // Attention node IDs, in KV index order
@@ -85,7 +88,9 @@ func Compile(g *graph.Graph, w WeightSource, o Options) (*Program, error) {
 			return nil, err
 		}
 	}
-	p.assignSlots()
+	if err := p.assignSlots(); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -107,15 +112,11 @@ func (p *Program) compileNode(n *graph.Node, w WeightSource) error {
 		v.kv = len(p.attention)
 		p.attention = append(p.attention, n.ID)
 	}
-	if n.Op == ops.MatMul {
-		wt := p.g.Nodes[n.Inputs[1]].Type
-		cols := uint64(wt.Shape[1].N)
-		rb, err := quant.VecDotType(wt.DType).RowBytes(cols)
-		if err != nil {
-			return fmt.Errorf("node %d (%s %q): %w", n.ID, n.Op, n.Name, err)
-		}
-		p.actBytes = max(p.actBytes, int(rb)*p.maxTokens)
+	need, err := actScratchBytes(p.g, n, p.maxTokens)
+	if err != nil {
+		return fmt.Errorf("node %d (%s %q): %w", n.ID, n.Op, n.Name, err)
 	}
+	p.actBytes = max(p.actBytes, need)
 	return nil
 }
 
@@ -141,75 +142,9 @@ func (p *Program) bindWeight(v *value, w WeightSource) error {
 	return nil
 }
 
-// assignSlots gives every computed F32 value a buffer slot, reusing a slot
-// once all readers of its previous value have run. Sizes are for the
-// largest batch.
-func (p *Program) assignSlots() {
-	lastUse := make([]int, len(p.vals))
-	for step, id := range p.order {
-		for _, in := range p.g.Nodes[id].Inputs {
-			lastUse[in] = step
-		}
-	}
-	lastUse[p.logits] = len(p.order)
-	var free []int
-	for step, id := range p.order {
-		v := &p.vals[id]
-		if v.run != nil {
-			need := int(v.node.Type.Shape.PerRow()) * p.maxTokens
-			v.slot = p.takeSlot(&free, need)
-		}
-		for _, in := range p.g.Nodes[id].Inputs {
-			if lastUse[in] == step && p.vals[in].slot >= 0 && !p.stillFree(free, p.vals[in].slot) {
-				free = append(free, p.vals[in].slot)
-			}
-		}
-	}
-}
-
-func (p *Program) stillFree(free []int, s int) bool {
-	for _, f := range free {
-		if f == s {
-			return true
-		}
-	}
-	return false
-}
-
-// takeSlot picks the smallest free slot of at least need elements, growing
-// the largest free slot or making a new one otherwise.
-func (p *Program) takeSlot(free *[]int, need int) int {
-	best := -1
-	for i, s := range *free {
-		if p.slotSize[s] >= need && (best < 0 || p.slotSize[s] < p.slotSize[(*free)[best]]) {
-			best = i
-		}
-	}
-	if best < 0 && len(*free) > 0 {
-		best = 0
-		for i, s := range *free {
-			if p.slotSize[s] > p.slotSize[(*free)[best]] {
-				best = i
-			}
-		}
-		p.slotSize[(*free)[best]] = need
-	}
-	if best < 0 {
-		p.slotSize = append(p.slotSize, need)
-		return len(p.slotSize) - 1
-	}
-	s := (*free)[best]
-	*free = append((*free)[:best], (*free)[best+1:]...)
-	return s
-}
-
 // ActivationBytes is the memory one State needs for activations.
 func (p *Program) ActivationBytes() int64 {
-	var n int64
-	for _, s := range p.slotSize {
-		n += int64(s) * 4
-	}
-	return n
+	return int64(p.arenaLen) * 4
 }
 
 // MaxTokens is the largest batch Run accepts.
@@ -217,3 +152,147 @@ func (p *Program) MaxTokens() int { return p.maxTokens }
 
 // Graph returns the compiled graph.
 func (p *Program) Graph() *graph.Graph { return p.g }
+
+// slot is one activation buffer: size float32 elements at off in the arena.
+// A view slot (parent >= 0) lies delta elements into its parent's slot.
+type slot struct {
+	off, size     int
+	parent, delta int
+}
+
+// assignSlots places every computed value in the arena: at the offsets the
+// memory plan recorded when the graph carries one sized for this batch,
+// else by liveness-based reuse.
+func (p *Program) assignSlots() error {
+	if m := p.g.Memory; m != nil && m.Tokens == p.maxTokens {
+		if err := p.plannedSlots(); err != nil {
+			return err
+		}
+	} else {
+		p.livenessSlots()
+	}
+	seen := map[int]bool{}
+	for _, s := range p.slots {
+		if s.parent < 0 && !seen[s.off] {
+			seen[s.off] = true
+			p.slotSize = append(p.slotSize, s.size)
+		}
+	}
+	return nil
+}
+
+// plannedSlots takes each node's buffer from the plan, checking that it
+// is aligned, large enough and inside the arena; views must lie where
+// their multi-part parent writes them.
+func (p *Program) plannedSlots() error {
+	p.arenaLen = int(p.g.Memory.Arenas[Backend{}.Name()] / 4)
+	for _, id := range p.order {
+		v := &p.vals[id]
+		if v.run == nil {
+			continue
+		}
+		b := v.node.Buffer
+		need := maxElems(v.node.Type, p.maxTokens)
+		if b == nil || b.Offset%4 != 0 || b.Offset < 0 || b.Size < int64(need)*4 || b.Offset/4+int64(need) > int64(p.arenaLen) {
+			return fmt.Errorf("node %d (%s %q): buffer %+v does not hold %d values inside the %d-element arena", id, v.node.Op, v.node.Name, b, need, p.arenaLen)
+		}
+		if isView(v.node) {
+			parent := p.g.Nodes[v.node.Inputs[0]]
+			if parent.Buffer == nil || b.Offset != parent.Buffer.Offset+4*int64(viewDelta(v.node, p.maxTokens)) {
+				return fmt.Errorf("node %d (%s %q): view buffer is not at its part of node %d", id, v.node.Op, v.node.Name, parent.ID)
+			}
+		}
+		v.slot = len(p.slots)
+		p.slots = append(p.slots, slot{off: int(b.Offset / 4), size: need, parent: -1})
+	}
+	return nil
+}
+
+// livenessSlots gives every computed value a slot, reusing a slot once all
+// readers of its previous value (and of views into it) have run, then lays
+// the slots out one after another. Sizes are for the largest batch.
+func (p *Program) livenessSlots() {
+	lastUse := p.lastUses()
+	var free []int
+	for step, id := range p.order {
+		v := &p.vals[id]
+		switch {
+		case v.run != nil && isView(v.node):
+			parent := p.vals[v.node.Inputs[0]].slot
+			v.slot = len(p.slots)
+			p.slots = append(p.slots, slot{size: maxElems(v.node.Type, p.maxTokens), parent: parent, delta: viewDelta(v.node, p.maxTokens)})
+		case v.run != nil:
+			v.slot = p.takeSlot(&free, maxElems(v.node.Type, p.maxTokens))
+		}
+		for _, in := range p.g.Nodes[id].Inputs {
+			if isView(p.g.Nodes[in]) {
+				in = p.g.Nodes[in].Inputs[0]
+			}
+			s := p.vals[in].slot
+			if lastUse[in] == step && s >= 0 && p.slots[s].parent < 0 && !slices.Contains(free, s) {
+				free = append(free, s)
+			}
+		}
+	}
+	p.layOut()
+}
+
+// lastUses returns each node's last reading step; a view's readers keep
+// its parent alive, and the logits live past the end.
+func (p *Program) lastUses() []int {
+	lastUse := make([]int, len(p.vals))
+	for step, id := range p.order {
+		for _, in := range p.g.Nodes[id].Inputs {
+			lastUse[in] = step
+		}
+	}
+	lastUse[p.logits] = len(p.order)
+	for i := len(p.order) - 1; i >= 0; i-- {
+		if n := p.g.Nodes[p.order[i]]; isView(n) {
+			lastUse[n.Inputs[0]] = max(lastUse[n.Inputs[0]], lastUse[n.ID])
+		}
+	}
+	return lastUse
+}
+
+// layOut places root slots back to back and views inside their parents.
+func (p *Program) layOut() {
+	for i := range p.slots {
+		if p.slots[i].parent < 0 {
+			p.slots[i].off = p.arenaLen
+			p.arenaLen += p.slots[i].size
+		}
+	}
+	for i := range p.slots {
+		if s := &p.slots[i]; s.parent >= 0 {
+			s.off = p.slots[s.parent].off + s.delta
+		}
+	}
+}
+
+// takeSlot picks the smallest free root slot of at least need elements,
+// growing the largest free slot or making a new one otherwise.
+func (p *Program) takeSlot(free *[]int, need int) int {
+	best := -1
+	for i, s := range *free {
+		if p.slots[s].size >= need && (best < 0 || p.slots[s].size < p.slots[(*free)[best]].size) {
+			best = i
+		}
+	}
+	if best < 0 && len(*free) > 0 {
+		best = 0
+		for i, s := range *free {
+			if p.slots[s].size > p.slots[(*free)[best]].size {
+				best = i
+			}
+		}
+		p.slots[(*free)[best]].size = need
+	}
+	if best < 0 {
+		p.slots = append(p.slots, slot{size: need, parent: -1})
+		return len(p.slots) - 1
+	}
+	s := (*free)[best]
+	*free = append((*free)[:best], (*free)[best+1:]...)
+	return s
+}

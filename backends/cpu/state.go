@@ -42,9 +42,10 @@ func (p *Program) NewState(ctx int, kvType KVType) (*State, error) {
 		return nil, fmt.Errorf("context size %d must be positive", ctx)
 	}
 	s := &State{p: p, ctx: ctx, ints: map[int][]int32{}}
-	s.slots = make([][]float32, len(p.slotSize))
-	for i, n := range p.slotSize {
-		s.slots[i] = make([]float32, n)
+	arena := make([]float32, p.arenaLen)
+	s.slots = make([][]float32, len(p.slots))
+	for i, sl := range p.slots {
+		s.slots[i] = arena[sl.off : sl.off+sl.size : sl.off+sl.size]
 	}
 	s.kv = make([][2]ref.KV, len(p.attention))
 	for i, id := range p.attention {
