@@ -26,6 +26,7 @@ type impl struct {
 	dots   map[gguf.TensorType]DotFunc
 	rows   map[gguf.TensorType]RowsFunc
 	quants map[gguf.TensorType]QuantFunc
+	gemms  map[gguf.TensorType]GemmFunc
 }
 
 const pureGo = "purego"

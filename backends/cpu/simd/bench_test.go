@@ -63,3 +63,44 @@ func BenchmarkQuantizeRow(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGemm is a prefill product: a 2048×2048 weight against 64
+// tokens, by the GEMM tiles ("gemm") and by the VecDotRows loop over
+// tokens it replaces ("rows"), both over 32-row tiles as the executor
+// hands them out. GFLOP/s counts 2·n·rows·tokens.
+func BenchmarkGemm(b *testing.B) {
+	const n, rows, toks, tile = 2048, 2048, 64, 32
+	r := newRand(b)
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeQ4_K, gguf.TypeQ6_K} {
+		b.Run(typ.String(), func(b *testing.B) {
+			at := quant.VecDotType(typ)
+			wb, _ := typ.RowBytes(n)
+			ab, _ := at.RowBytes(n)
+			w := make([]byte, 0, rows*int(wb))
+			for range rows {
+				w = append(w, quantized(b, r, typ, n)...)
+			}
+			a := make([]byte, 0, toks*int(ab))
+			for range toks {
+				a = append(a, quantized(b, r, at, n)...)
+			}
+			dst := make([]float32, rows*toks)
+			for _, how := range []string{"gemm", "rows"} {
+				b.Run(how, func(b *testing.B) {
+					benchVariants(b, func(b *testing.B) {
+						f := Gemm(typ)
+						if how == "rows" {
+							f = gemmByRows(VecDotRows(typ))
+						}
+						for b.Loop() {
+							for r0 := 0; r0 < rows; r0 += tile {
+								f(n, w[r0*int(wb):], int(wb), tile, a, int(ab), toks, dst[r0:], rows)
+							}
+						}
+						b.ReportMetric(2*n*rows*toks*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+					})
+				})
+			}
+		})
+	}
+}

@@ -24,10 +24,21 @@ type quantKernel struct {
 	fn    func(nb int, src *float32, dst *byte) bool
 }
 
+// gemmTile computes a gemmRows × T tile (see GemmFunc); dstStride in bytes.
+type gemmTile = func(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmKernel lists one format's tiles, tiles[k] taking k+1 tokens.
+type gemmKernel struct {
+	w     gguf.TensorType
+	chunk int
+	tiles []gemmTile
+}
+
 type kernelSet struct {
 	name   string
 	dots   []dotKernel
 	quants []quantKernel
+	gemms  []gemmKernel
 }
 
 // supported reports whether this CPU runs the named variant. Every
@@ -60,10 +71,14 @@ func wrapSet(s *kernelSet) *impl {
 		dots:   map[gguf.TensorType]DotFunc{},
 		rows:   map[gguf.TensorType]RowsFunc{},
 		quants: map[gguf.TensorType]QuantFunc{},
+		gemms:  map[gguf.TensorType]GemmFunc{},
 	}
 	for _, k := range s.dots {
 		v.dots[k.w] = wrapDot(k)
 		v.rows[k.w] = wrapRows(k)
+	}
+	for _, k := range s.gemms {
+		v.gemms[k.w] = wrapGemm(k, v.dots[k.w], v.rows[k.w])
 	}
 	for _, k := range s.quants {
 		v.quants[k.t] = wrapQuant(k)

@@ -11,4 +11,8 @@
 // from quant.VecDot (vector lanes with FMA instead of one serial sum), so
 // dot products agree with it to float32 rounding of the summation.
 // QuantizeRow is bit-identical to quant.QuantizeRow.
+//
+// Gemm serves prefill: micro-kernels of 4 weight rows × up to 2–5 tokens
+// (by format and variant) reuse each decoded weight block across tokens
+// and each activation block across rows; other shapes loop VecDotRows.
 package simd

@@ -37,6 +37,34 @@ func dotQ4_KAVX2(nb int, w *byte, a *byte) float32
 // dotQ6_KAVX2 returns the dot product of nb Q6_K super-blocks at w with Q8_K blocks at a.
 func dotQ6_KAVX2(nb int, w *byte, a *byte) float32
 
+// gemmQ8_04x1AVX2 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), Q8_0 blocks, nb of them.
+func gemmQ8_04x1AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmQ8_04x2AVX2 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 2 activation rows t (aStride bytes apart), Q8_0 blocks, nb of them.
+func gemmQ8_04x2AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmQ4_04x1AVX2 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), Q8_0 blocks, nb of them.
+func gemmQ4_04x1AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmQ4_04x2AVX2 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 2 activation rows t (aStride bytes apart), Q8_0 blocks, nb of them.
+func gemmQ4_04x2AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmF164x1AVX2 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), nb chunks of 32 binary16 values.
+func gemmF164x1AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmF164x2AVX2 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 2 activation rows t (aStride bytes apart), nb chunks of 32 binary16 values.
+func gemmF164x2AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmF164x3AVX2 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 3 activation rows t (aStride bytes apart), nb chunks of 32 binary16 values.
+func gemmF164x3AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
 // dotQ8_0AVX512 returns the dot product of nb weight blocks at w with Q8_0 blocks at a.
 func dotQ8_0AVX512(nb int, w *byte, a *byte) float32
 
@@ -50,3 +78,79 @@ func dotQ4_0AVX512(nb int, w *byte, a *byte) float32
 // dotQ4_0RowsAVX512 stores in dst[0:4] the dot products of four weight rows,
 // stride bytes apart from w, with the nb Q8_0 blocks at a.
 func dotQ4_0RowsAVX512(nb int, w *byte, stride int, a *byte, dst *float32)
+
+// gemmQ8_04x1AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), Q8_0 blocks, nb of them.
+func gemmQ8_04x1AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmQ8_04x2AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 2 activation rows t (aStride bytes apart), Q8_0 blocks, nb of them.
+func gemmQ8_04x2AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmQ8_04x3AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 3 activation rows t (aStride bytes apart), Q8_0 blocks, nb of them.
+func gemmQ8_04x3AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmQ8_04x4AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 4 activation rows t (aStride bytes apart), Q8_0 blocks, nb of them.
+func gemmQ8_04x4AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmQ4_04x1AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), Q8_0 blocks, nb of them.
+func gemmQ4_04x1AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmQ4_04x2AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 2 activation rows t (aStride bytes apart), Q8_0 blocks, nb of them.
+func gemmQ4_04x2AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmQ4_04x3AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 3 activation rows t (aStride bytes apart), Q8_0 blocks, nb of them.
+func gemmQ4_04x3AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmQ4_04x4AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 4 activation rows t (aStride bytes apart), Q8_0 blocks, nb of them.
+func gemmQ4_04x4AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmF164x1AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), nb chunks of 32 binary16 values.
+func gemmF164x1AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmF164x2AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 2 activation rows t (aStride bytes apart), nb chunks of 32 binary16 values.
+func gemmF164x2AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmF164x3AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 3 activation rows t (aStride bytes apart), nb chunks of 32 binary16 values.
+func gemmF164x3AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmF164x4AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 4 activation rows t (aStride bytes apart), nb chunks of 32 binary16 values.
+func gemmF164x4AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmF164x5AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 5 activation rows t (aStride bytes apart), nb chunks of 32 binary16 values.
+func gemmF164x5AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmQ4_K4x1AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), nb Q4_K super-blocks against Q8_K.
+func gemmQ4_K4x1AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmQ4_K4x2AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 2 activation rows t (aStride bytes apart), nb Q4_K super-blocks against Q8_K.
+func gemmQ4_K4x2AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmQ6_K4x1AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), nb Q6_K super-blocks against Q8_K.
+func gemmQ6_K4x1AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmQ6_K4x2AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 2 activation rows t (aStride bytes apart), nb Q6_K super-blocks against Q8_K.
+func gemmQ6_K4x2AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmQ6_K4x3AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 3 activation rows t (aStride bytes apart), nb Q6_K super-blocks against Q8_K.
+func gemmQ6_K4x3AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmQ6_K4x4AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 4 activation rows t (aStride bytes apart), nb Q6_K super-blocks against Q8_K.
+func gemmQ6_K4x4AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)

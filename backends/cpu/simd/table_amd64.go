@@ -9,6 +9,9 @@ import gguf "github.com/weft-ml/weft/gguf"
 // rowsPerCall is how many weight rows one multi-row kernel call takes.
 const rowsPerCall = 4
 
+// gemmRows is how many weight rows one GEMM tile takes.
+const gemmRows = 4
+
 // asmKernels lists the generated kernels of each instruction-set variant.
 var asmKernels = []kernelSet{{
 	dots: []dotKernel{{
@@ -34,6 +37,19 @@ var asmKernels = []kernelSet{{
 		chunk: 256,
 		one:   dotQ6_KAVX2,
 		w:     gguf.TypeQ6_K,
+	}},
+	gemms: []gemmKernel{{
+		chunk: 32,
+		tiles: []gemmTile{gemmQ8_04x1AVX2, gemmQ8_04x2AVX2},
+		w:     gguf.TypeQ8_0,
+	}, {
+		chunk: 32,
+		tiles: []gemmTile{gemmQ4_04x1AVX2, gemmQ4_04x2AVX2},
+		w:     gguf.TypeQ4_0,
+	}, {
+		chunk: 32,
+		tiles: []gemmTile{gemmF164x1AVX2, gemmF164x2AVX2, gemmF164x3AVX2},
+		w:     gguf.TypeF16,
 	}},
 	name: "avx2",
 	quants: []quantKernel{{
@@ -68,6 +84,27 @@ var asmKernels = []kernelSet{{
 	}, {
 		chunk: 256,
 		one:   dotQ6_KAVX2,
+		w:     gguf.TypeQ6_K,
+	}},
+	gemms: []gemmKernel{{
+		chunk: 32,
+		tiles: []gemmTile{gemmQ8_04x1AVX512, gemmQ8_04x2AVX512, gemmQ8_04x3AVX512, gemmQ8_04x4AVX512},
+		w:     gguf.TypeQ8_0,
+	}, {
+		chunk: 32,
+		tiles: []gemmTile{gemmQ4_04x1AVX512, gemmQ4_04x2AVX512, gemmQ4_04x3AVX512, gemmQ4_04x4AVX512},
+		w:     gguf.TypeQ4_0,
+	}, {
+		chunk: 32,
+		tiles: []gemmTile{gemmF164x1AVX512, gemmF164x2AVX512, gemmF164x3AVX512, gemmF164x4AVX512, gemmF164x5AVX512},
+		w:     gguf.TypeF16,
+	}, {
+		chunk: 256,
+		tiles: []gemmTile{gemmQ4_K4x1AVX512, gemmQ4_K4x2AVX512},
+		w:     gguf.TypeQ4_K,
+	}, {
+		chunk: 256,
+		tiles: []gemmTile{gemmQ6_K4x1AVX512, gemmQ6_K4x2AVX512, gemmQ6_K4x3AVX512, gemmQ6_K4x4AVX512},
 		w:     gguf.TypeQ6_K,
 	}},
 	name: "avx512vnni",

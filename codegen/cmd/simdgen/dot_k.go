@@ -28,10 +28,16 @@ var (
 // kScalesQ4 decodes the twelve packed 6-bit scales and mins of the Q4_K
 // block at w into sixteen words at buf: eight scales, then eight mins.
 func kScalesQ4(w Register, buf Mem) {
+	kScalesQ4At(variants[0], func(d int) Mem { return Mem{Base: w, Disp: d} }, buf)
+}
+
+// kScalesQ4At is kScalesQ4 for the block whose byte d is w(d), in the
+// instructions variant v can encode.
+func kScalesQ4At(v variant, w func(int) Mem, buf Mem) {
 	u0, u1, u2 := GP32(), GP32(), GP32()
-	MOVL(Mem{Base: w, Disp: 4}, u0)
-	MOVL(Mem{Base: w, Disp: 8}, u1)
-	MOVL(Mem{Base: w, Disp: 12}, u2)
+	MOVL(w(4), u0)
+	MOVL(w(8), u1)
+	MOVL(w(12), u2)
 	// Scales and mins 4..7 take their low four bits from bytes 8..11 and
 	// their top two bits from the top of bytes 0..3 (scales) or 4..7 (mins).
 	sc47, m47, t := GP32(), GP32(), GP32()
@@ -59,7 +65,11 @@ func kScalesQ4(w Register, buf Mem) {
 	VPINSRD(U8(3), m47, x, x)
 	wide := YMM()
 	VPMOVZXBW(x, wide)
-	VMOVDQU(wide, buf)
+	if v.vnni {
+		VMOVDQU64(wide, buf)
+	} else {
+		VMOVDQU(wide, buf)
+	}
 }
 
 // minsQ4 returns eight int32 lanes m[k]·(bsum[2k]+bsum[2k+1]) from the

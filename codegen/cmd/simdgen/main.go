@@ -21,6 +21,11 @@ func main() {
 		genDotF16(v, &reg)
 		genDotQ4K(v, &reg)
 		genDotQ6K(v, &reg)
+		genGemmLegacy(v, &reg, gemmQ8_0)
+		genGemmLegacy(v, &reg, gemmQ4_0)
+		genGemmF16(v, &reg)
+		genGemmK(v, &reg, "TypeQ4_K", 2, gemmQ4KTile)
+		genGemmK(v, &reg, "TypeQ6_K", 4, gemmQ6KTile)
 	}
 	if *tableOut != "" {
 		if err := writeTable(*tableOut, &reg); err != nil {

@@ -14,6 +14,13 @@ type dotEntry struct {
 	chunk          int
 }
 
+// gemmEntry lists one format's GEMM tiles, tiles[k] taking k+1 tokens.
+type gemmEntry struct {
+	typ   string
+	chunk int
+	tiles []string
+}
+
 type quantEntry struct {
 	typ, fn string
 	chunk   int
@@ -24,11 +31,13 @@ type registry struct {
 	order  []string
 	dots   map[string][]dotEntry
 	quants map[string][]quantEntry
+	gemms  map[string][]gemmEntry
 }
 
 func (r *registry) see(v variant) {
 	if r.dots == nil {
 		r.dots, r.quants = map[string][]dotEntry{}, map[string][]quantEntry{}
+		r.gemms = map[string][]gemmEntry{}
 	}
 	for _, n := range r.order {
 		if n == v.name {
@@ -48,6 +57,28 @@ func (r *registry) quant(v variant, typ, fn string, chunk int) {
 	r.quants[v.name] = append(r.quants[v.name], quantEntry{typ, fn, chunk})
 }
 
+func (r *registry) gemm(v variant, typ string, chunk int, tiles []string) {
+	r.see(v)
+	r.gemms[v.name] = append(r.gemms[v.name], gemmEntry{typ, chunk, tiles})
+}
+
+// gemmValues renders a variant's GEMM entries.
+func gemmValues(es []gemmEntry) []jen.Code {
+	var out []jen.Code
+	for _, g := range es {
+		var tiles []jen.Code
+		for _, t := range g.tiles {
+			tiles = append(tiles, jen.Id(t))
+		}
+		out = append(out, jen.Values(jen.Dict{
+			jen.Id("w"):     jen.Qual(ggufPath, g.typ),
+			jen.Id("chunk"): jen.Lit(g.chunk),
+			jen.Id("tiles"): jen.Index().Id("gemmTile").Values(tiles...),
+		}))
+	}
+	return out
+}
+
 // writeTable emits the Go table of generated kernels, one kernelSet per
 // variant, best variant last.
 func writeTable(path string, r *registry) error {
@@ -57,6 +88,8 @@ func writeTable(path string, r *registry) error {
 	f.HeaderComment("//go:build !purego")
 	f.Comment("rowsPerCall is how many weight rows one multi-row kernel call takes.")
 	f.Const().Id("rowsPerCall").Op("=").Lit(rowsPerCall)
+	f.Comment("gemmRows is how many weight rows one GEMM tile takes.")
+	f.Const().Id("gemmRows").Op("=").Lit(gemmRows)
 	var sets []jen.Code
 	for _, name := range r.order {
 		var dots, quants []jen.Code
@@ -82,6 +115,7 @@ func writeTable(path string, r *registry) error {
 			jen.Id("name"):   jen.Lit(name),
 			jen.Id("dots"):   jen.Index().Id("dotKernel").Values(dots...),
 			jen.Id("quants"): jen.Index().Id("quantKernel").Values(quants...),
+			jen.Id("gemms"):  jen.Index().Id("gemmKernel").Values(gemmValues(r.gemms[name])...),
 		}))
 	}
 	f.Comment("asmKernels lists the generated kernels of each instruction-set variant.")
