@@ -83,7 +83,8 @@ type matmulPart struct {
 	rows, cols int
 	wRow, aRow int
 	act        []byte
-	dot        simd.RowsFunc
+	dot        simd.RowsFunc // one token
+	gemm       simd.GemmFunc // several tokens
 }
 
 // quantizeParts quantizes x once per distinct dot-product type among the
@@ -113,7 +114,7 @@ func (s *State) quantizeParts(v *value, weights []int) ([]matmulPart, error) {
 			quantizeRows(at, xs, act, cols, int(aRow), nTok, s.p.threads)
 			done[at] = act
 		}
-		parts[i] = matmulPart{w: w.raw, rows: int(w.node.Type.Shape[0].N), cols: cols, wRow: int(wRow), aRow: int(aRow), act: act, dot: simd.VecDotRows(wt)}
+		parts[i] = matmulPart{w: w.raw, rows: int(w.node.Type.Shape[0].N), cols: cols, wRow: int(wRow), aRow: int(aRow), act: act, dot: simd.VecDotRows(wt), gemm: simd.Gemm(wt)}
 	}
 	return parts, nil
 }
@@ -129,11 +130,30 @@ func quantizeRows(at gguf.TensorType, xs []float32, act []byte, cols, aRow, nTok
 
 func (m *matmulPart) tiles() int { return (m.rows + matmulTile - 1) / matmulTile }
 
-// tile computes weight rows [r0, r1) of tile k for token t into out.
-func (m *matmulPart) tile(k, t int, out []float32) (r0, r1 int) {
+// tile computes weight rows [r0, r1) of tile k against all nTok activation
+// rows: row r of token t goes to out[t*stride + r-r0]. Every matmul kernel,
+// fused or not, goes through here so that they agree bit for bit.
+func (m *matmulPart) tile(k, nTok int, out []float32, stride int) (r0, r1 int) {
 	r0, r1 = k*matmulTile, min(m.rows, (k+1)*matmulTile)
-	m.dot(m.cols, m.w[r0*m.wRow:r1*m.wRow], m.wRow, r1-r0, m.act[t*m.aRow:(t+1)*m.aRow], out[:r1-r0])
+	w := m.w[r0*m.wRow : r1*m.wRow]
+	if nTok == 1 {
+		m.dot(m.cols, w, m.wRow, r1-r0, m.act[:m.aRow], out[:r1-r0])
+	} else {
+		m.gemm(m.cols, w, m.wRow, r1-r0, m.act[:nTok*m.aRow], m.aRow, nTok, out[:(nTok-1)*stride+r1-r0], stride)
+	}
 	return r0, r1
+}
+
+// tileScratch returns worker w's buffer for one tile of every token.
+func (s *State) tileScratch(w int) []float32 {
+	need := matmulTile * s.p.maxTokens
+	for len(s.tileBufs) <= w {
+		s.tileBufs = append(s.tileBufs, nil)
+	}
+	if len(s.tileBufs[w]) < need {
+		s.tileBufs[w] = make([]float32, need)
+	}
+	return s.tileBufs[w]
 }
 
 // runMatMulQKV writes each part's [T, rows] result into its own region of
@@ -155,11 +175,9 @@ func runMatMulQKV(s *State, v *value) error {
 	parallelFor(first[len(parts)], s.p.threads, 1, func(_, lo, hi int) {
 		for k := lo; k < hi; k++ {
 			i := sort.SearchInts(first, k+1) - 1
-			m, out := &parts[i], buf[offs[i]:]
-			for t := 0; t < nTok; t++ {
-				r0 := (k - first[i]) * matmulTile
-				m.tile(k-first[i], t, out[t*m.rows+r0:])
-			}
+			m := &parts[i]
+			r0 := (k - first[i]) * matmulTile
+			m.tile(k-first[i], nTok, buf[offs[i]+r0:], m.rows)
 		}
 	})
 	return nil
@@ -176,18 +194,17 @@ func runMatMulGateUp(s *State, v *value) error {
 	nTok, dst := s.rows(s.input(v, 0)), s.f32(v)
 	parallelFor(gate.tiles(), s.p.threads, 1, func(_, lo, hi int) {
 		for k := lo; k < hi; k++ {
-			for t := 0; t < nTok; t++ {
-				gate.tile(k, t, dst[t*gate.rows+k*matmulTile:])
-			}
+			gate.tile(k, nTok, dst[k*matmulTile:], gate.rows)
 		}
 	})
 	ref.SiLU(dst, dst)
-	parallelFor(up.tiles(), s.p.threads, 1, func(_, lo, hi int) {
-		var tmp [matmulTile]float32
+	parallelFor(up.tiles(), s.p.threads, 1, func(w, lo, hi int) {
+		tmp := s.tileScratch(w)
 		for k := lo; k < hi; k++ {
+			r0, r1 := up.tile(k, nTok, tmp, matmulTile)
 			for t := 0; t < nTok; t++ {
-				r0, r1 := up.tile(k, t, tmp[:])
-				ref.Mul(dst[t*up.rows+r0:t*up.rows+r1], dst[t*up.rows+r0:t*up.rows+r1], tmp[:r1-r0])
+				row := dst[t*up.rows+r0 : t*up.rows+r1]
+				ref.Mul(row, row, tmp[t*matmulTile:t*matmulTile+r1-r0])
 			}
 		}
 	})
@@ -203,12 +220,12 @@ func runMatMulAdd(s *State, v *value) error {
 	}
 	m := &parts[0]
 	nTok, dst, res := s.rows(s.input(v, 0)), s.f32(v), s.f32(s.input(v, 2))
-	parallelFor(m.tiles(), s.p.threads, 1, func(_, lo, hi int) {
-		var tmp [matmulTile]float32
+	parallelFor(m.tiles(), s.p.threads, 1, func(w, lo, hi int) {
+		tmp := s.tileScratch(w)
 		for k := lo; k < hi; k++ {
+			r0, r1 := m.tile(k, nTok, tmp, matmulTile)
 			for t := 0; t < nTok; t++ {
-				r0, r1 := m.tile(k, t, tmp[:])
-				ref.Add(dst[t*m.rows+r0:t*m.rows+r1], tmp[:r1-r0], res[t*m.rows+r0:t*m.rows+r1])
+				ref.Add(dst[t*m.rows+r0:t*m.rows+r1], tmp[t*matmulTile:t*matmulTile+r1-r0], res[t*m.rows+r0:t*m.rows+r1])
 			}
 		}
 	})

@@ -3,10 +3,8 @@ package cpu
 import (
 	"fmt"
 
-	"github.com/weft-ml/weft/backends/cpu/simd"
 	"github.com/weft-ml/weft/ops"
 	"github.com/weft-ml/weft/ops/ref"
-	"github.com/weft-ml/weft/quant"
 )
 
 // kernel computes one node into its slot.
@@ -92,34 +90,16 @@ func runSelectRows(s *State, v *value) error {
 const matmulTile = 32
 
 // runMatMul quantizes each activation row once to the weight's dot-product
-// type, then hands tiles of weight rows to the threads; each tile is
-// multiplied with every token's row by the best SIMD kernel available.
+// type, then hands tiles of weight rows to the threads (see matmulPart).
 func runMatMul(s *State, v *value) error {
-	x, w := s.input(v, 0), s.input(v, 1)
-	wt := w.node.Type.DType
-	cols, rows := x.width, v.width
-	nTok := s.rows(x)
-	at := quant.VecDotType(wt)
-	actRow64, _ := at.RowBytes(uint64(cols))
-	wRow64, _ := wt.RowBytes(uint64(cols))
-	actRow, wRow := int(actRow64), int(wRow64)
-	xs, act := s.f32(x), s.act[:actRow*nTok]
-	quantize := simd.QuantizeRow(at)
-	parallelFor(nTok, s.p.threads, 8, func(_, lo, hi int) {
-		for t := lo; t < hi; t++ {
-			quantize(xs[t*cols:(t+1)*cols], act[t*actRow:(t+1)*actRow])
-		}
-	})
-	dot := simd.VecDotRows(wt)
-	dst := s.f32(v)
-	tiles := (rows + matmulTile - 1) / matmulTile
-	parallelFor(tiles, s.p.threads, 1, func(_, lo, hi int) {
-		for tile := lo; tile < hi; tile++ {
-			r0, r1 := tile*matmulTile, min(rows, (tile+1)*matmulTile)
-			wTile := w.raw[r0*wRow : r1*wRow]
-			for t := 0; t < nTok; t++ {
-				dot(cols, wTile, wRow, r1-r0, act[t*actRow:(t+1)*actRow], dst[t*rows+r0:t*rows+r1])
-			}
+	parts, err := s.quantizeParts(v, []int{v.node.Inputs[1]})
+	if err != nil {
+		return err
+	}
+	m, nTok, dst := &parts[0], s.rows(s.input(v, 0)), s.f32(v)
+	parallelFor(m.tiles(), s.p.threads, 1, func(_, lo, hi int) {
+		for k := lo; k < hi; k++ {
+			m.tile(k, nTok, dst[k*matmulTile:], m.rows)
 		}
 	})
 	return nil

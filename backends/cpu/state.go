@@ -34,6 +34,7 @@ type State struct {
 	rowsR       int // bound R
 	pos0        int
 	attnScratch [][]float32 // per-thread attention scratch
+	tileBufs    [][]float32 // per-thread matmul tile scratch
 }
 
 // NewState allocates buffers for a session with a KV cache of ctx positions.
