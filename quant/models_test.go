@@ -9,32 +9,11 @@ import (
 	"testing"
 
 	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/internal/testenv"
 )
 
-// sharedDir finds ../shared next to the repository root (the directory with
-// go.mod) or skips the test.
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("go.mod not found above the package directory")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared")
-	if _, err := os.Stat(filepath.Join(shared, "models")); err != nil {
-		t.Skipf("shared test data absent (%s): %v", shared, err)
-	}
-	return shared
-}
+// sharedDir returns ../shared beside the repository, skipping without it.
+func sharedDir(t testing.TB) string { return testenv.Shared(t, "") }
 
 func openModel(t testing.TB, name string) *gguf.File {
 	t.Helper()

@@ -6,26 +6,11 @@ import (
 	"testing"
 
 	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/internal/testenv"
 )
 
-// repoRoot walks up from the test's folder to the one holding go.mod.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test")
-		}
-		dir = parent
-	}
-}
+// repoRoot is the folder holding go.mod.
+func repoRoot(t testing.TB) string { return testenv.RepoRoot(t) }
 
 // sharedModel opens ../shared/models/name, skipping when absent.
 func sharedModel(t testing.TB, name string) *gguf.File {

@@ -1,37 +1,16 @@
 package tokenizer
 
 import (
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/internal/testenv"
 )
 
-// sharedDir finds ../shared next to the repository root, or skips.
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared")
-	if _, err := os.Stat(shared); err != nil {
-		t.Skipf("shared test data not found at %s: %v", shared, err)
-	}
-	return shared
-}
+// sharedDir returns ../shared beside the repository, skipping without it.
+func sharedDir(t testing.TB) string { return testenv.Shared(t, "") }
 
 var (
 	loadMu sync.Mutex
