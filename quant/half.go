@@ -8,6 +8,16 @@ import (
 // FP16ToFP32 widens an IEEE binary16 value exactly. NaNs keep their payload
 // and come back quiet, as the x86 F16C instruction returns them.
 func FP16ToFP32(h uint16) float32 {
+	// Normal numbers (the common case) rebias the exponent by 127-15 = 112;
+	// this short path inlines.
+	if e := h & 0x7c00; e != 0 && e != 0x7c00 {
+		return math.Float32frombits(uint32(h&0x8000)<<16 | (uint32(h&0x7fff)+112<<10)<<13)
+	}
+	return fp16Rare(h)
+}
+
+// fp16Rare widens zeros, subnormals, infinities and NaNs.
+func fp16Rare(h uint16) float32 {
 	sign := uint32(h&0x8000) << 16
 	exp := uint32(h>>10) & 0x1f
 	mant := uint32(h & 0x3ff)
