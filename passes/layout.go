@@ -2,8 +2,10 @@ package passes
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
+	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
 )
 
@@ -37,8 +39,29 @@ func registeredLayouts() []Layout {
 	return append([]Layout(nil), layouts...)
 }
 
+// Releaser is an optional WeightSource capability: a memory-mapped file
+// can drop a tensor's pages once its bytes have been repacked, since the
+// repacked copy replaces them.
+type Releaser interface {
+	ReleaseTensorData(t *gguf.TensorInfo)
+}
+
 // packAlign aligns every repacked weight in the side data.
 const packAlign = 64
+
+// SizedLayout is an optional Layout capability: knowing each repacked
+// size in advance, the pass allocates the side data once and repacks in
+// place, so compiling in memory holds no second copy of the weights.
+type SizedLayout interface {
+	PackedSize(t graph.Type) (int, error)
+	RepackInto(t graph.Type, src, dst []byte) error
+}
+
+// chosen is a weight and the layout it takes.
+type chosen struct {
+	n *graph.Node
+	l Layout
+}
 
 // chooseLayouts repacks every weight that a layout of its backend accepts,
 // appending the bytes to c.Packed and recording where in the node.
@@ -48,6 +71,23 @@ func chooseLayouts(g *graph.Graph, c Config) (Change, error) {
 	if len(ls) == 0 || c.Weights == nil || c.Packed == nil {
 		return ch, nil
 	}
+	picks := pickLayouts(g, c, ls)
+	if err := reserve(picks, c); err != nil {
+		return ch, err
+	}
+	for _, p := range picks {
+		if err := repack(p.n, p.l, c); err != nil {
+			return ch, err
+		}
+		ch.add(p.n.ID, "weight %q repacked as %s for %s (%d bytes)", p.n.Name, p.l.Name(), p.l.Backend(), p.n.Layout.Size)
+	}
+	return ch, nil
+}
+
+// pickLayouts gives each weight the first layout of its backend that
+// accepts it.
+func pickLayouts(g *graph.Graph, c Config, ls []Layout) []chosen {
+	var out []chosen
 	users := g.Users()
 	for _, n := range g.Nodes {
 		if n.Op != "Weight" || n.Layout != nil {
@@ -58,17 +98,29 @@ func chooseLayouts(g *graph.Graph, c Config) (Change, error) {
 			readers[i] = g.Nodes[u]
 		}
 		for _, l := range ls {
-			if l.Backend() != backendOf(c, n) || !l.Accepts(n, readers) {
-				continue
+			if l.Backend() == backendOf(c, n) && l.Accepts(n, readers) {
+				out = append(out, chosen{n, l})
+				break
 			}
-			if err := repack(n, l, c); err != nil {
-				return ch, err
-			}
-			ch.add(n.ID, "weight %q repacked as %s for %s (%d bytes)", n.Name, l.Name(), l.Backend(), n.Layout.Size)
-			break
 		}
 	}
-	return ch, nil
+	return out
+}
+
+// reserve grows c.Packed once to hold every sized layout's output.
+func reserve(picks []chosen, c Config) error {
+	total := len(*c.Packed)
+	for _, p := range picks {
+		if sl, ok := p.l.(SizedLayout); ok {
+			size, err := sl.PackedSize(p.n.Type)
+			if err != nil {
+				return fmt.Errorf("repacking %q as %s: %w", p.n.Name, p.l.Name(), err)
+			}
+			total += size + packAlign
+		}
+	}
+	*c.Packed = slices.Grow(*c.Packed, total-len(*c.Packed))
+	return nil
 }
 
 func repack(n *graph.Node, l Layout, c Config) error {
@@ -76,14 +128,36 @@ func repack(n *graph.Node, l Layout, c Config) error {
 	if !ok {
 		return fmt.Errorf("weight %q is not in the model file", n.Tensor)
 	}
-	out, err := l.Repack(n.Type, c.Weights.TensorData(t))
-	if err != nil {
-		return fmt.Errorf("repacking %q as %s: %w", n.Name, l.Name(), err)
-	}
 	for len(*c.Packed)%packAlign != 0 {
 		*c.Packed = append(*c.Packed, 0)
 	}
-	n.Layout = &graph.Layout{Name: l.Name(), Offset: int64(len(*c.Packed)), Size: int64(len(out))}
+	off := len(*c.Packed)
+	if err := repackAppend(n, l, c, c.Weights.TensorData(t)); err != nil {
+		return fmt.Errorf("repacking %q as %s: %w", n.Name, l.Name(), err)
+	}
+	if r, ok := c.Weights.(Releaser); ok {
+		r.ReleaseTensorData(t)
+	}
+	n.Layout = &graph.Layout{Name: l.Name(), Offset: int64(off), Size: int64(len(*c.Packed) - off)}
+	return nil
+}
+
+// repackAppend appends src repacked by l to c.Packed, in place when l is
+// sized.
+func repackAppend(n *graph.Node, l Layout, c Config, src []byte) error {
+	if sl, ok := l.(SizedLayout); ok {
+		size, err := sl.PackedSize(n.Type)
+		if err != nil {
+			return err
+		}
+		off := len(*c.Packed)
+		*c.Packed = slices.Grow(*c.Packed, size)[:off+size]
+		return sl.RepackInto(n.Type, src, (*c.Packed)[off:])
+	}
+	out, err := l.Repack(n.Type, src)
+	if err != nil {
+		return err
+	}
 	*c.Packed = append(*c.Packed, out...)
 	return nil
 }

@@ -38,11 +38,13 @@ func Open(path string, o Options) (*Model, error) {
 	}
 	f, err := gguf.Open(weights)
 	if err != nil {
+		plan.closePacked()
 		return nil, err
 	}
 	m, err := build(plan, f, weights, o)
 	if err != nil {
 		f.Close()
+		plan.closePacked()
 		return nil, err
 	}
 	m.LoadTime = time.Since(start)
@@ -95,15 +97,31 @@ func build(plan *Plan, f *gguf.File, weights string, o Options) (*Model, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%s: tokenizer: %w", weights, err)
 	}
-	prog, err := cpu.Compile(plan.Graph, f, cpu.Options{MaxTokens: plan.Run.Batch, Threads: o.Threads})
+	prog, err := cpu.Compile(plan.Graph, f, cpu.Options{MaxTokens: plan.Run.Batch, Threads: o.Threads, Packed: plan.Packed})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", weights, err)
 	}
 	return &Model{Plan: plan, File: f, Tokenizer: tok, prog: prog}, nil
 }
 
-// Close releases the weights mapping. Sessions must not be used afterwards.
-func (m *Model) Close() error { return m.File.Close() }
+// Close releases the weights mappings. Sessions must not be used afterwards.
+func (m *Model) Close() error {
+	err := m.File.Close()
+	if perr := m.Plan.closePacked(); err == nil {
+		err = perr
+	}
+	return err
+}
+
+// closePacked unmaps the repacked weights if they were mapped.
+func (p *Plan) closePacked() error {
+	u := p.unmapPacked
+	if u == nil {
+		return nil
+	}
+	p.unmapPacked, p.Packed = nil, nil
+	return u()
+}
 
 // VocabSize is the width of a logits row.
 func (m *Model) VocabSize() int { return m.Plan.Params.VocabSize }

@@ -39,7 +39,15 @@ type Plan struct {
 	// repacked at compile time; Packed holds its bytes.
 	PackedFile string `json:"packed_file,omitempty"`
 	Packed     []byte `json:"-"`
+
+	unmapPacked func() error // set when Packed is a file mapping
 }
+
+// releasingFile lets the weight-layout pass drop the mapped pages of each
+// tensor it repacks, so the repacked copy replaces them in memory.
+type releasingFile struct{ *gguf.File }
+
+func (f releasingFile) ReleaseTensorData(t *gguf.TensorInfo) { dropPages(f.TensorData(t)) }
 
 // ModelRef names the weights file and fingerprints it, so a plan is never
 // run against a different file.
@@ -122,7 +130,7 @@ func Compile(path string, o CompileOptions) (*Plan, error) {
 
 // optimise runs the selected passes for the CPU backend.
 func (p *Plan) optimise(f *gguf.File, o CompileOptions) error {
-	cfg := passes.Config{Backends: []backends.Backend{cpu.Backend{}}, Tokens: p.Run.Batch, Weights: f, Packed: &p.Packed}
+	cfg := passes.Config{Backends: []backends.Backend{cpu.Backend{}}, Tokens: p.Run.Batch, Weights: releasingFile{f}, Packed: &p.Packed}
 	list, err := passes.Select(cfg, o.Passes, o.Disable, o.O0)
 	if err != nil {
 		return err
@@ -202,7 +210,7 @@ func ReadPlan(path string) (*Plan, error) {
 		return nil, fmt.Errorf("%s: invalid graph: %w", path, err)
 	}
 	if p.PackedFile != "" {
-		if p.Packed, err = os.ReadFile(filepath.Join(filepath.Dir(path), filepath.Base(p.PackedFile))); err != nil {
+		if p.Packed, p.unmapPacked, err = mapReadOnly(filepath.Join(filepath.Dir(path), filepath.Base(p.PackedFile))); err != nil {
 			return nil, fmt.Errorf("%s: repacked weights: %w", path, err)
 		}
 	}

@@ -71,6 +71,13 @@ func actScratchBytes(g *graph.Graph, n *graph.Node, maxTokens int) (int, error) 
 		}
 		total += int(rb) * maxTokens
 	}
+	packed := map[gguf.TensorType]bool{}
+	for _, id := range matmulWeights(n) {
+		if w := g.Nodes[id]; w.Layout != nil && !packed[w.Type.DType] {
+			packed[w.Type.DType] = true
+			total += simd.PackActBytes(int(w.Type.Shape[1].N), maxTokens)
+		}
+	}
 	return total, nil
 }
 
@@ -85,7 +92,13 @@ type matmulPart struct {
 	act        []byte
 	dot        simd.RowsFunc // one token
 	gemm       simd.GemmFunc // several tokens
+	// packed weights (simd.Repack) with their packed activations.
+	packed simd.PackedGemmFunc
+	pact   []byte
 }
+
+// The packed layout's row groups must not straddle tiles.
+var _ = [1]int{}[matmulTile%simd.PackRows]
 
 // quantizeParts quantizes x once per distinct dot-product type among the
 // weight operands of v.
@@ -93,7 +106,7 @@ func (s *State) quantizeParts(v *value, weights []int) ([]matmulPart, error) {
 	x := s.input(v, 0)
 	xs, nTok, cols := s.f32(x), s.rows(x), x.width
 	parts := make([]matmulPart, len(weights))
-	done := map[gguf.TensorType][]byte{}
+	done, packs := map[gguf.TensorType][]byte{}, map[gguf.TensorType][]byte{}
 	used := 0
 	for i, id := range weights {
 		w := &s.p.vals[id]
@@ -115,8 +128,27 @@ func (s *State) quantizeParts(v *value, weights []int) ([]matmulPart, error) {
 			done[at] = act
 		}
 		parts[i] = matmulPart{w: w.raw, rows: int(w.node.Type.Shape[0].N), cols: cols, wRow: int(wRow), aRow: int(aRow), act: act, dot: simd.VecDotRows(wt), gemm: simd.Gemm(wt)}
+		if w.pack {
+			pact, ok := packs[wt]
+			if !ok {
+				pact = s.act[used : used+simd.PackActBytes(cols, nTok)]
+				used += len(pact)
+				packActs(wt, act, pact, cols, int(aRow), nTok, s.p.threads)
+				packs[wt] = pact
+			}
+			parts[i].packed, parts[i].pact = simd.PackedGemm(wt), pact
+		}
 	}
 	return parts, nil
+}
+
+// packActs rearranges the Q8_0 rows act into the packed kernels' form.
+func packActs(wt gguf.TensorType, act, pact []byte, cols, aRow, nTok, threads int) {
+	parallelFor(nTok, threads, 8, func(_, lo, hi int) {
+		for t := lo; t < hi; t++ {
+			simd.PackActRow(wt, act[t*aRow:(t+1)*aRow], cols, t, nTok, pact)
+		}
+	})
 }
 
 func quantizeRows(at gguf.TensorType, xs []float32, act []byte, cols, aRow, nTok, threads int) {
@@ -135,6 +167,11 @@ func (m *matmulPart) tiles() int { return (m.rows + matmulTile - 1) / matmulTile
 // fused or not, goes through here so that they agree bit for bit.
 func (m *matmulPart) tile(k, nTok int, out []float32, stride int) (r0, r1 int) {
 	r0, r1 = k*matmulTile, min(m.rows, (k+1)*matmulTile)
+	if m.packed != nil {
+		// Tiles start at a group, which lies where its first row would.
+		m.packed(m.cols, m.w[r0*m.wRow:], r1-r0, m.pact, nTok, out, stride)
+		return r0, r1
+	}
 	w := m.w[r0*m.wRow : r1*m.wRow]
 	if nTok == 1 {
 		m.dot(m.cols, w, m.wRow, r1-r0, m.act[:m.aRow], out[:r1-r0])

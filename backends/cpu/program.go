@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 
+	"github.com/weft-ml/weft/backends/cpu/simd"
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
 	"github.com/weft-ml/weft/ops"
@@ -23,6 +24,9 @@ type WeightSource interface {
 type Options struct {
 	MaxTokens int // largest batch (tokens per Run); default 512
 	Threads   int // goroutines for parallel kernels; default GOMAXPROCS
+	// Packed is the plan's side data of weights repacked at compile time,
+	// read for every Weight node that carries a Layout.
+	Packed []byte
 }
 
 // Backend is the CPU backend's description for placement.
@@ -42,7 +46,8 @@ type value struct {
 	node  *graph.Node
 	slot  int       // activation buffer slot, -1 for none
 	width int       // elements per row (innermost dimension)
-	raw   []byte    // Weight: tensor bytes
+	raw   []byte    // Weight: tensor bytes (packed: in its Layout)
+	pack  bool      // Weight: raw is in simd's packed layout
 	vec   []float32 // Weight: F32 vectors, decoded once
 	kv    int       // Attention: index of its KV cache pair
 	run   kernel
@@ -84,7 +89,7 @@ func Compile(g *graph.Graph, w WeightSource, o Options) (*Program, error) {
 	}
 	p := &Program{g: g, order: order, vals: make([]value, len(g.Nodes)), maxTokens: o.MaxTokens, threads: o.Threads, logits: out}
 	for _, id := range order {
-		if err := p.compileNode(g.Nodes[id], w); err != nil {
+		if err := p.compileNode(g.Nodes[id], w, o); err != nil {
 			return nil, err
 		}
 	}
@@ -94,14 +99,14 @@ func Compile(g *graph.Graph, w WeightSource, o Options) (*Program, error) {
 	return p, nil
 }
 
-func (p *Program) compileNode(n *graph.Node, w WeightSource) error {
+func (p *Program) compileNode(n *graph.Node, w WeightSource, o Options) error {
 	v := &p.vals[n.ID]
 	*v = value{node: n, slot: -1, width: int(n.Type.Shape.Inner().N), kv: -1}
 	switch n.Op {
 	case "Input":
 		return nil
 	case "Weight":
-		return p.bindWeight(v, w)
+		return p.bindWeight(v, w, o.Packed)
 	}
 	k, ok := kernels[n.Op]
 	if !ok {
@@ -120,7 +125,7 @@ func (p *Program) compileNode(n *graph.Node, w WeightSource) error {
 	return nil
 }
 
-func (p *Program) bindWeight(v *value, w WeightSource) error {
+func (p *Program) bindWeight(v *value, w WeightSource, packed []byte) error {
 	n := v.node
 	t, ok := w.Tensor(n.Tensor)
 	if !ok {
@@ -132,6 +137,9 @@ func (p *Program) bindWeight(v *value, w WeightSource) error {
 	if !quant.Supported(t.Type) {
 		return quant.UnsupportedError(n.Tensor, t.Type)
 	}
+	if n.Layout != nil {
+		return bindPacked(v, packed)
+	}
 	v.raw = w.TensorData(t)
 	if len(n.Type.Shape) == 1 && t.Type == gguf.TypeF32 {
 		v.vec = make([]float32, len(v.raw)/4)
@@ -139,6 +147,25 @@ func (p *Program) bindWeight(v *value, w WeightSource) error {
 			v.vec[i] = math.Float32frombits(binary.LittleEndian.Uint32(v.raw[4*i:]))
 		}
 	}
+	return nil
+}
+
+// bindPacked points a weight at its repacked bytes in the side data; the
+// GGUF bytes of it are never touched.
+func bindPacked(v *value, side []byte) error {
+	n, l := v.node, v.node.Layout
+	t, ok := simd.PackedLayoutType(l.Name)
+	if !ok || t != n.Type.DType || len(n.Type.Shape) != 2 {
+		return fmt.Errorf("weight %q: layout %q does not fit a %s", n.Name, l.Name, n.Type)
+	}
+	size, err := simd.PackedSize(t, int(n.Type.Shape[0].N), int(n.Type.Shape[1].N))
+	if err != nil {
+		return fmt.Errorf("weight %q: %w", n.Name, err)
+	}
+	if l.Size != int64(size) || l.Offset < 0 || l.Offset > int64(len(side)) || l.Size > int64(len(side))-l.Offset {
+		return fmt.Errorf("weight %q: layout %s range [%d, +%d) does not hold its %d bytes inside the %d-byte repacked data", n.Name, l.Name, l.Offset, l.Size, size, len(side))
+	}
+	v.raw, v.pack = side[l.Offset:l.Offset+l.Size], true
 	return nil
 }
 

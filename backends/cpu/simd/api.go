@@ -27,6 +27,7 @@ type impl struct {
 	rows   map[gguf.TensorType]RowsFunc
 	quants map[gguf.TensorType]QuantFunc
 	gemms  map[gguf.TensorType]GemmFunc
+	packed map[gguf.TensorType]PackedGemmFunc
 }
 
 const pureGo = "purego"

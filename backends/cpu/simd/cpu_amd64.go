@@ -34,11 +34,23 @@ type gemmKernel struct {
 	tiles []gemmTile
 }
 
+// packedTile computes one packed group (16 rows) × T interleaved tokens,
+// storing the lanes set in mask; dstStride in bytes.
+type packedTile = func(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedKernel lists one format's packed-layout tiles, tiles[k] taking k+1
+// tokens.
+type packedKernel struct {
+	w     gguf.TensorType
+	tiles []packedTile
+}
+
 type kernelSet struct {
 	name   string
 	dots   []dotKernel
 	quants []quantKernel
 	gemms  []gemmKernel
+	packs  []packedKernel
 }
 
 // supported reports whether this CPU runs the named variant. Every
@@ -72,6 +84,7 @@ func wrapSet(s *kernelSet) *impl {
 		rows:   map[gguf.TensorType]RowsFunc{},
 		quants: map[gguf.TensorType]QuantFunc{},
 		gemms:  map[gguf.TensorType]GemmFunc{},
+		packed: map[gguf.TensorType]PackedGemmFunc{},
 	}
 	for _, k := range s.dots {
 		v.dots[k.w] = wrapDot(k)
@@ -79,6 +92,9 @@ func wrapSet(s *kernelSet) *impl {
 	}
 	for _, k := range s.gemms {
 		v.gemms[k.w] = wrapGemm(k, v.dots[k.w], v.rows[k.w])
+	}
+	for _, k := range s.packs {
+		v.packed[k.w] = wrapPacked(k)
 	}
 	for _, k := range s.quants {
 		v.quants[k.t] = wrapQuant(k)

@@ -89,12 +89,33 @@ func nanRow(n int) []float32 {
 	return d
 }
 
+// q6kMagnitude bounds the terms of a Q6_K dot product: kernels sum
+// d·sc·q·a with q in [0, 63] and subtract d·sc·32·Σa apart, so each term is
+// at most |w| + 2·|d·sc·32|. Zeroing the quants (ql and qh, the first 192
+// bytes of a block) dequantizes to -d·sc·32.
+func q6kMagnitude(t testing.TB, w []byte, n int) []float64 {
+	v := dequant(t, gguf.TypeQ6_K, w, n)
+	c := append([]byte(nil), w...)
+	bb := int(gguf.TypeQ6_K.BlockBytes())
+	for off := 0; off < len(c); off += bb {
+		clear(c[off : off+192])
+	}
+	o := dequant(t, gguf.TypeQ6_K, c, n)
+	for i := range v {
+		v[i] = math.Abs(v[i]) + 2*math.Abs(o[i])
+	}
+	return v
+}
+
 // magnitude returns per element the size of the terms a dot product with
 // this weight row sums. For the offset formats with a separate min
 // (Q4_K) the scaled level and the min are summed apart and may cancel, so
 // it is |d·sc·q| + |dmin·m|, each found by dequantizing with the other
 // scale zeroed; otherwise it is the dequantized value.
 func magnitude(t testing.TB, typ gguf.TensorType, w []byte, n int) []float64 {
+	if typ == gguf.TypeQ6_K {
+		return q6kMagnitude(t, w, n)
+	}
 	if typ != gguf.TypeQ4_K {
 		return dequant(t, typ, w, n)
 	}

@@ -154,3 +154,67 @@ func gemmQ6_K4x3AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *
 // gemmQ6_K4x4AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
 // rows r (wStride bytes apart) with 4 activation rows t (aStride bytes apart), nb Q6_K super-blocks against Q8_K.
 func gemmQ6_K4x4AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// packedQ4_0x16T1AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q4_0 group with 1 interleaved packed activations, nb blocks.
+func packedQ4_0x16T1AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ4_0x16T2AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q4_0 group with 2 interleaved packed activations, nb blocks.
+func packedQ4_0x16T2AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ4_0x16T3AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q4_0 group with 3 interleaved packed activations, nb blocks.
+func packedQ4_0x16T3AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ4_0x16T4AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q4_0 group with 4 interleaved packed activations, nb blocks.
+func packedQ4_0x16T4AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ4_0x16T5AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q4_0 group with 5 interleaved packed activations, nb blocks.
+func packedQ4_0x16T5AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ4_0x16T6AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q4_0 group with 6 interleaved packed activations, nb blocks.
+func packedQ4_0x16T6AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ4_0x16T7AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q4_0 group with 7 interleaved packed activations, nb blocks.
+func packedQ4_0x16T7AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ4_0x16T8AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q4_0 group with 8 interleaved packed activations, nb blocks.
+func packedQ4_0x16T8AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ8_0x16T1AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q8_0 group with 1 interleaved packed activations, nb blocks.
+func packedQ8_0x16T1AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ8_0x16T2AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q8_0 group with 2 interleaved packed activations, nb blocks.
+func packedQ8_0x16T2AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ8_0x16T3AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q8_0 group with 3 interleaved packed activations, nb blocks.
+func packedQ8_0x16T3AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ8_0x16T4AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q8_0 group with 4 interleaved packed activations, nb blocks.
+func packedQ8_0x16T4AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ8_0x16T5AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q8_0 group with 5 interleaved packed activations, nb blocks.
+func packedQ8_0x16T5AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ8_0x16T6AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q8_0 group with 6 interleaved packed activations, nb blocks.
+func packedQ8_0x16T6AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ8_0x16T7AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q8_0 group with 7 interleaved packed activations, nb blocks.
+func packedQ8_0x16T7AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ8_0x16T8AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q8_0 group with 8 interleaved packed activations, nb blocks.
+func packedQ8_0x16T8AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)

@@ -51,7 +51,8 @@ var asmKernels = []kernelSet{{
 		tiles: []gemmTile{gemmF164x1AVX2, gemmF164x2AVX2, gemmF164x3AVX2},
 		w:     gguf.TypeF16,
 	}},
-	name: "avx2",
+	name:  "avx2",
+	packs: []packedKernel{},
 	quants: []quantKernel{{
 		chunk: 32,
 		fn:    quantQ8_0AVX2,
@@ -108,6 +109,13 @@ var asmKernels = []kernelSet{{
 		w:     gguf.TypeQ6_K,
 	}},
 	name: "avx512vnni",
+	packs: []packedKernel{{
+		tiles: []packedTile{packedQ4_0x16T1AVX512, packedQ4_0x16T2AVX512, packedQ4_0x16T3AVX512, packedQ4_0x16T4AVX512, packedQ4_0x16T5AVX512, packedQ4_0x16T6AVX512, packedQ4_0x16T7AVX512, packedQ4_0x16T8AVX512},
+		w:     gguf.TypeQ4_0,
+	}, {
+		tiles: []packedTile{packedQ8_0x16T1AVX512, packedQ8_0x16T2AVX512, packedQ8_0x16T3AVX512, packedQ8_0x16T4AVX512, packedQ8_0x16T5AVX512, packedQ8_0x16T6AVX512, packedQ8_0x16T7AVX512, packedQ8_0x16T8AVX512},
+		w:     gguf.TypeQ8_0,
+	}},
 	quants: []quantKernel{{
 		chunk: 32,
 		fn:    quantQ8_0AVX2,

@@ -26,6 +26,8 @@ func main() {
 		genGemmF16(v, &reg)
 		genGemmK(v, &reg, "TypeQ4_K", 2, gemmQ4KTile)
 		genGemmK(v, &reg, "TypeQ6_K", 4, gemmQ6KTile)
+		genPacked(v, &reg, packedQ4_0)
+		genPacked(v, &reg, packedQ8_0)
 	}
 	if *tableOut != "" {
 		if err := writeTable(*tableOut, &reg); err != nil {

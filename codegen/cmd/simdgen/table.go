@@ -32,12 +32,13 @@ type registry struct {
 	dots   map[string][]dotEntry
 	quants map[string][]quantEntry
 	gemms  map[string][]gemmEntry
+	packs  map[string][]gemmEntry // packed-layout tiles; chunk unused
 }
 
 func (r *registry) see(v variant) {
 	if r.dots == nil {
 		r.dots, r.quants = map[string][]dotEntry{}, map[string][]quantEntry{}
-		r.gemms = map[string][]gemmEntry{}
+		r.gemms, r.packs = map[string][]gemmEntry{}, map[string][]gemmEntry{}
 	}
 	for _, n := range r.order {
 		if n == v.name {
@@ -60,6 +61,27 @@ func (r *registry) quant(v variant, typ, fn string, chunk int) {
 func (r *registry) gemm(v variant, typ string, chunk int, tiles []string) {
 	r.see(v)
 	r.gemms[v.name] = append(r.gemms[v.name], gemmEntry{typ, chunk, tiles})
+}
+
+func (r *registry) packed(v variant, typ string, tiles []string) {
+	r.see(v)
+	r.packs[v.name] = append(r.packs[v.name], gemmEntry{typ: typ, tiles: tiles})
+}
+
+// packedValues renders a variant's packed-layout entries.
+func packedValues(es []gemmEntry) []jen.Code {
+	var out []jen.Code
+	for _, g := range es {
+		var tiles []jen.Code
+		for _, t := range g.tiles {
+			tiles = append(tiles, jen.Id(t))
+		}
+		out = append(out, jen.Values(jen.Dict{
+			jen.Id("w"):     jen.Qual(ggufPath, g.typ),
+			jen.Id("tiles"): jen.Index().Id("packedTile").Values(tiles...),
+		}))
+	}
+	return out
 }
 
 // gemmValues renders a variant's GEMM entries.
@@ -116,6 +138,7 @@ func writeTable(path string, r *registry) error {
 			jen.Id("dots"):   jen.Index().Id("dotKernel").Values(dots...),
 			jen.Id("quants"): jen.Index().Id("quantKernel").Values(quants...),
 			jen.Id("gemms"):  jen.Index().Id("gemmKernel").Values(gemmValues(r.gemms[name])...),
+			jen.Id("packs"):  jen.Index().Id("packedKernel").Values(packedValues(r.packs[name])...),
 		}))
 	}
 	f.Comment("asmKernels lists the generated kernels of each instruction-set variant.")

@@ -1,0 +1,63 @@
+package cpu
+
+import (
+	"os"
+	"slices"
+
+	"github.com/weft-ml/weft/backends/cpu/simd"
+	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/graph"
+	"github.com/weft-ml/weft/passes"
+)
+
+// The CPU backend's weight layouts: Q4_0 and Q8_0 matrices interleaved 16
+// rows at a time for the packed VNNI kernels (see simd.Repack). The
+// weight-layout pass applies them at compile time; bindWeight then reads
+// the repacked bytes instead of the GGUF ones.
+func init() {
+	for _, t := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0} {
+		passes.RegisterLayout(packedLayout{t})
+	}
+}
+
+// NoRepackEnv, set to 1, keeps every weight in its GGUF layout.
+const NoRepackEnv = "WEFT_NO_REPACK"
+
+type packedLayout struct{ t gguf.TensorType }
+
+func (l packedLayout) Name() string { return simd.PackedLayoutName(l.t) }
+
+func (packedLayout) Backend() string { return Backend{}.Name() }
+
+// Accepts takes a matrix of the layout's type whose columns fill whole
+// blocks, when this CPU has the packed kernels and every reader uses it as
+// a matmul weight (an embedding table read by GetRows stays as it is).
+func (l packedLayout) Accepts(w *graph.Node, readers []*graph.Node) bool {
+	if os.Getenv(NoRepackEnv) == "1" || !simd.HasPackedKernels(l.t) {
+		return false
+	}
+	sh := w.Type.Shape
+	if w.Type.DType != l.t || len(sh) != 2 || sh[0].IsSym() || sh[1].IsSym() || sh[1].N%32 != 0 || len(readers) == 0 {
+		return false
+	}
+	for _, r := range readers {
+		if !slices.Contains(matmulWeights(r), w.ID) || r.Inputs[0] == w.ID {
+			return false
+		}
+	}
+	return true
+}
+
+func (l packedLayout) Repack(t graph.Type, src []byte) ([]byte, error) {
+	return simd.Repack(l.t, int(t.Shape[0].N), int(t.Shape[1].N), src)
+}
+
+// PackedSize is the repacked size of a weight of type t.
+func (l packedLayout) PackedSize(t graph.Type) (int, error) {
+	return simd.PackedSize(l.t, int(t.Shape[0].N), int(t.Shape[1].N))
+}
+
+// RepackInto repacks into dst, PackedSize bytes long.
+func (l packedLayout) RepackInto(t graph.Type, src, dst []byte) error {
+	return simd.RepackInto(l.t, int(t.Shape[0].N), int(t.Shape[1].N), src, dst)
+}

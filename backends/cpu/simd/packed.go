@@ -1,0 +1,248 @@
+package simd
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/quant"
+)
+
+// The packed layouts interleave PackRows weight rows of Q4_0 or Q8_0 so
+// that one 512-bit load holds four quants of each of 16 rows: VPDPBUSD
+// then multiplies all 16 rows by four activation bytes broadcast to every
+// lane, and the 16 result lanes are the 16 rows' sums (no horizontal
+// reduction, one store per token). Sixteen rows fill exactly one zmm of
+// int32 lanes; eight (as llama.cpp uses with ymm) would leave half of each
+// AVX-512 instruction idle. The layout, per group of 16 rows (rows padded
+// with zero bytes to a multiple of 16), per block b of 32 columns:
+//
+//	[0:32]   the 16 rows' scales d, binary16, row order
+//	[32:...] words j = 0..W-1 of 64 bytes; bytes 4r..4r+3 of word j are
+//	         row r's quant bytes 4j..4j+3 of the block
+//
+// Q4_0 (W = 4): the row's nibble bytes unchanged (low nibble element i,
+// high nibble element i+16). Q8_0 (W = 8): each quant plus 128 as an
+// unsigned byte. A group-block is 16 GGUF blocks long, so a packed tensor
+// is exactly its GGUF size when rows is a multiple of 16. Groups are
+// stored one after another, each with all its blocks, so a GEMV streams
+// each group from one pointer.
+//
+// The kernels read activations in a packed form too (PackActRow): per
+// block da as float32, −c·Σa as int32 (c = 8 for Q4_0, 128 for Q8_0, the
+// offset that makes the weights unsigned) and the 32 quants; the blocks of
+// up to packTokens tokens are interleaved so one pointer walks them.
+
+// PackRows is how many weight rows one packed group interleaves.
+const PackRows = 16
+
+const (
+	packTokens   = 8  // tokens per interleaved activation group
+	packActBlock = 40 // bytes of one packed activation block
+)
+
+// packedNames maps each packed layout's name to its weight type.
+var packedNames = map[string]gguf.TensorType{
+	"q4_0x16": gguf.TypeQ4_0,
+	"q8_0x16": gguf.TypeQ8_0,
+}
+
+// PackedLayoutName names the packed layout of weights of type t, or ""
+// if there is none.
+func PackedLayoutName(t gguf.TensorType) string {
+	for name, pt := range packedNames {
+		if pt == t {
+			return name
+		}
+	}
+	return ""
+}
+
+// PackedLayoutType returns the weight type of the named packed layout.
+func PackedLayoutType(name string) (gguf.TensorType, bool) {
+	t, ok := packedNames[name]
+	return t, ok
+}
+
+// HasPackedKernels reports whether the active variant has assembly
+// kernels for the packed layout of t (the pure-Go kernel always works, but
+// only the assembly ones make repacking worthwhile).
+func HasPackedKernels(t gguf.TensorType) bool {
+	_, ok := active.packed[t]
+	return ok
+}
+
+// packedOffset is the constant c that makes the packed weights unsigned.
+func packedOffset(t gguf.TensorType) int32 {
+	if t == gguf.TypeQ4_0 {
+		return 8
+	}
+	return 128
+}
+
+// groupBytes is the size of one packed group's block (16 GGUF blocks).
+func groupBytes(t gguf.TensorType) int { return PackRows * int(t.BlockBytes()) }
+
+// PackedSize is the byte size of a rows × cols weight of type t packed.
+func PackedSize(t gguf.TensorType, rows, cols int) (int, error) {
+	if PackedLayoutName(t) == "" {
+		return 0, fmt.Errorf("no packed layout for %s", t)
+	}
+	if rows <= 0 || cols <= 0 || cols%32 != 0 {
+		return 0, fmt.Errorf("cannot pack a %d × %d %s matrix: columns must be a positive multiple of 32", rows, cols, t)
+	}
+	groups := (rows + PackRows - 1) / PackRows
+	return groups * (cols / 32) * groupBytes(t), nil
+}
+
+// Repack rearranges a rows × cols weight of type t (GGUF row order) into
+// its packed layout.
+func Repack(t gguf.TensorType, rows, cols int, src []byte) ([]byte, error) {
+	size, err := PackedSize(t, rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, size)
+	return out, RepackInto(t, rows, cols, src, out)
+}
+
+// RepackInto is Repack into dst, which must be PackedSize bytes long.
+func RepackInto(t gguf.TensorType, rows, cols int, src, dst []byte) error {
+	size, err := PackedSize(t, rows, cols)
+	if err != nil {
+		return err
+	}
+	bb, nb := int(t.BlockBytes()), cols/32
+	if len(src) != rows*nb*bb || len(dst) != size {
+		return fmt.Errorf("packing %s: %d bytes into %d for a %d × %d matrix, want %d into %d", t, len(src), len(dst), rows, cols, rows*nb*bb, size)
+	}
+	out := dst
+	clear(out)
+	gb := groupBytes(t)
+	for r := 0; r < rows; r++ {
+		g, lane := r/PackRows, r%PackRows
+		for b := 0; b < nb; b++ {
+			blk := src[(r*nb+b)*bb : (r*nb+b+1)*bb]
+			dst := out[(g*nb+b)*gb : (g*nb+b+1)*gb]
+			copy(dst[2*lane:], blk[:2])
+			packQuants(t, blk[2:], dst[2*PackRows:], lane)
+		}
+	}
+	return nil
+}
+
+// packQuants spreads one block's quant bytes over the words of its group.
+func packQuants(t gguf.TensorType, qs, words []byte, lane int) {
+	for j := 0; j < len(qs)/4; j++ {
+		w := words[64*j+4*lane : 64*j+4*lane+4]
+		copy(w, qs[4*j:4*j+4])
+		if t == gguf.TypeQ8_0 {
+			for i := range w {
+				w[i] ^= 0x80
+			}
+		}
+	}
+}
+
+// PackActBytes is the size of nTok tokens' packed activations of n columns.
+func PackActBytes(n, nTok int) int { return nTok * (n / 32) * packActBlock }
+
+// PackActRow writes token t's packed activation for weights of type w
+// (Q4_0 or Q8_0) from its Q8_0 row q8 of n columns into act, the buffer of
+// all nTok tokens of the batch. Tokens are independent: rows may be packed
+// concurrently.
+func PackActRow(w gguf.TensorType, q8 []byte, n, t, nTok int, act []byte) {
+	nb := n / 32
+	t0 := t - t%packTokens
+	tt := min(packTokens, nTok-t0)
+	base := act[t0*nb*packActBlock:]
+	c := packedOffset(w)
+	for b := 0; b < nb; b++ {
+		src := q8[b*34 : b*34+34]
+		dst := base[(b*tt+t-t0)*packActBlock : (b*tt+t-t0+1)*packActBlock]
+		da := quant.FP16ToFP32(binary.LittleEndian.Uint16(src))
+		binary.LittleEndian.PutUint32(dst, math.Float32bits(da))
+		binary.LittleEndian.PutUint32(dst[4:], uint32(-c*blockSum(src[2:])))
+		copy(dst[8:], src[2:])
+	}
+}
+
+// blockSum adds 32 signed bytes, eight at a time: flipping the sign bits
+// makes them unsigned (a+128), and pairwise masked adds sum them in lanes.
+func blockSum(q []byte) int32 {
+	const flip, lo8, lo16 = 0x8080808080808080, 0x00ff00ff00ff00ff, 0x0000ffff0000ffff
+	var s uint64
+	for i := 0; i < 32; i += 8 {
+		x := binary.LittleEndian.Uint64(q[i:]) ^ flip
+		x = x&lo8 + x>>8&lo8
+		s += x&lo16 + x>>16&lo16
+	}
+	s = s&0xffffffff + s>>32
+	return int32(s) - 32*128
+}
+
+// PackedGemmFunc sets dst[t*dstStride + r] to the dot product of packed
+// weight row r (rows [0, nRows) of w, which starts at a group) with token
+// t of the packed activations act (nTok tokens, n columns).
+type PackedGemmFunc = func(n int, w []byte, nRows int, act []byte, nTok int, dst []float32, dstStride int)
+
+// PackedGemm returns the kernel for weights of type t in their packed
+// layout: assembly where the variant has it, else pure Go.
+func PackedGemm(t gguf.TensorType) PackedGemmFunc {
+	if f, ok := active.packed[t]; ok {
+		return f
+	}
+	return func(n int, w []byte, nRows int, act []byte, nTok int, dst []float32, dstStride int) {
+		packedGemmGo(t, n, w, nRows, act, nTok, dst, dstStride)
+	}
+}
+
+// packedGemmGo is the reference on the packed layout: integer block sums,
+// then acc += float(sum)·(dw·da) block by block, as the kernels do.
+func packedGemmGo(t gguf.TensorType, n int, w []byte, nRows int, act []byte, nTok int, dst []float32, dstStride int) {
+	nb, gb := n/32, groupBytes(t)
+	for g := 0; g*PackRows < nRows; g++ {
+		grp := w[g*nb*gb : (g+1)*nb*gb]
+		for r := g * PackRows; r < min(nRows, (g+1)*PackRows); r++ {
+			for tok := 0; tok < nTok; tok++ {
+				dst[tok*dstStride+r] = packedDotGo(t, grp, r%PackRows, nb, act, tok, nTok)
+			}
+		}
+	}
+}
+
+// packedDotGo is one row (lane) of a group against one token.
+func packedDotGo(t gguf.TensorType, grp []byte, lane, nb int, act []byte, tok, nTok int) float32 {
+	t0 := tok - tok%packTokens
+	tt := min(packTokens, nTok-t0)
+	base := act[t0*nb*packActBlock:]
+	gb := groupBytes(t)
+	var acc float32
+	for b := 0; b < nb; b++ {
+		blk := grp[b*gb : (b+1)*gb]
+		a := base[(b*tt+tok-t0)*packActBlock:]
+		sum := int32(binary.LittleEndian.Uint32(a[4:]))
+		for i := 0; i < 32; i++ {
+			sum += int32(packedQuant(t, blk, lane, i)) * int32(int8(a[8+i]))
+		}
+		dw := quant.FP16ToFP32(binary.LittleEndian.Uint16(blk[2*lane:]))
+		da := math.Float32frombits(binary.LittleEndian.Uint32(a))
+		acc += float32(sum) * (dw * da)
+	}
+	return acc
+}
+
+// packedQuant is the unsigned quant of element i of a lane's block.
+func packedQuant(t gguf.TensorType, blk []byte, lane, i int) uint8 {
+	words := blk[2*PackRows:]
+	if t == gguf.TypeQ8_0 {
+		return words[64*(i/4)+4*lane+i%4]
+	}
+	j := i % 16
+	q := words[64*(j/4)+4*lane+j%4]
+	if i >= 16 {
+		return q >> 4
+	}
+	return q & 0x0f
+}
