@@ -181,12 +181,11 @@ func (m *matmulPart) tile(k, nTok int, out []float32, stride int) (r0, r1 int) {
 	return r0, r1
 }
 
-// tileScratch returns worker w's buffer for one tile of every token.
+// tileScratch returns worker w's buffer for one tile of every token. The
+// outer slice has one entry per thread from NewState; each worker index
+// is used by one goroutine at a time, so filling its entry is race-free.
 func (s *State) tileScratch(w int) []float32 {
 	need := matmulTile * s.p.maxTokens
-	for len(s.tileBufs) <= w {
-		s.tileBufs = append(s.tileBufs, nil)
-	}
 	if len(s.tileBufs[w]) < need {
 		s.tileBufs[w] = make([]float32, need)
 	}

@@ -118,27 +118,20 @@ func runRoPE(s *State, v *value) error {
 	return nil
 }
 
-// runAttention appends the batch's K and V rows to the layer's cache, then
-// attends; query tokens are split across threads (each token's result
-// depends only on cache rows up to its own position).
+// runAttention appends the batch's K and V to the layer's cache, then
+// attends (see kvCache.attend).
 func runAttention(s *State, v *value) error {
 	a := v.node.Attrs
-	heads, kvHeads, hd := a.Int("heads"), a.Int("kv_heads"), a.Int("head_dim")
-	k, vv := s.f32(s.input(v, 1)), s.f32(s.input(v, 2))
+	sh := attnShape{heads: a.Int("heads"), kvHeads: a.Int("kv_heads"), headDim: a.Int("head_dim"), scale: a.Float("scale")}
 	cache := s.kv[v.kv]
-	width := kvHeads * hd
-	for t := 0; t < s.rowsT; t++ {
-		cache[0].Store(s.pos0+t, k[t*width:(t+1)*width])
-		cache[1].Store(s.pos0+t, vv[t*width:(t+1)*width])
+	if err := sh.check(cache); err != nil {
+		return err
 	}
-	q, out := s.f32(s.input(v, 0)), s.f32(v)
-	qw := heads * hd
-	parallelFor(s.rowsT, s.p.threads, 1, func(w, lo, hi int) {
-		need := ref.AttentionScratch(hi-lo, s.pos0+lo)
-		if len(s.attnScratch[w]) < need {
-			s.attnScratch[w] = make([]float32, ref.AttentionScratch(s.p.maxTokens, s.ctx))
-		}
-		ref.Attention(out[lo*qw:hi*qw], q[lo*qw:hi*qw], cache[0], cache[1], hi-lo, s.pos0+lo, heads, kvHeads, hd, a.Float("scale"), s.attnScratch[w])
-	})
+	k, vv := s.f32(s.input(v, 1)), s.f32(s.input(v, 2))
+	width := cache.width()
+	for t := 0; t < s.rowsT; t++ {
+		cache.store(s.pos0+t, k[t*width:(t+1)*width], vv[t*width:(t+1)*width])
+	}
+	cache.attend(s.f32(v), s.f32(s.input(v, 0)), s.rowsT, s.pos0, sh, s.attnScratch)
 	return nil
 }

@@ -1,10 +1,6 @@
 package cpu
 
-import (
-	"fmt"
-
-	"github.com/weft-ml/weft/ops/ref"
-)
+import "fmt"
 
 // KVType selects the element type of the KV cache.
 type KVType int
@@ -27,13 +23,13 @@ type State struct {
 	p           *Program
 	ctx         int
 	slots       [][]float32
-	kv          [][2]ref.KV // per Attention node: K and V caches
-	act         []byte      // activation quantization scratch
+	kv          []*kvCache // per Attention node: K and V caches
+	act         []byte     // activation quantization scratch
 	ints        map[int][]int32
 	rowsT       int // bound T
 	rowsR       int // bound R
 	pos0        int
-	attnScratch [][]float32 // per-thread attention scratch
+	attnScratch []attnBuf   // per-thread attention scratch
 	tileBufs    [][]float32 // per-thread matmul tile scratch
 }
 
@@ -48,22 +44,16 @@ func (p *Program) NewState(ctx int, kvType KVType) (*State, error) {
 	for i, sl := range p.slots {
 		s.slots[i] = arena[sl.off : sl.off+sl.size : sl.off+sl.size]
 	}
-	s.kv = make([][2]ref.KV, len(p.attention))
+	s.kv = make([]*kvCache, len(p.attention))
+	maxHeadDim := 0
 	for i, id := range p.attention {
-		n := p.g.Nodes[id]
-		width := n.Attrs.Int("kv_heads") * n.Attrs.Int("head_dim")
-		for j := range s.kv[i] {
-			c := ref.KV{RowLen: width}
-			if kvType == KVF32 {
-				c.F32 = make([]float32, ctx*width)
-			} else {
-				c.F16 = make([]uint16, ctx*width)
-			}
-			s.kv[i][j] = c
-		}
+		a := p.g.Nodes[id].Attrs
+		s.kv[i] = newKVCache(a.Int("kv_heads"), a.Int("head_dim"), ctx, kvType)
+		maxHeadDim = max(maxHeadDim, a.Int("head_dim"))
 	}
 	s.act = make([]byte, p.actBytes)
-	s.attnScratch = make([][]float32, p.threads)
+	s.attnScratch = newAttnBufs(p.threads, maxHeadDim, ctx)
+	s.tileBufs = make([][]float32, p.threads)
 	return s, nil
 }
 
@@ -73,10 +63,8 @@ func (s *State) Context() int { return s.ctx }
 // KVBytes is the memory held by the KV cache.
 func (s *State) KVBytes() int64 {
 	var n int64
-	for _, pair := range s.kv {
-		for _, c := range pair {
-			n += int64(len(c.F16))*2 + int64(len(c.F32))*4
-		}
+	for _, c := range s.kv {
+		n += c.bytes()
 	}
 	return n
 }

@@ -1,0 +1,249 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/weft-ml/weft/backends/cpu/simd"
+	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/ops/ref"
+	"github.com/weft-ml/weft/quant"
+)
+
+// attnPad is llama.cpp's KV padding without flash attention: a token's
+// softmax row covers its visible positions rounded up to a multiple of 32,
+// the rest masked. Masked entries come out exactly 0, and ref.SoftmaxRow
+// sums whole groups of softmaxGroup from index 0, so any masked length
+// that is a multiple of softmaxGroup gives the same bits: the softmax
+// stops at the first such length, P·V runs over whole SIMD chunks.
+const (
+	attnPad      = 32
+	softmaxGroup = 16
+)
+
+func padKV(n int) int { return (n + attnPad - 1) / attnPad * attnPad }
+
+// f16Chunk is the element count of one step of the SIMD F16 dot kernel;
+// shorter remainders fall back to pure Go.
+const f16Chunk = 32
+
+// kvCache is one attention layer's K and V cache in this backend's layout.
+// K holds one row per position ([ctx][kvHeads·headDim]); V is transposed
+// per KV head ([kvHeads][headDim][vStride]) so that P·V is headDim
+// contiguous dot products over positions, as in llama.cpp. An F16 cache
+// holds little-endian binary16 bytes, an F32 cache float32 values.
+type kvCache struct {
+	kvHeads, headDim int
+	ctx              int
+	vStride          int // positions per V row: ctx padded, padding kept 0
+	f16              bool
+	k16, v16         []byte
+	k32, v32         []float32
+}
+
+func newKVCache(kvHeads, headDim, ctx int, t KVType) *kvCache {
+	c := &kvCache{kvHeads: kvHeads, headDim: headDim, ctx: ctx, vStride: padKV(ctx), f16: t == KVF16}
+	kn, vn := ctx*c.width(), c.vStride*c.width()
+	if c.f16 {
+		c.k16, c.v16 = make([]byte, 2*kn), make([]byte, 2*vn)
+	} else {
+		c.k32, c.v32 = make([]float32, kn), make([]float32, vn)
+	}
+	return c
+}
+
+func (c *kvCache) width() int { return c.kvHeads * c.headDim }
+
+func (c *kvCache) bytes() int64 {
+	return int64(len(c.k16)+len(c.v16)) + 4*int64(len(c.k32)+len(c.v32))
+}
+
+// store writes one token's K and V rows (width values each) at position
+// pos, rounding to binary16 to nearest even for an F16 cache as ggml_cpy
+// does. Precondition: 0 <= pos < ctx.
+func (c *kvCache) store(pos int, k, v []float32) {
+	w := c.width()
+	k, v = k[:w], v[:w]
+	if c.f16 {
+		quant.FP32ToFP16Row(k, c.k16[2*pos*w:2*(pos+1)*w])
+		for i, x := range v {
+			h := quant.FP32ToFP16(x)
+			j := 2 * (i*c.vStride + pos)
+			c.v16[j], c.v16[j+1] = byte(h), byte(h>>8)
+		}
+		return
+	}
+	copy(c.k32[pos*w:], k)
+	for i, x := range v {
+		c.v32[i*c.vStride+pos] = x
+	}
+}
+
+// attnShape is an Attention node's geometry.
+type attnShape struct {
+	heads, kvHeads, headDim int
+	scale                   float32
+}
+
+func (sh attnShape) check(c *kvCache) error {
+	if sh.kvHeads <= 0 || sh.heads%sh.kvHeads != 0 {
+		return fmt.Errorf("%d query heads cannot share %d KV heads", sh.heads, sh.kvHeads)
+	}
+	if sh.kvHeads != c.kvHeads || sh.headDim != c.headDim {
+		return fmt.Errorf("attention of %d KV heads × %d does not match its cache of %d × %d", sh.kvHeads, sh.headDim, c.kvHeads, c.headDim)
+	}
+	return nil
+}
+
+// attnBuf is one worker's scratch: one head's binary16 query (and its
+// widened tail), score row and binary16 probabilities.
+type attnBuf struct {
+	q16    []byte
+	qTail  []float32
+	scores []float32
+	p16    []byte
+}
+
+// newAttnBufs sizes scratch for threads workers, head dimension up to
+// headDim and a context of ctx positions.
+func newAttnBufs(threads, headDim, ctx int) []attnBuf {
+	bufs := make([]attnBuf, max(threads, 1))
+	n := padKV(ctx)
+	for i := range bufs {
+		bufs[i] = attnBuf{q16: make([]byte, 2*headDim), qTail: make([]float32, headDim), scores: make([]float32, n), p16: make([]byte, 2*n)}
+	}
+	return bufs
+}
+
+// attend computes causal attention for nTok query tokens at positions
+// pos0… whose K and V are stored already, with the numerics of
+// ref.Attention (see attendHeads). q and out are [nTok][heads·headDim].
+// Work units are (KV head, token, slice of the KV head's query heads),
+// dealt round-robin to len(bufs) workers: that balances the causal
+// triangle, and a worker's heads of one KV head reuse its K and V rows
+// while they are in cache. Heads are sliced only when there are fewer
+// (KV head, token) pairs than workers, as in decode.
+func (c *kvCache) attend(out, q []float32, nTok, pos0 int, sh attnShape, bufs []attnBuf) {
+	group := sh.heads / sh.kvHeads
+	pairs := nTok * sh.kvHeads
+	split := min(group, (len(bufs)+pairs-1)/pairs)
+	units := pairs * split
+	workers := min(len(bufs), units)
+	if workers == 1 {
+		c.attendUnits(out, q, nTok, pos0, sh, split, 0, 1, &bufs[0])
+		return
+	}
+	parallelFor(workers, workers, 1, func(w, _, _ int) {
+		c.attendUnits(out, q, nTok, pos0, sh, split, w, workers, &bufs[w])
+	})
+}
+
+// attendUnits runs work units first, first+stride, … of attend, each KV
+// head's query heads cut into split slices.
+func (c *kvCache) attendUnits(out, q []float32, nTok, pos0 int, sh attnShape, split, first, stride int, b *attnBuf) {
+	group := sh.heads / sh.kvHeads
+	units := nTok * sh.kvHeads * split
+	for u := first; u < units; u += stride {
+		g, rest := u/(nTok*split), u%(nTok*split)
+		t, part := rest/split, rest%split
+		h0 := g*group + part*group/split
+		h1 := g*group + (part+1)*group/split
+		c.attendHeads(out, q, t, pos0, h0, h1, sh, b)
+	}
+}
+
+// attendHeads computes query heads [h0, h1) (all of one KV head) of batch
+// token t. Like llama.cpp with an F16 cache, the query is rounded to
+// binary16 for Q·Kᵀ and the probabilities for P·V; scores are scaled and
+// normalised by ref.SoftmaxRow. Only the summation order of the dot
+// products differs from ref.Attention.
+func (c *kvCache) attendHeads(out, q []float32, t, pos0, h0, h1 int, sh attnShape, b *attnBuf) {
+	hd, w := c.headDim, c.width()
+	visible := pos0 + t + 1
+	n := padKV(visible)
+	g := h0 / (sh.heads / sh.kvHeads)
+	row := b.scores[:n]
+	for h := h0; h < h1; h++ {
+		off := (t*sh.heads + h) * hd
+		qh, oh := q[off:off+hd], out[off:off+hd]
+		if c.f16 {
+			c.scoresF16(row[:visible], qh, g, b)
+		} else {
+			for p := range visible {
+				row[p] = dotF32(qh, c.k32[p*w+g*hd:p*w+(g+1)*hd])
+			}
+		}
+		soft := (visible + softmaxGroup - 1) / softmaxGroup * softmaxGroup
+		for p := visible; p < soft; p++ {
+			row[p] = float32(math.Inf(-1))
+		}
+		ref.SoftmaxRow(row[:soft], sh.scale)
+		clear(row[soft:])
+		c.mulPV(oh, row, visible, soft, g, b)
+	}
+}
+
+// scoresF16 sets row[p] to q̂·K[p] for KV head g, q̂ the binary16 query.
+// Whole chunks go to the SIMD kernel; the rest of the head dimension is
+// summed in float64 as ggml_vec_dot_f16 sums its tail, so heads narrower
+// than 16 (8 in stories260K) get exactly the reference's scores.
+func (c *kvCache) scoresF16(row, qh []float32, g int, b *attnBuf) {
+	hd, w := c.headDim, c.width()
+	quant.FP32ToFP16Row(qh, b.q16[:2*hd])
+	body := hd / f16Chunk * f16Chunk
+	simd.VecDotRows(gguf.TypeF16)(body, c.k16[2*g*hd:], 2*w, len(row), b.q16, row)
+	if body == hd {
+		return
+	}
+	qt := b.qTail[:hd-body]
+	quant.FP16ToFP32Row(b.q16[2*body:], qt)
+	for p := range row {
+		k := c.k16[2*(p*w+g*hd+body):]
+		sum := float64(row[p])
+		for i, x := range qt {
+			sum += float64(x * quant.FP16ToFP32(uint16(k[2*i])|uint16(k[2*i+1])<<8))
+		}
+		row[p] = float32(sum)
+	}
+}
+
+// mulPV sets oh[d] to the dot product of the probabilities with V row d of
+// KV head g. The F16 path runs over the padded row: its probabilities
+// from soft on are 0 and the V entries there are finite.
+func (c *kvCache) mulPV(oh, probs []float32, visible, soft, g int, b *attnBuf) {
+	hd, vs := c.headDim, c.vStride
+	if c.f16 {
+		n := len(probs)
+		quant.FP32ToFP16Row(probs[:soft], b.p16[:2*soft])
+		clear(b.p16[2*soft : 2*n])
+		simd.VecDotRows(gguf.TypeF16)(n, c.v16[2*g*hd*vs:], 2*vs, hd, b.p16, oh)
+		return
+	}
+	for d := range oh {
+		r := (g*hd + d) * vs
+		oh[d] = dotF32(probs[:visible], c.v32[r:r+visible])
+	}
+}
+
+// dotF32 is a float32 dot product with eight independent accumulators, so
+// that the additions of one step do not wait for each other.
+func dotF32(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3, s4, s5, s6, s7 float32
+	i := 0
+	for ; i+8 <= len(a); i += 8 {
+		x, y := a[i:i+8:i+8], b[i:i+8:i+8]
+		s0 += x[0] * y[0]
+		s1 += x[1] * y[1]
+		s2 += x[2] * y[2]
+		s3 += x[3] * y[3]
+		s4 += x[4] * y[4]
+		s5 += x[5] * y[5]
+		s6 += x[6] * y[6]
+		s7 += x[7] * y[7]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+}

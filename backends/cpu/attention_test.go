@@ -1,0 +1,254 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/weft-ml/weft/ops/ref"
+	"github.com/weft-ml/weft/quant"
+)
+
+// attnCase is one attention problem: a cache filled with random K and V
+// up to pos0+nTok and random queries for the last nTok positions.
+type attnCase struct {
+	sh         attnShape
+	nTok, pos0 int
+	kvType     KVType
+	q          []float32   // [nTok][heads·headDim]
+	k, v       [][]float32 // [position][kvHeads·headDim], as stored (rounded for F16)
+}
+
+func newAttnCase(rng *rand.Rand, heads, kvHeads, hd, nTok, pos0 int, kt KVType) *attnCase {
+	c := &attnCase{sh: attnShape{heads, kvHeads, hd, float32(1 / math.Sqrt(float64(hd)))}, nTok: nTok, pos0: pos0, kvType: kt}
+	c.q = randVec(rng, nTok*heads*hd, 1)
+	for range pos0 + nTok {
+		// Keys scaled so that scores spread over a few units: the softmax
+		// is neither flat nor one-hot.
+		c.k = append(c.k, randVec(rng, kvHeads*hd, 1.5))
+		c.v = append(c.v, randVec(rng, kvHeads*hd, 1))
+	}
+	return c
+}
+
+func randVec(rng *rand.Rand, n int, sd float64) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64() * sd)
+	}
+	return x
+}
+
+// fill stores the case's K and V into both caches, the way runAttention
+// appends a batch, and rounds c.k and c.v to what the cache holds.
+func (c *attnCase) fill(fast *kvCache, rk, rv ref.KV) {
+	for p := range c.k {
+		fast.store(p, c.k[p], c.v[p])
+		rk.Store(p, c.k[p])
+		rv.Store(p, c.v[p])
+		if c.kvType == KVF16 {
+			roundHalves(c.k[p])
+			roundHalves(c.v[p])
+		}
+	}
+}
+
+func roundHalves(x []float32) {
+	for i, v := range x {
+		x[i] = quant.FP16ToFP32(quant.FP32ToFP16(v))
+	}
+}
+
+func refKV(n, width int, kt KVType) ref.KV {
+	if kt == KVF16 {
+		return ref.KV{F16: make([]uint16, n*width), RowLen: width}
+	}
+	return ref.KV{F32: make([]float32, n*width), RowLen: width}
+}
+
+// run computes the case with kvCache.attend on threads workers (output
+// poisoned first) and with ref.Attention.
+func (c *attnCase) run(threads int) (got, want []float32) {
+	sh, ctx := c.sh, c.pos0+c.nTok+5
+	width := sh.kvHeads * sh.headDim
+	fast := newKVCache(sh.kvHeads, sh.headDim, ctx, c.kvType)
+	rk, rv := refKV(ctx, width, c.kvType), refKV(ctx, width, c.kvType)
+	c.fill(fast, rk, rv)
+	got = make([]float32, len(c.q))
+	for i := range got {
+		got[i] = float32(math.NaN())
+	}
+	fast.attend(got, c.q, c.nTok, c.pos0, sh, newAttnBufs(threads, sh.headDim, ctx))
+	want = make([]float32, len(c.q))
+	scratch := make([]float32, ref.AttentionScratch(c.nTok, c.pos0))
+	ref.Attention(want, c.q, rk, rv, c.nTok, c.pos0, sh.heads, sh.kvHeads, sh.headDim, sh.scale, scratch)
+	return got, want
+}
+
+// TestAttentionMatchesRef compares kvCache.attend with ref.Attention on
+// random inputs within attnBounds (see there).
+func TestAttentionMatchesRef(t *testing.T) {
+	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	type shape struct{ nTok, pos0 int }
+	shapes := []shape{{1, 0}, {1, 37}, {1, 2047}, {5, 3}, {9, 200}, {3, 2045}}
+	for _, kt := range []KVType{KVF16, KVF32} {
+		for _, hd := range []int{8, 64, 128} {
+			for _, group := range []int{1, 4, 8} {
+				for i, s := range shapes {
+					kvHeads := 1 + (i+group)%2
+					name := fmt.Sprintf("%s/hd%d/gqa%d/tok%d@%d", kt, hd, group, s.nTok, s.pos0)
+					c := newAttnCase(rng, kvHeads*group, kvHeads, hd, s.nTok, s.pos0, kt)
+					t.Run(name, func(t *testing.T) { c.check(t, 3) })
+				}
+			}
+		}
+	}
+}
+
+func (c *attnCase) check(t *testing.T, threads int) {
+	got, want := c.run(threads)
+	bound := c.attnBounds()
+	worst := 0.0
+	for i := range got {
+		d := math.Abs(float64(got[i]) - float64(want[i]))
+		if !(d <= bound[i]) {
+			t.Fatalf("element %d (token %d): got %g, ref %g, |diff| %.3g > bound %.3g", i, i/(c.sh.heads*c.sh.headDim), got[i], want[i], d, bound[i])
+		}
+		worst = max(worst, d/bound[i])
+	}
+	t.Logf("largest |diff|/bound %.3f", worst)
+}
+
+// TestAttentionThreadsAgree checks that every split of the work, heads
+// included (decode with more workers than KV heads), gives the same bits.
+func TestAttentionThreadsAgree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	for _, kt := range []KVType{KVF16, KVF32} {
+		for _, nTok := range []int{1, 6} {
+			c := newAttnCase(rng, 16, 2, 64, nTok, 100, kt)
+			one, _ := c.run(1)
+			for _, threads := range []int{2, 3, 7, 32} {
+				got, _ := c.run(threads)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(one[i]) {
+						t.Fatalf("%s nTok %d: %d threads give %g at %d, 1 thread %g", kt, nTok, threads, got[i], i, one[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestAttentionNoAllocs checks that attention allocates nothing per call
+// (one worker: parallelFor's goroutines are the only allocations else).
+func TestAttentionNoAllocs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, kt := range []KVType{KVF16, KVF32} {
+		c := newAttnCase(rng, 8, 2, 64, 4, 60, kt)
+		ctx := 100
+		fast := newKVCache(2, 64, ctx, kt)
+		c.fill(fast, refKV(ctx, 128, kt), refKV(ctx, 128, kt))
+		out, bufs := make([]float32, len(c.q)), newAttnBufs(1, 64, ctx)
+		if n := testing.AllocsPerRun(5, func() { fast.attend(out, c.q, c.nTok, c.pos0, c.sh, bufs) }); n != 0 {
+			t.Errorf("%s: %v allocations per call", kt, n)
+		}
+	}
+}
+
+// attnBounds returns, per output element, how far kvCache.attend may be
+// from ref.Attention. Both round at the same points (Q and P to binary16
+// for an F16 cache) and share ref.SoftmaxRow, so they differ only in the
+// summation order of their dot products. With u = 2⁻²⁴, a float32 dot
+// product of n terms in any order lies within n·u·Σ|aᵢbᵢ| of the exact one,
+// so for each probability row (computed here in float64):
+//
+//   - each scaled score is within e_p = scale·(hd+2)·u·Σ|q̂ᵢkᵢ| of exact
+//     (the +2 covers the scale multiplication);
+//   - each implementation's probability is then within a relative η =
+//     4·max e_p + 64u of the float64 softmax (shifted scores move
+//     exp(x−max) and the sum by at most 2·max e_p each; 64u covers ggml's
+//     exp approximation and the float32 roundings of the softmax);
+//   - F16: both implementations round p to the same binary16 value unless
+//     p·(1±η) straddles a rounding point, where they may differ by that
+//     binary16 step; F32: the two probabilities differ by at most 2η·p;
+//   - P·V over N cells: 2·N·u·Σ p̂|v| between the two summation orders,
+//     plus Σ |Δp̂|·|v| from the step above.
+//
+// The sum of these, times 1.25 for second-order terms, is the bound. A
+// wrong rounding point (Q or P not rounded to binary16) or any indexing
+// error exceeds it.
+func (c *attnCase) attnBounds() []float64 {
+	sh := c.sh
+	hd, group := sh.headDim, sh.heads/sh.kvHeads
+	const u = 0x1p-24
+	nPV := float64(padKV(c.pos0 + c.nTok))
+	bound := make([]float64, len(c.q))
+	for t := range c.nTok {
+		visible := c.pos0 + t + 1
+		for h := range sh.heads {
+			off := (t*sh.heads + h) * hd
+			g := h / group
+			pw, dp := c.probBounds(c.q[off:off+hd], g, visible)
+			for d := range hd {
+				var sum, flip float64
+				for p := range visible {
+					av := math.Abs(float64(c.v[p][g*hd+d]))
+					sum += pw[p] * av
+					flip += dp[p] * av
+				}
+				bound[off+d] = 1.25 * (2*nPV*u*sum + flip)
+			}
+		}
+	}
+	return bound
+}
+
+// probBounds returns, for one query head against KV head g, an upper
+// bound on each probability as either implementation uses it (pw) and on
+// the difference between the two implementations' values (dp).
+func (c *attnCase) probBounds(qh []float32, g, visible int) (pw, dp []float64) {
+	const u = 0x1p-24
+	hd, scale := c.sh.headDim, float64(c.sh.scale)
+	q := make([]float64, hd)
+	for i, x := range qh {
+		if c.kvType == KVF16 {
+			x = quant.FP16ToFP32(quant.FP32ToFP16(x))
+		}
+		q[i] = float64(x)
+	}
+	x := make([]float64, visible)
+	maxX, maxErr := math.Inf(-1), 0.0
+	for p := range visible {
+		var s, a float64
+		for i, k := range c.k[p][g*hd : (g+1)*hd] {
+			s += q[i] * float64(k)
+			a += math.Abs(q[i] * float64(k))
+		}
+		x[p] = s * scale
+		maxX = max(maxX, x[p])
+		maxErr = max(maxErr, scale*float64(hd+2)*u*a)
+	}
+	var sum float64
+	for p := range x {
+		x[p] = math.Exp(x[p] - maxX)
+		sum += x[p]
+	}
+	eta := 4*maxErr + 64*u
+	pw, dp = make([]float64, visible), make([]float64, visible)
+	for p := range x {
+		prob := x[p] / sum
+		if c.kvType == KVF32 {
+			pw[p], dp[p] = prob*(1+eta), 2*eta*prob
+			continue
+		}
+		lo := halfRound(prob * (1 - eta - 4*u))
+		hi := halfRound(prob * (1 + eta + 4*u))
+		pw[p], dp[p] = hi, hi-lo
+	}
+	return pw, dp
+}
+
+func halfRound(x float64) float64 {
+	return float64(quant.FP16ToFP32(quant.FP32ToFP16(float32(x))))
+}
