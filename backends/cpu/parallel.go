@@ -1,27 +1,108 @@
 package cpu
 
-import "sync"
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
 
 // parallelFor splits [0, n) into at most threads contiguous chunks of at
-// least grain items and runs fn on each concurrently.
+// least grain items and runs fn on each. The caller works too; the other
+// chunks go to a persistent pool of workers, so no goroutine is started per
+// call. Chunks are claimed with an atomic counter, so a busy pool only
+// means the caller does more of the work itself. worker is the chunk index
+// (< threads), so fn may index per-thread scratch with it.
 func parallelFor(n, threads, grain int, fn func(worker, lo, hi int)) {
 	chunks := min(threads, (n+grain-1)/grain)
 	if chunks <= 1 {
 		fn(0, 0, n)
 		return
 	}
-	var wg sync.WaitGroup
-	per := (n + chunks - 1) / chunks
-	for w := 0; w < chunks; w++ {
-		lo, hi := w*per, min(n, (w+1)*per)
-		if lo >= hi {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn(w, lo, hi)
-		}()
+	t := tasks.Get().(*task)
+	t.fn, t.n, t.per, t.chunks = fn, n, (n+chunks-1)/chunks, int32(chunks)
+	t.next.Store(0)
+	helpers := min(chunks-1, workers.size)
+	t.pending.Store(int32(helpers))
+	for i := 0; i < helpers; i++ {
+		workers.queue <- t
 	}
-	wg.Wait()
+	t.run()
+	// Wait until every queued message has been taken and its chunks are
+	// done. The wait is short (the other chunks are running), so spin.
+	for t.pending.Load() > 0 {
+		runtime.Gosched()
+	}
+	t.fn = nil
+	tasks.Put(t)
+}
+
+// task is one parallelFor call shared by the caller and the workers.
+type task struct {
+	fn      func(worker, lo, hi int)
+	n, per  int
+	chunks  int32
+	next    atomic.Int32
+	pending atomic.Int32 // queued messages not yet finished
+}
+
+// run claims and runs chunks until none are left.
+func (t *task) run() {
+	for {
+		c := t.next.Add(1) - 1
+		if c >= t.chunks {
+			return
+		}
+		lo, hi := int(c)*t.per, min(t.n, (int(c)+1)*t.per)
+		if lo < hi {
+			t.fn(int(c), lo, hi)
+		}
+	}
+}
+
+var tasks = sync.Pool{New: func() any { return new(task) }}
+
+// workers is the process-wide pool, one goroutine per core but one (the
+// caller is the remaining thread).
+var workers = newPool(runtime.GOMAXPROCS(0) - 1)
+
+type pool struct {
+	size  int
+	queue chan *task
+}
+
+func newPool(size int) *pool {
+	p := &pool{size: max(size, 0), queue: make(chan *task, 64)}
+	for i := 0; i < p.size; i++ {
+		go p.work()
+	}
+	return p
+}
+
+// spinPolls is how many times an idle worker polls the queue before it
+// blocks. Decode issues a parallel call every few hundred microseconds;
+// a worker that slept would need a futex wake-up for each, which costs
+// more than the work of a small matmul tile.
+const spinPolls = 2000
+
+func (p *pool) work() {
+	for {
+		t := p.poll()
+		if t == nil {
+			t = <-p.queue
+		}
+		t.run()
+		t.pending.Add(-1)
+	}
+}
+
+func (p *pool) poll() *task {
+	for i := 0; i < spinPolls; i++ {
+		select {
+		case t := <-p.queue:
+			return t
+		default:
+			runtime.Gosched()
+		}
+	}
+	return nil
 }

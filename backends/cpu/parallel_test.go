@@ -1,0 +1,36 @@
+package cpu
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// TestParallelForCoversEachIndexOnce runs many overlapping calls, as
+// concurrent sessions do, and checks every index runs exactly once.
+func TestParallelForCoversEachIndexOnce(t *testing.T) {
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, n := range []int{1, 2, 7, 64, 1000} {
+				hits := make([]atomic.Int32, n)
+				parallelFor(n, 4, 3, func(w, lo, hi int) {
+					if w < 0 || w >= 4 {
+						t.Errorf("worker index %d", w)
+					}
+					for i := lo; i < hi; i++ {
+						hits[i].Add(1)
+					}
+				})
+				for i := range hits {
+					if hits[i].Load() != 1 {
+						t.Errorf("n=%d: index %d ran %d times", n, i, hits[i].Load())
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
