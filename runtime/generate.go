@@ -147,7 +147,7 @@ func (s *Session) decode(ctx context.Context, logits []float32, smp *sample.Samp
 			return fmt.Errorf("%w after %d generated tokens (context %d)", ErrContextFull, len(res.Tokens), s.Context())
 		}
 		var err error
-		if logits, err = s.Eval([]int32{id}, false); err != nil {
+		if logits, err = s.Step(id); err != nil {
 			return err
 		}
 	}

@@ -24,6 +24,7 @@ type Session struct {
 	history []int32
 	rowIdx  []int32 // scratch for output-row indices
 	posBuf  []int32 // scratch for positions
+	one     [1]int32
 }
 
 // NewSession allocates a KV cache and activation buffers.
@@ -47,7 +48,7 @@ func (m *Model) NewSession(o SessionOptions) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Session{m: m, st: st}, nil
+	return &Session{m: m, st: st, history: make([]int32, 0, o.Ctx)}, nil
 }
 
 // Model returns the session's model.
@@ -95,6 +96,18 @@ func (s *Session) Eval(tokens []int32, all bool) ([]float32, error) {
 		}
 	}
 	return out, nil
+}
+
+// Step appends one token and returns the logits that follow it. The slice
+// belongs to the session and is overwritten by the next call; Step
+// allocates nothing, so a decode loop of Step and a sample.Sampler runs
+// without garbage.
+func (s *Session) Step(id int32) ([]float32, error) {
+	if s.Pos() >= s.Context() {
+		return nil, fmt.Errorf("%w: all %d positions are used", ErrContextFull, s.Context())
+	}
+	s.one[0] = id
+	return s.evalBatch(s.one[:], false)
 }
 
 func (s *Session) evalBatch(tokens []int32, all bool) ([]float32, error) {

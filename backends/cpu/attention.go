@@ -39,6 +39,7 @@ type kvCache struct {
 	f16              bool
 	k16, v16         []byte
 	k32, v32         []float32
+	job              attnJob // attend's reusable work for the pool
 }
 
 func newKVCache(kvHeads, headDim, ctx int, t KVType) *kvCache {
@@ -133,9 +134,22 @@ func (c *kvCache) attend(out, q []float32, nTok, pos0 int, sh attnShape, bufs []
 		c.attendUnits(out, q, nTok, pos0, sh, split, 0, 1, &bufs[0])
 		return
 	}
-	parallelFor(workers, workers, 1, func(w, _, _ int) {
-		c.attendUnits(out, q, nTok, pos0, sh, split, w, workers, &bufs[w])
-	})
+	c.job = attnJob{c: c, out: out, q: q, nTok: nTok, pos0: pos0, sh: sh, split: split, workers: workers, bufs: bufs}
+	parallelFor(workers, workers, 1, &c.job)
+}
+
+// attnJob is attend's work for the worker pool; each cache keeps one, so
+// handing it over allocates nothing.
+type attnJob struct {
+	c                          *kvCache
+	out, q                     []float32
+	nTok, pos0, split, workers int
+	sh                         attnShape
+	bufs                       []attnBuf
+}
+
+func (j *attnJob) run(w, _, _ int) {
+	j.c.attendUnits(j.out, j.q, j.nTok, j.pos0, j.sh, j.split, w, j.workers, &j.bufs[w])
 }
 
 // attendUnits runs work units first, first+stride, … of attend, each KV

@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/weft-ml/weft/backends/cpu/simd"
 	"github.com/weft-ml/weft/gguf"
@@ -105,8 +104,8 @@ var _ = [1]int{}[matmulTile%simd.PackRows]
 func (s *State) quantizeParts(v *value, weights []int) ([]matmulPart, error) {
 	x := s.input(v, 0)
 	xs, nTok, cols := s.f32(x), s.rows(x), x.width
-	parts := make([]matmulPart, len(weights))
-	done, packs := map[gguf.TensorType][]byte{}, map[gguf.TensorType][]byte{}
+	parts := s.partsFor(v.node.ID, len(weights))
+	var done, packs actRegions
 	used := 0
 	for i, id := range weights {
 		w := &s.p.vals[id]
@@ -120,21 +119,21 @@ func (s *State) quantizeParts(v *value, weights []int) ([]matmulPart, error) {
 			return nil, err
 		}
 		wRow, _ := wt.RowBytes(uint64(cols))
-		act, ok := done[at]
+		act, ok := done.get(at)
 		if !ok {
 			act = s.act[used : used+int(aRow)*nTok]
 			used += int(aRow) * nTok
-			quantizeRows(at, xs, act, cols, int(aRow), nTok, s.p.threads)
-			done[at] = act
+			s.quantizeRows(at, xs, act, cols, int(aRow), nTok)
+			done.put(at, act)
 		}
 		parts[i] = matmulPart{w: w.raw, rows: int(w.node.Type.Shape[0].N), cols: cols, wRow: int(wRow), aRow: int(aRow), act: act, dot: simd.VecDotRows(wt), gemm: simd.Gemm(wt)}
 		if w.pack {
-			pact, ok := packs[wt]
+			pact, ok := packs.get(wt)
 			if !ok {
 				pact = s.act[used : used+simd.PackActBytes(cols, nTok)]
 				used += len(pact)
-				packActs(wt, act, pact, cols, int(aRow), nTok, s.p.threads)
-				packs[wt] = pact
+				s.packActs(wt, act, pact, cols, int(aRow), nTok)
+				packs.put(wt, pact)
 			}
 			parts[i].packed, parts[i].pact = simd.PackedGemm(wt), pact
 		}
@@ -142,22 +141,51 @@ func (s *State) quantizeParts(v *value, weights []int) ([]matmulPart, error) {
 	return parts, nil
 }
 
-// packActs rearranges the Q8_0 rows act into the packed kernels' form.
-func packActs(wt gguf.TensorType, act, pact []byte, cols, aRow, nTok, threads int) {
-	parallelFor(nTok, threads, 8, func(_, lo, hi int) {
-		for t := lo; t < hi; t++ {
-			simd.PackActRow(wt, act[t*aRow:(t+1)*aRow], cols, t, nTok, pact)
-		}
-	})
+// partsFor returns node id's reusable parts slice of length n.
+func (s *State) partsFor(id, n int) []matmulPart {
+	if s.parts == nil {
+		s.parts = make([][]matmulPart, len(s.p.vals))
+	}
+	if cap(s.parts[id]) < n {
+		s.parts[id] = make([]matmulPart, n)
+	}
+	return s.parts[id][:n]
 }
 
-func quantizeRows(at gguf.TensorType, xs []float32, act []byte, cols, aRow, nTok, threads int) {
-	quantize := simd.QuantizeRow(at)
-	parallelFor(nTok, threads, 8, func(_, lo, hi int) {
-		for t := lo; t < hi; t++ {
-			quantize(xs[t*cols:(t+1)*cols], act[t*aRow:(t+1)*aRow])
+// actRegions maps a dot-product type to its quantized activations; a
+// node has at most a few weight types, so a small array on the stack
+// beats a map (which would be allocated on every call).
+type actRegions struct {
+	n     int
+	types [4]gguf.TensorType
+	bufs  [4][]byte
+}
+
+func (r *actRegions) get(t gguf.TensorType) ([]byte, bool) {
+	for i := 0; i < r.n; i++ {
+		if r.types[i] == t {
+			return r.bufs[i], true
 		}
-	})
+	}
+	return nil, false
+}
+
+func (r *actRegions) put(t gguf.TensorType, b []byte) {
+	if r.n < len(r.types) {
+		r.types[r.n], r.bufs[r.n] = t, b
+		r.n++
+	}
+}
+
+// packActs rearranges the Q8_0 rows act into the packed kernels' form.
+func (s *State) packActs(wt gguf.TensorType, act, pact []byte, cols, aRow, nTok int) {
+	s.jobs.pack = packJob{wt: wt, act: act, pact: pact, cols: cols, aRow: aRow, nTk: nTok}
+	parallelFor(nTok, s.p.threads, 8, &s.jobs.pack)
+}
+
+func (s *State) quantizeRows(at gguf.TensorType, xs []float32, act []byte, cols, aRow, nTok int) {
+	s.jobs.quant = quantJob{quantize: simd.QuantizeRow(at), xs: xs, act: act, cols: cols, aRow: aRow}
+	parallelFor(nTok, s.p.threads, 8, &s.jobs.quant)
 }
 
 func (m *matmulPart) tiles() int { return (m.rows + matmulTile - 1) / matmulTile }
@@ -199,23 +227,18 @@ func runMatMulQKV(s *State, v *value) error {
 	if err != nil {
 		return err
 	}
-	nTok, buf := s.rows(s.input(v, 0)), s.slots[v.slot]
-	first := make([]int, len(parts)+1) // first global tile of each part
-	offs := make([]int, len(parts))    // element offset of each part
+	j := &s.jobs.qkv
+	j.parts, j.nTok, j.buf = parts, s.rows(s.input(v, 0)), s.slots[v.slot]
+	j.first, j.offs = append(j.first[:0], 0), j.offs[:0] // reuse capacity: no allocation per call
 	for i := range parts {
-		first[i+1] = first[i] + parts[i].tiles()
+		j.first = append(j.first, j.first[i]+parts[i].tiles())
+		off := 0
 		if i > 0 {
-			offs[i] = offs[i-1] + parts[i-1].rows*s.p.maxTokens
+			off = j.offs[i-1] + parts[i-1].rows*s.p.maxTokens
 		}
+		j.offs = append(j.offs, off)
 	}
-	parallelFor(first[len(parts)], s.p.threads, 1, func(_, lo, hi int) {
-		for k := lo; k < hi; k++ {
-			i := sort.SearchInts(first, k+1) - 1
-			m := &parts[i]
-			r0 := (k - first[i]) * matmulTile
-			m.tile(k-first[i], nTok, buf[offs[i]+r0:], m.rows)
-		}
-	})
+	parallelFor(j.first[len(parts)], s.p.threads, 1, j)
 	return nil
 }
 
@@ -228,22 +251,11 @@ func runMatMulGateUp(s *State, v *value) error {
 	}
 	gate, up := &parts[0], &parts[1]
 	nTok, dst := s.rows(s.input(v, 0)), s.f32(v)
-	parallelFor(gate.tiles(), s.p.threads, 1, func(_, lo, hi int) {
-		for k := lo; k < hi; k++ {
-			gate.tile(k, nTok, dst[k*matmulTile:], gate.rows)
-		}
-	})
+	s.jobs.tiles = tilesJob{m: gate, nTok: nTok, dst: dst}
+	parallelFor(gate.tiles(), s.p.threads, 1, &s.jobs.tiles)
 	ref.SiLU(dst, dst)
-	parallelFor(up.tiles(), s.p.threads, 1, func(w, lo, hi int) {
-		tmp := s.tileScratch(w)
-		for k := lo; k < hi; k++ {
-			r0, r1 := up.tile(k, nTok, tmp, matmulTile)
-			for t := 0; t < nTok; t++ {
-				row := dst[t*up.rows+r0 : t*up.rows+r1]
-				ref.Mul(row, row, tmp[t*matmulTile:t*matmulTile+r1-r0])
-			}
-		}
-	})
+	s.jobs.up = upJob{s: s, up: up, nTok: nTok, dst: dst}
+	parallelFor(up.tiles(), s.p.threads, 1, &s.jobs.up)
 	return nil
 }
 
@@ -254,17 +266,8 @@ func runMatMulAdd(s *State, v *value) error {
 	if err != nil {
 		return err
 	}
-	m := &parts[0]
-	nTok, dst, res := s.rows(s.input(v, 0)), s.f32(v), s.f32(s.input(v, 2))
-	parallelFor(m.tiles(), s.p.threads, 1, func(w, lo, hi int) {
-		tmp := s.tileScratch(w)
-		for k := lo; k < hi; k++ {
-			r0, r1 := m.tile(k, nTok, tmp, matmulTile)
-			for t := 0; t < nTok; t++ {
-				ref.Add(dst[t*m.rows+r0:t*m.rows+r1], tmp[t*matmulTile:t*matmulTile+r1-r0], res[t*m.rows+r0:t*m.rows+r1])
-			}
-		}
-	})
+	s.jobs.add = addJob{s: s, m: &parts[0], nTok: s.rows(s.input(v, 0)), dst: s.f32(v), res: s.f32(s.input(v, 2))}
+	parallelFor(parts[0].tiles(), s.p.threads, 1, &s.jobs.add)
 	return nil
 }
 

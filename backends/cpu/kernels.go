@@ -97,11 +97,8 @@ func runMatMul(s *State, v *value) error {
 		return err
 	}
 	m, nTok, dst := &parts[0], s.rows(s.input(v, 0)), s.f32(v)
-	parallelFor(m.tiles(), s.p.threads, 1, func(_, lo, hi int) {
-		for k := lo; k < hi; k++ {
-			m.tile(k, nTok, dst[k*matmulTile:], m.rows)
-		}
-	})
+	s.jobs.tiles = tilesJob{m: m, nTok: nTok, dst: dst}
+	parallelFor(m.tiles(), s.p.threads, 1, &s.jobs.tiles)
 	return nil
 }
 

@@ -6,20 +6,31 @@ import (
 	"sync/atomic"
 )
 
+// job is work parallelFor can split: run handles items [lo, hi) as
+// worker (a chunk index below the thread count, for per-thread scratch).
+// Kernels keep their jobs in the State, so handing one over allocates
+// nothing (a closure would escape to the workers and be allocated).
+type job interface{ run(worker, lo, hi int) }
+
+// funcJob adapts a function, for code off the per-token path.
+type funcJob func(worker, lo, hi int)
+
+func (f funcJob) run(worker, lo, hi int) { f(worker, lo, hi) }
+
 // parallelFor splits [0, n) into at most threads contiguous chunks of at
-// least grain items and runs fn on each. The caller works too; the other
+// least grain items and runs j on each. The caller works too; the other
 // chunks go to a persistent pool of workers, so no goroutine is started per
 // call. Chunks are claimed with an atomic counter, so a busy pool only
 // means the caller does more of the work itself. worker is the chunk index
-// (< threads), so fn may index per-thread scratch with it.
-func parallelFor(n, threads, grain int, fn func(worker, lo, hi int)) {
+// (< threads), so a job may index per-thread scratch with it.
+func parallelFor(n, threads, grain int, j job) {
 	chunks := min(threads, (n+grain-1)/grain)
 	if chunks <= 1 {
-		fn(0, 0, n)
+		j.run(0, 0, n)
 		return
 	}
 	t := tasks.Get().(*task)
-	t.fn, t.n, t.per, t.chunks = fn, n, (n+chunks-1)/chunks, int32(chunks)
+	t.j, t.n, t.per, t.chunks = j, n, (n+chunks-1)/chunks, int32(chunks)
 	t.next.Store(0)
 	helpers := min(chunks-1, workers.size)
 	t.pending.Store(int32(helpers))
@@ -32,13 +43,13 @@ func parallelFor(n, threads, grain int, fn func(worker, lo, hi int)) {
 	for t.pending.Load() > 0 {
 		runtime.Gosched()
 	}
-	t.fn = nil
+	t.j = nil
 	tasks.Put(t)
 }
 
 // task is one parallelFor call shared by the caller and the workers.
 type task struct {
-	fn      func(worker, lo, hi int)
+	j       job
 	n, per  int
 	chunks  int32
 	next    atomic.Int32
@@ -54,7 +65,7 @@ func (t *task) run() {
 		}
 		lo, hi := int(c)*t.per, min(t.n, (int(c)+1)*t.per)
 		if lo < hi {
-			t.fn(int(c), lo, hi)
+			t.j.run(int(c), lo, hi)
 		}
 	}
 }

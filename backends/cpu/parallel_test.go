@@ -16,14 +16,14 @@ func TestParallelForCoversEachIndexOnce(t *testing.T) {
 			defer wg.Done()
 			for _, n := range []int{1, 2, 7, 64, 1000} {
 				hits := make([]atomic.Int32, n)
-				parallelFor(n, 4, 3, func(w, lo, hi int) {
+				parallelFor(n, 4, 3, funcJob(func(w, lo, hi int) {
 					if w < 0 || w >= 4 {
 						t.Errorf("worker index %d", w)
 					}
 					for i := lo; i < hi; i++ {
 						hits[i].Add(1)
 					}
-				})
+				}))
 				for i := range hits {
 					if hits[i].Load() != 1 {
 						t.Errorf("n=%d: index %d ran %d times", n, i, hits[i].Load())

@@ -29,8 +29,10 @@ type State struct {
 	rowsT       int // bound T
 	rowsR       int // bound R
 	pos0        int
-	attnScratch []attnBuf   // per-thread attention scratch
-	tileBufs    [][]float32 // per-thread matmul tile scratch
+	attnScratch []attnBuf      // per-thread attention scratch
+	tileBufs    [][]float32    // per-thread matmul tile scratch
+	jobs        jobs           // reusable parallel work descriptions
+	parts       [][]matmulPart // per node: its matmul parts, reused
 }
 
 // NewState allocates buffers for a session with a KV cache of ctx positions.

@@ -75,6 +75,9 @@ func VecDot(w gguf.TensorType) DotFunc {
 	if f, ok := active.dots[w]; ok {
 		return f
 	}
+	if f, ok := fallbacks.dots[w]; ok {
+		return f
+	}
 	return func(n int, wRow, aRow []byte) float32 { return quant.VecDot(w, n, wRow, aRow) }
 }
 
@@ -82,6 +85,9 @@ func VecDot(w gguf.TensorType) DotFunc {
 // rows of type w against one activation row.
 func VecDotRows(w gguf.TensorType) RowsFunc {
 	if f, ok := active.rows[w]; ok {
+		return f
+	}
+	if f, ok := fallbacks.rows[w]; ok {
 		return f
 	}
 	dot := VecDot(w)
@@ -96,6 +102,9 @@ func VecDotRows(w gguf.TensorType) RowsFunc {
 // bit-identical to quant.QuantizeRow.
 func QuantizeRow(t gguf.TensorType) QuantFunc {
 	if f, ok := active.quants[t]; ok {
+		return f
+	}
+	if f, ok := fallbacks.quants[t]; ok {
 		return f
 	}
 	return func(src []float32, dst []byte) { quant.QuantizeRow(t, src, dst) }

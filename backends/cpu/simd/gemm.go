@@ -15,6 +15,9 @@ func Gemm(w gguf.TensorType) GemmFunc {
 	if f, ok := active.gemms[w]; ok {
 		return f
 	}
+	if f, ok := fallbacks.gemms[w]; ok {
+		return f
+	}
 	return gemmByRows(VecDotRows(w))
 }
 
