@@ -1,6 +1,3 @@
-// Command graphc inspects, converts and compiles GGUF models.
-//
-// Each subcommand lives in its own file and registers itself in init.
 package main
 
 import (

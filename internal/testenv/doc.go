@@ -1,0 +1,3 @@
+// Package testenv locates test fixtures shared between packages: the
+// repository root and the ../shared folder beside it.
+package testenv
