@@ -91,9 +91,10 @@ type matmulPart struct {
 	act        []byte
 	dot        simd.RowsFunc // one token
 	gemm       simd.GemmFunc // several tokens
-	// packed weights (simd.Repack) with their packed activations.
+	// packed weights (simd.Repack) of type wt with their packed activations.
 	packed simd.PackedGemmFunc
 	pact   []byte
+	wt     gguf.TensorType
 }
 
 // The packed layout's row groups must not straddle tiles.
@@ -126,7 +127,7 @@ func (s *State) quantizeParts(v *value, weights []int) ([]matmulPart, error) {
 			s.quantizeRows(at, xs, act, cols, int(aRow), nTok)
 			done.put(at, act)
 		}
-		parts[i] = matmulPart{w: w.raw, rows: int(w.node.Type.Shape[0].N), cols: cols, wRow: int(wRow), aRow: int(aRow), act: act, dot: simd.VecDotRows(wt), gemm: simd.Gemm(wt)}
+		parts[i] = matmulPart{w: w.raw, rows: int(w.node.Type.Shape[0].N), cols: cols, wRow: int(wRow), aRow: int(aRow), act: act, dot: simd.DecodeRows(wt), gemm: simd.Gemm(wt)}
 		if w.pack {
 			pact, ok := packs.get(wt)
 			if !ok {
@@ -135,7 +136,7 @@ func (s *State) quantizeParts(v *value, weights []int) ([]matmulPart, error) {
 				s.packActs(wt, act, pact, cols, int(aRow), nTok)
 				packs.put(wt, pact)
 			}
-			parts[i].packed, parts[i].pact = simd.PackedGemm(wt), pact
+			parts[i].packed, parts[i].pact, parts[i].wt = simd.PackedGemm(wt), pact, wt
 		}
 	}
 	return parts, nil
@@ -196,8 +197,8 @@ func (m *matmulPart) tiles() int { return (m.rows + matmulTile - 1) / matmulTile
 func (m *matmulPart) tile(k, nTok int, out []float32, stride int) (r0, r1 int) {
 	r0, r1 = k*matmulTile, min(m.rows, (k+1)*matmulTile)
 	if m.packed != nil {
-		// Tiles start at a group, which lies where its first row would.
-		m.packed(m.cols, m.w[r0*m.wRow:], r1-r0, m.pact, nTok, out, stride)
+		// Tiles start at a group (see the PackRows assertion above).
+		m.packed(m.cols, m.w[simd.PackedRowOffset(m.wt, r0, m.cols):], r1-r0, m.pact, nTok, out, stride)
 		return r0, r1
 	}
 	w := m.w[r0*m.wRow : r1*m.wRow]

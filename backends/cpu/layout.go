@@ -10,12 +10,12 @@ import (
 	"github.com/weft-ml/weft/passes"
 )
 
-// The CPU backend's weight layouts: Q4_0 and Q8_0 matrices interleaved 16
-// rows at a time for the packed VNNI kernels (see simd.Repack). The
+// The CPU backend's weight layouts: Q4_0, Q8_0, Q4_K and Q6_K matrices
+// interleaved 16 rows at a time for the packed VNNI kernels (see simd.Repack). The
 // weight-layout pass applies them at compile time; bindWeight then reads
 // the repacked bytes instead of the GGUF ones.
 func init() {
-	for _, t := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0} {
+	for _, t := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
 		passes.RegisterLayout(packedLayout{t})
 	}
 }
@@ -37,7 +37,7 @@ func (l packedLayout) Accepts(w *graph.Node, readers []*graph.Node) bool {
 		return false
 	}
 	sh := w.Type.Shape
-	if w.Type.DType != l.t || len(sh) != 2 || sh[0].IsSym() || sh[1].IsSym() || sh[1].N%32 != 0 || len(readers) == 0 {
+	if w.Type.DType != l.t || len(sh) != 2 || sh[0].IsSym() || sh[1].IsSym() || sh[1].N%int64(l.t.BlockSize()) != 0 || len(readers) == 0 {
 		return false
 	}
 	for _, r := range readers {

@@ -66,12 +66,12 @@ func runBatches(t *testing.T, g *graph.Graph, f *gguf.File, side []byte, seed ui
 	return out
 }
 
-// TestPackedWeights runs the synthetic Q4_0 and Q8_0 models with weights
+// TestPackedWeights runs the synthetic Q4_0, Q8_0 and Q4_K_M models with weights
 // repacked for the packed kernels: fused and unfused graphs must agree bit
 // for bit (one tile function), and both must match the GGUF-layout run to
 // float rounding.
 func TestPackedWeights(t *testing.T) {
-	for _, name := range []string{"synth-15m-q4_0.gguf", "synth-15m-q8_0.gguf"} {
+	for _, name := range []string{"synth-15m-q4_0.gguf", "synth-15m-q8_0.gguf", "synth-15m-q4_k_m.gguf"} {
 		t.Run(name, func(t *testing.T) {
 			f, err := gguf.Open(filepath.Join(testenv.Shared(t, "models"), name))
 			if err != nil {
@@ -88,6 +88,12 @@ func TestPackedWeights(t *testing.T) {
 				}
 				t.Skip("this CPU has no packed kernels: nothing is repacked")
 			}
+			if name == "synth-15m-q4_k_m.gguf" && simd.HasPackedKernels(gguf.TypeQ4_K) {
+				t.Logf("repacked: %d Q4_K, %d Q6_K", packedOfType(fused, gguf.TypeQ4_K), packedOfType(fused, gguf.TypeQ6_K))
+				if packedOfType(fused, gguf.TypeQ4_K) == 0 || packedOfType(fused, gguf.TypeQ6_K) == 0 {
+					t.Fatal("no Q4_K or no Q6_K weight was repacked")
+				}
+			}
 			got := runBatches(t, fused, f, side, seed)
 			unfused, side2 := compileSynth(t, f, true, "placement", "weight-layout")
 			same := runBatches(t, unfused, f, side2, seed)
@@ -101,6 +107,17 @@ func TestPackedWeights(t *testing.T) {
 			}
 		})
 	}
+}
+
+// packedOfType counts the repacked weights of type typ.
+func packedOfType(g *graph.Graph, typ gguf.TensorType) int {
+	n := 0
+	for _, w := range g.Nodes {
+		if w.Layout != nil && w.Type.DType == typ {
+			n++
+		}
+	}
+	return n
 }
 
 func packedWeights(g *graph.Graph) int {

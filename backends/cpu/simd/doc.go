@@ -15,4 +15,8 @@
 // Gemm serves prefill: micro-kernels of 4 weight rows × up to 2–5 tokens
 // (by format and variant) reuse each decoded weight block across tokens
 // and each activation block across rows; other shapes loop VecDotRows.
+//
+// Repack and PackedGemm serve both on the packed layouts (Q4_0, Q8_0,
+// Q4_K, Q6_K; see packed.go, packed_k.go, packed_q6k.go): 16 rows
+// interleaved so one VPDPBUSD computes all 16, for 1–8 tokens a call.
 package simd

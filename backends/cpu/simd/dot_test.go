@@ -57,7 +57,7 @@ func TestVecDot(t *testing.T) {
 }
 
 // TestVecDotRows checks every row count around the multi-row width against
-// the single-row reference, on a poisoned output.
+// the single-row reference, on a poisoned output; DecodeRows likewise.
 func TestVecDotRows(t *testing.T) {
 	r := newRand(t)
 	forEachVariant(t, func(t *testing.T) {
@@ -65,14 +65,15 @@ func TestVecDotRows(t *testing.T) {
 			at := quant.VecDotType(typ)
 			for _, n := range awkwardLengths(typ)[:3] {
 				for _, rows := range []int{1, 3, 4, 5, 8, 9, 13} {
-					checkRows(t, r, typ, at, n, rows)
+					checkRows(t, r, VecDotRows(typ), typ, at, n, rows)
+					checkRows(t, r, DecodeRows(typ), typ, at, n, rows)
 				}
 			}
 		}
 	})
 }
 
-func checkRows(t *testing.T, r *rand.Rand, typ, at gguf.TensorType, n, rows int) {
+func checkRows(t *testing.T, r *rand.Rand, f RowsFunc, typ, at gguf.TensorType, n, rows int) {
 	rb, _ := typ.RowBytes(uint64(n))
 	stride := int(rb) + 5 // rows need not be packed
 	w := make([]byte, (rows-1)*stride+int(rb))
@@ -81,7 +82,7 @@ func checkRows(t *testing.T, r *rand.Rand, typ, at gguf.TensorType, n, rows int)
 	}
 	a := quantized(t, r, at, n)
 	dst := nanRow(rows + 1)
-	VecDotRows(typ)(n, w, stride, rows, a, dst)
+	f(n, w, stride, rows, a, dst)
 	aw := dequant(t, at, a, n)
 	for i := range rows {
 		row := w[i*stride : i*stride+int(rb)]

@@ -79,6 +79,9 @@ func dotQ4_0AVX512(nb int, w *byte, a *byte) float32
 // stride bytes apart from w, with the nb Q8_0 blocks at a.
 func dotQ4_0RowsAVX512(nb int, w *byte, stride int, a *byte, dst *float32)
 
+// dotF16AVX512 returns the dot product of nb chunks of 32 binary16 values at w and a.
+func dotF16AVX512(nb int, w *byte, a *byte) float32
+
 // gemmQ8_04x1AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
 // rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), Q8_0 blocks, nb of them.
 func gemmQ8_04x1AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
@@ -218,3 +221,67 @@ func packedQ8_0x16T7AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int
 // packedQ8_0x16T8AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
 // of the 16 rows of one packed Q8_0 group with 8 interleaved packed activations, nb blocks.
 func packedQ8_0x16T8AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ4_Kx16T1AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q4_K group with 1 interleaved packed activations, nb super-blocks.
+func packedQ4_Kx16T1AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ4_Kx16T2AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q4_K group with 2 interleaved packed activations, nb super-blocks.
+func packedQ4_Kx16T2AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ4_Kx16T3AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q4_K group with 3 interleaved packed activations, nb super-blocks.
+func packedQ4_Kx16T3AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ4_Kx16T4AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q4_K group with 4 interleaved packed activations, nb super-blocks.
+func packedQ4_Kx16T4AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ4_Kx16T5AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q4_K group with 5 interleaved packed activations, nb super-blocks.
+func packedQ4_Kx16T5AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ4_Kx16T6AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q4_K group with 6 interleaved packed activations, nb super-blocks.
+func packedQ4_Kx16T6AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ4_Kx16T7AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q4_K group with 7 interleaved packed activations, nb super-blocks.
+func packedQ4_Kx16T7AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ4_Kx16T8AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q4_K group with 8 interleaved packed activations, nb super-blocks.
+func packedQ4_Kx16T8AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ6_Kx16T1AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q6_K group with 1 interleaved packed activations, nb super-blocks.
+func packedQ6_Kx16T1AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ6_Kx16T2AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q6_K group with 2 interleaved packed activations, nb super-blocks.
+func packedQ6_Kx16T2AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ6_Kx16T3AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q6_K group with 3 interleaved packed activations, nb super-blocks.
+func packedQ6_Kx16T3AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ6_Kx16T4AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q6_K group with 4 interleaved packed activations, nb super-blocks.
+func packedQ6_Kx16T4AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ6_Kx16T5AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q6_K group with 5 interleaved packed activations, nb super-blocks.
+func packedQ6_Kx16T5AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ6_Kx16T6AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q6_K group with 6 interleaved packed activations, nb super-blocks.
+func packedQ6_Kx16T6AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ6_Kx16T7AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q6_K group with 7 interleaved packed activations, nb super-blocks.
+func packedQ6_Kx16T7AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ6_Kx16T8AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q6_K group with 8 interleaved packed activations, nb super-blocks.
+func packedQ6_Kx16T8AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)

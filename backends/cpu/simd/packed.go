@@ -9,7 +9,8 @@ import (
 	"github.com/weft-ml/weft/quant"
 )
 
-// The packed layouts interleave PackRows weight rows of Q4_0 or Q8_0 so
+// The packed layouts interleave PackRows weight rows (Q4_K and Q6_K:
+// see packed_k.go and packed_q6k.go; here Q4_0 and Q8_0) so
 // that one 512-bit load holds four quants of each of 16 rows: VPDPBUSD
 // then multiplies all 16 rows by four activation bytes broadcast to every
 // lane, and the 16 result lanes are the 16 rows' sums (no horizontal
@@ -46,6 +47,8 @@ const (
 var packedNames = map[string]gguf.TensorType{
 	"q4_0x16": gguf.TypeQ4_0,
 	"q8_0x16": gguf.TypeQ8_0,
+	"q4_kx16": gguf.TypeQ4_K,
+	"q6_kx16": gguf.TypeQ6_K,
 }
 
 // PackedLayoutName names the packed layout of weights of type t, or ""
@@ -81,19 +84,32 @@ func packedOffset(t gguf.TensorType) int32 {
 	return 128
 }
 
-// groupBytes is the size of one packed group's block (16 GGUF blocks).
-func groupBytes(t gguf.TensorType) int { return PackRows * int(t.BlockBytes()) }
+// groupBytes is the size of one packed group's block (16 GGUF blocks, or
+// for Q4_K see packed_k.go).
+func groupBytes(t gguf.TensorType) int {
+	if t == gguf.TypeQ4_K {
+		return kGroupBytes
+	}
+	return PackRows * int(t.BlockBytes())
+}
 
 // PackedSize is the byte size of a rows × cols weight of type t packed.
 func PackedSize(t gguf.TensorType, rows, cols int) (int, error) {
 	if PackedLayoutName(t) == "" {
 		return 0, fmt.Errorf("no packed layout for %s", t)
 	}
-	if rows <= 0 || cols <= 0 || cols%32 != 0 {
-		return 0, fmt.Errorf("cannot pack a %d × %d %s matrix: columns must be a positive multiple of 32", rows, cols, t)
+	be := blockElems(t)
+	if rows <= 0 || cols <= 0 || cols%be != 0 {
+		return 0, fmt.Errorf("cannot pack a %d × %d %s matrix: columns must be a positive multiple of %d", rows, cols, t, be)
 	}
 	groups := (rows + PackRows - 1) / PackRows
-	return groups * (cols / 32) * groupBytes(t), nil
+	return groups * (cols / be) * groupBytes(t), nil
+}
+
+// PackedRowOffset is where, in a packed rows × cols weight of type t, the
+// group holding row r0 (a multiple of PackRows) starts.
+func PackedRowOffset(t gguf.TensorType, r0, cols int) int {
+	return r0 / PackRows * (cols / blockElems(t)) * groupBytes(t)
 }
 
 // Repack rearranges a rows × cols weight of type t (GGUF row order) into
@@ -113,7 +129,7 @@ func RepackInto(t gguf.TensorType, rows, cols int, src, dst []byte) error {
 	if err != nil {
 		return err
 	}
-	bb, nb := int(t.BlockBytes()), cols/32
+	bb, nb := int(t.BlockBytes()), cols/blockElems(t)
 	if len(src) != rows*nb*bb || len(dst) != size {
 		return fmt.Errorf("packing %s: %d bytes into %d for a %d × %d matrix, want %d into %d", t, len(src), len(dst), rows, cols, rows*nb*bb, size)
 	}
@@ -125,6 +141,14 @@ func RepackInto(t gguf.TensorType, rows, cols int, src, dst []byte) error {
 		for b := 0; b < nb; b++ {
 			blk := src[(r*nb+b)*bb : (r*nb+b+1)*bb]
 			dst := out[(g*nb+b)*gb : (g*nb+b+1)*gb]
+			switch t {
+			case gguf.TypeQ4_K:
+				packBlockQ4K(blk, dst, lane)
+				continue
+			case gguf.TypeQ6_K:
+				packBlockQ6K(blk, dst, lane)
+				continue
+			}
 			copy(dst[2*lane:], blk[:2])
 			packQuants(t, blk[2:], dst[2*PackRows:], lane)
 		}
@@ -145,14 +169,24 @@ func packQuants(t gguf.TensorType, qs, words []byte, lane int) {
 	}
 }
 
-// PackActBytes is the size of nTok tokens' packed activations of n columns.
+// PackActBytes is the size of nTok tokens' packed activations of n columns,
+// enough for every packed type (per 256 columns Q4_K's take 288 bytes,
+// Q6_K's 320, as Q4_0's and Q8_0's).
 func PackActBytes(n, nTok int) int { return nTok * (n / 32) * packActBlock }
 
 // PackActRow writes token t's packed activation for weights of type w
-// (Q4_0 or Q8_0) from its Q8_0 row q8 of n columns into act, the buffer of
-// all nTok tokens of the batch. Tokens are independent: rows may be packed
-// concurrently.
+// from its row q8 of n columns (Q8_0, or Q8_K for Q4_K) into act, the
+// buffer of all nTok tokens of the batch. Tokens are independent: rows
+// may be packed concurrently.
 func PackActRow(w gguf.TensorType, q8 []byte, n, t, nTok int, act []byte) {
+	switch w {
+	case gguf.TypeQ4_K:
+		packActRowQ4K(q8, n, t, nTok, act)
+		return
+	case gguf.TypeQ6_K:
+		packActRowQ6K(q8, n, t, nTok, act)
+		return
+	}
 	nb := n / 32
 	t0 := t - t%packTokens
 	tt := min(packTokens, nTok-t0)
@@ -201,15 +235,26 @@ func PackedGemm(t gguf.TensorType) PackedGemmFunc {
 // packedGemmGo is the reference on the packed layout: integer block sums,
 // then acc += float(sum)·(dw·da) block by block, as the kernels do.
 func packedGemmGo(t gguf.TensorType, n int, w []byte, nRows int, act []byte, nTok int, dst []float32, dstStride int) {
-	nb, gb := n/32, groupBytes(t)
+	nb, gb := n/blockElems(t), groupBytes(t)
 	for g := 0; g*PackRows < nRows; g++ {
 		grp := w[g*nb*gb : (g+1)*nb*gb]
 		for r := g * PackRows; r < min(nRows, (g+1)*PackRows); r++ {
 			for tok := 0; tok < nTok; tok++ {
-				dst[tok*dstStride+r] = packedDotGo(t, grp, r%PackRows, nb, act, tok, nTok)
+				dst[tok*dstStride+r] = packedDot(t, grp, r%PackRows, nb, act, tok, nTok)
 			}
 		}
 	}
+}
+
+// packedDot is one row (lane) of a group against one token, any layout.
+func packedDot(t gguf.TensorType, grp []byte, lane, nb int, act []byte, tok, nTok int) float32 {
+	switch t {
+	case gguf.TypeQ4_K:
+		return packedDotQ4KGo(grp, lane, nb, act, tok, nTok)
+	case gguf.TypeQ6_K:
+		return packedDotQ6KGo(grp, lane, nb, act, tok, nTok)
+	}
+	return packedDotGo(t, grp, lane, nb, act, tok, nTok)
 }
 
 // packedDotGo is one row (lane) of a group against one token.

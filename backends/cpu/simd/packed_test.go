@@ -1,6 +1,7 @@
 package simd
 
 import (
+	"encoding/binary"
 	"math"
 	"testing"
 
@@ -14,8 +15,9 @@ import (
 // token counts partial token groups, and the gaps of dst stay poisoned.
 func TestPackedGemm(t *testing.T) {
 	r := newRand(t)
-	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0} {
-		for _, sh := range [][3]int{{32, 1, 1}, {64, 15, 2}, {96, 16, 8}, {256, 17, 9}, {160, 33, 17}, {2048, 50, 3}} {
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
+		at := quant.VecDotType(typ)
+		for _, sh := range packedShapes(typ) {
 			n, nRows, nTok := sh[0], sh[1], sh[2]
 			rows := make([][]byte, nRows)
 			var w []byte
@@ -29,7 +31,7 @@ func TestPackedGemm(t *testing.T) {
 			}
 			acts := make([][]byte, nTok)
 			for i := range acts {
-				acts[i] = quantized(t, r, gguf.TypeQ8_0, n)
+				acts[i] = quantized(t, r, at, n)
 			}
 			forEachVariant(t, func(t *testing.T) {
 				act := nanBytes(PackActBytes(n, nTok))
@@ -49,7 +51,7 @@ func TestPackedGemm(t *testing.T) {
 							continue
 						}
 						want := quant.VecDot(typ, n, rows[row], acts[tok])
-						bound := dotBound(dequant(t, typ, rows[row], n), dequant(t, gguf.TypeQ8_0, acts[tok], n), n/32)
+						bound := dotBound(magnitude(t, typ, rows[row], n), dequant(t, at, acts[tok], n), n/32+n/256)
 						if d := math.Abs(float64(got - want)); !(d <= bound) {
 							t.Fatalf("%s %v: [tok %d, row %d] = %g, want %g (bound %g)", typ, sh, tok, row, got, want, bound)
 						}
@@ -58,6 +60,15 @@ func TestPackedGemm(t *testing.T) {
 			})
 		}
 	}
+}
+
+// packedShapes are {columns, rows, tokens} with partial groups of rows
+// and of tokens, for blocks of typ's width.
+func packedShapes(typ gguf.TensorType) [][3]int {
+	if typ.BlockSize() == 256 {
+		return [][3]int{{256, 1, 1}, {512, 15, 2}, {256, 16, 8}, {768, 17, 9}, {256, 33, 17}, {2048, 50, 3}}
+	}
+	return [][3]int{{32, 1, 1}, {64, 15, 2}, {96, 16, 8}, {256, 17, 9}, {160, 33, 17}, {2048, 50, 3}}
 }
 
 // nanBytes is a buffer of 0xff bytes: NaN scales wherever it is not written.
@@ -137,6 +148,145 @@ func TestBlockSum(t *testing.T) {
 		}
 		if got := blockSum(q); got != want {
 			t.Fatalf("blockSum = %d, want %d", got, want)
+		}
+	}
+}
+
+// TestRepackQ4KRoundTrip reads every quant, scale and min back out of the
+// packed Q4_K layout and checks that the padding rows are zero.
+func TestRepackQ4KRoundTrip(t *testing.T) {
+	r := newRand(t)
+	const n, nRows, nb = 512, 21, 2
+	src := quantized(t, r, gguf.TypeQ4_K, n*nRows)
+	p, err := Repack(gguf.TypeQ4_K, nRows, n, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for row := range 32 {
+		for b := range nb {
+			blk := p[((row/PackRows)*nb+b)*kGroupBytes:]
+			lane, off := row%PackRows, (row*nb+b)*q4kBlockBytes
+			var orig []byte
+			if row < nRows {
+				orig = src[off : off+q4kBlockBytes]
+			} else {
+				orig = make([]byte, q4kBlockBytes)
+			}
+			if blk[2*lane] != orig[0] || blk[2*lane+1] != orig[1] || blk[32+2*lane] != orig[2] || blk[33+2*lane] != orig[3] {
+				t.Fatalf("row %d block %d: d or dmin moved", row, b)
+			}
+			for s := range kSubBlocks {
+				sc, m := scaleMinQ4K(orig[4:16], s)
+				if blk[64+16*s+lane] != sc || blk[192+32*(s/2)+2*lane+s%2] != m {
+					t.Fatalf("row %d block %d sub-block %d: scale or min moved", row, b, s)
+				}
+				for e := range kSubBlockElems {
+					if got, want := packedQ4KQuant(blk, lane, s, e), q4kElem(orig[16:], 32*s+e); got != want {
+						t.Fatalf("row %d block %d elem %d: %d, want %d", row, b, 32*s+e, got, want)
+					}
+				}
+			}
+		}
+	}
+	if _, err := Repack(gguf.TypeQ4_K, 2, 128, make([]byte, 2*72)); err == nil {
+		t.Fatal("128 columns accepted")
+	}
+}
+
+// TestPackedKIntegerExact sets the K-quants' d (and dmin) and the
+// activation scales to 1: every output is then an integer sum that any
+// order gives exactly.
+func TestPackedKIntegerExact(t *testing.T) {
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_K, gguf.TypeQ6_K} {
+		t.Run(typ.String(), func(t *testing.T) { packedIntegerExact(t, typ) })
+	}
+}
+
+func packedIntegerExact(t *testing.T, typ gguf.TensorType) {
+	r := newRand(t)
+	const n, nRows, nTok = 768, 19, 10
+	rows := make([][]byte, nRows)
+	var w []byte
+	for i := range rows {
+		rows[i] = quantized(t, r, typ, n)
+		setScalesOne(typ, rows[i])
+		w = append(w, rows[i]...)
+	}
+	packed, err := Repack(typ, nRows, n, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts := make([][]byte, nTok)
+	for i := range acts {
+		acts[i] = quantized(t, r, gguf.TypeQ8_K, n)
+		setScalesOne(gguf.TypeQ8_K, acts[i])
+	}
+	forEachVariant(t, func(t *testing.T) {
+		act := nanBytes(PackActBytes(n, nTok))
+		for i, a := range acts {
+			PackActRow(typ, a, n, i, nTok, act)
+		}
+		dst := nanRow(nTok * nRows)
+		PackedGemm(typ)(n, packed, nRows, act, nTok, dst, nRows)
+		for tok := range nTok {
+			for row := range nRows {
+				if got, want := dst[tok*nRows+row], quant.VecDot(typ, n, rows[row], acts[tok]); got != want {
+					t.Fatalf("[tok %d, row %d] = %g, want %g", tok, row, got, want)
+				}
+			}
+		}
+	})
+}
+
+// TestRepackQ6KRoundTrip reads every quant and scale back out of the
+// packed Q6_K layout and checks them against the GGUF block's dequantized
+// values, and that the padding rows are zero.
+func TestRepackQ6KRoundTrip(t *testing.T) {
+	r := newRand(t)
+	const n, nRows, nb = 512, 21, 2
+	typ := gguf.TypeQ6_K
+	src := quantized(t, r, typ, n*nRows)
+	p, err := Repack(typ, nRows, n, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gb := groupBytes(typ)
+	for row := range 32 {
+		for b := range nb {
+			blk := p[((row/PackRows)*nb+b)*gb:]
+			lane := row % PackRows
+			var vals []float64
+			if row < nRows {
+				vals = dequant(t, typ, src[(row*nb+b)*q6kBlockBytes:(row*nb+b+1)*q6kBlockBytes], 256)
+			} else {
+				vals = make([]float64, 256)
+			}
+			d := float64(quant.FP16ToFP32(binary.LittleEndian.Uint16(blk[2*lane:])))
+			for e := range 256 {
+				q := packedQ6KQuant(blk, lane, e/32, e%32)
+				got := d * float64(q6kScale(blk, lane, e/16)) * (float64(q) - 32)
+				if row >= nRows && (q != 0 || got != 0) {
+					t.Fatalf("padding row %d block %d elem %d: q %d", row, b, e, q)
+				}
+				if row < nRows && float32(got) != float32(vals[e]) {
+					t.Fatalf("row %d block %d elem %d: %g, want %g", row, b, e, got, vals[e])
+				}
+			}
+		}
+	}
+}
+
+// TestPackedKernelsPresent guards against a table that silently loses its
+// packed tiles, which TestPackedGemm would pass through the Go fallback.
+func TestPackedKernelsPresent(t *testing.T) {
+	for _, v := range available {
+		if v.name != "avx512vnni" {
+			continue
+		}
+		for name, typ := range packedNames {
+			if _, ok := v.packed[typ]; !ok {
+				t.Errorf("variant %s has no packed tiles for %s", v.name, name)
+			}
 		}
 	}
 }

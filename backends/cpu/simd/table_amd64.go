@@ -75,7 +75,7 @@ var asmKernels = []kernelSet{{
 		w:     gguf.TypeQ4_0,
 	}, {
 		chunk: 32,
-		one:   dotF16AVX2,
+		one:   dotF16AVX512,
 		rows:  dotF16RowsAVX2,
 		w:     gguf.TypeF16,
 	}, {
@@ -115,6 +115,12 @@ var asmKernels = []kernelSet{{
 	}, {
 		tiles: []packedTile{packedQ8_0x16T1AVX512, packedQ8_0x16T2AVX512, packedQ8_0x16T3AVX512, packedQ8_0x16T4AVX512, packedQ8_0x16T5AVX512, packedQ8_0x16T6AVX512, packedQ8_0x16T7AVX512, packedQ8_0x16T8AVX512},
 		w:     gguf.TypeQ8_0,
+	}, {
+		tiles: []packedTile{packedQ4_Kx16T1AVX512, packedQ4_Kx16T2AVX512, packedQ4_Kx16T3AVX512, packedQ4_Kx16T4AVX512, packedQ4_Kx16T5AVX512, packedQ4_Kx16T6AVX512, packedQ4_Kx16T7AVX512, packedQ4_Kx16T8AVX512},
+		w:     gguf.TypeQ4_K,
+	}, {
+		tiles: []packedTile{packedQ6_Kx16T1AVX512, packedQ6_Kx16T2AVX512, packedQ6_Kx16T3AVX512, packedQ6_Kx16T4AVX512, packedQ6_Kx16T5AVX512, packedQ6_Kx16T6AVX512, packedQ6_Kx16T7AVX512, packedQ6_Kx16T8AVX512},
+		w:     gguf.TypeQ6_K,
 	}},
 	quants: []quantKernel{{
 		chunk: 32,

@@ -31,8 +31,7 @@ func sumInto(accs []VecVirtual) VecVirtual {
 
 func genDotF16(v variant, reg *registry) {
 	if v.vnni {
-		// Same instructions as AVX2: memory-bound either way.
-		reg.dot(v, "TypeF16", "dotF16AVX2", "dotF16RowsAVX2", f16Chunk)
+		genDotF16Zmm(v, reg)
 		return
 	}
 	one := fname("dotF16", v)

@@ -28,6 +28,8 @@ func main() {
 		genGemmK(v, &reg, "TypeQ6_K", 4, gemmQ6KTile)
 		genPacked(v, &reg, packedQ4_0)
 		genPacked(v, &reg, packedQ8_0)
+		genPackedQ4K(v, &reg)
+		genPackedQ6K(v, &reg)
 	}
 	if *tableOut != "" {
 		if err := writeTable(*tableOut, &reg); err != nil {
