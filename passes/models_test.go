@@ -5,11 +5,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/weft-ml/weft/internal/testenv"
 	"github.com/weft-ml/weft/runtime"
+	"github.com/weft-ml/weft/runtime/sample"
 )
 
 // TestOptimisedLogitsMatchO0 runs every shared model with all passes and
@@ -57,7 +59,7 @@ func compareModel(t *testing.T, path, name, refDir string) {
 		if !equal(got.logits, want.logits) {
 			t.Errorf("%s: logits differ from -O0 (max ‖Δ‖/‖ref‖ %.3g)", p, worstRel(got.logits, want.logits))
 		}
-		if strings.HasPrefix(name, "stories260K") && !sameIDs(got.tokens, ref.GreedyTokens) {
+		if strings.HasPrefix(name, "stories260K") && !slices.Equal(got.tokens, ref.GreedyTokens) {
 			t.Errorf("%s: greedy tokens %v, llama.cpp %v", p, got.tokens, ref.GreedyTokens)
 		}
 	}
@@ -95,7 +97,7 @@ func greedy(t *testing.T, m *runtime.Model, promptIDs, steps []int32) run {
 	}
 	last := r.logits[len(r.logits)-1]
 	for _, tok := range steps {
-		r.tokens = append(r.tokens, argmax(last))
+		r.tokens = append(r.tokens, sample.Greedy(last))
 		if last, err = s.Eval([]int32{tok}, false); err != nil {
 			t.Fatal(err)
 		}
@@ -126,26 +128,4 @@ func worstRel(a, b [][]float32) float64 {
 		worst = math.Max(worst, math.Sqrt(num/den))
 	}
 	return worst
-}
-
-func argmax(l []float32) int32 {
-	best := 0
-	for i, x := range l {
-		if x > l[best] {
-			best = i
-		}
-	}
-	return int32(best)
-}
-
-func sameIDs(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -7,11 +7,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/weft-ml/weft/internal/testenv"
+	"github.com/weft-ml/weft/runtime/sample"
 )
 
 // reference is the part of a ../shared/reference JSON file the tests use.
@@ -187,7 +189,7 @@ func checkModel(t *testing.T, path, name, refDir string) {
 func checkPrompt(t *testing.T, m *Model, ref *reference, bar float64, stats *top5Stats, trained bool) {
 	label := fmt.Sprintf("%q kv=%s", truncate(ref.Prompt, 20), ref.KVType)
 	ids, err := m.Tokenizer.Encode(ref.Prompt, true, false)
-	if err != nil || !equalIDs(ids, ref.PromptTokens) {
+	if err != nil || !slices.Equal(ids, ref.PromptTokens) {
 		t.Fatalf("%s: tokens %v (err %v), want %v", label, ids, err, ref.PromptTokens)
 	}
 	s, err := m.NewSession(SessionOptions{Ctx: 2048, KVType: ref.KVType})
@@ -222,7 +224,7 @@ func checkGreedy(t *testing.T, s *Session, ref *reference, logits []float32, sta
 	for g, want := range ref.GreedyTokens {
 		stats.add(overlap(top5(logits), ref.GreedyTopK[g]))
 		if trained {
-			if got := argmax(logits); got != want {
+			if got := sample.Greedy(logits); got != want {
 				t.Fatalf("%s: greedy step %d: got token %d, want %d", label, g, got, want)
 			}
 			text = append(text, s.Model().Tokenizer.Piece(want)...)
@@ -238,28 +240,6 @@ func checkGreedy(t *testing.T, s *Session, ref *reference, logits []float32, sta
 	if trained && fmt.Sprintf("%x", text) != ref.GreedyTextHex {
 		t.Errorf("%s: greedy text %q differs from the reference", label, text)
 	}
-}
-
-func argmax(l []float32) int32 {
-	best := 0
-	for i, x := range l {
-		if x > l[best] {
-			best = i
-		}
-	}
-	return int32(best)
-}
-
-func equalIDs(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func truncate(s string, n int) string {

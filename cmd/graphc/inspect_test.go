@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,7 +69,7 @@ func TestInspectSharedModels(t *testing.T) {
 		hist := map[string]int{}
 		for _, tj := range doc.Tensors {
 			hist[tj.Type]++
-			if s, ok := want.shapes[tj.Name]; ok && !equalDims(tj.Shape, s) {
+			if s, ok := want.shapes[tj.Name]; ok && !slices.Equal(tj.Shape, s) {
 				t.Errorf("%s %s: shape %v, want %v", name, tj.Name, tj.Shape, s)
 			}
 		}
@@ -79,18 +80,6 @@ func TestInspectSharedModels(t *testing.T) {
 		}
 		checkSummaries(t, name, doc.Metadata)
 	}
-}
-
-func equalDims(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func checkSummaries(t *testing.T, name string, md map[string]any) {
