@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"image"
 	"image/png"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weft-ml/weft/internal/testenv"
 )
@@ -78,7 +80,9 @@ func TestDumpHTMLScreenshot(t *testing.T) {
 		t.Skip("chromium is not installed (apt-get install chromium): screenshot check skipped")
 	}
 	shot := filepath.Join(dir, "graph.png")
-	cmd := exec.Command(browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second) // never hang CI on a stuck browser
+	defer cancel()
+	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
 		"--window-size=1800,1400", "--screenshot="+shot, "file://"+page)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chromium: %v\n%s", err, out)
