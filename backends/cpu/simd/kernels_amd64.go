@@ -10,6 +10,9 @@ func quantQ8_0AVX2(nb int, src *float32, dst *byte) bool
 // quantQ8_KAVX2 quantizes nb blocks of 256 float32 to Q8_K; false means use the reference.
 func quantQ8_KAVX2(nb int, src *float32, dst *byte) bool
 
+// quantF16AVX2 converts nb chunks of 8 float32 to binary16 (round to nearest even).
+func quantF16AVX2(nb int, src *float32, dst *byte) bool
+
 // dotQ8_0AVX2 returns the dot product of nb weight blocks at w with Q8_0 blocks at a.
 func dotQ8_0AVX2(nb int, w *byte, a *byte) float32
 

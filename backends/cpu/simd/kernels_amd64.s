@@ -464,6 +464,30 @@ fail:
 	MOVB AL, ret+24(FP)
 	RET
 
+// func quantF16AVX2(nb int, src *float32, dst *byte) bool
+// Requires: AVX, F16C
+TEXT ·quantF16AVX2(SB), NOSPLIT, $0-25
+	MOVQ  nb+0(FP), AX
+	MOVQ  src+8(FP), CX
+	MOVQ  dst+16(FP), DX
+	TESTQ AX, AX
+	JZ    done
+
+loop:
+	VMOVUPS   (CX), Y0
+	VCVTPS2PH $0x00, Y0, X0
+	VMOVDQU   X0, (DX)
+	ADDQ      $0x00000020, CX
+	ADDQ      $0x00000010, DX
+	DECQ      AX
+	JNZ       loop
+
+done:
+	VZEROUPPER
+	MOVB $0x01, AL
+	MOVB AL, ret+24(FP)
+	RET
+
 // func dotQ8_0AVX2(nb int, w *byte, a *byte) float32
 // Requires: AVX, AVX2, F16C, FMA3, SSE
 TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-28

@@ -80,6 +80,13 @@ func TestQuantizeRowRandom(t *testing.T) {
 				checkQuantize(t, typ, randomFloats(r, nb*bs), "random")
 			}
 		}
+		// F16 rows: whole chunks of 8, a ragged tail (the reference path),
+		// and values that round to subnormals, overflow to infinity or are NaN.
+		for _, n := range []int{8, 16, 24, 2048, 5632, 13} {
+			checkQuantize(t, gguf.TypeF16, randomFloats(r, n), "random f16")
+		}
+		special := []float32{65504, 65520, -65536, 1e-8, -6e-8, 3e-5, float32(math.Inf(1)), float32(math.NaN())}
+		checkQuantize(t, gguf.TypeF16, special, "special f16")
 	})
 }
 

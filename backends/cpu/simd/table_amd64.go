@@ -61,6 +61,10 @@ var asmKernels = []kernelSet{{
 		chunk: 256,
 		fn:    quantQ8_KAVX2,
 		t:     gguf.TypeQ8_K,
+	}, {
+		chunk: 8,
+		fn:    quantF16AVX2,
+		t:     gguf.TypeF16,
 	}},
 }, {
 	dots: []dotKernel{{
@@ -130,5 +134,9 @@ var asmKernels = []kernelSet{{
 		chunk: 256,
 		fn:    quantQ8_KAVX2,
 		t:     gguf.TypeQ8_K,
+	}, {
+		chunk: 8,
+		fn:    quantF16AVX2,
+		t:     gguf.TypeF16,
 	}},
 }}

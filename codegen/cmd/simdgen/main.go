@@ -15,6 +15,7 @@ func main() {
 	var reg registry
 	genQuantQ8_0(&reg)
 	genQuantQ8_K(&reg)
+	genQuantF16(&reg)
 	for _, v := range variants {
 		genDotQ8_0(v, &reg)
 		genDotQ4_0(v, &reg)
