@@ -52,6 +52,8 @@ func perSecond(n int, d time.Duration) float64 {
 // Generate tokenizes prompt, appends it to the session, and samples up to
 // o.MaxTokens tokens, calling onToken with each token id and the text it
 // completes (UTF-8 safe: a character split across tokens arrives whole).
+// Text still held back at the end (an incomplete character) arrives in a
+// last call with id -1.
 // Cancelling ctx stops generation cleanly and returns what was made.
 func (s *Session) Generate(ctx context.Context, prompt string, o GenerateOptions, onToken func(id int32, text string) error) (*Result, error) {
 	tok := s.m.Tokenizer

@@ -60,7 +60,6 @@ type Program struct {
 	vals      []value
 	slots     []slot // activation buffers: slices of one arena
 	arenaLen  int    // arena size in float32 elements
-	slotSize  []int  // sizes of the distinct buffers, for tests and reports
 	maxTokens int
 	threads   int
 	attention []int // Attention node IDs, in KV index order
@@ -197,13 +196,6 @@ func (p *Program) assignSlots() error {
 		}
 	} else {
 		p.livenessSlots()
-	}
-	seen := map[int]bool{}
-	for _, s := range p.slots {
-		if s.parent < 0 && !seen[s.off] {
-			seen[s.off] = true
-			p.slotSize = append(p.slotSize, s.size)
-		}
 	}
 	return nil
 }

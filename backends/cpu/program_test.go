@@ -65,14 +65,15 @@ func TestBatchEqualsTokenByToken(t *testing.T) {
 
 func TestSlotsAreReused(t *testing.T) {
 	p := compileStories(t, 16)
-	computed := 0
+	var naive int64
 	for _, v := range p.vals {
 		if v.run != nil {
-			computed++
+			naive += int64(maxElems(v.node.Type, p.maxTokens)) * 4
 		}
 	}
-	if len(p.slotSize) >= computed/4 {
-		t.Fatalf("%d slots for %d computed nodes: buffers are not being reused", len(p.slotSize), computed)
+	t.Logf("arena %d bytes, naive %d bytes", p.ActivationBytes(), naive)
+	if got := p.ActivationBytes(); got*4 >= naive {
+		t.Fatalf("arena %d bytes against %d bytes without reuse: buffers are not being reused", got, naive)
 	}
 }
 
