@@ -6,7 +6,6 @@ import (
 
 	"github.com/weft-ml/weft/backends/cpu/simd"
 	"github.com/weft-ml/weft/gguf"
-	"github.com/weft-ml/weft/ops/ref"
 	"github.com/weft-ml/weft/quant"
 )
 
@@ -191,7 +190,7 @@ func (c *kvCache) attendHeads(out, q []float32, t, pos0, h0, h1 int, sh attnShap
 		for p := visible; p < soft; p++ {
 			row[p] = float32(math.Inf(-1))
 		}
-		ref.SoftmaxRow(row[:soft], sh.scale)
+		simd.SoftmaxRow(row[:soft], sh.scale)
 		clear(row[soft:])
 		c.mulPV(oh, row, visible, soft, g, b)
 	}

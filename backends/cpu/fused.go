@@ -239,7 +239,7 @@ func runMatMulQKV(s *State, v *value) error {
 		}
 		j.offs = append(j.offs, off)
 	}
-	parallelFor(j.first[len(parts)], s.p.threads, 1, j)
+	parallelTiles(j.first[len(parts)], s.p.threads, j)
 	return nil
 }
 
@@ -253,10 +253,10 @@ func runMatMulGateUp(s *State, v *value) error {
 	gate, up := &parts[0], &parts[1]
 	nTok, dst := s.rows(s.input(v, 0)), s.f32(v)
 	s.jobs.tiles = tilesJob{m: gate, nTok: nTok, dst: dst}
-	parallelFor(gate.tiles(), s.p.threads, 1, &s.jobs.tiles)
-	ref.SiLU(dst, dst)
+	parallelTiles(gate.tiles(), s.p.threads, &s.jobs.tiles)
+	simd.SiLU(dst, dst)
 	s.jobs.up = upJob{s: s, up: up, nTok: nTok, dst: dst}
-	parallelFor(up.tiles(), s.p.threads, 1, &s.jobs.up)
+	parallelTiles(up.tiles(), s.p.threads, &s.jobs.up)
 	return nil
 }
 
@@ -268,7 +268,7 @@ func runMatMulAdd(s *State, v *value) error {
 		return err
 	}
 	s.jobs.add = addJob{s: s, m: &parts[0], nTok: s.rows(s.input(v, 0)), dst: s.f32(v), res: s.f32(s.input(v, 2))}
-	parallelFor(parts[0].tiles(), s.p.threads, 1, &s.jobs.add)
+	parallelTiles(parts[0].tiles(), s.p.threads, &s.jobs.add)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 
+	"github.com/weft-ml/weft/backends/cpu/simd"
 	"github.com/weft-ml/weft/ops"
 	"github.com/weft-ml/weft/ops/ref"
 )
@@ -19,9 +20,9 @@ var kernels = map[string]kernel{
 	ops.Mul:        binaryOp(ref.Mul),
 	ops.Add:        binaryOp(ref.Add),
 	ops.Scale:      runScale,
-	ops.SiLU:       unary(ref.SiLU),
+	ops.SiLU:       unary(simd.SiLU),
 	ops.GELU:       unary(ref.GELU),
-	ops.SwiGLU:     binaryOp(ref.SwiGLU),
+	ops.SwiGLU:     binaryOp(simd.SwiGLU),
 	ops.MatMul:     runMatMul,
 	ops.RoPE:       runRoPE,
 	ops.Attention:  runAttention,
@@ -60,7 +61,7 @@ func runSoftmax(s *State, v *value) error {
 	dst := s.f32(v)
 	copy(dst, s.f32(s.input(v, 0)))
 	for r := 0; r < len(dst); r += v.width {
-		ref.SoftmaxRow(dst[r:r+v.width], v.node.Attrs.Float("scale"))
+		simd.SoftmaxRow(dst[r:r+v.width], v.node.Attrs.Float("scale"))
 	}
 	return nil
 }
@@ -98,7 +99,7 @@ func runMatMul(s *State, v *value) error {
 	}
 	m, nTok, dst := &parts[0], s.rows(s.input(v, 0)), s.f32(v)
 	s.jobs.tiles = tilesJob{m: m, nTok: nTok, dst: dst}
-	parallelFor(m.tiles(), s.p.threads, 1, &s.jobs.tiles)
+	parallelTiles(m.tiles(), s.p.threads, &s.jobs.tiles)
 	return nil
 }
 

@@ -24,15 +24,32 @@ func (f funcJob) run(worker, lo, hi int) { f(worker, lo, hi) }
 // means the caller does more of the work itself. worker is the chunk index
 // (< threads), so a job may index per-thread scratch with it.
 func parallelFor(n, threads, grain int, j job) {
-	chunks := min(threads, (n+grain-1)/grain)
-	if chunks <= 1 {
+	split(n, threads, min(threads, (n+grain-1)/grain), false, j)
+}
+
+// tilesPerThread is how many chunks parallelTiles deals per thread.
+// Chunks claimed in order keep both threads streaming neighbouring
+// weights (measured: ~20% more bandwidth than one half each) and let a
+// thread that started late take less.
+const tilesPerThread = 4
+
+// parallelTiles is parallelFor for long runs of similar items (matmul
+// tiles): it splits [0, n) into up to tilesPerThread chunks per thread,
+// and worker is the running thread's index (< threads), not the chunk's.
+func parallelTiles(n, threads int, j job) {
+	split(n, threads, min(n, threads*tilesPerThread), true, j)
+}
+
+func split(n, threads, chunks int, bySlot bool, j job) {
+	if chunks <= 1 || threads <= 1 {
 		j.run(0, 0, n)
 		return
 	}
 	t := tasks.Get().(*task)
-	t.j, t.n, t.per, t.chunks = j, n, (n+chunks-1)/chunks, int32(chunks)
+	t.j, t.n, t.per, t.chunks, t.bySlot = j, n, (n+chunks-1)/chunks, int32(chunks), bySlot
 	t.next.Store(0)
-	helpers := min(chunks-1, workers.size)
+	t.slots.Store(0)
+	helpers := min(chunks-1, workers.size, threads-1)
 	t.pending.Store(int32(helpers))
 	for i := 0; i < helpers; i++ {
 		workers.queue <- t
@@ -52,20 +69,27 @@ type task struct {
 	j       job
 	n, per  int
 	chunks  int32
+	bySlot  bool // pass the thread's slot, not the chunk, as worker
 	next    atomic.Int32
+	slots   atomic.Int32 // threads that joined so far
 	pending atomic.Int32 // queued messages not yet finished
 }
 
 // run claims and runs chunks until none are left.
 func (t *task) run() {
+	slot := int(t.slots.Add(1) - 1)
 	for {
 		c := t.next.Add(1) - 1
 		if c >= t.chunks {
 			return
 		}
 		lo, hi := int(c)*t.per, min(t.n, (int(c)+1)*t.per)
+		w := int(c)
+		if t.bySlot {
+			w = slot
+		}
 		if lo < hi {
-			t.j.run(int(c), lo, hi)
+			t.j.run(w, lo, hi)
 		}
 	}
 }

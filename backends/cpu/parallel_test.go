@@ -34,3 +34,27 @@ func TestParallelForCoversEachIndexOnce(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestParallelTilesCoversEachIndexOnce checks parallelTiles's chunks cover
+// every index once and that worker indices name threads (< threads), not
+// chunks, since jobs index per-thread scratch with them.
+func TestParallelTilesCoversEachIndexOnce(t *testing.T) {
+	for _, threads := range []int{1, 2, 3} {
+		for _, n := range []int{1, 2, 5, 64, 1000} {
+			hits := make([]atomic.Int32, n)
+			parallelTiles(n, threads, funcJob(func(w, lo, hi int) {
+				if w < 0 || w >= threads {
+					t.Errorf("threads=%d n=%d: worker index %d", threads, n, w)
+				}
+				for i := lo; i < hi; i++ {
+					hits[i].Add(1)
+				}
+			}))
+			for i := range hits {
+				if hits[i].Load() != 1 {
+					t.Errorf("threads=%d n=%d: index %d ran %d times", threads, n, i, hits[i].Load())
+				}
+			}
+		}
+	}
+}

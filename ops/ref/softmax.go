@@ -9,28 +9,26 @@ import "math"
 // multiplied by the float32 value of 1/sum. Entries of -Inf (masked) become
 // exactly 0; at least one entry must be finite.
 func SoftmaxRow(row []float32, scale float32) {
+	SoftmaxRowWith(row, scale, ExpGroups)
+}
+
+// SoftmaxRowWith is SoftmaxRow with groups standing in for ExpGroups, so
+// that a vector kernel computing the same bits can take the hot step.
+func SoftmaxRowWith(row []float32, scale float32, groups func(row []float32, maxv float32) float64) {
 	for i, v := range row {
 		row[i] = v * scale
 	}
-	softmaxScaled(row)
+	softmaxScaled(row, groups)
 }
 
 // softmaxScaled is SoftmaxRow after the scaling step.
-func softmaxScaled(row []float32) {
+func softmaxScaled(row []float32, groups func(row []float32, maxv float32) float64) {
 	maxv := float32(math.Inf(-1))
 	for _, v := range row {
 		maxv = max(maxv, v)
 	}
-	var sum float64
 	vec := len(row) &^ (lanes - 1)
-	for i := 0; i < vec; i += lanes {
-		var group [lanes]float32
-		for j := range group {
-			group[j] = expApprox(row[i+j] - maxv)
-			row[i+j] = group[j]
-		}
-		sum += float64(hsum(&group))
-	}
+	sum := groups(row[:vec], maxv)
 	for i := vec; i < len(row); i++ {
 		e := expf(row[i] - maxv)
 		sum += float64(e)
@@ -40,4 +38,20 @@ func softmaxScaled(row []float32) {
 	for i := range row {
 		row[i] *= inv
 	}
+}
+
+// ExpGroups replaces each x of row (a whole number of groups of 16) with
+// ggml's vectorised exp(x − maxv) and returns the float64 sum of the
+// groups' float32 sums, each reduced as _mm512_reduce_add_ps does.
+func ExpGroups(row []float32, maxv float32) float64 {
+	var sum float64
+	for i := 0; i+lanes <= len(row); i += lanes {
+		var group [lanes]float32
+		for j := range group {
+			group[j] = expApprox(row[i+j] - maxv)
+			row[i+j] = group[j]
+		}
+		sum += float64(hsum(&group))
+	}
+	return sum
 }

@@ -28,6 +28,9 @@ type impl struct {
 	quants map[gguf.TensorType]QuantFunc
 	gemms  map[gguf.TensorType]GemmFunc
 	packed map[gguf.TensorType]PackedGemmFunc
+	// element-wise kernels on groups of 16 floats; nil: pure Go
+	silu       func(ng int, x, dst *float32)
+	softmaxExp func(ng int, row *float32, maxv float32) float64
 }
 
 const pureGo = "purego"

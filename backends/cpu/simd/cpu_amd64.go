@@ -51,6 +51,10 @@ type kernelSet struct {
 	quants []quantKernel
 	gemms  []gemmKernel
 	packs  []packedKernel
+	// silu and softmaxExp work on whole groups of 16 floats (see
+	// elementwise.go); nil where the variant has none.
+	silu       func(ng int, x, dst *float32)
+	softmaxExp func(ng int, row *float32, maxv float32) float64
 }
 
 // supported reports whether this CPU runs the named variant. Every
@@ -99,5 +103,6 @@ func wrapSet(s *kernelSet) *impl {
 	for _, k := range s.quants {
 		v.quants[k.t] = wrapQuant(k)
 	}
+	v.silu, v.softmaxExp = s.silu, s.softmaxExp
 	return v
 }

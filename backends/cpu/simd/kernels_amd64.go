@@ -288,3 +288,11 @@ func packedQ6_Kx16T7AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int
 // packedQ6_Kx16T8AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
 // of the 16 rows of one packed Q6_K group with 8 interleaved packed activations, nb super-blocks.
 func packedQ6_Kx16T8AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// siluAVX512 sets dst[i] = x[i]/(1+exp(−x[i])) for ng groups of 16 floats,
+// bit-identical to ops/ref.SiLU on whole groups.
+func siluAVX512(ng int, x *float32, dst *float32)
+
+// softmaxExpAVX512 replaces ng groups of 16 floats x at row with exp(x − maxv) and
+// returns the float64 sum of each group's float32 sum, as ops/ref does.
+func softmaxExpAVX512(ng int, row *float32, maxv float32) float64

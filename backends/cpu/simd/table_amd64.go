@@ -139,4 +139,6 @@ var asmKernels = []kernelSet{{
 		fn:    quantF16AVX2,
 		t:     gguf.TypeF16,
 	}},
+	silu:       siluAVX512,
+	softmaxExp: softmaxExpAVX512,
 }}

@@ -31,6 +31,7 @@ func main() {
 		genPacked(v, &reg, packedQ8_0)
 		genPackedQ4K(v, &reg)
 		genPackedQ6K(v, &reg)
+		genExpKernels(v, &reg)
 	}
 	if *tableOut != "" {
 		if err := writeTable(*tableOut, &reg); err != nil {

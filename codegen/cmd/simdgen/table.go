@@ -33,12 +33,17 @@ type registry struct {
 	quants map[string][]quantEntry
 	gemms  map[string][]gemmEntry
 	packs  map[string][]gemmEntry // packed-layout tiles; chunk unused
+	elems  map[string]elemEntry
 }
+
+// elemEntry names a variant's element-wise kernels.
+type elemEntry struct{ silu, softmaxExp string }
 
 func (r *registry) see(v variant) {
 	if r.dots == nil {
 		r.dots, r.quants = map[string][]dotEntry{}, map[string][]quantEntry{}
 		r.gemms, r.packs = map[string][]gemmEntry{}, map[string][]gemmEntry{}
+		r.elems = map[string]elemEntry{}
 	}
 	for _, n := range r.order {
 		if n == v.name {
@@ -66,6 +71,11 @@ func (r *registry) gemm(v variant, typ string, chunk int, tiles []string) {
 func (r *registry) packed(v variant, typ string, tiles []string) {
 	r.see(v)
 	r.packs[v.name] = append(r.packs[v.name], gemmEntry{typ: typ, tiles: tiles})
+}
+
+func (r *registry) elem(v variant, silu, softmaxExp string) {
+	r.see(v)
+	r.elems[v.name] = elemEntry{silu, softmaxExp}
 }
 
 // packedValues renders a variant's packed-layout entries.
@@ -133,13 +143,18 @@ func writeTable(path string, r *registry) error {
 				jen.Id("fn"):    jen.Id(q.fn),
 			}))
 		}
-		sets = append(sets, jen.Values(jen.Dict{
+		set := jen.Dict{
 			jen.Id("name"):   jen.Lit(name),
 			jen.Id("dots"):   jen.Index().Id("dotKernel").Values(dots...),
 			jen.Id("quants"): jen.Index().Id("quantKernel").Values(quants...),
 			jen.Id("gemms"):  jen.Index().Id("gemmKernel").Values(gemmValues(r.gemms[name])...),
 			jen.Id("packs"):  jen.Index().Id("packedKernel").Values(packedValues(r.packs[name])...),
-		}))
+		}
+		if e, ok := r.elems[name]; ok {
+			set[jen.Id("silu")] = jen.Id(e.silu)
+			set[jen.Id("softmaxExp")] = jen.Id(e.softmaxExp)
+		}
+		sets = append(sets, jen.Values(set))
 	}
 	f.Comment("asmKernels lists the generated kernels of each instruction-set variant.")
 	f.Var().Id("asmKernels").Op("=").Index().Id("kernelSet").Values(sets...)

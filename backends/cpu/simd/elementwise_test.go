@@ -1,0 +1,87 @@
+package simd
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/weft-ml/weft/ops/ref"
+)
+
+// expInputs returns n values that exercise every branch of the vector
+// exponential: ordinary magnitudes, the subnormal and overflow edges
+// (|x| near 87–104 and beyond 133, where n passes ±192), infinities and
+// NaN.
+func expInputs(r *rand.Rand, n int) []float32 {
+	special := []float32{0, float32(math.Copysign(0, -1)), 88.7, 88.8, -87.3, -103.9, -104.1, -126, -150, 133.5, -134, 200, -200,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1e-30, -1e-30, 3e38, -3e38}
+	x := make([]float32, n)
+	for i := range x {
+		switch k := r.IntN(10); {
+		case k == 0:
+			x[i] = special[r.IntN(len(special))]
+		case k < 3:
+			x[i] = float32(r.NormFloat64() * 60)
+		default:
+			x[i] = float32(r.NormFloat64() * 4)
+		}
+	}
+	return x
+}
+
+// sameBits reports whether a and b are equal bit for bit (any NaN
+// matches any NaN: the vector unit's NaN payloads are not specified).
+func sameBits(a, b float32) bool {
+	if a != a && b != b {
+		return true
+	}
+	return math.Float32bits(a) == math.Float32bits(b)
+}
+
+var expSizes = []int{0, 1, 15, 16, 17, 31, 32, 48, 100, 5632 + 7}
+
+func TestSiLUMatchesReference(t *testing.T) {
+	forEachVariant(t, func(t *testing.T) {
+		r := newRand(t)
+		for _, n := range expSizes {
+			x := expInputs(r, n)
+			want := make([]float32, n)
+			ref.SiLU(want, x)
+			got := make([]float32, n)
+			SiLU(got, x)
+			inPlace := append([]float32(nil), x...)
+			SiLU(inPlace, inPlace)
+			for i := range want {
+				if !sameBits(got[i], want[i]) || !sameBits(inPlace[i], want[i]) {
+					t.Fatalf("n=%d: silu(%g)[%d] = %g (in place %g), reference %g", n, x[i], i, got[i], inPlace[i], want[i])
+				}
+			}
+		}
+	})
+}
+
+func TestSoftmaxRowMatchesReference(t *testing.T) {
+	forEachVariant(t, func(t *testing.T) {
+		r := newRand(t)
+		for _, n := range expSizes[1:] {
+			for _, scale := range []float32{1, 0.125, 7.3} {
+				x := expInputs(r, n)
+				for i := range x {
+					if x[i] != x[i] || math.IsInf(float64(x[i]), 1) {
+						x[i] = 1 // softmax rows hold scores and -Inf masks
+					}
+				}
+				x[r.IntN(n)] = float32(r.NormFloat64()) // at least one finite entry
+				want := append([]float32(nil), x...)
+				ref.SoftmaxRow(want, scale)
+				got := append([]float32(nil), x...)
+				SoftmaxRow(got, scale)
+				for i := range want {
+					if !sameBits(got[i], want[i]) {
+						t.Fatalf("n=%d scale=%g: softmax[%d] of %g = %g, reference %g", n, scale, i, x[i], got[i], want[i])
+					}
+				}
+			}
+		}
+	})
+}

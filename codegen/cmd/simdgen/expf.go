@@ -1,0 +1,172 @@
+package main
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// Kernels built on ggml's vectorised exponential (ggml_v_expf, AVX-512
+// form), operation for operation as ops/ref's expApprox models it, so the
+// results are bit-identical to the pure-Go reference: every step is one
+// IEEE operation with one rounding (FMA, subtract, multiply, VSCALEFPS),
+// and the out-of-range lanes are patched as ggml patches them.
+
+// expConsts holds the broadcast constants of the exponential.
+type expConsts struct {
+	shift, log2e, ln2Hi, ln2Lo, c1, c2, c3, c4, c5, one, big, negBig, inf VecVirtual
+}
+
+// The constants live in memory once; each kernel broadcasts them.
+var (
+	cExpShift  = ConstData("expShift", F32(0x1.8p23))
+	cExpLog2e  = ConstData("expLog2e", F32(0x1.715476p+0))
+	cExpLn2Hi  = ConstData("expLn2Hi", F32(0x1.62e4p-1))
+	cExpLn2Lo  = ConstData("expLn2Lo", F32(0x1.7f7d1cp-20))
+	cExpC1     = ConstData("expC1", F32(0x1.ffffecp-1))
+	cExpC2     = ConstData("expC2", F32(0x1.fffdb6p-2))
+	cExpC3     = ConstData("expC3", F32(0x1.555e66p-3))
+	cExpC4     = ConstData("expC4", F32(0x1.573e2ep-5))
+	cExpC5     = ConstData("expC5", F32(0x1.0e4020p-7))
+	cExpBig    = ConstData("expBig", F32(192))
+	cExpNegBig = ConstData("expNegBig", F32(-192))
+	cExpInf    = ConstData("expInf", U32(0x7f800000)) // +Inf
+)
+
+func loadExpConsts() expConsts {
+	b := func(m Mem) VecVirtual {
+		z := ZMM()
+		VBROADCASTSS(m, z)
+		return z
+	}
+	return expConsts{
+		shift: b(cExpShift), log2e: b(cExpLog2e), ln2Hi: b(cExpLn2Hi), ln2Lo: b(cExpLn2Lo),
+		c1: b(cExpC1), c2: b(cExpC2), c3: b(cExpC3), c4: b(cExpC4), c5: b(cExpC5),
+		one: b(cOne), big: b(cExpBig), negBig: b(cExpNegBig), inf: b(cExpInf),
+	}
+}
+
+// expZMM returns exp(x) for the 16 lanes of x (x is left unchanged).
+func expZMM(c expConsts, x VecVirtual) VecVirtual {
+	z := ZMM()
+	VMOVAPS(c.shift, z)
+	VFMADD231PS(c.log2e, x, z) // z = x·log2e + shift
+	n := ZMM()
+	VSUBPS(c.shift, z, n) // n = round(x·log2e)
+	b := ZMM()
+	VMOVAPS(x, b)
+	VFNMADD231PS(c.ln2Hi, n, b) // b = x − n·ln2hi
+	VFNMADD231PS(c.ln2Lo, n, b) // b −= n·ln2lo
+	u := ZMM()
+	VMULPS(b, b, u)
+	p := ZMM()
+	VMOVAPS(c.c4, p)
+	VFMADD231PS(c.c5, b, p) // c5·b + c4
+	q := ZMM()
+	VMOVAPS(c.c2, q)
+	VFMADD231PS(c.c3, b, q) // c3·b + c2
+	VFMADD231PS(p, u, q)    // hi = p·u + q
+	j := ZMM()
+	VMOVAPS(c.one, j)
+	VFMADD231PS(c.c1, b, j) // c1·b + 1
+	VFMADD231PS(q, u, j)    // j = hi·u + c1·b + 1
+	res := ZMM()
+	VSCALEFPS(n, j, res) // j·2ⁿ, rounded once
+	over, under := K(), K()
+	VCMPPS(U8(0x1e), c.big, n, over)     // n > 192 (ordered: NaN stays NaN)
+	VCMPPS(U8(0x11), c.negBig, n, under) // n < −192
+	VMOVAPS(c.inf, over, res)
+	VXORPS(res, res, under, res)
+	return res
+}
+
+// genExpKernels emits the SiLU and softmax kernels for AVX-512.
+func genExpKernels(v variant, reg *registry) {
+	if !v.vnni {
+		return
+	}
+	silu := genSiLU()
+	softmax := genSoftmaxExp()
+	reg.elem(v, silu, softmax)
+}
+
+// genSiLU emits siluAVX512(ng int, x, dst *float32): dst = x/(1+exp(−x))
+// for ng groups of 16, as ggml_v_silu computes it (−x as 0 − x).
+func genSiLU() string {
+	name := "siluAVX512"
+	TEXT(name, NOSPLIT, "func(ng int, x *float32, dst *float32)")
+	Doc(name+" sets dst[i] = x[i]/(1+exp(−x[i])) for ng groups of 16 floats,",
+		"bit-identical to ops/ref.SiLU on whole groups.")
+	ng := Load(Param("ng"), GP64())
+	x := Load(Param("x"), GP64())
+	dst := Load(Param("dst"), GP64())
+	c := loadExpConsts()
+	zero := ZMM()
+	VXORPS(zero, zero, zero)
+	loopBlocks(ng, func() {
+		v := ZMM()
+		VMOVUPS(Mem{Base: x}, v)
+		neg := ZMM()
+		VSUBPS(v, zero, neg)
+		e := expZMM(c, neg)
+		VADDPS(c.one, e, e)
+		VDIVPS(e, v, v)
+		VMOVUPS(v, Mem{Base: dst})
+		ADDQ(U32(64), x)
+		ADDQ(U32(64), dst)
+	})
+	VZEROUPPER()
+	RET()
+	return name
+}
+
+// genSoftmaxExp emits softmaxExpAVX512(ng int, row *float32, maxv float32)
+// float64: row[i] = exp(row[i] − maxv) over ng groups of 16, returning the
+// float64 sum of the groups' float32 sums, each reduced in the order of
+// _mm512_reduce_add_ps (halves folded 8, 4, 2, 1), as ops/ref does.
+func genSoftmaxExp() string {
+	name := "softmaxExpAVX512"
+	TEXT(name, NOSPLIT, "func(ng int, row *float32, maxv float32) float64")
+	Doc(name+" replaces ng groups of 16 floats x at row with exp(x − maxv) and",
+		"returns the float64 sum of each group's float32 sum, as ops/ref does.")
+	ng := Load(Param("ng"), GP64())
+	row := Load(Param("row"), GP64())
+	m := ZMM()
+	VBROADCASTSS(Load(Param("maxv"), XMM()), m)
+	c := loadExpConsts()
+	sum := XMM()
+	VXORPD(sum, sum, sum)
+	loopBlocks(ng, func() {
+		v := ZMM()
+		VMOVUPS(Mem{Base: row}, v)
+		VSUBPS(m, v, v)
+		e := expZMM(c, v)
+		VMOVUPS(e, Mem{Base: row})
+		s := reduceAddZMM(e)
+		VCVTSS2SD(s, s, s)
+		VADDSD(s, sum, sum)
+		ADDQ(U32(64), row)
+	})
+	VZEROUPPER()
+	Store(sum, ReturnIndex(0))
+	RET()
+	return name
+}
+
+// reduceAddZMM sums the 16 lanes of v into lane 0 of the result in the
+// order of _mm512_reduce_add_ps: i + i+8, then + i+4, + i+2, + i+1. It uses
+// EVEX forms only, as v may live in a register above 15.
+func reduceAddZMM(v VecVirtual) VecVirtual {
+	h := YMM()
+	VEXTRACTF64X4(U8(1), v, h)
+	VADDPS(v.AsY(), h, h)
+	q := XMM()
+	VEXTRACTF32X4(U8(1), h, q)
+	VADDPS(h.AsX(), q, q)
+	t := XMM()
+	VMOVHLPS(q, q, t)
+	VADDPS(t, q, q)
+	VMOVSHDUP(q, t)
+	VADDSS(t, q, q)
+	return q
+}
