@@ -92,10 +92,12 @@ func repeat(o BenchOptions, stage string, tokens int, fn func() error) (*Stat, e
 			runs = append(runs, float64(tokens)/time.Since(start).Seconds())
 		}
 	}
-	return summarizeRuns(runs), nil
+	return SummarizeRuns(runs), nil
 }
 
-func summarizeRuns(runs []float64) *Stat {
+// SummarizeRuns computes the median, p95 and coefficient of variation of
+// throughput runs (tokens/s); runs must not be empty.
+func SummarizeRuns(runs []float64) *Stat {
 	sorted := append([]float64(nil), runs...)
 	sort.Float64s(sorted)
 	n := len(sorted)

@@ -6,7 +6,7 @@ import (
 )
 
 func TestSummarizeRuns(t *testing.T) {
-	s := summarizeRuns([]float64{10, 12, 11, 13})
+	s := SummarizeRuns([]float64{10, 12, 11, 13})
 	if s.Median != 11.5 || s.P95 != 10 || math.Abs(s.CV-0.0968) > 1e-3 {
 		t.Fatalf("%+v", s)
 	}

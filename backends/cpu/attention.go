@@ -65,7 +65,7 @@ func (c *kvCache) store(pos int, k, v []float32) {
 	w := c.width()
 	k, v = k[:w], v[:w]
 	if c.f16 {
-		quant.FP32ToFP16Row(k, c.k16[2*pos*w:2*(pos+1)*w])
+		simd.QuantizeRow(gguf.TypeF16)(k, c.k16[2*pos*w:2*(pos+1)*w])
 		for i, x := range v {
 			h := quant.FP32ToFP16(x)
 			j := 2 * (i*c.vStride + pos)
@@ -202,7 +202,7 @@ func (c *kvCache) attendHeads(out, q []float32, t, pos0, h0, h1 int, sh attnShap
 // than 16 (8 in stories260K) get exactly the reference's scores.
 func (c *kvCache) scoresF16(row, qh []float32, g int, b *attnBuf) {
 	hd, w := c.headDim, c.width()
-	quant.FP32ToFP16Row(qh, b.q16[:2*hd])
+	simd.QuantizeRow(gguf.TypeF16)(qh, b.q16[:2*hd])
 	body := hd / f16Chunk * f16Chunk
 	simd.VecDotRows(gguf.TypeF16)(body, c.k16[2*g*hd:], 2*w, len(row), b.q16, row)
 	if body == hd {
@@ -227,7 +227,7 @@ func (c *kvCache) mulPV(oh, probs []float32, visible, soft, g int, b *attnBuf) {
 	hd, vs := c.headDim, c.vStride
 	if c.f16 {
 		n := len(probs)
-		quant.FP32ToFP16Row(probs[:soft], b.p16[:2*soft])
+		simd.QuantizeRow(gguf.TypeF16)(probs[:soft], b.p16[:2*soft])
 		clear(b.p16[2*soft : 2*n])
 		simd.VecDotRows(gguf.TypeF16)(n, c.v16[2*g*hd*vs:], 2*vs, hd, b.p16, oh)
 		return

@@ -11,7 +11,7 @@ import (
 type config struct {
 	bin, models, out, llamaBench string
 	types                        []string
-	p, n, r, threads             int
+	p, n, r, rounds, threads     int
 	bandwidth                    float64 // GB/s, for the decode floor
 }
 
@@ -23,7 +23,8 @@ func main() {
 	flag.StringVar(&c.llamaBench, "llama-bench", os.Getenv("LLAMA_BENCH"), "path to llama.cpp's llama-bench (optional; env LLAMA_BENCH)")
 	flag.IntVar(&c.p, "p", 512, "prompt tokens")
 	flag.IntVar(&c.n, "n", 128, "generated tokens")
-	flag.IntVar(&c.r, "r", 3, "repetitions")
+	flag.IntVar(&c.r, "r", 2, "repetitions per round")
+	flag.IntVar(&c.rounds, "rounds", 3, "rounds, each running weft then llama.cpp")
 	flag.IntVar(&c.threads, "threads", 2, "threads")
 	flag.Float64Var(&c.bandwidth, "bandwidth", 47, "memory bandwidth in GB/s for the decode floor (ANCHORS.md: 44-50 on the 2-core machine)")
 	flag.Parse()

@@ -8,15 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+
+	"github.com/weft-ml/weft/runtime"
 )
 
-// stat mirrors runtime.Stat in graphrun bench's JSON.
-type stat struct {
-	Median float64   `json:"median"`
-	P95    float64   `json:"p95"`
-	CV     float64   `json:"cv"`
-	Runs   []float64 `json:"runs"`
-}
+// stat is runtime.Stat, as graphrun bench's JSON carries it.
+type stat = runtime.Stat
 
 type env struct {
 	CPU       string `json:"cpu"`
@@ -27,12 +24,11 @@ type env struct {
 
 // row is one weight type's results.
 type row struct {
-	typ             string
-	bytes           int64
-	weftPP, weftTG  stat
-	peerPP, peerTG  float64 // llama.cpp mean tok/s, 0 when not run
-	peerPPs, peerTS float64 // llama.cpp stddev
-	env             env
+	typ            string
+	bytes          int64
+	weftPP, weftTG stat
+	peerPP, peerTG stat // llama.cpp; no runs when not run
+	env            env
 }
 
 func ensureModel(c config, path, typ string) error {
@@ -45,13 +41,47 @@ func ensureModel(c config, path, typ string) error {
 	return cmd.Run()
 }
 
+// measure runs weft and llama.cpp on one model in alternating rounds, so
+// that both see the same drift of this shared machine's memory bandwidth,
+// and summarises each side's runs over all rounds.
 func measure(c config, path, typ string) (row, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return row{}, err
 	}
 	r := row{typ: typ, bytes: st.Size()}
-	fmt.Fprintf(os.Stderr, "weft: %s\n", filepath.Base(path))
+	var weftPP, weftTG, peerPP, peerTG []float64
+	for round := 1; round <= c.rounds; round++ {
+		fmt.Fprintf(os.Stderr, "round %d/%d, weft: %s\n", round, c.rounds, filepath.Base(path))
+		pp, tg, e, err := measureWeft(c, path)
+		if err != nil {
+			return r, err
+		}
+		weftPP, weftTG, r.env = append(weftPP, pp...), append(weftTG, tg...), e
+		if c.llamaBench == "" {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "round %d/%d, llama.cpp: %s\n", round, c.rounds, filepath.Base(path))
+		pp, tg, err = measurePeer(c, path)
+		if err != nil {
+			return r, err
+		}
+		peerPP, peerTG = append(peerPP, pp...), append(peerTG, tg...)
+	}
+	r.weftPP, r.weftTG = summarize(weftPP), summarize(weftTG)
+	r.peerPP, r.peerTG = summarize(peerPP), summarize(peerTG)
+	return r, nil
+}
+
+func summarize(runs []float64) stat {
+	if len(runs) == 0 {
+		return stat{}
+	}
+	return *runtime.SummarizeRuns(runs)
+}
+
+// measureWeft returns one graphrun bench call's prefill and decode runs.
+func measureWeft(c config, path string) (pp, tg []float64, e env, err error) {
 	var rep struct {
 		Prefill stat `json:"prefill_tok_s"`
 		Decode  stat `json:"decode_tok_s"`
@@ -59,31 +89,33 @@ func measure(c config, path, typ string) (row, error) {
 	}
 	args := []string{"bench", path, "-p", itoa(c.p), "-n", itoa(c.n), "-r", itoa(c.r), "--threads", itoa(c.threads), "--json"}
 	if err := runJSON(filepath.Join(c.bin, "graphrun"), args, &rep); err != nil {
-		return r, err
+		return nil, nil, e, err
 	}
-	r.weftPP, r.weftTG, r.env = rep.Prefill, rep.Decode, rep.Env
-	if c.llamaBench == "" {
-		return r, nil
-	}
-	fmt.Fprintf(os.Stderr, "llama.cpp: %s\n", filepath.Base(path))
+	return rep.Prefill.Runs, rep.Decode.Runs, rep.Env, nil
+}
+
+// measurePeer returns one llama-bench call's prefill and decode runs in
+// tokens/s (from its per-run nanoseconds).
+func measurePeer(c config, path string) (pp, tg []float64, err error) {
 	var peer []struct {
-		NPrompt int     `json:"n_prompt"`
-		NGen    int     `json:"n_gen"`
-		Avg     float64 `json:"avg_ts"`
-		Stddev  float64 `json:"stddev_ts"`
+		NPrompt int       `json:"n_prompt"`
+		NGen    int       `json:"n_gen"`
+		Samples []float64 `json:"samples_ns"`
 	}
-	args = []string{"-m", path, "-t", itoa(c.threads), "-p", itoa(c.p), "-n", itoa(c.n), "-r", itoa(c.r), "-o", "json"}
+	args := []string{"-m", path, "-t", itoa(c.threads), "-p", itoa(c.p), "-n", itoa(c.n), "-r", itoa(c.r), "-o", "json"}
 	if err := runJSON(c.llamaBench, args, &peer); err != nil {
-		return r, err
+		return nil, nil, err
 	}
 	for _, p := range peer {
-		if p.NPrompt > 0 {
-			r.peerPP, r.peerPPs = p.Avg, p.Stddev
-		} else {
-			r.peerTG, r.peerTS = p.Avg, p.Stddev
+		for _, ns := range p.Samples {
+			if p.NPrompt > 0 {
+				pp = append(pp, float64(p.NPrompt)/ns*1e9)
+			} else {
+				tg = append(tg, float64(p.NGen)/ns*1e9)
+			}
 		}
 	}
-	return r, nil
+	return pp, tg, nil
 }
 
 func runJSON(bin string, args []string, v any) error {
