@@ -5,6 +5,7 @@ package gguf
 import (
 	"os"
 
+	"github.com/weft-ml/weft/internal/hugepage"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,5 +19,6 @@ func mapFile(fh *os.File, size int64) ([]byte, func() error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	hugepage.Advise(data)
 	return data, func() error { return unix.Munmap(data) }, nil
 }

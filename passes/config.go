@@ -26,6 +26,9 @@ type Config struct {
 	// Weights, when set, lets weight-layout repack weights into Packed.
 	Weights WeightSource
 	Packed  *[]byte
+	// Alloc, when set, provides the memory for Packed (for example pages
+	// the kernel may back with huge pages); nil: the Go heap.
+	Alloc func(size int) ([]byte, error)
 }
 
 // allOps stands in for a backend when none is configured.

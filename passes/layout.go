@@ -119,6 +119,14 @@ func reserve(picks []chosen, c Config) error {
 			total += size + packAlign
 		}
 	}
+	if c.Alloc != nil && cap(*c.Packed) < total {
+		buf, err := c.Alloc(total)
+		if err != nil {
+			return err
+		}
+		*c.Packed = append(buf[:0], *c.Packed...)
+		return nil
+	}
 	*c.Packed = slices.Grow(*c.Packed, total-len(*c.Packed))
 	return nil
 }

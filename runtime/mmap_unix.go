@@ -6,6 +6,7 @@ import (
 	"os"
 	"unsafe"
 
+	"github.com/weft-ml/weft/internal/hugepage"
 	"golang.org/x/sys/unix"
 )
 
@@ -28,6 +29,7 @@ func mapReadOnly(path string) ([]byte, func() error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	hugepage.Advise(data)
 	return data, func() error { return unix.Munmap(data) }, nil
 }
 

@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"github.com/weft-ml/weft/internal/hugepage"
 	"io"
 	"os"
 	"path/filepath"
@@ -40,7 +42,7 @@ type Plan struct {
 	PackedFile string `json:"packed_file,omitempty"`
 	Packed     []byte `json:"-"`
 
-	unmapPacked func() error // set when Packed is a file mapping
+	unmapPacked func() error // set when Packed is a mapping of its own
 }
 
 // releasingFile lets the weight-layout pass drop the mapped pages of each
@@ -131,6 +133,21 @@ func Compile(path string, o CompileOptions) (*Plan, error) {
 // optimise runs the selected passes for the CPU backend.
 func (p *Plan) optimise(f *gguf.File, o CompileOptions) error {
 	cfg := passes.Config{Backends: []backends.Backend{cpu.Backend{}}, Tokens: p.Run.Batch, Weights: releasingFile{f}, Packed: &p.Packed}
+	cfg.Alloc = func(size int) ([]byte, error) {
+		buf, free, err := hugepage.Alloc(size)
+		if err != nil {
+			return nil, err
+		}
+		prev := p.unmapPacked
+		p.unmapPacked = func() error {
+			err := free()
+			if prev != nil {
+				err = errors.Join(err, prev())
+			}
+			return err
+		}
+		return buf, nil
+	}
 	list, err := passes.Select(cfg, o.Passes, o.Disable, o.O0)
 	if err != nil {
 		return err
