@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/internal/hugepage"
 	"github.com/weft-ml/weft/quant"
 )
 
@@ -20,7 +21,11 @@ func BenchmarkDecodeStream(b *testing.B) {
 			b.Run(fmt.Sprint(typ, "/one=", oneRow), func(b *testing.B) {
 				rb, _ := typ.RowBytes(n)
 				row := quantized(b, r, typ, n)
-				w := make([]byte, rows*int(rb))
+				w, free, err := hugepage.Alloc(rows * int(rb))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer free()
 				for i := range rows {
 					copy(w[i*int(rb):], row)
 					w[i*int(rb)+int(rb)/2]++
@@ -61,7 +66,7 @@ func BenchmarkDecodeStream(b *testing.B) {
 func BenchmarkPackedDecodeStream(b *testing.B) {
 	const n, rows, tile = 2048, 1 << 16, 32
 	r := newRand(b)
-	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
 		b.Run(typ.String(), func(b *testing.B) {
 			rb, _ := typ.RowBytes(n)
 			row := quantized(b, r, typ, n)
@@ -69,10 +74,17 @@ func BenchmarkPackedDecodeStream(b *testing.B) {
 			for i := range rows {
 				copy(w[i*int(rb):], row)
 			}
-			p, err := Repack(typ, rows, n, w)
+			packed, err := Repack(typ, rows, n, w)
 			if err != nil {
 				b.Fatal(err)
 			}
+			// As in production: repacked weights on huge pages.
+			p, free, err := hugepage.Alloc(len(packed))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer free()
+			copy(p, packed)
 			act := make([]byte, PackActBytes(n, 1))
 			PackActRow(typ, quantized(b, r, quant.VecDotType(typ), n), n, 0, 1, act)
 			dst := make([]float32, rows)
