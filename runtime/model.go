@@ -56,7 +56,9 @@ func loadPlan(path string, o Options) (*Plan, string, error) {
 		return nil, "", err
 	}
 	if strings.HasSuffix(strings.ToLower(path), ".gguf") {
-		p, err := Compile(path, o.Compile)
+		co := o.Compile
+		co.runHere = true
+		p, err := Compile(path, co)
 		return p, path, err
 	}
 	p, err := ReadPlan(path)

@@ -97,6 +97,10 @@ type CompileOptions struct {
 	O0        bool     // no optimisation: placement only
 	DumpAfter []string // pass names, or "all": call Dump after them
 	Dump      func(pass string, g *graph.Graph) error
+
+	// runHere is set by Open: the plan runs in this process rather than
+	// being saved, so its repacked weights go straight to huge pages.
+	runHere bool
 }
 
 // Compile lowers the GGUF model at path into a plan.
@@ -133,20 +137,8 @@ func Compile(path string, o CompileOptions) (*Plan, error) {
 // optimise runs the selected passes for the CPU backend.
 func (p *Plan) optimise(f *gguf.File, o CompileOptions) error {
 	cfg := passes.Config{Backends: []backends.Backend{cpu.Backend{}}, Tokens: p.Run.Batch, Weights: releasingFile{f}, Packed: &p.Packed}
-	cfg.Alloc = func(size int) ([]byte, error) {
-		buf, free, err := hugepage.Alloc(size)
-		if err != nil {
-			return nil, err
-		}
-		prev := p.unmapPacked
-		p.unmapPacked = func() error {
-			err := free()
-			if prev != nil {
-				err = errors.Join(err, prev())
-			}
-			return err
-		}
-		return buf, nil
+	if o.runHere {
+		cfg.Alloc = p.allocPacked
 	}
 	list, err := passes.Select(cfg, o.Passes, o.Disable, o.O0)
 	if err != nil {
@@ -232,4 +224,22 @@ func ReadPlan(path string) (*Plan, error) {
 		}
 	}
 	return &p, nil
+}
+
+// allocPacked provides the memory for repacked weights compiled to run
+// here: huge pages (see internal/hugepage), freed with the plan.
+func (p *Plan) allocPacked(size int) ([]byte, error) {
+	buf, free, err := hugepage.Alloc(size)
+	if err != nil {
+		return nil, err
+	}
+	prev := p.unmapPacked
+	p.unmapPacked = func() error {
+		err := free()
+		if prev != nil {
+			err = errors.Join(err, prev())
+		}
+		return err
+	}
+	return buf, nil
 }
