@@ -27,9 +27,12 @@ type benchReport struct {
 	Reps         int           `json:"reps"`
 	Prefill      *runtime.Stat `json:"prefill_tok_s,omitempty"`
 	Decode       *runtime.Stat `json:"decode_tok_s,omitempty"`
-	Env          benchEnv      `json:"env"`
-	ModelBytes   int64         `json:"model_bytes"`
-	PeakRSS      int64         `json:"peak_rss_bytes"` // of the whole process, mapped weights included
+	// ReadBandwidth is the memory streaming rate measured in the same
+	// process (GB/s, --bandwidth): decode's ceiling at that moment.
+	ReadBandwidth *runtime.Stat `json:"read_gb_s,omitempty"`
+	Env           benchEnv      `json:"env"`
+	ModelBytes    int64         `json:"model_bytes"`
+	PeakRSS       int64         `json:"peak_rss_bytes"` // of the whole process, mapped weights included
 }
 
 type benchEnv struct {
@@ -49,6 +52,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	threads := fs.Int("threads", 0, "threads (default: all cores)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the timed runs to this file")
+	bandwidth := fs.Bool("bandwidth", false, "also measure the memory read bandwidth (GB/s) with the same threads")
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -91,6 +95,12 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if rep.Threads == 0 {
 		rep.Threads = goruntime.GOMAXPROCS(0)
 	}
+	if *bandwidth {
+		fmt.Fprintln(stderr, "measuring memory read bandwidth")
+		if rep.ReadBandwidth, err = runtime.ReadBandwidth(rep.Threads, *r); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", " ")
@@ -127,6 +137,12 @@ func printBench(w io.Writer, r benchReport) {
 	}
 	row(fmt.Sprintf("pp%d", r.PromptTokens), r.Prefill)
 	row(fmt.Sprintf("tg%d", r.GenTokens), r.Decode)
+	if b := r.ReadBandwidth; b != nil {
+		fmt.Fprintf(w, "%-10s %10.2f %10.2f %7.1f%% (GB/s, memory read)\n", "bandwidth", b.Median, b.P95, 100*b.CV)
+		if r.Decode != nil {
+			fmt.Fprintf(w, "decode streams the file at %.1f GB/s, %.0f%% of that\n", r.Decode.Median*float64(r.ModelBytes)/1e9, 100*r.Decode.Median*float64(r.ModelBytes)/1e9/b.Median)
+		}
+	}
 	if r.PeakRSS > 0 {
 		fmt.Fprintf(w, "peak RSS %.0f MiB (model file %.0f MiB)\n", float64(r.PeakRSS)/(1<<20), float64(r.ModelBytes)/(1<<20))
 	}

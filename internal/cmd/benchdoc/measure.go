@@ -28,6 +28,7 @@ type row struct {
 	bytes          int64
 	weftPP, weftTG stat
 	peerPP, peerTG stat // llama.cpp; no runs when not run
+	bandwidth      stat // memory read GB/s, measured in each round
 	env            env
 }
 
@@ -50,14 +51,14 @@ func measure(c config, path, typ string) (row, error) {
 		return row{}, err
 	}
 	r := row{typ: typ, bytes: st.Size()}
-	var weftPP, weftTG, peerPP, peerTG []float64
+	var weftPP, weftTG, peerPP, peerTG, bw []float64
 	for round := 1; round <= c.rounds; round++ {
 		fmt.Fprintf(os.Stderr, "round %d/%d, weft: %s\n", round, c.rounds, filepath.Base(path))
-		pp, tg, e, err := measureWeft(c, path)
+		pp, tg, b, e, err := measureWeft(c, path)
 		if err != nil {
 			return r, err
 		}
-		weftPP, weftTG, r.env = append(weftPP, pp...), append(weftTG, tg...), e
+		weftPP, weftTG, bw, r.env = append(weftPP, pp...), append(weftTG, tg...), append(bw, b...), e
 		if c.llamaBench == "" {
 			continue
 		}
@@ -70,6 +71,7 @@ func measure(c config, path, typ string) (row, error) {
 	}
 	r.weftPP, r.weftTG = summarize(weftPP), summarize(weftTG)
 	r.peerPP, r.peerTG = summarize(peerPP), summarize(peerTG)
+	r.bandwidth = summarize(bw)
 	return r, nil
 }
 
@@ -80,18 +82,20 @@ func summarize(runs []float64) stat {
 	return *runtime.SummarizeRuns(runs)
 }
 
-// measureWeft returns one graphrun bench call's prefill and decode runs.
-func measureWeft(c config, path string) (pp, tg []float64, e env, err error) {
+// measureWeft returns one graphrun bench call's prefill, decode and
+// memory-bandwidth runs.
+func measureWeft(c config, path string) (pp, tg, bw []float64, e env, err error) {
 	var rep struct {
-		Prefill stat `json:"prefill_tok_s"`
-		Decode  stat `json:"decode_tok_s"`
-		Env     env  `json:"env"`
+		Prefill   stat `json:"prefill_tok_s"`
+		Decode    stat `json:"decode_tok_s"`
+		Bandwidth stat `json:"read_gb_s"`
+		Env       env  `json:"env"`
 	}
-	args := []string{"bench", path, "-p", itoa(c.p), "-n", itoa(c.n), "-r", itoa(c.r), "--threads", itoa(c.threads), "--json"}
+	args := []string{"bench", path, "-p", itoa(c.p), "-n", itoa(c.n), "-r", itoa(c.r), "--threads", itoa(c.threads), "--bandwidth", "--json"}
 	if err := runJSON(filepath.Join(c.bin, "graphrun"), args, &rep); err != nil {
-		return nil, nil, e, err
+		return nil, nil, nil, e, err
 	}
-	return rep.Prefill.Runs, rep.Decode.Runs, rep.Env, nil
+	return rep.Prefill.Runs, rep.Decode.Runs, rep.Bandwidth.Runs, rep.Env, nil
 }
 
 // measurePeer returns one llama-bench call's prefill and decode runs in
