@@ -279,7 +279,7 @@ func normMul(norm func(dst, x []float32, n int, eps float32)) kernel {
 		n, eps := v.width, v.node.Attrs.Float("eps")
 		for r := 0; r+n <= len(x); r += n {
 			norm(dst[r:r+n], x[r:r+n], n, eps)
-			ref.Mul(dst[r:r+n], dst[r:r+n], w)
+			simd.Mul(dst[r:r+n], dst[r:r+n], w)
 		}
 		return nil
 	}
@@ -290,8 +290,8 @@ func runLayerNormMulAdd(s *State, v *value) error {
 	n, eps := v.width, v.node.Attrs.Float("eps")
 	for r := 0; r+n <= len(x); r += n {
 		ref.LayerNorm(dst[r:r+n], x[r:r+n], n, eps)
-		ref.Mul(dst[r:r+n], dst[r:r+n], w)
-		ref.Add(dst[r:r+n], dst[r:r+n], b)
+		simd.Mul(dst[r:r+n], dst[r:r+n], w)
+		simd.Add(dst[r:r+n], dst[r:r+n], b)
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package cpu
 import (
 	"github.com/weft-ml/weft/backends/cpu/simd"
 	"github.com/weft-ml/weft/gguf"
-	"github.com/weft-ml/weft/ops/ref"
 )
 
 // jobs holds one reusable job of each kind. A State runs one node at a
@@ -95,7 +94,7 @@ func (j *upJob) run(w, lo, hi int) {
 		r0, r1 := up.tile(k, j.nTok, tmp, matmulTile)
 		for t := 0; t < j.nTok; t++ {
 			row := j.dst[t*up.rows+r0 : t*up.rows+r1]
-			ref.Mul(row, row, tmp[t*matmulTile:t*matmulTile+r1-r0])
+			simd.Mul(row, row, tmp[t*matmulTile:t*matmulTile+r1-r0])
 		}
 	}
 }
@@ -113,7 +112,7 @@ func (j *addJob) run(w, lo, hi int) {
 	for k := lo; k < hi; k++ {
 		r0, r1 := m.tile(k, j.nTok, tmp, matmulTile)
 		for t := 0; t < j.nTok; t++ {
-			ref.Add(j.dst[t*m.rows+r0:t*m.rows+r1], tmp[t*matmulTile:t*matmulTile+r1-r0], j.res[t*m.rows+r0:t*m.rows+r1])
+			simd.Add(j.dst[t*m.rows+r0:t*m.rows+r1], tmp[t*matmulTile:t*matmulTile+r1-r0], j.res[t*m.rows+r0:t*m.rows+r1])
 		}
 	}
 }

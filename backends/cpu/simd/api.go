@@ -31,6 +31,8 @@ type impl struct {
 	// element-wise kernels on groups of 16 floats; nil: pure Go
 	silu       func(ng int, x, dst *float32)
 	softmaxExp func(ng int, row *float32, maxv float32) float64
+	mul, add   func(nc int, dst, a, b *float32) // nil: pure Go
+	lanes      int                              // floats per chunk of mul and add
 }
 
 const pureGo = "purego"

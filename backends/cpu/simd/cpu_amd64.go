@@ -55,6 +55,9 @@ type kernelSet struct {
 	// elementwise.go); nil where the variant has none.
 	silu       func(ng int, x, dst *float32)
 	softmaxExp func(ng int, row *float32, maxv float32) float64
+	// mul and add: dst = a op b over nc chunks of lanes floats.
+	mul, add func(nc int, dst, a, b *float32)
+	lanes    int
 }
 
 // supported reports whether this CPU runs the named variant. Every
@@ -104,5 +107,6 @@ func wrapSet(s *kernelSet) *impl {
 		v.quants[k.t] = wrapQuant(k)
 	}
 	v.silu, v.softmaxExp = s.silu, s.softmaxExp
+	v.mul, v.add, v.lanes = s.mul, s.add, s.lanes
 	return v
 }

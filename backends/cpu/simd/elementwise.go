@@ -26,7 +26,34 @@ func SiLU(dst, x []float32) {
 // SwiGLU is ref.SwiGLU: silu(gate)·up. dst may alias gate or up.
 func SwiGLU(dst, gate, up []float32) {
 	SiLU(dst[:len(gate)], gate)
-	ref.Mul(dst, dst[:len(gate)], up[:len(gate)])
+	Mul(dst, dst[:len(gate)], up[:len(gate)])
+}
+
+// Mul is ref.Mul: dst = a·b, b repeated over the rows of a. dst may
+// alias a or b.
+func Mul(dst, a, b []float32) { elementwise(active.mul, ref.Mul, dst, a, b) }
+
+// Add is ref.Add: dst = a+b, b repeated over the rows of a. dst may
+// alias a or b.
+func Add(dst, a, b []float32) { elementwise(active.add, ref.Add, dst, a, b) }
+
+// elementwise runs kernel over whole chunks of each row and ref on the rest.
+func elementwise(kernel func(nc int, dst, a, b *float32), ref func(dst, a, b []float32), dst, a, b []float32) {
+	n := len(b)
+	nc := 0
+	if kernel != nil {
+		nc = n / active.lanes
+	}
+	if nc == 0 {
+		ref(dst, a, b)
+		return
+	}
+	body := nc * active.lanes
+	for r := 0; r+n <= len(a); r += n {
+		row, out := a[r:r+n], dst[r:r+n]
+		kernel(nc, &out[0], &row[0], &b[0])
+		ref(out[body:], row[body:], b[body:])
+	}
 }
 
 // SoftmaxRow is ref.SoftmaxRow: row = softmax(row·scale), in place.

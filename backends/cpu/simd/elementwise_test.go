@@ -85,3 +85,31 @@ func TestSoftmaxRowMatchesReference(t *testing.T) {
 		}
 	})
 }
+
+func TestMulAddMatchReference(t *testing.T) {
+	ops := []struct {
+		name     string
+		got, ref func(dst, a, b []float32)
+	}{{"mul", Mul, ref.Mul}, {"add", Add, ref.Add}}
+	forEachVariant(t, func(t *testing.T) {
+		r := newRand(t)
+		for _, op := range ops {
+			for _, n := range []int{1, 7, 8, 16, 17, 33, 2048 + 5} {
+				for _, rows := range []int{1, 3} {
+					a, b := expInputs(r, n*rows), expInputs(r, n)
+					want := make([]float32, n*rows)
+					op.ref(want, a, b)
+					got := make([]float32, n*rows)
+					op.got(got, a, b)
+					inPlace := append([]float32(nil), a...)
+					op.got(inPlace, inPlace, b)
+					for i := range want {
+						if !sameBits(got[i], want[i]) || !sameBits(inPlace[i], want[i]) {
+							t.Fatalf("%s n=%d rows=%d: [%d] = %g (in place %g), reference %g", op.name, n, rows, i, got[i], inPlace[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	})
+}

@@ -68,6 +68,12 @@ func gemmF164x2AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *flo
 // rows r (wStride bytes apart) with 3 activation rows t (aStride bytes apart), nb chunks of 32 binary16 values.
 func gemmF164x3AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
 
+// mulF32AVX2 applies its operation to nc chunks of 8 floats: dst = a op b.
+func mulF32AVX2(nc int, dst *float32, a *float32, b *float32)
+
+// addF32AVX2 applies its operation to nc chunks of 8 floats: dst = a op b.
+func addF32AVX2(nc int, dst *float32, a *float32, b *float32)
+
 // dotQ8_0AVX512 returns the dot product of nb weight blocks at w with Q8_0 blocks at a.
 func dotQ8_0AVX512(nb int, w *byte, a *byte) float32
 
@@ -296,3 +302,9 @@ func siluAVX512(ng int, x *float32, dst *float32)
 // softmaxExpAVX512 replaces ng groups of 16 floats x at row with exp(x − maxv) and
 // returns the float64 sum of each group's float32 sum, as ops/ref does.
 func softmaxExpAVX512(ng int, row *float32, maxv float32) float64
+
+// mulF32AVX512 applies its operation to nc chunks of 16 floats: dst = a op b.
+func mulF32AVX512(nc int, dst *float32, a *float32, b *float32)
+
+// addF32AVX512 applies its operation to nc chunks of 16 floats: dst = a op b.
+func addF32AVX512(nc int, dst *float32, a *float32, b *float32)

@@ -2099,6 +2099,56 @@ done:
 	VZEROUPPER
 	RET
 
+// func mulF32AVX2(nc int, dst *float32, a *float32, b *float32)
+// Requires: AVX
+TEXT ·mulF32AVX2(SB), NOSPLIT, $0-32
+	MOVQ  nc+0(FP), AX
+	MOVQ  dst+8(FP), CX
+	MOVQ  a+16(FP), DX
+	MOVQ  b+24(FP), BX
+	TESTQ AX, AX
+	JZ    done
+
+loop:
+	VMOVUPS (DX), Y0
+	VMOVUPS (BX), Y1
+	VMULPS  Y1, Y0, Y0
+	VMOVUPS Y0, (CX)
+	ADDQ    $0x00000020, CX
+	ADDQ    $0x00000020, DX
+	ADDQ    $0x00000020, BX
+	DECQ    AX
+	JNZ     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func addF32AVX2(nc int, dst *float32, a *float32, b *float32)
+// Requires: AVX
+TEXT ·addF32AVX2(SB), NOSPLIT, $0-32
+	MOVQ  nc+0(FP), AX
+	MOVQ  dst+8(FP), CX
+	MOVQ  a+16(FP), DX
+	MOVQ  b+24(FP), BX
+	TESTQ AX, AX
+	JZ    done
+
+loop:
+	VMOVUPS (DX), Y0
+	VMOVUPS (BX), Y1
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS Y0, (CX)
+	ADDQ    $0x00000020, CX
+	ADDQ    $0x00000020, DX
+	ADDQ    $0x00000020, BX
+	DECQ    AX
+	JNZ     loop
+
+done:
+	VZEROUPPER
+	RET
+
 // func dotQ8_0AVX512(nb int, w *byte, a *byte) float32
 // Requires: AVX, AVX2, AVX512VL, AVX512VNNI, F16C, FMA3, SSE
 TEXT ·dotQ8_0AVX512(SB), NOSPLIT, $0-28
@@ -22924,4 +22974,54 @@ loop:
 done:
 	VZEROUPPER
 	MOVSD X14, ret+24(FP)
+	RET
+
+// func mulF32AVX512(nc int, dst *float32, a *float32, b *float32)
+// Requires: AVX, AVX512F
+TEXT ·mulF32AVX512(SB), NOSPLIT, $0-32
+	MOVQ  nc+0(FP), AX
+	MOVQ  dst+8(FP), CX
+	MOVQ  a+16(FP), DX
+	MOVQ  b+24(FP), BX
+	TESTQ AX, AX
+	JZ    done
+
+loop:
+	VMOVUPS (DX), Z0
+	VMOVUPS (BX), Z1
+	VMULPS  Z1, Z0, Z0
+	VMOVUPS Z0, (CX)
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, DX
+	ADDQ    $0x00000040, BX
+	DECQ    AX
+	JNZ     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func addF32AVX512(nc int, dst *float32, a *float32, b *float32)
+// Requires: AVX, AVX512F
+TEXT ·addF32AVX512(SB), NOSPLIT, $0-32
+	MOVQ  nc+0(FP), AX
+	MOVQ  dst+8(FP), CX
+	MOVQ  a+16(FP), DX
+	MOVQ  b+24(FP), BX
+	TESTQ AX, AX
+	JZ    done
+
+loop:
+	VMOVUPS (DX), Z0
+	VMOVUPS (BX), Z1
+	VADDPS  Z1, Z0, Z0
+	VMOVUPS Z0, (CX)
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, DX
+	ADDQ    $0x00000040, BX
+	DECQ    AX
+	JNZ     loop
+
+done:
+	VZEROUPPER
 	RET

@@ -14,6 +14,7 @@ const gemmRows = 4
 
 // asmKernels lists the generated kernels of each instruction-set variant.
 var asmKernels = []kernelSet{{
+	add: addF32AVX2,
 	dots: []dotKernel{{
 		chunk: 32,
 		one:   dotQ8_0AVX2,
@@ -51,6 +52,8 @@ var asmKernels = []kernelSet{{
 		tiles: []gemmTile{gemmF164x1AVX2, gemmF164x2AVX2, gemmF164x3AVX2},
 		w:     gguf.TypeF16,
 	}},
+	lanes: 8,
+	mul:   mulF32AVX2,
 	name:  "avx2",
 	packs: []packedKernel{},
 	quants: []quantKernel{{
@@ -67,6 +70,7 @@ var asmKernels = []kernelSet{{
 		t:     gguf.TypeF16,
 	}},
 }, {
+	add: addF32AVX512,
 	dots: []dotKernel{{
 		chunk: 32,
 		one:   dotQ8_0AVX512,
@@ -112,7 +116,9 @@ var asmKernels = []kernelSet{{
 		tiles: []gemmTile{gemmQ6_K4x1AVX512, gemmQ6_K4x2AVX512, gemmQ6_K4x3AVX512, gemmQ6_K4x4AVX512},
 		w:     gguf.TypeQ6_K,
 	}},
-	name: "avx512vnni",
+	lanes: 16,
+	mul:   mulF32AVX512,
+	name:  "avx512vnni",
 	packs: []packedKernel{{
 		tiles: []packedTile{packedQ4_0x16T1AVX512, packedQ4_0x16T2AVX512, packedQ4_0x16T3AVX512, packedQ4_0x16T4AVX512, packedQ4_0x16T5AVX512, packedQ4_0x16T6AVX512, packedQ4_0x16T7AVX512, packedQ4_0x16T8AVX512},
 		w:     gguf.TypeQ4_0,

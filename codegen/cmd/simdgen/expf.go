@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
@@ -169,4 +171,46 @@ func reduceAddZMM(v VecVirtual) VecVirtual {
 	VMOVSHDUP(q, t)
 	VADDSS(t, q, q)
 	return q
+}
+
+// genBinaryKernels emits dst = a op b (element-wise, float32) for MULPS
+// and ADDPS: one IEEE operation per element, so trivially bit-identical
+// to ops/ref.Mul and ops/ref.Add.
+func genBinaryKernels(v variant, reg *registry) {
+	lanes := 8
+	if v.vnni {
+		lanes = 16
+	}
+	mul := genBinary(v, "mulF32", lanes, func(a, b, d VecVirtual) { VMULPS(b, a, d) })
+	add := genBinary(v, "addF32", lanes, func(a, b, d VecVirtual) { VADDPS(b, a, d) })
+	reg.binary(v, mul, add, lanes)
+}
+
+func genBinary(v variant, base string, lanes int, op func(a, b, d VecVirtual)) string {
+	name := fname(base, v)
+	TEXT(name, NOSPLIT, "func(nc int, dst *float32, a *float32, b *float32)")
+	Doc(name+fmt.Sprintf(" applies its operation to nc chunks of %d floats: dst = a op b.", lanes))
+	nc := Load(Param("nc"), GP64())
+	dst := Load(Param("dst"), GP64())
+	a := Load(Param("a"), GP64())
+	b := Load(Param("b"), GP64())
+	vec := func() VecVirtual {
+		if lanes == 16 {
+			return ZMM()
+		}
+		return YMM()
+	}
+	loopBlocks(nc, func() {
+		x, y := vec(), vec()
+		VMOVUPS(Mem{Base: a}, x)
+		VMOVUPS(Mem{Base: b}, y)
+		op(x, y, x)
+		VMOVUPS(x, Mem{Base: dst})
+		for _, p := range []Register{dst, a, b} {
+			ADDQ(U32(4*lanes), p)
+		}
+	})
+	VZEROUPPER()
+	RET()
+	return name
 }

@@ -32,6 +32,7 @@ func main() {
 		genPackedQ4K(v, &reg)
 		genPackedQ6K(v, &reg)
 		genExpKernels(v, &reg)
+		genBinaryKernels(v, &reg)
 	}
 	if *tableOut != "" {
 		if err := writeTable(*tableOut, &reg); err != nil {

@@ -37,7 +37,10 @@ type registry struct {
 }
 
 // elemEntry names a variant's element-wise kernels.
-type elemEntry struct{ silu, softmaxExp string }
+type elemEntry struct {
+	silu, softmaxExp, mul, add string
+	lanes                      int // floats per chunk of mul and add
+}
 
 func (r *registry) see(v variant) {
 	if r.dots == nil {
@@ -75,7 +78,16 @@ func (r *registry) packed(v variant, typ string, tiles []string) {
 
 func (r *registry) elem(v variant, silu, softmaxExp string) {
 	r.see(v)
-	r.elems[v.name] = elemEntry{silu, softmaxExp}
+	e := r.elems[v.name]
+	e.silu, e.softmaxExp = silu, softmaxExp
+	r.elems[v.name] = e
+}
+
+func (r *registry) binary(v variant, mul, add string, lanes int) {
+	r.see(v)
+	e := r.elems[v.name]
+	e.mul, e.add, e.lanes = mul, add, lanes
+	r.elems[v.name] = e
 }
 
 // packedValues renders a variant's packed-layout entries.
@@ -150,9 +162,14 @@ func writeTable(path string, r *registry) error {
 			jen.Id("gemms"):  jen.Index().Id("gemmKernel").Values(gemmValues(r.gemms[name])...),
 			jen.Id("packs"):  jen.Index().Id("packedKernel").Values(packedValues(r.packs[name])...),
 		}
-		if e, ok := r.elems[name]; ok {
+		if e := r.elems[name]; e.silu != "" {
 			set[jen.Id("silu")] = jen.Id(e.silu)
 			set[jen.Id("softmaxExp")] = jen.Id(e.softmaxExp)
+		}
+		if e := r.elems[name]; e.mul != "" {
+			set[jen.Id("mul")] = jen.Id(e.mul)
+			set[jen.Id("add")] = jen.Id(e.add)
+			set[jen.Id("lanes")] = jen.Lit(e.lanes)
 		}
 		sets = append(sets, jen.Values(set))
 	}
