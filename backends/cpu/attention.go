@@ -95,8 +95,9 @@ func (sh attnShape) check(c *kvCache) error {
 	return nil
 }
 
-// attnBuf is one worker's scratch: one head's binary16 query (and its
-// widened tail), score row and binary16 probabilities.
+// attnBuf is one worker's scratch: the binary16 queries (and a widened
+// tail), score rows and binary16 probabilities of up to one KV head's
+// query heads.
 type attnBuf struct {
 	q16    []byte
 	qTail  []float32
@@ -104,13 +105,13 @@ type attnBuf struct {
 	p16    []byte
 }
 
-// newAttnBufs sizes scratch for threads workers, head dimension up to
-// headDim and a context of ctx positions.
-func newAttnBufs(threads, headDim, ctx int) []attnBuf {
+// newAttnBufs sizes scratch for threads workers, up to group query heads
+// per KV head, head dimension up to headDim and ctx positions.
+func newAttnBufs(threads, group, headDim, ctx int) []attnBuf {
 	bufs := make([]attnBuf, max(threads, 1))
 	n := padKV(ctx)
 	for i := range bufs {
-		bufs[i] = attnBuf{q16: make([]byte, 2*headDim), qTail: make([]float32, headDim), scores: make([]float32, n), p16: make([]byte, 2*n)}
+		bufs[i] = attnBuf{q16: make([]byte, 2*group*headDim), qTail: make([]float32, headDim), scores: make([]float32, group*n), p16: make([]byte, 2*group*n)}
 	}
 	return bufs
 }
@@ -171,6 +172,10 @@ func (c *kvCache) attendUnits(out, q []float32, nTok, pos0 int, sh attnShape, sp
 // normalised by ref.SoftmaxRow. Only the summation order of the dot
 // products differs from ref.Attention.
 func (c *kvCache) attendHeads(out, q []float32, t, pos0, h0, h1 int, sh attnShape, b *attnBuf) {
+	if c.f16 && c.headDim%f16Chunk == 0 {
+		c.attendHeadsF16(out, q, t, pos0, h0, h1, sh, b)
+		return
+	}
 	hd, w := c.headDim, c.width()
 	visible := pos0 + t + 1
 	n := padKV(visible)
@@ -194,6 +199,38 @@ func (c *kvCache) attendHeads(out, q []float32, t, pos0, h0, h1 int, sh attnShap
 		clear(row[soft:])
 		c.mulPV(oh, row, visible, soft, g, b)
 	}
+}
+
+// attendHeadsF16 is attendHeads for an F16 cache and a head dimension of
+// whole SIMD chunks. The heads share their KV head's K and V rows, so
+// both products are GEMMs with the heads as the "tokens": Q̂·Kᵀ over the
+// visible positions, then P̂·V over the padded ones. Each (position, head)
+// pair sums in the same order whichever heads share a call, so every
+// split of the work (and decode against prefill) gives the same bits.
+func (c *kvCache) attendHeadsF16(out, q []float32, t, pos0, h0, h1 int, sh attnShape, b *attnBuf) {
+	hd, w := c.headDim, c.width()
+	visible := pos0 + t + 1
+	n := padKV(visible)
+	soft := (visible + softmaxGroup - 1) / softmaxGroup * softmaxGroup
+	g := h0 / (sh.heads / sh.kvHeads)
+	nh := h1 - h0
+	off := (t*sh.heads + h0) * hd
+	toF16, gemm := simd.QuantizeRow(gguf.TypeF16), simd.Gemm(gguf.TypeF16)
+	q16 := b.q16[:2*nh*hd]
+	toF16(q[off:off+nh*hd], q16)
+	scores := b.scores[:nh*n]
+	gemm(hd, c.k16[2*g*hd:], 2*w, visible, q16, 2*hd, nh, scores, n)
+	for i := range nh {
+		row := scores[i*n : (i+1)*n]
+		for p := visible; p < soft; p++ {
+			row[p] = float32(math.Inf(-1))
+		}
+		simd.SoftmaxRow(row[:soft], sh.scale)
+		clear(row[soft:])
+	}
+	p16 := b.p16[:2*nh*n]
+	toF16(scores, p16)
+	gemm(n, c.v16[2*g*hd*c.vStride:], 2*c.vStride, hd, p16, 2*n, nh, out[off:off+nh*hd], hd)
 }
 
 // scoresF16 sets row[p] to q̂·K[p] for KV head g, q̂ the binary16 query.

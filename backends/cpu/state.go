@@ -47,14 +47,17 @@ func (p *Program) NewState(ctx int, kvType KVType) (*State, error) {
 		s.slots[i] = arena[sl.off : sl.off+sl.size : sl.off+sl.size]
 	}
 	s.kv = make([]*kvCache, len(p.attention))
-	maxHeadDim := 0
+	maxHeadDim, maxGroup := 0, 1
 	for i, id := range p.attention {
 		a := p.g.Nodes[id].Attrs
 		s.kv[i] = newKVCache(a.Int("kv_heads"), a.Int("head_dim"), ctx, kvType)
 		maxHeadDim = max(maxHeadDim, a.Int("head_dim"))
+		if kv := a.Int("kv_heads"); kv > 0 {
+			maxGroup = max(maxGroup, a.Int("heads")/kv)
+		}
 	}
 	s.act = make([]byte, p.actBytes)
-	s.attnScratch = newAttnBufs(p.threads, maxHeadDim, ctx)
+	s.attnScratch = newAttnBufs(p.threads, maxGroup, maxHeadDim, ctx)
 	s.tileBufs = make([][]float32, p.threads)
 	return s, nil
 }
