@@ -9,35 +9,47 @@ import "math"
 // multiplied by the float32 value of 1/sum. Entries of -Inf (masked) become
 // exactly 0; at least one entry must be finite.
 func SoftmaxRow(row []float32, scale float32) {
-	SoftmaxRowWith(row, scale, ExpGroups)
+	SoftmaxRowWith(row, scale, GoSoftmax)
 }
 
-// SoftmaxRowWith is SoftmaxRow with groups standing in for ExpGroups, so
-// that a vector kernel computing the same bits can take the hot step.
-func SoftmaxRowWith(row []float32, scale float32, groups func(row []float32, maxv float32) float64) {
-	for i, v := range row {
-		row[i] = v * scale
-	}
-	softmaxScaled(row, groups)
+// SoftmaxSteps are the loops of SoftmaxRow a vector unit may take over;
+// each must leave exactly the bits of the pure-Go step.
+type SoftmaxSteps struct {
+	// ScaleMax multiplies row by scale in place and returns its largest
+	// entry, NaN if any entry is NaN (the sign of a zero maximum does
+	// not matter: x − (±0) rounds the same for every x that can follow).
+	ScaleMax func(row []float32, scale float32) float32
+	// ExpGroups is ExpGroups.
+	ExpGroups func(row []float32, maxv float32) float64
+	// Scale multiplies row by s in place.
+	Scale func(row []float32, s float32)
 }
 
-// softmaxScaled is SoftmaxRow after the scaling step.
-func softmaxScaled(row []float32, groups func(row []float32, maxv float32) float64) {
-	maxv := float32(math.Inf(-1))
-	for _, v := range row {
-		maxv = max(maxv, v)
-	}
+// GoSoftmax is SoftmaxRow's pure-Go steps.
+var GoSoftmax = SoftmaxSteps{ScaleMax: ScaleMax, ExpGroups: ExpGroups, Scale: func(row []float32, s float32) { Scale(row, row, s) }}
+
+// SoftmaxRowWith is SoftmaxRow with steps standing in for its loops.
+func SoftmaxRowWith(row []float32, scale float32, steps SoftmaxSteps) {
+	maxv := steps.ScaleMax(row, scale)
 	vec := len(row) &^ (lanes - 1)
-	sum := groups(row[:vec], maxv)
+	sum := steps.ExpGroups(row[:vec], maxv)
 	for i := vec; i < len(row); i++ {
 		e := expf(row[i] - maxv)
 		sum += float64(e)
 		row[i] = e
 	}
-	inv := float32(1 / sum)
-	for i := range row {
-		row[i] *= inv
+	steps.Scale(row, float32(1/sum))
+}
+
+// ScaleMax multiplies row by scale in place and returns the largest
+// entry (NaN if any is NaN, −Inf for an empty row).
+func ScaleMax(row []float32, scale float32) float32 {
+	maxv := float32(math.Inf(-1))
+	for i, v := range row {
+		row[i] = v * scale
+		maxv = max(maxv, row[i])
 	}
+	return maxv
 }
 
 // ExpGroups replaces each x of row (a whole number of groups of 16) with

@@ -32,7 +32,9 @@ type impl struct {
 	silu       func(ng int, x, dst *float32)
 	softmaxExp func(ng int, row *float32, maxv float32) float64
 	mul, add   func(nc int, dst, a, b *float32) // nil: pure Go
-	lanes      int                              // floats per chunk of mul and add
+	scaleMax   func(nc int, row *float32, scale float32) (float32, bool)
+	scale      func(nc int, row *float32, s float32)
+	lanes      int // floats per chunk of mul, add, scaleMax and scale
 }
 
 const pureGo = "purego"

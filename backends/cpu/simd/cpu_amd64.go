@@ -57,6 +57,8 @@ type kernelSet struct {
 	softmaxExp func(ng int, row *float32, maxv float32) float64
 	// mul and add: dst = a op b over nc chunks of lanes floats.
 	mul, add func(nc int, dst, a, b *float32)
+	scaleMax func(nc int, row *float32, scale float32) (float32, bool)
+	scale    func(nc int, row *float32, s float32)
 	lanes    int
 }
 
@@ -108,5 +110,6 @@ func wrapSet(s *kernelSet) *impl {
 	}
 	v.silu, v.softmaxExp = s.silu, s.softmaxExp
 	v.mul, v.add, v.lanes = s.mul, s.add, s.lanes
+	v.scaleMax, v.scale = s.scaleMax, s.scale
 	return v
 }

@@ -1,6 +1,10 @@
 package simd
 
-import "github.com/weft-ml/weft/ops/ref"
+import (
+	"math"
+
+	"github.com/weft-ml/weft/ops/ref"
+)
 
 // The element-wise kernels below run ggml's vectorised exponential over
 // whole groups of 16 floats and leave the rest to ops/ref, whose results
@@ -58,11 +62,37 @@ func elementwise(kernel func(nc int, dst, a, b *float32), ref func(dst, a, b []f
 
 // SoftmaxRow is ref.SoftmaxRow: row = softmax(row·scale), in place.
 func SoftmaxRow(row []float32, scale float32) {
-	if active.softmaxExp == nil {
-		ref.SoftmaxRow(row, scale)
-		return
+	steps := ref.GoSoftmax
+	if active.softmaxExp != nil {
+		steps.ExpGroups = softmaxGroups
 	}
-	ref.SoftmaxRowWith(row, scale, softmaxGroups)
+	if active.scaleMax != nil {
+		steps.ScaleMax, steps.Scale = scaleMax, scaleRow
+	}
+	ref.SoftmaxRowWith(row, scale, steps)
+}
+
+// scaleMax is ref.ScaleMax on the vector kernel for whole chunks.
+func scaleMax(row []float32, scale float32) float32 {
+	nc := len(row) / active.lanes
+	maxv, nan := float32(math.Inf(-1)), false
+	if nc > 0 {
+		maxv, nan = active.scaleMax(nc, &row[0], scale)
+	}
+	maxv = max(maxv, ref.ScaleMax(row[nc*active.lanes:], scale))
+	if nan {
+		return float32(math.NaN())
+	}
+	return maxv
+}
+
+// scaleRow multiplies row by s on the vector kernel for whole chunks.
+func scaleRow(row []float32, s float32) {
+	nc := len(row) / active.lanes
+	if nc > 0 {
+		active.scale(nc, &row[0], s)
+	}
+	ref.Scale(row[nc*active.lanes:], row[nc*active.lanes:], s)
 }
 
 // softmaxGroups is ref's exponential-and-sum step on the vector kernel.

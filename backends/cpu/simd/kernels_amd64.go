@@ -74,6 +74,13 @@ func mulF32AVX2(nc int, dst *float32, a *float32, b *float32)
 // addF32AVX2 applies its operation to nc chunks of 8 floats: dst = a op b.
 func addF32AVX2(nc int, dst *float32, a *float32, b *float32)
 
+// scaleMaxAVX2 multiplies nc chunks of 8 floats at row by scale and returns
+// their largest value and whether any was NaN.
+func scaleMaxAVX2(nc int, row *float32, scale float32) (maxv float32, nan bool)
+
+// scaleF32AVX2 multiplies nc chunks of 8 floats at row by s.
+func scaleF32AVX2(nc int, row *float32, s float32)
+
 // dotQ8_0AVX512 returns the dot product of nb weight blocks at w with Q8_0 blocks at a.
 func dotQ8_0AVX512(nb int, w *byte, a *byte) float32
 
@@ -308,3 +315,10 @@ func mulF32AVX512(nc int, dst *float32, a *float32, b *float32)
 
 // addF32AVX512 applies its operation to nc chunks of 16 floats: dst = a op b.
 func addF32AVX512(nc int, dst *float32, a *float32, b *float32)
+
+// scaleMaxAVX512 multiplies nc chunks of 16 floats at row by scale and returns
+// their largest value and whether any was NaN.
+func scaleMaxAVX512(nc int, row *float32, scale float32) (maxv float32, nan bool)
+
+// scaleF32AVX512 multiplies nc chunks of 16 floats at row by s.
+func scaleF32AVX512(nc int, row *float32, s float32)

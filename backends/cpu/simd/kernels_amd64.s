@@ -46,6 +46,9 @@ GLOBL expNegBig<>(SB), RODATA|NOPTR, $4
 DATA expInf<>+0(SB)/4, $0x7f800000
 GLOBL expInf<>(SB), RODATA|NOPTR, $4
 
+DATA negInf<>+0(SB)/4, $0xff800000
+GLOBL negInf<>(SB), RODATA|NOPTR, $4
+
 DATA lowNibble32<>+0(SB)/4, $0x0f0f0f0f
 GLOBL lowNibble32<>(SB), RODATA|NOPTR, $4
 
@@ -2142,6 +2145,64 @@ loop:
 	ADDQ    $0x00000020, CX
 	ADDQ    $0x00000020, DX
 	ADDQ    $0x00000020, BX
+	DECQ    AX
+	JNZ     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func scaleMaxAVX2(nc int, row *float32, scale float32) (maxv float32, nan bool)
+// Requires: AVX, AVX2, SSE
+TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-29
+	MOVQ         nc+0(FP), AX
+	MOVQ         row+8(FP), CX
+	MOVSS        scale+16(FP), X0
+	VBROADCASTSS X0, Y0
+	VBROADCASTSS negInf<>+0(SB), Y1
+	VXORPS       Y2, Y2, Y2
+	TESTQ        AX, AX
+	JZ           done
+
+loop:
+	VMULPS  (CX), Y0, Y3
+	VMOVUPS Y3, (CX)
+	VMAXPS  Y3, Y1, Y1
+	VCMPPS  $0x03, Y3, Y3, Y3
+	VORPS   Y3, Y2, Y2
+	ADDQ    $0x00000020, CX
+	DECQ    AX
+	JNZ     loop
+
+done:
+	VEXTRACTF128 $0x01, Y1, X0
+	VMAXPS       X1, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VMAXPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VMAXSS       X1, X0, X0
+	MOVSS        X0, maxv+24(FP)
+	VMOVMSKPS    Y2, AX
+	TESTL        AX, AX
+	SETNE        AL
+	MOVB         AL, nan+28(FP)
+	VZEROUPPER
+	RET
+
+// func scaleF32AVX2(nc int, row *float32, s float32)
+// Requires: AVX, AVX2, SSE
+TEXT ·scaleF32AVX2(SB), NOSPLIT, $0-20
+	MOVQ         nc+0(FP), AX
+	MOVQ         row+8(FP), CX
+	MOVSS        s+16(FP), X0
+	VBROADCASTSS X0, Y0
+	TESTQ        AX, AX
+	JZ           done
+
+loop:
+	VMULPS  (CX), Y0, Y1
+	VMOVUPS Y1, (CX)
+	ADDQ    $0x00000020, CX
 	DECQ    AX
 	JNZ     loop
 
@@ -23019,6 +23080,69 @@ loop:
 	ADDQ    $0x00000040, CX
 	ADDQ    $0x00000040, DX
 	ADDQ    $0x00000040, BX
+	DECQ    AX
+	JNZ     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func scaleMaxAVX512(nc int, row *float32, scale float32) (maxv float32, nan bool)
+// Requires: AVX, AVX512DQ, AVX512F, SSE
+TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-29
+	MOVQ         nc+0(FP), AX
+	MOVQ         row+8(FP), CX
+	MOVSS        scale+16(FP), X0
+	VBROADCASTSS X0, Z0
+	VBROADCASTSS negInf<>+0(SB), Z1
+	VXORPS       Z2, Z2, Z2
+	TESTQ        AX, AX
+	JZ           done
+
+loop:
+	VMULPS     (CX), Z0, Z3
+	VMOVUPS    Z3, (CX)
+	VMAXPS     Z3, Z1, Z1
+	VCMPPS     $0x03, Z3, Z3, K1
+	VPTERNLOGD $0xff, Z4, Z4, Z4
+	VMOVDQA32  Z4, K1, Z2
+	ADDQ       $0x00000040, CX
+	DECQ       AX
+	JNZ        loop
+
+done:
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VMAXPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z2, Y1
+	VORPS         Y2, Y1, Y1
+	VEXTRACTF128  $0x01, Y0, X2
+	VMAXPS        X0, X2, X2
+	VMOVHLPS      X2, X2, X0
+	VMAXPS        X0, X2, X2
+	VMOVSHDUP     X2, X0
+	VMAXSS        X0, X2, X2
+	MOVSS         X2, maxv+24(FP)
+	VMOVMSKPS     Y1, AX
+	TESTL         AX, AX
+	SETNE         AL
+	MOVB          AL, nan+28(FP)
+	VZEROUPPER
+	RET
+
+// func scaleF32AVX512(nc int, row *float32, s float32)
+// Requires: AVX, AVX512F, SSE
+TEXT ·scaleF32AVX512(SB), NOSPLIT, $0-20
+	MOVQ         nc+0(FP), AX
+	MOVQ         row+8(FP), CX
+	MOVSS        s+16(FP), X0
+	VBROADCASTSS X0, Z0
+	TESTQ        AX, AX
+	JZ           done
+
+loop:
+	VMULPS  (CX), Z0, Z1
+	VMOVUPS Z1, (CX)
+	ADDQ    $0x00000040, CX
 	DECQ    AX
 	JNZ     loop
 

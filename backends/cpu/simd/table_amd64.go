@@ -69,6 +69,8 @@ var asmKernels = []kernelSet{{
 		fn:    quantF16AVX2,
 		t:     gguf.TypeF16,
 	}},
+	scale:    scaleF32AVX2,
+	scaleMax: scaleMaxAVX2,
 }, {
 	add: addF32AVX512,
 	dots: []dotKernel{{
@@ -145,6 +147,8 @@ var asmKernels = []kernelSet{{
 		fn:    quantF16AVX2,
 		t:     gguf.TypeF16,
 	}},
+	scale:      scaleF32AVX512,
+	scaleMax:   scaleMaxAVX512,
 	silu:       siluAVX512,
 	softmaxExp: softmaxExpAVX512,
 }}

@@ -33,6 +33,7 @@ func main() {
 		genPackedQ6K(v, &reg)
 		genExpKernels(v, &reg)
 		genBinaryKernels(v, &reg)
+		genSoftmaxSteps(v, &reg)
 	}
 	if *tableOut != "" {
 		if err := writeTable(*tableOut, &reg); err != nil {

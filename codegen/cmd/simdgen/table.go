@@ -39,7 +39,8 @@ type registry struct {
 // elemEntry names a variant's element-wise kernels.
 type elemEntry struct {
 	silu, softmaxExp, mul, add string
-	lanes                      int // floats per chunk of mul and add
+	scaleMax, scale            string
+	lanes                      int // floats per chunk of mul, add, scaleMax and scale
 }
 
 func (r *registry) see(v variant) {
@@ -80,6 +81,13 @@ func (r *registry) elem(v variant, silu, softmaxExp string) {
 	r.see(v)
 	e := r.elems[v.name]
 	e.silu, e.softmaxExp = silu, softmaxExp
+	r.elems[v.name] = e
+}
+
+func (r *registry) softmaxSteps(v variant, scaleMax, scale string) {
+	r.see(v)
+	e := r.elems[v.name]
+	e.scaleMax, e.scale = scaleMax, scale
 	r.elems[v.name] = e
 }
 
@@ -170,6 +178,8 @@ func writeTable(path string, r *registry) error {
 			set[jen.Id("mul")] = jen.Id(e.mul)
 			set[jen.Id("add")] = jen.Id(e.add)
 			set[jen.Id("lanes")] = jen.Lit(e.lanes)
+			set[jen.Id("scaleMax")] = jen.Id(e.scaleMax)
+			set[jen.Id("scale")] = jen.Id(e.scale)
 		}
 		sets = append(sets, jen.Values(set))
 	}
