@@ -115,3 +115,28 @@ func TestMulAddMatchReference(t *testing.T) {
 		}
 	})
 }
+
+// TestExpKernelsDoOrdinaryGroups checks that the vector exp kernels do the
+// work themselves on ordinary inputs (AVX2 hands back only groups with
+// extreme lanes), so the bit-for-bit tests above test them and not the
+// fallback.
+func TestExpKernelsDoOrdinaryGroups(t *testing.T) {
+	forEachVariant(t, func(t *testing.T) {
+		if active.silu == nil {
+			t.Skip("no vector exp kernels in this variant")
+		}
+		r := newRand(t)
+		const ng = 10
+		x := make([]float32, ng*expGroup)
+		for i := range x {
+			x[i] = float32(r.NormFloat64() * 8)
+		}
+		dst := make([]float32, len(x))
+		if done := active.silu(ng, &x[0], &dst[0]); done != ng {
+			t.Errorf("silu did %d of %d ordinary groups", done, ng)
+		}
+		if _, done := active.softmaxExp(ng, &x[0], 30, 0); done != ng {
+			t.Errorf("softmax exp did %d of %d ordinary groups", done, ng)
+		}
+	})
+}

@@ -10,44 +10,168 @@ GLOBL low6<>(SB), RODATA|NOPTR, $1
 DATA bits45<>+0(SB)/1, $0x30
 GLOBL bits45<>(SB), RODATA|NOPTR, $1
 
-DATA expShift<>+0(SB)/4, $(12582912.0)
-GLOBL expShift<>(SB), RODATA|NOPTR, $4
-
-DATA expLog2e<>+0(SB)/4, $(1.442695)
-GLOBL expLog2e<>(SB), RODATA|NOPTR, $4
-
-DATA expLn2Hi<>+0(SB)/4, $(0.69314575)
-GLOBL expLn2Hi<>(SB), RODATA|NOPTR, $4
-
-DATA expLn2Lo<>+0(SB)/4, $(0.0000014286068)
-GLOBL expLn2Lo<>(SB), RODATA|NOPTR, $4
-
-DATA expC1<>+0(SB)/4, $(0.9999994)
-GLOBL expC1<>(SB), RODATA|NOPTR, $4
-
-DATA expC2<>+0(SB)/4, $(0.49999127)
-GLOBL expC2<>(SB), RODATA|NOPTR, $4
-
-DATA expC3<>+0(SB)/4, $(0.16668396)
-GLOBL expC3<>(SB), RODATA|NOPTR, $4
-
-DATA expC4<>+0(SB)/4, $(0.041899767)
-GLOBL expC4<>(SB), RODATA|NOPTR, $4
-
-DATA expC5<>+0(SB)/4, $(0.00824739)
-GLOBL expC5<>(SB), RODATA|NOPTR, $4
-
-DATA expBig<>+0(SB)/4, $(192.0)
-GLOBL expBig<>(SB), RODATA|NOPTR, $4
-
-DATA expNegBig<>+0(SB)/4, $(-192.0)
-GLOBL expNegBig<>(SB), RODATA|NOPTR, $4
-
-DATA expInf<>+0(SB)/4, $0x7f800000
-GLOBL expInf<>(SB), RODATA|NOPTR, $4
-
 DATA negInf<>+0(SB)/4, $0xff800000
 GLOBL negInf<>(SB), RODATA|NOPTR, $4
+
+DATA expShift<>+0(SB)/4, $0x4b400000
+DATA expShift<>+4(SB)/4, $0x4b400000
+DATA expShift<>+8(SB)/4, $0x4b400000
+DATA expShift<>+12(SB)/4, $0x4b400000
+DATA expShift<>+16(SB)/4, $0x4b400000
+DATA expShift<>+20(SB)/4, $0x4b400000
+DATA expShift<>+24(SB)/4, $0x4b400000
+DATA expShift<>+28(SB)/4, $0x4b400000
+GLOBL expShift<>(SB), RODATA|NOPTR, $32
+
+DATA expLog2e<>+0(SB)/4, $0x3fb8aa3b
+DATA expLog2e<>+4(SB)/4, $0x3fb8aa3b
+DATA expLog2e<>+8(SB)/4, $0x3fb8aa3b
+DATA expLog2e<>+12(SB)/4, $0x3fb8aa3b
+DATA expLog2e<>+16(SB)/4, $0x3fb8aa3b
+DATA expLog2e<>+20(SB)/4, $0x3fb8aa3b
+DATA expLog2e<>+24(SB)/4, $0x3fb8aa3b
+DATA expLog2e<>+28(SB)/4, $0x3fb8aa3b
+GLOBL expLog2e<>(SB), RODATA|NOPTR, $32
+
+DATA expLn2Hi<>+0(SB)/4, $0x3f317200
+DATA expLn2Hi<>+4(SB)/4, $0x3f317200
+DATA expLn2Hi<>+8(SB)/4, $0x3f317200
+DATA expLn2Hi<>+12(SB)/4, $0x3f317200
+DATA expLn2Hi<>+16(SB)/4, $0x3f317200
+DATA expLn2Hi<>+20(SB)/4, $0x3f317200
+DATA expLn2Hi<>+24(SB)/4, $0x3f317200
+DATA expLn2Hi<>+28(SB)/4, $0x3f317200
+GLOBL expLn2Hi<>(SB), RODATA|NOPTR, $32
+
+DATA expLn2Lo<>+0(SB)/4, $0x35bfbe8e
+DATA expLn2Lo<>+4(SB)/4, $0x35bfbe8e
+DATA expLn2Lo<>+8(SB)/4, $0x35bfbe8e
+DATA expLn2Lo<>+12(SB)/4, $0x35bfbe8e
+DATA expLn2Lo<>+16(SB)/4, $0x35bfbe8e
+DATA expLn2Lo<>+20(SB)/4, $0x35bfbe8e
+DATA expLn2Lo<>+24(SB)/4, $0x35bfbe8e
+DATA expLn2Lo<>+28(SB)/4, $0x35bfbe8e
+GLOBL expLn2Lo<>(SB), RODATA|NOPTR, $32
+
+DATA expC1<>+0(SB)/4, $0x3f7ffff6
+DATA expC1<>+4(SB)/4, $0x3f7ffff6
+DATA expC1<>+8(SB)/4, $0x3f7ffff6
+DATA expC1<>+12(SB)/4, $0x3f7ffff6
+DATA expC1<>+16(SB)/4, $0x3f7ffff6
+DATA expC1<>+20(SB)/4, $0x3f7ffff6
+DATA expC1<>+24(SB)/4, $0x3f7ffff6
+DATA expC1<>+28(SB)/4, $0x3f7ffff6
+GLOBL expC1<>(SB), RODATA|NOPTR, $32
+
+DATA expC2<>+0(SB)/4, $0x3efffedb
+DATA expC2<>+4(SB)/4, $0x3efffedb
+DATA expC2<>+8(SB)/4, $0x3efffedb
+DATA expC2<>+12(SB)/4, $0x3efffedb
+DATA expC2<>+16(SB)/4, $0x3efffedb
+DATA expC2<>+20(SB)/4, $0x3efffedb
+DATA expC2<>+24(SB)/4, $0x3efffedb
+DATA expC2<>+28(SB)/4, $0x3efffedb
+GLOBL expC2<>(SB), RODATA|NOPTR, $32
+
+DATA expC3<>+0(SB)/4, $0x3e2aaf33
+DATA expC3<>+4(SB)/4, $0x3e2aaf33
+DATA expC3<>+8(SB)/4, $0x3e2aaf33
+DATA expC3<>+12(SB)/4, $0x3e2aaf33
+DATA expC3<>+16(SB)/4, $0x3e2aaf33
+DATA expC3<>+20(SB)/4, $0x3e2aaf33
+DATA expC3<>+24(SB)/4, $0x3e2aaf33
+DATA expC3<>+28(SB)/4, $0x3e2aaf33
+GLOBL expC3<>(SB), RODATA|NOPTR, $32
+
+DATA expC4<>+0(SB)/4, $0x3d2b9f17
+DATA expC4<>+4(SB)/4, $0x3d2b9f17
+DATA expC4<>+8(SB)/4, $0x3d2b9f17
+DATA expC4<>+12(SB)/4, $0x3d2b9f17
+DATA expC4<>+16(SB)/4, $0x3d2b9f17
+DATA expC4<>+20(SB)/4, $0x3d2b9f17
+DATA expC4<>+24(SB)/4, $0x3d2b9f17
+DATA expC4<>+28(SB)/4, $0x3d2b9f17
+GLOBL expC4<>(SB), RODATA|NOPTR, $32
+
+DATA expC5<>+0(SB)/4, $0x3c072010
+DATA expC5<>+4(SB)/4, $0x3c072010
+DATA expC5<>+8(SB)/4, $0x3c072010
+DATA expC5<>+12(SB)/4, $0x3c072010
+DATA expC5<>+16(SB)/4, $0x3c072010
+DATA expC5<>+20(SB)/4, $0x3c072010
+DATA expC5<>+24(SB)/4, $0x3c072010
+DATA expC5<>+28(SB)/4, $0x3c072010
+GLOBL expC5<>(SB), RODATA|NOPTR, $32
+
+DATA expOne<>+0(SB)/4, $0x3f800000
+DATA expOne<>+4(SB)/4, $0x3f800000
+DATA expOne<>+8(SB)/4, $0x3f800000
+DATA expOne<>+12(SB)/4, $0x3f800000
+DATA expOne<>+16(SB)/4, $0x3f800000
+DATA expOne<>+20(SB)/4, $0x3f800000
+DATA expOne<>+24(SB)/4, $0x3f800000
+DATA expOne<>+28(SB)/4, $0x3f800000
+GLOBL expOne<>(SB), RODATA|NOPTR, $32
+
+DATA expBig<>+0(SB)/4, $0x43400000
+DATA expBig<>+4(SB)/4, $0x43400000
+DATA expBig<>+8(SB)/4, $0x43400000
+DATA expBig<>+12(SB)/4, $0x43400000
+DATA expBig<>+16(SB)/4, $0x43400000
+DATA expBig<>+20(SB)/4, $0x43400000
+DATA expBig<>+24(SB)/4, $0x43400000
+DATA expBig<>+28(SB)/4, $0x43400000
+GLOBL expBig<>(SB), RODATA|NOPTR, $32
+
+DATA expNegBig<>+0(SB)/4, $0xc3400000
+DATA expNegBig<>+4(SB)/4, $0xc3400000
+DATA expNegBig<>+8(SB)/4, $0xc3400000
+DATA expNegBig<>+12(SB)/4, $0xc3400000
+DATA expNegBig<>+16(SB)/4, $0xc3400000
+DATA expNegBig<>+20(SB)/4, $0xc3400000
+DATA expNegBig<>+24(SB)/4, $0xc3400000
+DATA expNegBig<>+28(SB)/4, $0xc3400000
+GLOBL expNegBig<>(SB), RODATA|NOPTR, $32
+
+DATA expInf<>+0(SB)/4, $0x7f800000
+DATA expInf<>+4(SB)/4, $0x7f800000
+DATA expInf<>+8(SB)/4, $0x7f800000
+DATA expInf<>+12(SB)/4, $0x7f800000
+DATA expInf<>+16(SB)/4, $0x7f800000
+DATA expInf<>+20(SB)/4, $0x7f800000
+DATA expInf<>+24(SB)/4, $0x7f800000
+DATA expInf<>+28(SB)/4, $0x7f800000
+GLOBL expInf<>(SB), RODATA|NOPTR, $32
+
+DATA expMinN<>+0(SB)/4, $0xc2fa0000
+DATA expMinN<>+4(SB)/4, $0xc2fa0000
+DATA expMinN<>+8(SB)/4, $0xc2fa0000
+DATA expMinN<>+12(SB)/4, $0xc2fa0000
+DATA expMinN<>+16(SB)/4, $0xc2fa0000
+DATA expMinN<>+20(SB)/4, $0xc2fa0000
+DATA expMinN<>+24(SB)/4, $0xc2fa0000
+DATA expMinN<>+28(SB)/4, $0xc2fa0000
+GLOBL expMinN<>(SB), RODATA|NOPTR, $32
+
+DATA expMaxN<>+0(SB)/4, $0x42fe0000
+DATA expMaxN<>+4(SB)/4, $0x42fe0000
+DATA expMaxN<>+8(SB)/4, $0x42fe0000
+DATA expMaxN<>+12(SB)/4, $0x42fe0000
+DATA expMaxN<>+16(SB)/4, $0x42fe0000
+DATA expMaxN<>+20(SB)/4, $0x42fe0000
+DATA expMaxN<>+24(SB)/4, $0x42fe0000
+DATA expMaxN<>+28(SB)/4, $0x42fe0000
+GLOBL expMaxN<>(SB), RODATA|NOPTR, $32
+
+DATA expBias<>+0(SB)/4, $0x0000007f
+DATA expBias<>+4(SB)/4, $0x0000007f
+DATA expBias<>+8(SB)/4, $0x0000007f
+DATA expBias<>+12(SB)/4, $0x0000007f
+DATA expBias<>+16(SB)/4, $0x0000007f
+DATA expBias<>+20(SB)/4, $0x0000007f
+DATA expBias<>+24(SB)/4, $0x0000007f
+DATA expBias<>+28(SB)/4, $0x0000007f
+GLOBL expBias<>(SB), RODATA|NOPTR, $32
 
 DATA lowNibble32<>+0(SB)/4, $0x0f0f0f0f
 GLOBL lowNibble32<>(SB), RODATA|NOPTR, $4
@@ -2099,6 +2223,173 @@ done:
 	VMOVHLPS     X4, X0, X0
 	VADDPS       X0, X1, X1
 	VMOVUPS      X1, (AX)
+	VZEROUPPER
+	RET
+
+// func siluAVX2(ng int, x *float32, dst *float32) int
+// Requires: AVX, AVX2, FMA3
+TEXT ·siluAVX2(SB), NOSPLIT, $0-32
+	MOVQ ng+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ dst+16(FP), DX
+	XORQ BX, BX
+
+loop:
+	CMPQ         BX, AX
+	JGE          exit
+	VMOVUPS      (CX), Y0
+	VMOVUPS      32(CX), Y1
+	VXORPS       Y2, Y2, Y2
+	VSUBPS       Y0, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	VSUBPS       Y1, Y3, Y3
+	VMOVUPS      expShift<>+0(SB), Y4
+	VFMADD231PS  expLog2e<>+0(SB), Y2, Y4
+	VSUBPS       expShift<>+0(SB), Y4, Y4
+	VMOVAPS      Y2, Y2
+	VFNMADD231PS expLn2Hi<>+0(SB), Y4, Y2
+	VFNMADD231PS expLn2Lo<>+0(SB), Y4, Y2
+	VMULPS       Y2, Y2, Y5
+	VMOVUPS      expC4<>+0(SB), Y6
+	VFMADD231PS  expC5<>+0(SB), Y2, Y6
+	VMOVUPS      expC2<>+0(SB), Y7
+	VFMADD231PS  expC3<>+0(SB), Y2, Y7
+	VFMADD231PS  Y6, Y5, Y7
+	VMOVUPS      expOne<>+0(SB), Y6
+	VFMADD231PS  expC1<>+0(SB), Y2, Y6
+	VFMADD231PS  Y7, Y5, Y6
+	VCVTPS2DQ    Y4, Y2
+	VPADDD       expBias<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y2, Y6, Y2
+	VCMPPS       $0x1d, expMinN<>+0(SB), Y4, Y5
+	VCMPPS       $0x12, expMaxN<>+0(SB), Y4, Y4
+	VANDPS       Y4, Y5, Y5
+	VMOVUPS      expShift<>+0(SB), Y4
+	VFMADD231PS  expLog2e<>+0(SB), Y3, Y4
+	VSUBPS       expShift<>+0(SB), Y4, Y4
+	VMOVAPS      Y3, Y3
+	VFNMADD231PS expLn2Hi<>+0(SB), Y4, Y3
+	VFNMADD231PS expLn2Lo<>+0(SB), Y4, Y3
+	VMULPS       Y3, Y3, Y6
+	VMOVUPS      expC4<>+0(SB), Y7
+	VFMADD231PS  expC5<>+0(SB), Y3, Y7
+	VMOVUPS      expC2<>+0(SB), Y8
+	VFMADD231PS  expC3<>+0(SB), Y3, Y8
+	VFMADD231PS  Y7, Y6, Y8
+	VMOVUPS      expOne<>+0(SB), Y7
+	VFMADD231PS  expC1<>+0(SB), Y3, Y7
+	VFMADD231PS  Y8, Y6, Y7
+	VCVTPS2DQ    Y4, Y3
+	VPADDD       expBias<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y3, Y7, Y3
+	VCMPPS       $0x1d, expMinN<>+0(SB), Y4, Y6
+	VCMPPS       $0x12, expMaxN<>+0(SB), Y4, Y4
+	VANDPS       Y4, Y6, Y6
+	VANDPS       Y6, Y5, Y5
+	VMOVMSKPS    Y5, SI
+	CMPL         SI, $0x000000ff
+	JNE          exit
+	VADDPS       expOne<>+0(SB), Y2, Y2
+	VDIVPS       Y2, Y0, Y0
+	VADDPS       expOne<>+0(SB), Y3, Y3
+	VDIVPS       Y3, Y1, Y1
+	VMOVUPS      Y0, (DX)
+	VMOVUPS      Y1, 32(DX)
+	ADDQ         $0x00000040, CX
+	ADDQ         $0x00000040, DX
+	INCQ         BX
+	JMP          loop
+
+exit:
+	MOVQ BX, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func softmaxExpAVX2(ng int, row *float32, maxv float32, sum float64) (float64, int)
+// Requires: AVX, AVX2, FMA3, SSE, SSE2
+TEXT ·softmaxExpAVX2(SB), NOSPLIT, $0-48
+	MOVQ         ng+0(FP), AX
+	MOVQ         row+8(FP), CX
+	MOVSS        maxv+16(FP), X0
+	VBROADCASTSS X0, Y0
+	MOVSD        sum+24(FP), X1
+	XORQ         DX, DX
+
+loop:
+	CMPQ         DX, AX
+	JGE          exit
+	VMOVUPS      (CX), Y2
+	VMOVUPS      32(CX), Y3
+	VSUBPS       Y0, Y2, Y2
+	VSUBPS       Y0, Y3, Y3
+	VMOVUPS      expShift<>+0(SB), Y4
+	VFMADD231PS  expLog2e<>+0(SB), Y2, Y4
+	VSUBPS       expShift<>+0(SB), Y4, Y4
+	VMOVAPS      Y2, Y2
+	VFNMADD231PS expLn2Hi<>+0(SB), Y4, Y2
+	VFNMADD231PS expLn2Lo<>+0(SB), Y4, Y2
+	VMULPS       Y2, Y2, Y5
+	VMOVUPS      expC4<>+0(SB), Y6
+	VFMADD231PS  expC5<>+0(SB), Y2, Y6
+	VMOVUPS      expC2<>+0(SB), Y7
+	VFMADD231PS  expC3<>+0(SB), Y2, Y7
+	VFMADD231PS  Y6, Y5, Y7
+	VMOVUPS      expOne<>+0(SB), Y6
+	VFMADD231PS  expC1<>+0(SB), Y2, Y6
+	VFMADD231PS  Y7, Y5, Y6
+	VCVTPS2DQ    Y4, Y2
+	VPADDD       expBias<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y2, Y6, Y2
+	VCMPPS       $0x1d, expMinN<>+0(SB), Y4, Y5
+	VCMPPS       $0x12, expMaxN<>+0(SB), Y4, Y4
+	VANDPS       Y4, Y5, Y5
+	VMOVUPS      expShift<>+0(SB), Y4
+	VFMADD231PS  expLog2e<>+0(SB), Y3, Y4
+	VSUBPS       expShift<>+0(SB), Y4, Y4
+	VMOVAPS      Y3, Y3
+	VFNMADD231PS expLn2Hi<>+0(SB), Y4, Y3
+	VFNMADD231PS expLn2Lo<>+0(SB), Y4, Y3
+	VMULPS       Y3, Y3, Y6
+	VMOVUPS      expC4<>+0(SB), Y7
+	VFMADD231PS  expC5<>+0(SB), Y3, Y7
+	VMOVUPS      expC2<>+0(SB), Y8
+	VFMADD231PS  expC3<>+0(SB), Y3, Y8
+	VFMADD231PS  Y7, Y6, Y8
+	VMOVUPS      expOne<>+0(SB), Y7
+	VFMADD231PS  expC1<>+0(SB), Y3, Y7
+	VFMADD231PS  Y8, Y6, Y7
+	VCVTPS2DQ    Y4, Y3
+	VPADDD       expBias<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y3, Y7, Y3
+	VCMPPS       $0x1d, expMinN<>+0(SB), Y4, Y6
+	VCMPPS       $0x12, expMaxN<>+0(SB), Y4, Y4
+	VANDPS       Y4, Y6, Y6
+	VANDPS       Y6, Y5, Y5
+	VMOVMSKPS    Y5, BX
+	CMPL         BX, $0x000000ff
+	JNE          exit
+	VMOVUPS      Y2, (CX)
+	VMOVUPS      Y3, 32(CX)
+	VADDPS       Y3, Y2, Y2
+	VEXTRACTF128 $0x01, Y2, X3
+	VADDPS       X2, X3, X3
+	VMOVHLPS     X3, X3, X2
+	VADDPS       X2, X3, X3
+	VMOVSHDUP    X3, X2
+	VADDSS       X2, X3, X3
+	VCVTSS2SD    X3, X3, X3
+	VADDSD       X3, X1, X1
+	ADDQ         $0x00000040, CX
+	INCQ         DX
+	JMP          loop
+
+exit:
+	MOVSD X1, ret+32(FP)
+	MOVQ  DX, ret1+40(FP)
 	VZEROUPPER
 	RET
 
@@ -22912,129 +23203,107 @@ done:
 	VZEROUPPER
 	RET
 
-// func siluAVX512(ng int, x *float32, dst *float32)
+// func siluAVX512(ng int, x *float32, dst *float32) int
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·siluAVX512(SB), NOSPLIT, $0-24
-	MOVQ         ng+0(FP), AX
-	MOVQ         x+8(FP), CX
-	MOVQ         dst+16(FP), DX
-	VBROADCASTSS expShift<>+0(SB), Z0
-	VBROADCASTSS expLog2e<>+0(SB), Z1
-	VBROADCASTSS expLn2Hi<>+0(SB), Z2
-	VBROADCASTSS expLn2Lo<>+0(SB), Z3
-	VBROADCASTSS expC1<>+0(SB), Z4
-	VBROADCASTSS expC2<>+0(SB), Z5
-	VBROADCASTSS expC3<>+0(SB), Z6
-	VBROADCASTSS expC4<>+0(SB), Z7
-	VBROADCASTSS expC5<>+0(SB), Z8
-	VBROADCASTSS f1<>+0(SB), Z9
-	VBROADCASTSS expBig<>+0(SB), Z10
-	VBROADCASTSS expNegBig<>+0(SB), Z11
-	VBROADCASTSS expInf<>+0(SB), Z12
-	VXORPS       Z13, Z13, Z13
-	TESTQ        AX, AX
-	JZ           done
+TEXT ·siluAVX512(SB), NOSPLIT, $0-32
+	MOVQ ng+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ dst+16(FP), DX
+	XORQ BX, BX
 
 loop:
-	VMOVUPS      (CX), Z14
-	VSUBPS       Z14, Z13, Z15
-	VMOVAPS      Z0, Z16
-	VFMADD231PS  Z1, Z15, Z16
-	VSUBPS       Z0, Z16, Z16
-	VMOVAPS      Z15, Z15
-	VFNMADD231PS Z2, Z16, Z15
-	VFNMADD231PS Z3, Z16, Z15
-	VMULPS       Z15, Z15, Z17
-	VMOVAPS      Z7, Z18
-	VFMADD231PS  Z8, Z15, Z18
-	VMOVAPS      Z5, Z19
-	VFMADD231PS  Z6, Z15, Z19
-	VFMADD231PS  Z18, Z17, Z19
-	VMOVAPS      Z9, Z18
-	VFMADD231PS  Z4, Z15, Z18
-	VFMADD231PS  Z19, Z17, Z18
-	VSCALEFPS    Z16, Z18, Z15
-	VCMPPS       $0x1e, Z10, Z16, K1
-	VCMPPS       $0x11, Z11, Z16, K2
-	VMOVAPS      Z12, K1, Z15
-	VXORPS       Z15, Z15, K2, Z15
-	VADDPS       Z9, Z15, Z15
-	VDIVPS       Z15, Z14, Z14
-	VMOVUPS      Z14, (DX)
-	ADDQ         $0x00000040, CX
-	ADDQ         $0x00000040, DX
-	DECQ         AX
-	JNZ          loop
+	CMPQ              BX, AX
+	JGE               exit
+	VMOVUPS           (CX), Z0
+	VXORPS            Z1, Z1, Z1
+	VSUBPS            Z0, Z1, Z1
+	VBROADCASTSS      expShift<>+0(SB), Z2
+	VFMADD231PS.BCST  expLog2e<>+0(SB), Z1, Z2
+	VSUBPS.BCST       expShift<>+0(SB), Z2, Z2
+	VMOVAPS           Z1, Z1
+	VFNMADD231PS.BCST expLn2Hi<>+0(SB), Z2, Z1
+	VFNMADD231PS.BCST expLn2Lo<>+0(SB), Z2, Z1
+	VMULPS            Z1, Z1, Z3
+	VBROADCASTSS      expC4<>+0(SB), Z4
+	VFMADD231PS.BCST  expC5<>+0(SB), Z1, Z4
+	VBROADCASTSS      expC2<>+0(SB), Z5
+	VFMADD231PS.BCST  expC3<>+0(SB), Z1, Z5
+	VFMADD231PS       Z4, Z3, Z5
+	VBROADCASTSS      expOne<>+0(SB), Z4
+	VFMADD231PS.BCST  expC1<>+0(SB), Z1, Z4
+	VFMADD231PS       Z5, Z3, Z4
+	VSCALEFPS         Z2, Z4, Z1
+	VCMPPS.BCST       $0x1e, expBig<>+0(SB), Z2, K1
+	VCMPPS.BCST       $0x11, expNegBig<>+0(SB), Z2, K2
+	VBROADCASTSS      expInf<>+0(SB), K1, Z1
+	VXORPS            Z1, Z1, K2, Z1
+	VADDPS.BCST       expOne<>+0(SB), Z1, Z1
+	VDIVPS            Z1, Z0, Z0
+	VMOVUPS           Z0, (DX)
+	ADDQ              $0x00000040, CX
+	ADDQ              $0x00000040, DX
+	INCQ              BX
+	JMP               loop
 
-done:
+exit:
+	MOVQ BX, ret+24(FP)
 	VZEROUPPER
 	RET
 
-// func softmaxExpAVX512(ng int, row *float32, maxv float32) float64
+// func softmaxExpAVX512(ng int, row *float32, maxv float32, sum float64) (float64, int)
 // Requires: AVX, AVX512DQ, AVX512F, AVX512VL, SSE, SSE2
-TEXT ·softmaxExpAVX512(SB), NOSPLIT, $0-32
+TEXT ·softmaxExpAVX512(SB), NOSPLIT, $0-48
 	MOVQ         ng+0(FP), AX
 	MOVQ         row+8(FP), CX
 	MOVSS        maxv+16(FP), X0
 	VBROADCASTSS X0, Z0
-	VBROADCASTSS expShift<>+0(SB), Z1
-	VBROADCASTSS expLog2e<>+0(SB), Z2
-	VBROADCASTSS expLn2Hi<>+0(SB), Z3
-	VBROADCASTSS expLn2Lo<>+0(SB), Z4
-	VBROADCASTSS expC1<>+0(SB), Z5
-	VBROADCASTSS expC2<>+0(SB), Z6
-	VBROADCASTSS expC3<>+0(SB), Z7
-	VBROADCASTSS expC4<>+0(SB), Z8
-	VBROADCASTSS expC5<>+0(SB), Z9
-	VBROADCASTSS f1<>+0(SB), Z10
-	VBROADCASTSS expBig<>+0(SB), Z11
-	VBROADCASTSS expNegBig<>+0(SB), Z12
-	VBROADCASTSS expInf<>+0(SB), Z13
-	VXORPD       X14, X14, X14
-	TESTQ        AX, AX
-	JZ           done
+	MOVSD        sum+24(FP), X1
+	XORQ         DX, DX
 
 loop:
-	VMOVUPS       (CX), Z15
-	VSUBPS        Z0, Z15, Z15
-	VMOVAPS       Z1, Z16
-	VFMADD231PS   Z2, Z15, Z16
-	VSUBPS        Z1, Z16, Z16
-	VMOVAPS       Z15, Z15
-	VFNMADD231PS  Z3, Z16, Z15
-	VFNMADD231PS  Z4, Z16, Z15
-	VMULPS        Z15, Z15, Z17
-	VMOVAPS       Z8, Z18
-	VFMADD231PS   Z9, Z15, Z18
-	VMOVAPS       Z6, Z19
-	VFMADD231PS   Z7, Z15, Z19
-	VFMADD231PS   Z18, Z17, Z19
-	VMOVAPS       Z10, Z18
-	VFMADD231PS   Z5, Z15, Z18
-	VFMADD231PS   Z19, Z17, Z18
-	VSCALEFPS     Z16, Z18, Z15
-	VCMPPS        $0x1e, Z11, Z16, K1
-	VCMPPS        $0x11, Z12, Z16, K2
-	VMOVAPS       Z13, K1, Z15
-	VXORPS        Z15, Z15, K2, Z15
-	VMOVUPS       Z15, (CX)
-	VEXTRACTF64X4 $0x01, Z15, Y16
-	VADDPS        Y15, Y16, Y16
-	VEXTRACTF32X4 $0x01, Y16, X15
-	VADDPS        X16, X15, X15
-	VMOVHLPS      X15, X15, X16
-	VADDPS        X16, X15, X15
-	VMOVSHDUP     X15, X16
-	VADDSS        X16, X15, X15
-	VCVTSS2SD     X15, X15, X15
-	VADDSD        X15, X14, X14
-	ADDQ          $0x00000040, CX
-	DECQ          AX
-	JNZ           loop
+	CMPQ              DX, AX
+	JGE               exit
+	VMOVUPS           (CX), Z2
+	VSUBPS            Z0, Z2, Z2
+	VBROADCASTSS      expShift<>+0(SB), Z3
+	VFMADD231PS.BCST  expLog2e<>+0(SB), Z2, Z3
+	VSUBPS.BCST       expShift<>+0(SB), Z3, Z3
+	VMOVAPS           Z2, Z2
+	VFNMADD231PS.BCST expLn2Hi<>+0(SB), Z3, Z2
+	VFNMADD231PS.BCST expLn2Lo<>+0(SB), Z3, Z2
+	VMULPS            Z2, Z2, Z4
+	VBROADCASTSS      expC4<>+0(SB), Z5
+	VFMADD231PS.BCST  expC5<>+0(SB), Z2, Z5
+	VBROADCASTSS      expC2<>+0(SB), Z6
+	VFMADD231PS.BCST  expC3<>+0(SB), Z2, Z6
+	VFMADD231PS       Z5, Z4, Z6
+	VBROADCASTSS      expOne<>+0(SB), Z5
+	VFMADD231PS.BCST  expC1<>+0(SB), Z2, Z5
+	VFMADD231PS       Z6, Z4, Z5
+	VSCALEFPS         Z3, Z5, Z2
+	VCMPPS.BCST       $0x1e, expBig<>+0(SB), Z3, K1
+	VCMPPS.BCST       $0x11, expNegBig<>+0(SB), Z3, K2
+	VBROADCASTSS      expInf<>+0(SB), K1, Z2
+	VXORPS            Z2, Z2, K2, Z2
+	VMOVUPS           Z2, (CX)
+	VEXTRACTF64X4     $0x01, Z2, Y3
+	VADDPS            Y2, Y3, Y3
+	VEXTRACTF32X4     $0x01, Y3, X2
+	VADDPS            X3, X2, X2
+	VMOVHLPS          X2, X2, X3
+	VADDPS            X3, X2, X2
+	VMOVSHDUP         X2, X3
+	VADDSS            X3, X2, X2
+	VCVTSS2SD         X2, X2, X2
+	VADDSD            X2, X1, X1
+	ADDQ              $0x00000040, CX
+	INCQ              DX
+	JMP               loop
 
-done:
+exit:
+	MOVSD X1, ret+32(FP)
+	MOVQ  DX, ret1+40(FP)
 	VZEROUPPER
-	MOVSD X14, ret+24(FP)
 	RET
 
 // func mulF32AVX512(nc int, dst *float32, a *float32, b *float32)

@@ -69,8 +69,10 @@ var asmKernels = []kernelSet{{
 		fn:    quantF16AVX2,
 		t:     gguf.TypeF16,
 	}},
-	scale:    scaleF32AVX2,
-	scaleMax: scaleMaxAVX2,
+	scale:      scaleF32AVX2,
+	scaleMax:   scaleMaxAVX2,
+	silu:       siluAVX2,
+	softmaxExp: softmaxExpAVX2,
 }, {
 	add: addF32AVX512,
 	dots: []dotKernel{{

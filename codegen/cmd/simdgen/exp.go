@@ -1,0 +1,300 @@
+package main
+
+import (
+	"math"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// Kernels built on ggml's vectorised exponential (ggml_v_expf), operation
+// for operation as ops/ref's expApprox models it, so the results are
+// bit-identical to the pure-Go reference: every step is one IEEE
+// operation with one rounding. The final j·2ⁿ is VSCALEFPS on AVX-512
+// (with ggml's patch for |n| > 192). AVX2 has no VSCALEFPS, so there j is
+// multiplied by 2ⁿ built in the exponent bits, which is exact while the
+// result stays normal (−125 ≤ n ≤ 127, as j lies in [0.7, 1.5)); a group
+// with any lane outside that range ends the call, and the Go side computes
+// that group with the reference and calls again. Both kernels work in
+// groups of 16 floats (ggml's AVX-512 grouping, which decides the softmax
+// sums) and return how many groups they finished.
+
+// The constants live in memory once, eight lanes wide, so that AVX2 code
+// can take them as full-width memory operands; AVX-512 code broadcasts
+// the first lane.
+var (
+	cExpShift  = constF32("expShift", 0x1.8p23)
+	cExpLog2e  = constF32("expLog2e", 0x1.715476p+0)
+	cExpLn2Hi  = constF32("expLn2Hi", 0x1.62e4p-1)
+	cExpLn2Lo  = constF32("expLn2Lo", 0x1.7f7d1cp-20)
+	cExpC1     = constF32("expC1", 0x1.ffffecp-1)
+	cExpC2     = constF32("expC2", 0x1.fffdb6p-2)
+	cExpC3     = constF32("expC3", 0x1.555e66p-3)
+	cExpC4     = constF32("expC4", 0x1.573e2ep-5)
+	cExpC5     = constF32("expC5", 0x1.0e4020p-7)
+	cExpOne    = constF32("expOne", 1)
+	cExpBig    = constF32("expBig", 192)
+	cExpNegBig = constF32("expNegBig", -192)
+	cExpInf    = constF32("expInf", float32(math.Inf(1)))
+	cExpMinN   = constF32("expMinN", -125)
+	cExpMaxN   = constF32("expMaxN", 127)
+	cExpBias   = constVec("expBias", 127) // int32 exponent bias
+)
+
+// constF32 emits eight copies of v.
+func constF32(name string, v float32) Mem { return constVec(name, math.Float32bits(v)) }
+
+// constVec emits eight copies of a 32-bit pattern.
+func constVec(name string, bits uint32) Mem {
+	m := GLOBL(name, RODATA|NOPTR)
+	for i := 0; i < 8; i++ {
+		DATA(4*i, U32(bits))
+	}
+	return m
+}
+
+// expYMM returns exp(x) for the eight lanes of x and a mask of the lanes
+// whose result is exact by the AVX2 method (see above).
+func expYMM(x VecVirtual) (res, ok VecVirtual) {
+	z := YMM()
+	VMOVUPS(cExpShift, z)
+	VFMADD231PS(cExpLog2e, x, z) // x·log2e + shift
+	n := YMM()
+	VSUBPS(cExpShift, z, n)
+	b := YMM()
+	VMOVAPS(x, b)
+	VFNMADD231PS(cExpLn2Hi, n, b)
+	VFNMADD231PS(cExpLn2Lo, n, b)
+	j := expPoly(b, YMM)
+	pow := YMM()
+	VCVTPS2DQ(n, pow) // n is integral: exact
+	VPADDD(cExpBias, pow, pow)
+	VPSLLD(U8(23), pow, pow) // 2ⁿ
+	res = YMM()
+	VMULPS(pow, j, res)
+	ok, hi := YMM(), YMM()
+	VCMPPS(U8(0x1d), cExpMinN, n, ok) // n ≥ −125 (false for NaN)
+	VCMPPS(U8(0x12), cExpMaxN, n, hi) // n ≤ 127
+	VANDPS(hi, ok, ok)
+	return res, ok
+}
+
+// expPoly returns j = (c5·b + c4)·u² … as ggml evaluates it, u = b².
+// Constants are memory operands: zmm code reaches them by broadcast.
+func expPoly(b VecVirtual, vec func() VecVirtual) VecVirtual {
+	wide := vec().Size() == 64
+	fma := func(c Mem, x, acc VecVirtual) {
+		if wide {
+			VFMADD231PS_BCST(c, x, acc)
+		} else {
+			VFMADD231PS(c, x, acc)
+		}
+	}
+	load := func(c Mem) VecVirtual {
+		r := vec()
+		if wide {
+			VBROADCASTSS(c, r)
+		} else {
+			VMOVUPS(c, r)
+		}
+		return r
+	}
+	u := vec()
+	VMULPS(b, b, u)
+	p := load(cExpC4)
+	fma(cExpC5, b, p) // c5·b + c4
+	q := load(cExpC2)
+	fma(cExpC3, b, q)    // c3·b + c2
+	VFMADD231PS(p, u, q) // hi = p·u + q
+	j := load(cExpOne)
+	fma(cExpC1, b, j)    // c1·b + 1
+	VFMADD231PS(q, u, j) // hi·u + c1·b + 1
+	return j
+}
+
+// expZMM returns exp(x) for the 16 lanes of x, exactly as ggml's AVX-512
+// code: VSCALEFPS, then +Inf above n = 192 and 0 below −192 (NaN stays).
+func expZMM(x VecVirtual) VecVirtual {
+	z := ZMM()
+	VBROADCASTSS(cExpShift, z)
+	VFMADD231PS_BCST(cExpLog2e, x, z)
+	n := ZMM()
+	VSUBPS_BCST(cExpShift, z, n)
+	b := ZMM()
+	VMOVAPS(x, b)
+	VFNMADD231PS_BCST(cExpLn2Hi, n, b)
+	VFNMADD231PS_BCST(cExpLn2Lo, n, b)
+	j := expPoly(b, ZMM)
+	res := ZMM()
+	VSCALEFPS(n, j, res)
+	over, under := K(), K()
+	VCMPPS_BCST(U8(0x1e), cExpBig, n, over)     // n > 192
+	VCMPPS_BCST(U8(0x11), cExpNegBig, n, under) // n < −192
+	VBROADCASTSS(cExpInf, over, res)
+	VXORPS(res, res, under, res)
+	return res
+}
+
+// expGroup computes exp of one group of 16 floats, given as the registers
+// of one variant, and jumps to exit (leaving memory untouched) if the
+// AVX2 method cannot give the reference's bits for a lane.
+func expGroup(v variant, xs []VecVirtual, exit string) []VecVirtual {
+	if v.vnni {
+		return []VecVirtual{expZMM(xs[0])}
+	}
+	e0, ok0 := expYMM(xs[0])
+	e1, ok1 := expYMM(xs[1])
+	VANDPS(ok1, ok0, ok0)
+	m := GP32()
+	VMOVMSKPS(ok0, m)
+	CMPL(m, U32(0xff))
+	JNE(LabelRef(exit))
+	return []VecVirtual{e0, e1}
+}
+
+// loadGroup loads 16 floats at p into one zmm or two ymm.
+func loadGroup(v variant, p Register) []VecVirtual {
+	if v.vnni {
+		z := ZMM()
+		VMOVUPS(Mem{Base: p}, z)
+		return []VecVirtual{z}
+	}
+	a, b := YMM(), YMM()
+	VMOVUPS(Mem{Base: p}, a)
+	VMOVUPS(Mem{Base: p, Disp: 32}, b)
+	return []VecVirtual{a, b}
+}
+
+func storeGroup(xs []VecVirtual, p Register) {
+	for i, x := range xs {
+		VMOVUPS(x, Mem{Base: p, Disp: 32 * i})
+	}
+}
+
+// groupLoop emits `for done < ng { body(); done++ }` with an exit label
+// the body may jump to, and returns done in the named result.
+func groupLoop(ng Register, body func(exit string)) Register {
+	done := GP64()
+	XORQ(done, done)
+	Label("loop")
+	CMPQ(done, ng)
+	JGE(LabelRef("exit"))
+	body("exit")
+	INCQ(done)
+	JMP(LabelRef("loop"))
+	Label("exit")
+	return done
+}
+
+func genExpKernels(v variant, reg *registry) {
+	reg.elem(v, genSiLU(v), genSoftmaxExp(v))
+}
+
+// genSiLU emits silu(ng int, x, dst *float32) int: dst = x/(1+exp(0−x))
+// as ggml_v_silu, for up to ng groups of 16; it returns the groups done.
+func genSiLU(v variant) string {
+	name := fname("silu", v)
+	TEXT(name, NOSPLIT, "func(ng int, x *float32, dst *float32) int")
+	Doc(name+" sets dst[i] = x[i]/(1+exp(−x[i])) for up to ng groups of 16 floats,",
+		"bit-identical to ops/ref.SiLU on whole groups, and returns how many it did.")
+	ng := Load(Param("ng"), GP64())
+	x := Load(Param("x"), GP64())
+	dst := Load(Param("dst"), GP64())
+	done := groupLoop(ng, func(exit string) {
+		xs := loadGroup(v, x)
+		negs := make([]VecVirtual, len(xs))
+		for i, xv := range xs {
+			negs[i] = sameSize(xv)
+			VXORPS(negs[i], negs[i], negs[i])
+			VSUBPS(xv, negs[i], negs[i]) // 0 − x, as ggml
+		}
+		es := expGroup(v, negs, exit)
+		for i, e := range es {
+			if v.vnni {
+				VADDPS_BCST(cExpOne, e, e)
+			} else {
+				VADDPS(cExpOne, e, e)
+			}
+			VDIVPS(e, xs[i], xs[i])
+		}
+		storeGroup(xs, dst)
+		ADDQ(U32(64), x)
+		ADDQ(U32(64), dst)
+	})
+	Store(done, ReturnIndex(0))
+	VZEROUPPER()
+	RET()
+	return name
+}
+
+// genSoftmaxExp emits softmaxExp(ng int, row *float32, maxv float32, sum
+// float64) (float64, int): row[i] = exp(row[i] − maxv) for up to ng groups
+// of 16, adding each group's float32 sum (folded 8, 4, 2, 1 as
+// _mm512_reduce_add_ps) to sum in float64, as ops/ref does.
+func genSoftmaxExp(v variant) string {
+	name := fname("softmaxExp", v)
+	TEXT(name, NOSPLIT, "func(ng int, row *float32, maxv float32, sum float64) (float64, int)")
+	Doc(name+" replaces up to ng groups of 16 floats x at row with exp(x − maxv), adds",
+		"each group's sum to sum as ops/ref does, and returns it and the groups done.")
+	ng := Load(Param("ng"), GP64())
+	row := Load(Param("row"), GP64())
+	var m VecVirtual
+	if v.vnni {
+		m = ZMM()
+	} else {
+		m = YMM()
+	}
+	VBROADCASTSS(Load(Param("maxv"), XMM()), m)
+	sum := Load(Param("sum"), XMM())
+	done := groupLoop(ng, func(exit string) {
+		xs := loadGroup(v, row)
+		for _, xv := range xs {
+			VSUBPS(m, xv, xv)
+		}
+		es := expGroup(v, xs, exit)
+		storeGroup(es, row)
+		var s VecVirtual
+		if v.vnni {
+			s = reduceAddZMM(es[0])
+		} else {
+			h := YMM()
+			VADDPS(es[1], es[0], h) // lanes i + i+8
+			s = hsum(h)
+		}
+		VCVTSS2SD(s, s, s)
+		VADDSD(s, sum, sum)
+		ADDQ(U32(64), row)
+	})
+	Store(sum, ReturnIndex(0))
+	Store(done, ReturnIndex(1))
+	VZEROUPPER()
+	RET()
+	return name
+}
+
+// sameSize returns a fresh register of x's width.
+func sameSize(x VecVirtual) VecVirtual {
+	if x.Size() == 64 {
+		return ZMM()
+	}
+	return YMM()
+}
+
+// reduceAddZMM sums the 16 lanes of v into lane 0 of the result in the
+// order of _mm512_reduce_add_ps: i + i+8, then + i+4, + i+2, + i+1. It uses
+// EVEX forms only, as v may live in a register above 15.
+func reduceAddZMM(v VecVirtual) VecVirtual {
+	h := YMM()
+	VEXTRACTF64X4(U8(1), v, h)
+	VADDPS(v.AsY(), h, h)
+	q := XMM()
+	VEXTRACTF32X4(U8(1), h, q)
+	VADDPS(h.AsX(), q, q)
+	t := XMM()
+	VMOVHLPS(q, q, t)
+	VADDPS(t, q, q)
+	VMOVSHDUP(q, t)
+	VADDSS(t, q, q)
+	return q
+}
