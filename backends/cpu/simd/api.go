@@ -29,8 +29,8 @@ type impl struct {
 	gemms  map[gguf.TensorType]GemmFunc
 	packed map[gguf.TensorType]PackedGemmFunc
 	// element-wise kernels on groups of 16 floats; nil: pure Go
-	silu       func(ng int, x, dst *float32) int
-	softmaxExp func(ng int, row *float32, maxv float32, sum float64) (float64, int)
+	silu       func(ng int, x, dst *float32)
+	softmaxExp func(ng int, row *float32, maxv float32) float64
 	mul, add   func(nc int, dst, a, b *float32) // nil: pure Go
 	scaleMax   func(nc int, row *float32, scale float32) (float32, bool)
 	scale      func(nc int, row *float32, s float32)

@@ -104,3 +104,32 @@ func BenchmarkGemm(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkElementwise times the element-wise kernels on a row of
+// TinyLlama's FFN width (SiLU, Mul) and a 2048-position attention row
+// (Softmax); MB/s counts float32 input bytes.
+func BenchmarkElementwise(b *testing.B) {
+	r := newRand(b)
+	ffn, scores := randomFloats(r, 5632), randomFloats(r, 2048)
+	up, out := randomFloats(r, 5632), make([]float32, 5632)
+	row := make([]float32, len(scores))
+	cases := []struct {
+		name  string
+		bytes int
+		run   func()
+	}{
+		{"silu", 4 * len(ffn), func() { SiLU(out, ffn) }},
+		{"mul", 8 * len(ffn), func() { Mul(out, ffn, up) }},
+		{"softmax", 4 * len(scores), func() { copy(row, scores); SoftmaxRow(row, 0.125) }},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			benchVariants(b, func(b *testing.B) {
+				b.SetBytes(int64(c.bytes))
+				for b.Loop() {
+					c.run()
+				}
+			})
+		})
+	}
+}

@@ -53,8 +53,8 @@ type kernelSet struct {
 	packs  []packedKernel
 	// silu and softmaxExp work on whole groups of 16 floats (see
 	// elementwise.go); nil where the variant has none.
-	silu       func(ng int, x, dst *float32) int
-	softmaxExp func(ng int, row *float32, maxv float32, sum float64) (float64, int)
+	silu       func(ng int, x, dst *float32)
+	softmaxExp func(ng int, row *float32, maxv float32) float64
 	// mul and add: dst = a op b over nc chunks of lanes floats.
 	mul, add func(nc int, dst, a, b *float32)
 	scaleMax func(nc int, row *float32, scale float32) (float32, bool)

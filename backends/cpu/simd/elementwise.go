@@ -22,14 +22,7 @@ func SiLU(dst, x []float32) {
 		return
 	}
 	dst = dst[:len(x)]
-	for i := 0; i < ng; {
-		i += active.silu(ng-i, &x[i*expGroup], &dst[i*expGroup])
-		if i < ng { // a group the kernel cannot do exactly (AVX2: extreme inputs)
-			g := i * expGroup
-			ref.SiLU(dst[g:g+expGroup], x[g:g+expGroup])
-			i++
-		}
-	}
+	active.silu(ng, &x[0], &dst[0])
 	// The tail has fewer than 16 elements, so ref.SiLU treats it as a tail.
 	ref.SiLU(dst[ng*expGroup:], x[ng*expGroup:])
 }
@@ -105,14 +98,8 @@ func scaleRow(row []float32, s float32) {
 // softmaxGroups is ref's exponential-and-sum step on the vector kernel.
 func softmaxGroups(row []float32, maxv float32) float64 {
 	ng := len(row) / expGroup
-	var sum float64
-	for i := 0; i < ng; {
-		var done int
-		sum, done = active.softmaxExp(ng-i, &row[i*expGroup], maxv, sum)
-		if i += done; i < ng { // a group the kernel cannot do exactly
-			sum += ref.ExpGroups(row[i*expGroup:(i+1)*expGroup], maxv)
-			i++
-		}
+	if ng == 0 {
+		return 0
 	}
-	return sum
+	return active.softmaxExp(ng, &row[0], maxv)
 }

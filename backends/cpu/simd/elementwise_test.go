@@ -116,27 +116,33 @@ func TestMulAddMatchReference(t *testing.T) {
 	})
 }
 
-// TestExpKernelsDoOrdinaryGroups checks that the vector exp kernels do the
-// work themselves on ordinary inputs (AVX2 hands back only groups with
-// extreme lanes), so the bit-for-bit tests above test them and not the
-// fallback.
-func TestExpKernelsDoOrdinaryGroups(t *testing.T) {
+// TestSiLUSweepsExponentRange runs SiLU over a fine sweep of [−150, 150],
+// where the exponential's result passes from normal to subnormal, to
+// zero, and to overflow (the AVX2 kernel's rescaling paths), and over the
+// neighbours of each boundary, against the reference bit for bit.
+func TestSiLUSweepsExponentRange(t *testing.T) {
+	var x []float32
+	for v := -150.0; v <= 150; v += 1.0 / 64 {
+		x = append(x, float32(v))
+	}
+	for _, n := range []float64{-192.5, -125.5, 127.5, 192.5} {
+		edge := float32(-n / math.Log2E) // SiLU takes exp(−x)
+		for _, d := range []float32{-1e-4, 0, 1e-4} {
+			x = append(x, edge+d, math.Nextafter32(edge+d, 0), math.Nextafter32(edge+d, 200))
+		}
+	}
+	for len(x)%expGroup != 0 {
+		x = append(x, 0)
+	}
+	want := make([]float32, len(x))
+	ref.SiLU(want, x)
 	forEachVariant(t, func(t *testing.T) {
-		if active.silu == nil {
-			t.Skip("no vector exp kernels in this variant")
-		}
-		r := newRand(t)
-		const ng = 10
-		x := make([]float32, ng*expGroup)
-		for i := range x {
-			x[i] = float32(r.NormFloat64() * 8)
-		}
-		dst := make([]float32, len(x))
-		if done := active.silu(ng, &x[0], &dst[0]); done != ng {
-			t.Errorf("silu did %d of %d ordinary groups", done, ng)
-		}
-		if _, done := active.softmaxExp(ng, &x[0], 30, 0); done != ng {
-			t.Errorf("softmax exp did %d of %d ordinary groups", done, ng)
+		got := make([]float32, len(x))
+		SiLU(got, x)
+		for i := range want {
+			if !sameBits(got[i], want[i]) {
+				t.Fatalf("silu(%g) = %g, reference %g", x[i], got[i], want[i])
+			}
 		}
 	})
 }

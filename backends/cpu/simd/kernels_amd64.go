@@ -68,13 +68,13 @@ func gemmF164x2AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *flo
 // rows r (wStride bytes apart) with 3 activation rows t (aStride bytes apart), nb chunks of 32 binary16 values.
 func gemmF164x3AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
 
-// siluAVX2 sets dst[i] = x[i]/(1+exp(−x[i])) for up to ng groups of 16 floats,
-// bit-identical to ops/ref.SiLU on whole groups, and returns how many it did.
-func siluAVX2(ng int, x *float32, dst *float32) int
+// siluAVX2 sets dst[i] = x[i]/(1+exp(−x[i])) for ng groups of 16 floats,
+// bit-identical to ops/ref.SiLU on whole groups.
+func siluAVX2(ng int, x *float32, dst *float32)
 
-// softmaxExpAVX2 replaces up to ng groups of 16 floats x at row with exp(x − maxv), adds
-// each group's sum to sum as ops/ref does, and returns it and the groups done.
-func softmaxExpAVX2(ng int, row *float32, maxv float32, sum float64) (float64, int)
+// softmaxExpAVX2 replaces ng groups of 16 floats x at row with exp(x − maxv) and returns
+// the float64 sum of the groups' float32 sums, as ops/ref does.
+func softmaxExpAVX2(ng int, row *float32, maxv float32) float64
 
 // mulF32AVX2 applies its operation to nc chunks of 8 floats: dst = a op b.
 func mulF32AVX2(nc int, dst *float32, a *float32, b *float32)
@@ -310,13 +310,13 @@ func packedQ6_Kx16T7AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int
 // of the 16 rows of one packed Q6_K group with 8 interleaved packed activations, nb super-blocks.
 func packedQ6_Kx16T8AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
 
-// siluAVX512 sets dst[i] = x[i]/(1+exp(−x[i])) for up to ng groups of 16 floats,
-// bit-identical to ops/ref.SiLU on whole groups, and returns how many it did.
-func siluAVX512(ng int, x *float32, dst *float32) int
+// siluAVX512 sets dst[i] = x[i]/(1+exp(−x[i])) for ng groups of 16 floats,
+// bit-identical to ops/ref.SiLU on whole groups.
+func siluAVX512(ng int, x *float32, dst *float32)
 
-// softmaxExpAVX512 replaces up to ng groups of 16 floats x at row with exp(x − maxv), adds
-// each group's sum to sum as ops/ref does, and returns it and the groups done.
-func softmaxExpAVX512(ng int, row *float32, maxv float32, sum float64) (float64, int)
+// softmaxExpAVX512 replaces ng groups of 16 floats x at row with exp(x − maxv) and returns
+// the float64 sum of the groups' float32 sums, as ops/ref does.
+func softmaxExpAVX512(ng int, row *float32, maxv float32) float64
 
 // mulF32AVX512 applies its operation to nc chunks of 16 floats: dst = a op b.
 func mulF32AVX512(nc int, dst *float32, a *float32, b *float32)

@@ -163,6 +163,26 @@ DATA expMaxN<>+24(SB)/4, $0x42fe0000
 DATA expMaxN<>+28(SB)/4, $0x42fe0000
 GLOBL expMaxN<>(SB), RODATA|NOPTR, $32
 
+DATA expShiftN<>+0(SB)/4, $0x42c80000
+DATA expShiftN<>+4(SB)/4, $0x42c80000
+DATA expShiftN<>+8(SB)/4, $0x42c80000
+DATA expShiftN<>+12(SB)/4, $0x42c80000
+DATA expShiftN<>+16(SB)/4, $0x42c80000
+DATA expShiftN<>+20(SB)/4, $0x42c80000
+DATA expShiftN<>+24(SB)/4, $0x42c80000
+DATA expShiftN<>+28(SB)/4, $0x42c80000
+GLOBL expShiftN<>(SB), RODATA|NOPTR, $32
+
+DATA expNegShiftN<>+0(SB)/4, $0xc2c80000
+DATA expNegShiftN<>+4(SB)/4, $0xc2c80000
+DATA expNegShiftN<>+8(SB)/4, $0xc2c80000
+DATA expNegShiftN<>+12(SB)/4, $0xc2c80000
+DATA expNegShiftN<>+16(SB)/4, $0xc2c80000
+DATA expNegShiftN<>+20(SB)/4, $0xc2c80000
+DATA expNegShiftN<>+24(SB)/4, $0xc2c80000
+DATA expNegShiftN<>+28(SB)/4, $0xc2c80000
+GLOBL expNegShiftN<>(SB), RODATA|NOPTR, $32
+
 DATA expBias<>+0(SB)/4, $0x0000007f
 DATA expBias<>+4(SB)/4, $0x0000007f
 DATA expBias<>+8(SB)/4, $0x0000007f
@@ -2226,17 +2246,16 @@ done:
 	VZEROUPPER
 	RET
 
-// func siluAVX2(ng int, x *float32, dst *float32) int
+// func siluAVX2(ng int, x *float32, dst *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·siluAVX2(SB), NOSPLIT, $0-32
-	MOVQ ng+0(FP), AX
-	MOVQ x+8(FP), CX
-	MOVQ dst+16(FP), DX
-	XORQ BX, BX
+TEXT ·siluAVX2(SB), NOSPLIT, $0-24
+	MOVQ  ng+0(FP), AX
+	MOVQ  x+8(FP), CX
+	MOVQ  dst+16(FP), DX
+	TESTQ AX, AX
+	JZ    done
 
 loop:
-	CMPQ         BX, AX
-	JGE          exit
 	VMOVUPS      (CX), Y0
 	VMOVUPS      32(CX), Y1
 	VXORPS       Y2, Y2, Y2
@@ -2258,68 +2277,90 @@ loop:
 	VMOVUPS      expOne<>+0(SB), Y6
 	VFMADD231PS  expC1<>+0(SB), Y2, Y6
 	VFMADD231PS  Y7, Y5, Y6
-	VCVTPS2DQ    Y4, Y2
+	VCMPPS       $0x11, expMinN<>+0(SB), Y4, Y2
+	VCMPPS       $0x1e, expMaxN<>+0(SB), Y4, Y5
+	VANDPS       expShiftN<>+0(SB), Y2, Y2
+	VANDPS       expNegShiftN<>+0(SB), Y5, Y5
+	VORPS        Y5, Y2, Y2
+	VADDPS       Y2, Y4, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       expBias<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y5, Y6, Y6
+	VXORPS       Y5, Y5, Y5
+	VSUBPS       Y2, Y5, Y5
+	VCVTPS2DQ    Y5, Y2
 	VPADDD       expBias<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y2, Y6, Y2
-	VCMPPS       $0x1d, expMinN<>+0(SB), Y4, Y5
-	VCMPPS       $0x12, expMaxN<>+0(SB), Y4, Y4
-	VANDPS       Y4, Y5, Y5
-	VMOVUPS      expShift<>+0(SB), Y4
-	VFMADD231PS  expLog2e<>+0(SB), Y3, Y4
-	VSUBPS       expShift<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y6, Y6
+	VCMPPS       $0x1e, expBig<>+0(SB), Y4, Y2
+	VCMPPS       $0x11, expNegBig<>+0(SB), Y4, Y4
+	VANDNPS      Y6, Y4, Y6
+	VMOVUPS      expInf<>+0(SB), Y4
+	VBLENDVPS    Y2, Y4, Y6, Y6
+	VMOVUPS      expShift<>+0(SB), Y2
+	VFMADD231PS  expLog2e<>+0(SB), Y3, Y2
+	VSUBPS       expShift<>+0(SB), Y2, Y2
 	VMOVAPS      Y3, Y3
-	VFNMADD231PS expLn2Hi<>+0(SB), Y4, Y3
-	VFNMADD231PS expLn2Lo<>+0(SB), Y4, Y3
-	VMULPS       Y3, Y3, Y6
-	VMOVUPS      expC4<>+0(SB), Y7
-	VFMADD231PS  expC5<>+0(SB), Y3, Y7
-	VMOVUPS      expC2<>+0(SB), Y8
-	VFMADD231PS  expC3<>+0(SB), Y3, Y8
-	VFMADD231PS  Y7, Y6, Y8
-	VMOVUPS      expOne<>+0(SB), Y7
-	VFMADD231PS  expC1<>+0(SB), Y3, Y7
-	VFMADD231PS  Y8, Y6, Y7
+	VFNMADD231PS expLn2Hi<>+0(SB), Y2, Y3
+	VFNMADD231PS expLn2Lo<>+0(SB), Y2, Y3
+	VMULPS       Y3, Y3, Y4
+	VMOVUPS      expC4<>+0(SB), Y5
+	VFMADD231PS  expC5<>+0(SB), Y3, Y5
+	VMOVUPS      expC2<>+0(SB), Y7
+	VFMADD231PS  expC3<>+0(SB), Y3, Y7
+	VFMADD231PS  Y5, Y4, Y7
+	VMOVUPS      expOne<>+0(SB), Y5
+	VFMADD231PS  expC1<>+0(SB), Y3, Y5
+	VFMADD231PS  Y7, Y4, Y5
+	VCMPPS       $0x11, expMinN<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, expMaxN<>+0(SB), Y2, Y4
+	VANDPS       expShiftN<>+0(SB), Y3, Y3
+	VANDPS       expNegShiftN<>+0(SB), Y4, Y4
+	VORPS        Y4, Y3, Y3
+	VADDPS       Y3, Y2, Y4
+	VCVTPS2DQ    Y4, Y4
+	VPADDD       expBias<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y4, Y5, Y5
+	VXORPS       Y4, Y4, Y4
+	VSUBPS       Y3, Y4, Y4
 	VCVTPS2DQ    Y4, Y3
 	VPADDD       expBias<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y3, Y7, Y3
-	VCMPPS       $0x1d, expMinN<>+0(SB), Y4, Y6
-	VCMPPS       $0x12, expMaxN<>+0(SB), Y4, Y4
-	VANDPS       Y4, Y6, Y6
-	VANDPS       Y6, Y5, Y5
-	VMOVMSKPS    Y5, SI
-	CMPL         SI, $0x000000ff
-	JNE          exit
-	VADDPS       expOne<>+0(SB), Y2, Y2
-	VDIVPS       Y2, Y0, Y0
-	VADDPS       expOne<>+0(SB), Y3, Y3
-	VDIVPS       Y3, Y1, Y1
+	VMULPS       Y3, Y5, Y5
+	VCMPPS       $0x1e, expBig<>+0(SB), Y2, Y3
+	VCMPPS       $0x11, expNegBig<>+0(SB), Y2, Y2
+	VANDNPS      Y5, Y2, Y5
+	VMOVUPS      expInf<>+0(SB), Y2
+	VBLENDVPS    Y3, Y2, Y5, Y5
+	VADDPS       expOne<>+0(SB), Y6, Y6
+	VDIVPS       Y6, Y0, Y0
+	VADDPS       expOne<>+0(SB), Y5, Y5
+	VDIVPS       Y5, Y1, Y1
 	VMOVUPS      Y0, (DX)
 	VMOVUPS      Y1, 32(DX)
 	ADDQ         $0x00000040, CX
 	ADDQ         $0x00000040, DX
-	INCQ         BX
-	JMP          loop
+	DECQ         AX
+	JNZ          loop
 
-exit:
-	MOVQ BX, ret+24(FP)
+done:
 	VZEROUPPER
 	RET
 
-// func softmaxExpAVX2(ng int, row *float32, maxv float32, sum float64) (float64, int)
+// func softmaxExpAVX2(ng int, row *float32, maxv float32) float64
 // Requires: AVX, AVX2, FMA3, SSE, SSE2
-TEXT ·softmaxExpAVX2(SB), NOSPLIT, $0-48
+TEXT ·softmaxExpAVX2(SB), NOSPLIT, $0-32
 	MOVQ         ng+0(FP), AX
 	MOVQ         row+8(FP), CX
 	MOVSS        maxv+16(FP), X0
 	VBROADCASTSS X0, Y0
-	MOVSD        sum+24(FP), X1
-	XORQ         DX, DX
+	VXORPD       X1, X1, X1
+	TESTQ        AX, AX
+	JZ           done
 
 loop:
-	CMPQ         DX, AX
-	JGE          exit
 	VMOVUPS      (CX), Y2
 	VMOVUPS      32(CX), Y3
 	VSUBPS       Y0, Y2, Y2
@@ -2339,42 +2380,66 @@ loop:
 	VMOVUPS      expOne<>+0(SB), Y6
 	VFMADD231PS  expC1<>+0(SB), Y2, Y6
 	VFMADD231PS  Y7, Y5, Y6
-	VCVTPS2DQ    Y4, Y2
+	VCMPPS       $0x11, expMinN<>+0(SB), Y4, Y2
+	VCMPPS       $0x1e, expMaxN<>+0(SB), Y4, Y5
+	VANDPS       expShiftN<>+0(SB), Y2, Y2
+	VANDPS       expNegShiftN<>+0(SB), Y5, Y5
+	VORPS        Y5, Y2, Y2
+	VADDPS       Y2, Y4, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       expBias<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y5, Y6, Y6
+	VXORPS       Y5, Y5, Y5
+	VSUBPS       Y2, Y5, Y5
+	VCVTPS2DQ    Y5, Y2
 	VPADDD       expBias<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y2, Y6, Y2
-	VCMPPS       $0x1d, expMinN<>+0(SB), Y4, Y5
-	VCMPPS       $0x12, expMaxN<>+0(SB), Y4, Y4
-	VANDPS       Y4, Y5, Y5
-	VMOVUPS      expShift<>+0(SB), Y4
-	VFMADD231PS  expLog2e<>+0(SB), Y3, Y4
-	VSUBPS       expShift<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y6, Y6
+	VCMPPS       $0x1e, expBig<>+0(SB), Y4, Y2
+	VCMPPS       $0x11, expNegBig<>+0(SB), Y4, Y4
+	VANDNPS      Y6, Y4, Y6
+	VMOVUPS      expInf<>+0(SB), Y4
+	VBLENDVPS    Y2, Y4, Y6, Y6
+	VMOVUPS      expShift<>+0(SB), Y2
+	VFMADD231PS  expLog2e<>+0(SB), Y3, Y2
+	VSUBPS       expShift<>+0(SB), Y2, Y2
 	VMOVAPS      Y3, Y3
-	VFNMADD231PS expLn2Hi<>+0(SB), Y4, Y3
-	VFNMADD231PS expLn2Lo<>+0(SB), Y4, Y3
-	VMULPS       Y3, Y3, Y6
-	VMOVUPS      expC4<>+0(SB), Y7
-	VFMADD231PS  expC5<>+0(SB), Y3, Y7
-	VMOVUPS      expC2<>+0(SB), Y8
-	VFMADD231PS  expC3<>+0(SB), Y3, Y8
-	VFMADD231PS  Y7, Y6, Y8
-	VMOVUPS      expOne<>+0(SB), Y7
-	VFMADD231PS  expC1<>+0(SB), Y3, Y7
-	VFMADD231PS  Y8, Y6, Y7
+	VFNMADD231PS expLn2Hi<>+0(SB), Y2, Y3
+	VFNMADD231PS expLn2Lo<>+0(SB), Y2, Y3
+	VMULPS       Y3, Y3, Y4
+	VMOVUPS      expC4<>+0(SB), Y5
+	VFMADD231PS  expC5<>+0(SB), Y3, Y5
+	VMOVUPS      expC2<>+0(SB), Y7
+	VFMADD231PS  expC3<>+0(SB), Y3, Y7
+	VFMADD231PS  Y5, Y4, Y7
+	VMOVUPS      expOne<>+0(SB), Y5
+	VFMADD231PS  expC1<>+0(SB), Y3, Y5
+	VFMADD231PS  Y7, Y4, Y5
+	VCMPPS       $0x11, expMinN<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, expMaxN<>+0(SB), Y2, Y4
+	VANDPS       expShiftN<>+0(SB), Y3, Y3
+	VANDPS       expNegShiftN<>+0(SB), Y4, Y4
+	VORPS        Y4, Y3, Y3
+	VADDPS       Y3, Y2, Y4
+	VCVTPS2DQ    Y4, Y4
+	VPADDD       expBias<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y4, Y5, Y5
+	VXORPS       Y4, Y4, Y4
+	VSUBPS       Y3, Y4, Y4
 	VCVTPS2DQ    Y4, Y3
 	VPADDD       expBias<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y3, Y7, Y3
-	VCMPPS       $0x1d, expMinN<>+0(SB), Y4, Y6
-	VCMPPS       $0x12, expMaxN<>+0(SB), Y4, Y4
-	VANDPS       Y4, Y6, Y6
-	VANDPS       Y6, Y5, Y5
-	VMOVMSKPS    Y5, BX
-	CMPL         BX, $0x000000ff
-	JNE          exit
-	VMOVUPS      Y2, (CX)
-	VMOVUPS      Y3, 32(CX)
-	VADDPS       Y3, Y2, Y2
+	VMULPS       Y3, Y5, Y5
+	VCMPPS       $0x1e, expBig<>+0(SB), Y2, Y3
+	VCMPPS       $0x11, expNegBig<>+0(SB), Y2, Y2
+	VANDNPS      Y5, Y2, Y5
+	VMOVUPS      expInf<>+0(SB), Y2
+	VBLENDVPS    Y3, Y2, Y5, Y5
+	VMOVUPS      Y6, (CX)
+	VMOVUPS      Y5, 32(CX)
+	VADDPS       Y5, Y6, Y2
 	VEXTRACTF128 $0x01, Y2, X3
 	VADDPS       X2, X3, X3
 	VMOVHLPS     X3, X3, X2
@@ -2384,12 +2449,11 @@ loop:
 	VCVTSS2SD    X3, X3, X3
 	VADDSD       X3, X1, X1
 	ADDQ         $0x00000040, CX
-	INCQ         DX
-	JMP          loop
+	DECQ         AX
+	JNZ          loop
 
-exit:
-	MOVSD X1, ret+32(FP)
-	MOVQ  DX, ret1+40(FP)
+done:
+	MOVSD X1, ret+24(FP)
 	VZEROUPPER
 	RET
 
@@ -23203,17 +23267,16 @@ done:
 	VZEROUPPER
 	RET
 
-// func siluAVX512(ng int, x *float32, dst *float32) int
+// func siluAVX512(ng int, x *float32, dst *float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·siluAVX512(SB), NOSPLIT, $0-32
-	MOVQ ng+0(FP), AX
-	MOVQ x+8(FP), CX
-	MOVQ dst+16(FP), DX
-	XORQ BX, BX
+TEXT ·siluAVX512(SB), NOSPLIT, $0-24
+	MOVQ  ng+0(FP), AX
+	MOVQ  x+8(FP), CX
+	MOVQ  dst+16(FP), DX
+	TESTQ AX, AX
+	JZ    done
 
 loop:
-	CMPQ              BX, AX
-	JGE               exit
 	VMOVUPS           (CX), Z0
 	VXORPS            Z1, Z1, Z1
 	VSUBPS            Z0, Z1, Z1
@@ -23242,27 +23305,25 @@ loop:
 	VMOVUPS           Z0, (DX)
 	ADDQ              $0x00000040, CX
 	ADDQ              $0x00000040, DX
-	INCQ              BX
-	JMP               loop
+	DECQ              AX
+	JNZ               loop
 
-exit:
-	MOVQ BX, ret+24(FP)
+done:
 	VZEROUPPER
 	RET
 
-// func softmaxExpAVX512(ng int, row *float32, maxv float32, sum float64) (float64, int)
+// func softmaxExpAVX512(ng int, row *float32, maxv float32) float64
 // Requires: AVX, AVX512DQ, AVX512F, AVX512VL, SSE, SSE2
-TEXT ·softmaxExpAVX512(SB), NOSPLIT, $0-48
+TEXT ·softmaxExpAVX512(SB), NOSPLIT, $0-32
 	MOVQ         ng+0(FP), AX
 	MOVQ         row+8(FP), CX
 	MOVSS        maxv+16(FP), X0
 	VBROADCASTSS X0, Z0
-	MOVSD        sum+24(FP), X1
-	XORQ         DX, DX
+	VXORPD       X1, X1, X1
+	TESTQ        AX, AX
+	JZ           done
 
 loop:
-	CMPQ              DX, AX
-	JGE               exit
 	VMOVUPS           (CX), Z2
 	VSUBPS            Z0, Z2, Z2
 	VBROADCASTSS      expShift<>+0(SB), Z3
@@ -23297,12 +23358,11 @@ loop:
 	VCVTSS2SD         X2, X2, X2
 	VADDSD            X2, X1, X1
 	ADDQ              $0x00000040, CX
-	INCQ              DX
-	JMP               loop
+	DECQ              AX
+	JNZ               loop
 
-exit:
-	MOVSD X1, ret+32(FP)
-	MOVQ  DX, ret1+40(FP)
+done:
+	MOVSD X1, ret+24(FP)
 	VZEROUPPER
 	RET
 

@@ -11,14 +11,12 @@ import (
 // Kernels built on ggml's vectorised exponential (ggml_v_expf), operation
 // for operation as ops/ref's expApprox models it, so the results are
 // bit-identical to the pure-Go reference: every step is one IEEE
-// operation with one rounding. The final j·2ⁿ is VSCALEFPS on AVX-512
-// (with ggml's patch for |n| > 192). AVX2 has no VSCALEFPS, so there j is
-// multiplied by 2ⁿ built in the exponent bits, which is exact while the
-// result stays normal (−125 ≤ n ≤ 127, as j lies in [0.7, 1.5)); a group
-// with any lane outside that range ends the call, and the Go side computes
-// that group with the reference and calls again. Both kernels work in
-// groups of 16 floats (ggml's AVX-512 grouping, which decides the softmax
-// sums) and return how many groups they finished.
+// operation with one rounding. The final j·2ⁿ is VSCALEFPS on AVX-512,
+// then ggml's patch for |n| > 192. AVX2 has no VSCALEFPS; there j·2ⁿ is
+// (j·2ᵗ)·2ⁿ⁻ᵗ with t = n moved by ±100 into the normal range when the
+// result is not normal: j lies in [0.7, 1.5), so the first product is
+// exact and the second rounds once, as VSCALEFPS does. Both work in groups
+// of 16 floats, ggml's AVX-512 grouping, which decides the softmax sums.
 
 // The constants live in memory once, eight lanes wide, so that AVX2 code
 // can take them as full-width memory operands; AVX-512 code broadcasts
@@ -37,8 +35,10 @@ var (
 	cExpBig    = constF32("expBig", 192)
 	cExpNegBig = constF32("expNegBig", -192)
 	cExpInf    = constF32("expInf", float32(math.Inf(1)))
-	cExpMinN   = constF32("expMinN", -125)
-	cExpMaxN   = constF32("expMaxN", 127)
+	cExpMinN   = constF32("expMinN", -125) // below: j·2ⁿ is not normal
+	cExpMaxN   = constF32("expMaxN", 127)  // above: j·2ⁿ may overflow
+	cExpShiftN = constF32("expShiftN", 100)
+	cExpNegN   = constF32("expNegShiftN", -100)
 	cExpBias   = constVec("expBias", 127) // int32 exponent bias
 )
 
@@ -54,9 +54,8 @@ func constVec(name string, bits uint32) Mem {
 	return m
 }
 
-// expYMM returns exp(x) for the eight lanes of x and a mask of the lanes
-// whose result is exact by the AVX2 method (see above).
-func expYMM(x VecVirtual) (res, ok VecVirtual) {
+// expYMM returns exp(x) for the eight lanes of x (see above).
+func expYMM(x VecVirtual) VecVirtual {
 	z := YMM()
 	VMOVUPS(cExpShift, z)
 	VFMADD231PS(cExpLog2e, x, z) // x·log2e + shift
@@ -67,17 +66,40 @@ func expYMM(x VecVirtual) (res, ok VecVirtual) {
 	VFNMADD231PS(cExpLn2Hi, n, b)
 	VFNMADD231PS(cExpLn2Lo, n, b)
 	j := expPoly(b, YMM)
-	pow := YMM()
-	VCVTPS2DQ(n, pow) // n is integral: exact
-	VPADDD(cExpBias, pow, pow)
-	VPSLLD(U8(23), pow, pow) // 2ⁿ
-	res = YMM()
-	VMULPS(pow, j, res)
-	ok, hi := YMM(), YMM()
-	VCMPPS(U8(0x1d), cExpMinN, n, ok) // n ≥ −125 (false for NaN)
-	VCMPPS(U8(0x12), cExpMaxN, n, hi) // n ≤ 127
-	VANDPS(hi, ok, ok)
-	return res, ok
+	// adj = +100 where n < −125, −100 where n > 127, else 0.
+	lo, hi := YMM(), YMM()
+	VCMPPS(U8(0x11), cExpMinN, n, lo) // n < −125
+	VCMPPS(U8(0x1e), cExpMaxN, n, hi) // n > 127
+	VANDPS(cExpShiftN, lo, lo)
+	VANDPS(cExpNegN, hi, hi)
+	adj := lo
+	VORPS(hi, lo, adj)
+	t := YMM()
+	VADDPS(adj, n, t) // exact: small integers
+	res := YMM()
+	VMULPS(pow2(t), j, res) // exact
+	negAdj := hi
+	VXORPS(negAdj, negAdj, negAdj)
+	VSUBPS(adj, negAdj, negAdj)
+	VMULPS(pow2(negAdj), res, res) // the one rounding
+	// ggml: +Inf above n = 192, 0 below −192 (NaN compares false: stays).
+	over, under := YMM(), YMM()
+	VCMPPS(U8(0x1e), cExpBig, n, over)
+	VCMPPS(U8(0x11), cExpNegBig, n, under)
+	VANDNPS(res, under, res)
+	inf := YMM()
+	VMOVUPS(cExpInf, inf)
+	VBLENDVPS(over, inf, res, res)
+	return res
+}
+
+// pow2 returns 2ᵏ for integral float lanes k in the normal exponent range.
+func pow2(k VecVirtual) VecVirtual {
+	p := YMM()
+	VCVTPS2DQ(k, p)
+	VPADDD(cExpBias, p, p)
+	VPSLLD(U8(23), p, p)
+	return p
 }
 
 // expPoly returns j = (c5·b + c4)·u² … as ggml evaluates it, u = b².
@@ -137,20 +159,12 @@ func expZMM(x VecVirtual) VecVirtual {
 }
 
 // expGroup computes exp of one group of 16 floats, given as the registers
-// of one variant, and jumps to exit (leaving memory untouched) if the
-// AVX2 method cannot give the reference's bits for a lane.
-func expGroup(v variant, xs []VecVirtual, exit string) []VecVirtual {
+// of one variant.
+func expGroup(v variant, xs []VecVirtual) []VecVirtual {
 	if v.vnni {
 		return []VecVirtual{expZMM(xs[0])}
 	}
-	e0, ok0 := expYMM(xs[0])
-	e1, ok1 := expYMM(xs[1])
-	VANDPS(ok1, ok0, ok0)
-	m := GP32()
-	VMOVMSKPS(ok0, m)
-	CMPL(m, U32(0xff))
-	JNE(LabelRef(exit))
-	return []VecVirtual{e0, e1}
+	return []VecVirtual{expYMM(xs[0]), expYMM(xs[1])}
 }
 
 // loadGroup loads 16 floats at p into one zmm or two ymm.
@@ -172,36 +186,21 @@ func storeGroup(xs []VecVirtual, p Register) {
 	}
 }
 
-// groupLoop emits `for done < ng { body(); done++ }` with an exit label
-// the body may jump to, and returns done in the named result.
-func groupLoop(ng Register, body func(exit string)) Register {
-	done := GP64()
-	XORQ(done, done)
-	Label("loop")
-	CMPQ(done, ng)
-	JGE(LabelRef("exit"))
-	body("exit")
-	INCQ(done)
-	JMP(LabelRef("loop"))
-	Label("exit")
-	return done
-}
-
 func genExpKernels(v variant, reg *registry) {
 	reg.elem(v, genSiLU(v), genSoftmaxExp(v))
 }
 
-// genSiLU emits silu(ng int, x, dst *float32) int: dst = x/(1+exp(0−x))
-// as ggml_v_silu, for up to ng groups of 16; it returns the groups done.
+// genSiLU emits silu(ng int, x, dst *float32): dst = x/(1+exp(0−x)) as
+// ggml_v_silu, for ng groups of 16.
 func genSiLU(v variant) string {
 	name := fname("silu", v)
-	TEXT(name, NOSPLIT, "func(ng int, x *float32, dst *float32) int")
-	Doc(name+" sets dst[i] = x[i]/(1+exp(−x[i])) for up to ng groups of 16 floats,",
-		"bit-identical to ops/ref.SiLU on whole groups, and returns how many it did.")
+	TEXT(name, NOSPLIT, "func(ng int, x *float32, dst *float32)")
+	Doc(name+" sets dst[i] = x[i]/(1+exp(−x[i])) for ng groups of 16 floats,",
+		"bit-identical to ops/ref.SiLU on whole groups.")
 	ng := Load(Param("ng"), GP64())
 	x := Load(Param("x"), GP64())
 	dst := Load(Param("dst"), GP64())
-	done := groupLoop(ng, func(exit string) {
+	loopBlocks(ng, func() {
 		xs := loadGroup(v, x)
 		negs := make([]VecVirtual, len(xs))
 		for i, xv := range xs {
@@ -209,7 +208,7 @@ func genSiLU(v variant) string {
 			VXORPS(negs[i], negs[i], negs[i])
 			VSUBPS(xv, negs[i], negs[i]) // 0 − x, as ggml
 		}
-		es := expGroup(v, negs, exit)
+		es := expGroup(v, negs)
 		for i, e := range es {
 			if v.vnni {
 				VADDPS_BCST(cExpOne, e, e)
@@ -222,21 +221,20 @@ func genSiLU(v variant) string {
 		ADDQ(U32(64), x)
 		ADDQ(U32(64), dst)
 	})
-	Store(done, ReturnIndex(0))
 	VZEROUPPER()
 	RET()
 	return name
 }
 
-// genSoftmaxExp emits softmaxExp(ng int, row *float32, maxv float32, sum
-// float64) (float64, int): row[i] = exp(row[i] − maxv) for up to ng groups
-// of 16, adding each group's float32 sum (folded 8, 4, 2, 1 as
-// _mm512_reduce_add_ps) to sum in float64, as ops/ref does.
+// genSoftmaxExp emits softmaxExp(ng int, row *float32, maxv float32)
+// float64: row[i] = exp(row[i] − maxv) for ng groups of 16, returning the
+// float64 sum of the groups' float32 sums (each folded 8, 4, 2, 1 as
+// _mm512_reduce_add_ps), as ops/ref does.
 func genSoftmaxExp(v variant) string {
 	name := fname("softmaxExp", v)
-	TEXT(name, NOSPLIT, "func(ng int, row *float32, maxv float32, sum float64) (float64, int)")
-	Doc(name+" replaces up to ng groups of 16 floats x at row with exp(x − maxv), adds",
-		"each group's sum to sum as ops/ref does, and returns it and the groups done.")
+	TEXT(name, NOSPLIT, "func(ng int, row *float32, maxv float32) float64")
+	Doc(name+" replaces ng groups of 16 floats x at row with exp(x − maxv) and returns",
+		"the float64 sum of the groups' float32 sums, as ops/ref does.")
 	ng := Load(Param("ng"), GP64())
 	row := Load(Param("row"), GP64())
 	var m VecVirtual
@@ -246,13 +244,14 @@ func genSoftmaxExp(v variant) string {
 		m = YMM()
 	}
 	VBROADCASTSS(Load(Param("maxv"), XMM()), m)
-	sum := Load(Param("sum"), XMM())
-	done := groupLoop(ng, func(exit string) {
+	sum := XMM()
+	VXORPD(sum, sum, sum)
+	loopBlocks(ng, func() {
 		xs := loadGroup(v, row)
 		for _, xv := range xs {
 			VSUBPS(m, xv, xv)
 		}
-		es := expGroup(v, xs, exit)
+		es := expGroup(v, xs)
 		storeGroup(es, row)
 		var s VecVirtual
 		if v.vnni {
@@ -267,7 +266,6 @@ func genSoftmaxExp(v variant) string {
 		ADDQ(U32(64), row)
 	})
 	Store(sum, ReturnIndex(0))
-	Store(done, ReturnIndex(1))
 	VZEROUPPER()
 	RET()
 	return name
