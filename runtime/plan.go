@@ -2,11 +2,12 @@ package runtime
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/weft-ml/weft/internal/hugepage"
+	"hash/fnv"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/weft-ml/weft/backends/cpu"
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
+	"github.com/weft-ml/weft/internal/hugepage"
 	"github.com/weft-ml/weft/model"
 	"github.com/weft-ml/weft/passes"
 )
@@ -22,7 +24,7 @@ import (
 // PlanFormat and PlanVersion identify plan files this build can read.
 const (
 	PlanFormat  = "weft-plan"
-	PlanVersion = 1
+	PlanVersion = 2 // 2: the repacked side file is fingerprinted
 )
 
 // Plan is a compiled model: the graph, its parameters and a reference to
@@ -38,8 +40,10 @@ type Plan struct {
 	Lowered int            `json:"lowered_nodes,omitempty"` // node count before the passes
 
 	// PackedFile names the side file (beside the plan) holding weights
-	// repacked at compile time; Packed holds its bytes.
+	// repacked at compile time, PackedSum fingerprints it (see
+	// packedSum); Packed holds its bytes.
 	PackedFile string `json:"packed_file,omitempty"`
+	PackedSum  string `json:"packed_sum,omitempty"`
 	Packed     []byte `json:"-"`
 
 	unmapPacked func() error // set when Packed is a mapping of its own
@@ -172,7 +176,7 @@ func (o CompileOptions) resolve(p model.Params) (RunParams, error) {
 // WritePlan writes p to path atomically (temp file, then rename).
 func WritePlan(path string, p *Plan) error {
 	if len(p.Packed) > 0 {
-		p.PackedFile = filepath.Base(path) + ".packed"
+		p.PackedFile, p.PackedSum = filepath.Base(path)+".packed", packedSum(p.Packed)
 		if err := writeAtomic(filepath.Join(filepath.Dir(path), p.PackedFile), p.Packed); err != nil {
 			return err
 		}
@@ -219,11 +223,34 @@ func ReadPlan(path string) (*Plan, error) {
 		return nil, fmt.Errorf("%s: invalid graph: %w", path, err)
 	}
 	if p.PackedFile != "" {
-		if p.Packed, p.unmapPacked, err = mapReadOnly(filepath.Join(filepath.Dir(path), filepath.Base(p.PackedFile))); err != nil {
+		side := filepath.Join(filepath.Dir(path), filepath.Base(p.PackedFile))
+		if p.Packed, p.unmapPacked, err = mapReadOnly(side); err != nil {
 			return nil, fmt.Errorf("%s: repacked weights: %w", path, err)
+		}
+		if sum := packedSum(p.Packed); sum != p.PackedSum {
+			p.closePacked()
+			return nil, fmt.Errorf("%s: repacked weights %s do not belong to this plan (fingerprint %s, plan expects %s): recompile with graphc compile", path, side, sum, p.PackedSum)
 		}
 	}
 	return &p, nil
+}
+
+// packedSum fingerprints repacked weights cheaply enough for every load:
+// FNV-1a over the length and 256 bytes at every MiB boundary and at the
+// end. It catches a side file from another compile (other weights, other
+// layouts or sizes) without reading 600 MB; it is not a guard against
+// deliberate tampering.
+func packedSum(b []byte) string {
+	const stride, sample = 1 << 20, 256
+	h := fnv.New64a()
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
+	h.Write(n[:])
+	for off := 0; off < len(b); off += stride {
+		h.Write(b[off:min(off+sample, len(b))])
+	}
+	h.Write(b[max(0, len(b)-sample):])
+	return fmt.Sprintf("fnv64a:%016x", h.Sum64())
 }
 
 // allocPacked provides the memory for repacked weights compiled to run

@@ -1,0 +1,75 @@
+package runtime
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/model/synth"
+)
+
+// synthQ4 writes a tiny random Q4_0 llama model (whose weights the CPU
+// backend repacks) with the given seed and returns its path.
+func synthQ4(t *testing.T, dir string, seed uint64) string {
+	t.Helper()
+	vocab, err := gguf.Open(stories(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vocab.Close()
+	ft, err := synth.ParseFileType("q4_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shape := synth.Shape{Dim: 64, FFN: 128, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 512, Ctx: 256} // stories260K's vocabulary
+	path := filepath.Join(dir, "q4.gguf")
+	if err := synth.WriteFile(path, synth.Options{Shape: shape, Type: ft, Seed: seed, Vocab: vocab}); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestPackedSideFileIsChecked compiles a model whose weights are repacked
+// into the plan's side file, then checks that loading refuses a damaged
+// side file and one from another compile of the same size.
+func TestPackedSideFileIsChecked(t *testing.T) {
+	dir := t.TempDir()
+	compile := func(seed uint64, plan string) {
+		p, err := Compile(synthQ4(t, dir, seed), CompileOptions{Ctx: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := WritePlan(filepath.Join(dir, plan), p); err != nil {
+			t.Fatal(err)
+		}
+		if p.PackedFile == "" {
+			t.Fatal("no weights were repacked: the test needs a side file")
+		}
+	}
+	compile(2, "other.plan")
+	compile(1, "m.plan")
+	plan, side := filepath.Join(dir, "m.plan"), filepath.Join(dir, "m.plan.packed")
+	m, err := Open(plan, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	good, err := os.ReadFile(side)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := os.ReadFile(filepath.Join(dir, "other.plan.packed"))
+	if len(other) != len(good) {
+		t.Fatalf("side files differ in size (%d, %d): the swap case needs equal sizes", len(other), len(good))
+	}
+	damaged := append([]byte(nil), good...)
+	damaged[100] ^= 0x10 // inside a sampled region (see packedSum)
+	for name, data := range map[string][]byte{"damaged": damaged, "from another compile": other, "truncated": good[:len(good)-64]} {
+		os.WriteFile(side, data, 0o644)
+		if _, err := Open(plan, Options{}); err == nil || !strings.Contains(err.Error(), "do not belong") {
+			t.Errorf("%s side file accepted: %v", name, err)
+		}
+	}
+}
