@@ -24,7 +24,7 @@ func main() {
 	flag.IntVar(&c.p, "p", 512, "prompt tokens")
 	flag.IntVar(&c.n, "n", 128, "generated tokens")
 	flag.IntVar(&c.r, "r", 2, "repetitions per round")
-	flag.IntVar(&c.rounds, "rounds", 3, "rounds, each running weft then llama.cpp")
+	flag.IntVar(&c.rounds, "rounds", 5, "rounds, each running weft and llama.cpp once")
 	flag.IntVar(&c.threads, "threads", 2, "threads")
 	flag.Float64Var(&c.bandwidth, "bandwidth", 47, "memory bandwidth in GB/s for the decode floor (ANCHORS.md: 44-50 on the 2-core machine)")
 	flag.Parse()

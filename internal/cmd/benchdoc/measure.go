@@ -28,6 +28,8 @@ type row struct {
 	bytes          int64
 	weftPP, weftTG stat
 	peerPP, peerTG stat // llama.cpp; no runs when not run
+	ppRatio        stat // per-round weft/llama.cpp ratios
+	tgRatio        stat
 	bandwidth      stat // memory read GB/s, measured in each round
 	env            env
 }
@@ -42,38 +44,63 @@ func ensureModel(c config, path, typ string) error {
 	return cmd.Run()
 }
 
-// measure runs weft and llama.cpp on one model in alternating rounds, so
-// that both see the same drift of this shared machine's memory bandwidth,
-// and summarises each side's runs over all rounds.
+// measure runs weft and llama.cpp on one model in rounds, each side once
+// per round and in alternating order, so that both see the same drift of
+// this shared machine's memory bandwidth. It summarises each side's runs
+// over all rounds, and the ratios as medians of each round's paired
+// ratio (weft's median over llama.cpp's), which cancels slow drift.
 func measure(c config, path, typ string) (row, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return row{}, err
 	}
 	r := row{typ: typ, bytes: st.Size()}
-	var weftPP, weftTG, peerPP, peerTG, bw []float64
+	var weftPP, weftTG, peerPP, peerTG, bw, ppRatios, tgRatios []float64
 	for round := 1; round <= c.rounds; round++ {
-		fmt.Fprintf(os.Stderr, "round %d/%d, weft: %s\n", round, c.rounds, filepath.Base(path))
-		pp, tg, b, e, err := measureWeft(c, path)
-		if err != nil {
-			return r, err
+		var w, p sample
+		weft := func() error {
+			fmt.Fprintf(os.Stderr, "round %d/%d, weft: %s\n", round, c.rounds, filepath.Base(path))
+			var err error
+			w, r.env, err = measureWeft(c, path)
+			return err
 		}
-		weftPP, weftTG, bw, r.env = append(weftPP, pp...), append(weftTG, tg...), append(bw, b...), e
-		if c.llamaBench == "" {
-			continue
+		peer := func() error {
+			if c.llamaBench == "" {
+				return nil
+			}
+			fmt.Fprintf(os.Stderr, "round %d/%d, llama.cpp: %s\n", round, c.rounds, filepath.Base(path))
+			var err error
+			p, err = measurePeer(c, path)
+			return err
 		}
-		fmt.Fprintf(os.Stderr, "round %d/%d, llama.cpp: %s\n", round, c.rounds, filepath.Base(path))
-		pp, tg, err = measurePeer(c, path)
-		if err != nil {
-			return r, err
+		order := []func() error{weft, peer}
+		if round%2 == 0 {
+			order[0], order[1] = peer, weft
 		}
-		peerPP, peerTG = append(peerPP, pp...), append(peerTG, tg...)
+		for _, f := range order {
+			if err := f(); err != nil {
+				return r, err
+			}
+		}
+		weftPP, weftTG, bw = append(weftPP, w.pp...), append(weftTG, w.tg...), append(bw, w.bw...)
+		peerPP, peerTG = append(peerPP, p.pp...), append(peerTG, p.tg...)
+		if len(p.pp) > 0 && len(p.tg) > 0 {
+			ppRatios = append(ppRatios, median(w.pp)/median(p.pp))
+			tgRatios = append(tgRatios, median(w.tg)/median(p.tg))
+		}
 	}
 	r.weftPP, r.weftTG = summarize(weftPP), summarize(weftTG)
 	r.peerPP, r.peerTG = summarize(peerPP), summarize(peerTG)
+	r.ppRatio, r.tgRatio = summarize(ppRatios), summarize(tgRatios)
 	r.bandwidth = summarize(bw)
 	return r, nil
 }
+
+// sample is one bench call's runs: prefill and decode tokens/s and, for
+// weft, the memory read bandwidth in GB/s.
+type sample struct{ pp, tg, bw []float64 }
+
+func median(runs []float64) float64 { return runtime.SummarizeRuns(runs).Median }
 
 func summarize(runs []float64) stat {
 	if len(runs) == 0 {
@@ -84,7 +111,7 @@ func summarize(runs []float64) stat {
 
 // measureWeft returns one graphrun bench call's prefill, decode and
 // memory-bandwidth runs.
-func measureWeft(c config, path string) (pp, tg, bw []float64, e env, err error) {
+func measureWeft(c config, path string) (s sample, e env, err error) {
 	var rep struct {
 		Prefill   stat `json:"prefill_tok_s"`
 		Decode    stat `json:"decode_tok_s"`
@@ -93,14 +120,14 @@ func measureWeft(c config, path string) (pp, tg, bw []float64, e env, err error)
 	}
 	args := []string{"bench", path, "-p", itoa(c.p), "-n", itoa(c.n), "-r", itoa(c.r), "--threads", itoa(c.threads), "--bandwidth", "--json"}
 	if err := runJSON(filepath.Join(c.bin, "graphrun"), args, &rep); err != nil {
-		return nil, nil, nil, e, err
+		return s, e, err
 	}
-	return rep.Prefill.Runs, rep.Decode.Runs, rep.Bandwidth.Runs, rep.Env, nil
+	return sample{rep.Prefill.Runs, rep.Decode.Runs, rep.Bandwidth.Runs}, rep.Env, nil
 }
 
 // measurePeer returns one llama-bench call's prefill and decode runs in
 // tokens/s (from its per-run nanoseconds).
-func measurePeer(c config, path string) (pp, tg []float64, err error) {
+func measurePeer(c config, path string) (s sample, err error) {
 	var peer []struct {
 		NPrompt int       `json:"n_prompt"`
 		NGen    int       `json:"n_gen"`
@@ -108,18 +135,18 @@ func measurePeer(c config, path string) (pp, tg []float64, err error) {
 	}
 	args := []string{"-m", path, "-t", itoa(c.threads), "-p", itoa(c.p), "-n", itoa(c.n), "-r", itoa(c.r), "-o", "json"}
 	if err := runJSON(c.llamaBench, args, &peer); err != nil {
-		return nil, nil, err
+		return s, err
 	}
 	for _, p := range peer {
 		for _, ns := range p.Samples {
 			if p.NPrompt > 0 {
-				pp = append(pp, float64(p.NPrompt)/ns*1e9)
+				s.pp = append(s.pp, float64(p.NPrompt)/ns*1e9)
 			} else {
-				tg = append(tg, float64(p.NGen)/ns*1e9)
+				s.tg = append(s.tg, float64(p.NGen)/ns*1e9)
 			}
 		}
 	}
-	return pp, tg, nil
+	return s, nil
 }
 
 func runJSON(bin string, args []string, v any) error {
