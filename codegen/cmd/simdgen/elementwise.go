@@ -27,7 +27,7 @@ func genBinaryKernels(v variant, reg *registry) {
 func genBinary(v variant, base string, lanes int, op func(a, b, d VecVirtual)) string {
 	name := fname(base, v)
 	TEXT(name, NOSPLIT, "func(nc int, dst *float32, a *float32, b *float32)")
-	Doc(name+fmt.Sprintf(" applies its operation to nc chunks of %d floats: dst = a op b.", lanes))
+	Doc(name + fmt.Sprintf(" applies its operation to nc chunks of %d floats: dst = a op b.", lanes))
 	nc := Load(Param("nc"), GP64())
 	dst := Load(Param("dst"), GP64())
 	a := Load(Param("a"), GP64())
