@@ -49,3 +49,21 @@ func dropPages(b []byte) {
 	}
 	_ = unix.Madvise(b[lo-start:hi-start], unix.MADV_DONTNEED)
 }
+
+// mapNewFile creates (or replaces) path with size zero bytes and maps it
+// read-write, so data written to the mapping lands in the file.
+func mapNewFile(path string, size int) ([]byte, func() error, error) {
+	fh, err := os.Create(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer fh.Close() // the mapping outlives the descriptor
+	if err := fh.Truncate(int64(size)); err != nil || size == 0 {
+		return []byte{}, func() error { return nil }, err
+	}
+	data, err := unix.Mmap(int(fh.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, nil, err
+	}
+	return data, func() error { return unix.Munmap(data) }, nil
+}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"github.com/weft-ml/weft/internal/hugepage"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,7 +58,7 @@ func loadPlan(path string, o Options) (*Plan, string, error) {
 	}
 	if strings.HasSuffix(strings.ToLower(path), ".gguf") {
 		co := o.Compile
-		co.runHere = true
+		co.packedMem = hugepage.Alloc
 		p, err := Compile(path, co)
 		return p, path, err
 	}
@@ -114,6 +115,10 @@ func (m *Model) Close() error {
 	}
 	return err
 }
+
+// Close releases the memory or mapping of a plan's repacked weights (a
+// Model's plan is closed with the Model).
+func (p *Plan) Close() error { return p.closePacked() }
 
 // closePacked unmaps the repacked weights if they were mapped.
 func (p *Plan) closePacked() error {

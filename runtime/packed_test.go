@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,6 +46,7 @@ func TestPackedSideFileIsChecked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer p.Close()
 		if err := WritePlan(filepath.Join(dir, plan), p); err != nil {
 			t.Fatal(err)
 		}
@@ -74,6 +76,62 @@ func TestPackedSideFileIsChecked(t *testing.T) {
 		os.WriteFile(side, data, 0o644)
 		if _, err := Open(plan, Options{}); err == nil || !strings.Contains(err.Error(), "do not belong") {
 			t.Errorf("%s side file accepted: %v", name, err)
+		}
+	}
+}
+
+// TestCompileToMatchesInMemory checks that CompileTo, which repacks into
+// the mapped side file, writes the same side file as Compile+WritePlan,
+// leaves no temporary file, and runs to the same logits as the GGUF.
+func TestCompileToMatchesInMemory(t *testing.T) {
+	if !simd.HasPackedKernels(gguf.TypeQ4_0) {
+		t.Skip("this build (" + simd.Variant() + ") has no packed kernels, so nothing is repacked")
+	}
+	dir := t.TempDir()
+	model := synthQ4(t, dir, 7)
+	p, err := CompileTo(model, filepath.Join(dir, "to.plan"), CompileOptions{Ctx: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	q, err := Compile(model, CompileOptions{Ctx: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	if err := WritePlan(filepath.Join(dir, "mem.plan"), q); err != nil {
+		t.Fatal(err)
+	}
+	to, _ := os.ReadFile(filepath.Join(dir, "to.plan.packed"))
+	mem, _ := os.ReadFile(filepath.Join(dir, "mem.plan.packed"))
+	if len(to) == 0 || string(to) != string(mem) {
+		t.Fatalf("side files differ: %d and %d bytes", len(to), len(mem))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "to.plan.packed.tmp")); !os.IsNotExist(err) {
+		t.Fatalf("temporary side file left behind: %v", err)
+	}
+	logits := func(path string) []float32 {
+		m, err := Open(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		s, err := m.NewSession(SessionOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := s.Eval([]int32{1, 42, 7}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append([]float32(nil), out...)
+	}
+	want, got := logits(model), logits(filepath.Join(dir, "to.plan"))
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("logit %d: plan %g, gguf %g", i, got[i], want[i])
 		}
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/weft-ml/weft/backends/cpu"
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
-	"github.com/weft-ml/weft/internal/hugepage"
 	"github.com/weft-ml/weft/model"
 	"github.com/weft-ml/weft/passes"
 )
@@ -102,9 +101,11 @@ type CompileOptions struct {
 	DumpAfter []string // pass names, or "all": call Dump after them
 	Dump      func(pass string, g *graph.Graph) error
 
-	// runHere is set by Open: the plan runs in this process rather than
-	// being saved, so its repacked weights go straight to huge pages.
-	runHere bool
+	// packedMem, when set, provides the memory for the repacked weights
+	// and the function that releases it: huge pages when the plan runs
+	// here (Open), the side file's mapping when it is saved (CompileTo).
+	// nil: the Go heap.
+	packedMem func(size int) ([]byte, func() error, error)
 }
 
 // Compile lowers the GGUF model at path into a plan.
@@ -141,8 +142,8 @@ func Compile(path string, o CompileOptions) (*Plan, error) {
 // optimise runs the selected passes for the CPU backend.
 func (p *Plan) optimise(f *gguf.File, o CompileOptions) error {
 	cfg := passes.Config{Backends: []backends.Backend{cpu.Backend{}}, Tokens: p.Run.Batch, Weights: releasingFile{f}, Packed: &p.Packed}
-	if o.runHere {
-		cfg.Alloc = p.allocPacked
+	if o.packedMem != nil {
+		cfg.Alloc = func(size int) ([]byte, error) { return p.adoptPacked(o.packedMem(size)) }
 	}
 	list, err := passes.Select(cfg, o.Passes, o.Disable, o.O0)
 	if err != nil {
@@ -181,6 +182,11 @@ func WritePlan(path string, p *Plan) error {
 			return err
 		}
 	}
+	return writePlanJSON(path, p)
+}
+
+// writePlanJSON writes the plan file itself, atomically.
+func writePlanJSON(path string, p *Plan) error {
 	data, err := json.MarshalIndent(p, "", " ")
 	if err != nil {
 		return err
@@ -253,10 +259,9 @@ func packedSum(b []byte) string {
 	return fmt.Sprintf("fnv64a:%016x", h.Sum64())
 }
 
-// allocPacked provides the memory for repacked weights compiled to run
-// here: huge pages (see internal/hugepage), freed with the plan.
-func (p *Plan) allocPacked(size int) ([]byte, error) {
-	buf, free, err := hugepage.Alloc(size)
+// adoptPacked takes memory for the repacked weights and the function that
+// releases it, which closePacked calls.
+func (p *Plan) adoptPacked(buf []byte, free func() error, err error) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -269,4 +274,38 @@ func (p *Plan) allocPacked(size int) ([]byte, error) {
 		return err
 	}
 	return buf, nil
+}
+
+// CompileTo compiles the model at in and writes the plan to out, with the
+// repacked weights written straight into the mapped side file rather than
+// built in memory and copied: for a 1.1B model that is 600 MB less to
+// allocate, touch and copy. The returned plan's Packed maps the side file.
+func CompileTo(in, out string, o CompileOptions) (*Plan, error) {
+	side := out + ".packed"
+	tmp := side + ".tmp"
+	o.packedMem = func(size int) ([]byte, func() error, error) { return mapNewFile(tmp, size) }
+	p, err := Compile(in, o)
+	if err != nil {
+		os.Remove(tmp)
+		return nil, err
+	}
+	if len(p.Packed) == 0 {
+		os.Remove(tmp)
+		return p, writePlanJSON(out, p)
+	}
+	used := len(p.Packed)
+	p.PackedFile, p.PackedSum = filepath.Base(side), packedSum(p.Packed)
+	if err := p.closePacked(); err != nil {
+		return nil, err
+	}
+	if err := os.Truncate(tmp, int64(used)); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, side); err != nil {
+		return nil, err
+	}
+	if p.Packed, p.unmapPacked, err = mapReadOnly(side); err != nil {
+		return nil, err
+	}
+	return p, writePlanJSON(out, p)
 }

@@ -78,13 +78,11 @@ func runCompile(args []string) error {
 		o.DumpAfter, o.Dump = splitList(*dumpAfter), dumpToDir(*dumpDir)
 	}
 	start := time.Now()
-	p, err := runtime.Compile(in, o)
+	p, err := runtime.CompileTo(in, *out, o)
 	if err != nil {
 		return err
 	}
-	if err := runtime.WritePlan(*out, p); err != nil {
-		return err
-	}
+	defer p.Close()
 	fmt.Fprintf(os.Stderr, "compiled %s -> %s: %d nodes, %d layers, ctx %d, batch %d, kv %s (%.0f ms)\n",
 		in, *out, len(p.Graph.Nodes), p.Params.Layers, p.Run.Ctx, p.Run.Batch, p.Run.KVType, float64(time.Since(start).Microseconds())/1000)
 	reportPasses(p)
