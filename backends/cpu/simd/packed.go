@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/quant"
@@ -133,10 +135,24 @@ func RepackInto(t gguf.TensorType, rows, cols int, src, dst []byte) error {
 	if len(src) != rows*nb*bb || len(dst) != size {
 		return fmt.Errorf("packing %s: %d bytes into %d for a %d × %d matrix, want %d into %d", t, len(src), len(dst), rows, cols, rows*nb*bb, size)
 	}
-	out := dst
-	clear(out)
-	gb := groupBytes(t)
-	for r := 0; r < rows; r++ {
+	// Groups are independent and far apart in dst: share them among the
+	// cores (compiling a 1.1B model repacks 600 MB).
+	groups := (rows + PackRows - 1) / PackRows
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(dst)>>22)) // ≥ 4 MiB each
+	var wg sync.WaitGroup
+	for w := range workers {
+		g0, g1 := groups*w/workers, groups*(w+1)/workers
+		wg.Go(func() { repackGroups(t, rows, nb, g0, g1, src, dst) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// repackGroups packs row groups [g0, g1) of a matrix of nb blocks per row.
+func repackGroups(t gguf.TensorType, rows, nb, g0, g1 int, src, out []byte) {
+	bb, gb := int(t.BlockBytes()), groupBytes(t)
+	clear(out[g0*nb*gb : g1*nb*gb])
+	for r := g0 * PackRows; r < min(rows, g1*PackRows); r++ {
 		g, lane := r/PackRows, r%PackRows
 		for b := 0; b < nb; b++ {
 			blk := src[(r*nb+b)*bb : (r*nb+b+1)*bb]
@@ -153,7 +169,6 @@ func RepackInto(t gguf.TensorType, rows, cols int, src, dst []byte) error {
 			packQuants(t, blk[2:], dst[2*PackRows:], lane)
 		}
 	}
-	return nil
 }
 
 // packQuants spreads one block's quant bytes over the words of its group.

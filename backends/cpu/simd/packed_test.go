@@ -1,6 +1,7 @@
 package simd
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"testing"
@@ -287,6 +288,37 @@ func TestPackedKernelsPresent(t *testing.T) {
 			if _, ok := v.packed[typ]; !ok {
 				t.Errorf("variant %s has no packed tiles for %s", v.name, name)
 			}
+		}
+	}
+}
+
+// TestRepackSplitsLikeOneWorker repacks matrices large enough to be shared
+// among workers (rows not a multiple of the group) and compares with one
+// worker doing every group.
+func TestRepackSplitsLikeOneWorker(t *testing.T) {
+	r := newRand(t)
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
+		const cols = 8192
+		rows := 16*200 + 5
+		rb, _ := typ.RowBytes(cols)
+		src := make([]byte, rows*int(rb)) // repacking only moves bytes: any will do
+		for i := range src {
+			src[i] = byte(r.Uint32())
+		}
+		got, err := Repack(typ, rows, cols, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) < 8<<20 {
+			t.Fatalf("%s: %d bytes is too small to be split", typ, len(got))
+		}
+		want := make([]byte, len(got))
+		for i := range want {
+			want[i] = 0xa5 // one worker must clear what it does not write
+		}
+		repackGroups(typ, rows, cols/blockElems(typ), 0, (rows+PackRows-1)/PackRows, src, want)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: split repack differs from one worker's", typ)
 		}
 	}
 }
