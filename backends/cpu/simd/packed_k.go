@@ -62,15 +62,6 @@ func scaleMinQ4K(q []byte, j int) (sc, m uint8) {
 	return q[j+4]&0xf | (q[j-4]>>6)<<4, q[j+4]>>4 | (q[j]>>6)<<4
 }
 
-// q4kElem is element e (0..255) of a Q4_K block's 4-bit quants.
-func q4kElem(qs []byte, e int) uint8 {
-	chunk, p := e/64, e%64
-	if p < 32 {
-		return qs[32*chunk+p] & 0x0f
-	}
-	return qs[32*chunk+p-32] >> 4
-}
-
 // packBlockQ4K writes one Q4_K block of the row in lane into its group-block.
 func packBlockQ4K(blk, dst []byte, lane int) {
 	copy(dst[2*lane:], blk[0:2])
@@ -80,12 +71,13 @@ func packBlockQ4K(blk, dst []byte, lane int) {
 		sc, m := scaleMinQ4K(scales, s)
 		dst[64+16*s+lane] = sc
 		dst[192+32*(s/2)+2*lane+s%2] = m
+		// Byte j of word k holds elements 4k+j and 16+4k+j of sub-block
+		// s: four at once from the nibbles of the block's byte s/2 row.
+		base, shift := 32*(s/2), 4*(s%2)
 		for k := range 4 {
-			for j := range 4 {
-				lo := q4kElem(qs, 32*s+4*k+j)
-				hi := q4kElem(qs, 32*s+16+4*k+j)
-				dst[kQuantsOffset+256*s+64*k+4*lane+j] = lo | hi<<4
-			}
+			lo := binary.LittleEndian.Uint32(qs[base+4*k:]) >> shift & 0x0f0f0f0f
+			hi := binary.LittleEndian.Uint32(qs[base+16+4*k:]) >> shift & 0x0f0f0f0f
+			binary.LittleEndian.PutUint32(dst[kQuantsOffset+256*s+64*k+4*lane:], lo|hi<<4)
 		}
 	}
 }

@@ -322,3 +322,42 @@ func TestRepackSplitsLikeOneWorker(t *testing.T) {
 		}
 	}
 }
+
+// TestQ6KDecodeMatchesElem checks the whole-block decoder against the
+// per-element one on random blocks.
+func TestQ6KDecodeMatchesElem(t *testing.T) {
+	r := newRand(t)
+	blk := make([]byte, 210)
+	for range 100 {
+		for i := range blk {
+			blk[i] = byte(r.Uint32())
+		}
+		var q [256]uint8
+		q6kDecode(blk, &q)
+		for e := range q {
+			if want := q6kElem(blk, e); q[e] != want {
+				t.Fatalf("element %d: %d, want %d", e, q[e], want)
+			}
+		}
+	}
+}
+
+// q6kElem is element e (0..255) of a Q6_K block as an unsigned 6-bit q.
+func q6kElem(blk []byte, e int) uint8 {
+	h, c, l := e/128, (e%128)/32, e%32
+	ql, qh := blk[64*h:], blk[128+32*h:]
+	lo := ql[l+32*(c%2)]
+	if c >= 2 {
+		lo >>= 4
+	}
+	return lo&0x0f | (qh[l]>>(2*c)&3)<<4
+}
+
+// q4kElem is element e (0..255) of a Q4_K block's 4-bit quants.
+func q4kElem(qs []byte, e int) uint8 {
+	chunk, p := e/64, e%64
+	if p < 32 {
+		return qs[32*chunk+p] & 0x0f
+	}
+	return qs[32*chunk+p-32] >> 4
+}
