@@ -56,16 +56,8 @@ func constVec(name string, bits uint32) Mem {
 
 // expYMM returns exp(x) for the eight lanes of x (see above).
 func expYMM(x VecVirtual) VecVirtual {
-	z := YMM()
-	VMOVUPS(cExpShift, z)
-	VFMADD231PS(cExpLog2e, x, z) // x·log2e + shift
-	n := YMM()
-	VSUBPS(cExpShift, z, n)
-	b := YMM()
-	VMOVAPS(x, b)
-	VFNMADD231PS(cExpLn2Hi, n, b)
-	VFNMADD231PS(cExpLn2Lo, n, b)
-	j := expPoly(b, YMM)
+	n, b := expReduce(x, ymmConsts)
+	j := expPoly(b, ymmConsts)
 	// adj = +100 where n < −125, −100 where n > 127, else 0.
 	lo, hi := YMM(), YMM()
 	VCMPPS(U8(0x11), cExpMinN, n, lo) // n < −125
@@ -102,52 +94,66 @@ func pow2(k VecVirtual) VecVirtual {
 	return p
 }
 
-// expPoly returns j = (c5·b + c4)·u² … as ggml evaluates it, u = b².
-// Constants are memory operands: zmm code reaches them by broadcast.
-func expPoly(b VecVirtual, vec func() VecVirtual) VecVirtual {
-	wide := vec().Size() == 64
-	fma := func(c Mem, x, acc VecVirtual) {
-		if wide {
-			VFMADD231PS_BCST(c, x, acc)
-		} else {
-			VFMADD231PS(c, x, acc)
-		}
-	}
-	load := func(c Mem) VecVirtual {
-		r := vec()
-		if wide {
-			VBROADCASTSS(c, r)
-		} else {
-			VMOVUPS(c, r)
-		}
-		return r
-	}
-	u := vec()
+// constOps applies the in-memory constants at one vector width: ymm code
+// takes the eight-lane vectors as operands, zmm code broadcasts lane 0.
+type constOps struct {
+	vec                 func() VecVirtual
+	load                func(c Mem, dst VecVirtual)
+	fmadd, fnmadd, subr func(c Mem, x, acc VecVirtual)
+}
+
+var (
+	ymmConsts = constOps{vec: YMM,
+		load:   func(c Mem, dst VecVirtual) { VMOVUPS(c, dst) },
+		fmadd:  func(c Mem, x, acc VecVirtual) { VFMADD231PS(c, x, acc) },
+		fnmadd: func(c Mem, x, acc VecVirtual) { VFNMADD231PS(c, x, acc) },
+		subr:   func(c Mem, x, dst VecVirtual) { VSUBPS(c, x, dst) }}
+	zmmConsts = constOps{vec: ZMM,
+		load:   func(c Mem, dst VecVirtual) { VBROADCASTSS(c, dst) },
+		fmadd:  func(c Mem, x, acc VecVirtual) { VFMADD231PS_BCST(c, x, acc) },
+		fnmadd: func(c Mem, x, acc VecVirtual) { VFNMADD231PS_BCST(c, x, acc) },
+		subr:   func(c Mem, x, dst VecVirtual) { VSUBPS_BCST(c, x, dst) }}
+)
+
+// expReduce splits x as n·ln2 + b, n integral: n = (x·log2e + shift) −
+// shift, b = x − n·ln2hi − n·ln2lo.
+func expReduce(x VecVirtual, k constOps) (n, b VecVirtual) {
+	z := k.vec()
+	k.load(cExpShift, z)
+	k.fmadd(cExpLog2e, x, z)
+	n = k.vec()
+	k.subr(cExpShift, z, n)
+	b = k.vec()
+	VMOVAPS(x, b)
+	k.fnmadd(cExpLn2Hi, n, b)
+	k.fnmadd(cExpLn2Lo, n, b)
+	return n, b
+}
+
+// expPoly returns j = 1 + c1·b + (c2 + c3·b)·u + (c4 + c5·b)·u² with u = b²,
+// evaluated as ggml does.
+func expPoly(b VecVirtual, k constOps) VecVirtual {
+	u := k.vec()
 	VMULPS(b, b, u)
-	p := load(cExpC4)
-	fma(cExpC5, b, p) // c5·b + c4
-	q := load(cExpC2)
-	fma(cExpC3, b, q)    // c3·b + c2
-	VFMADD231PS(p, u, q) // hi = p·u + q
-	j := load(cExpOne)
-	fma(cExpC1, b, j)    // c1·b + 1
-	VFMADD231PS(q, u, j) // hi·u + c1·b + 1
+	p := k.vec()
+	k.load(cExpC4, p)
+	k.fmadd(cExpC5, b, p) // c5·b + c4
+	q := k.vec()
+	k.load(cExpC2, q)
+	k.fmadd(cExpC3, b, q) // c3·b + c2
+	VFMADD231PS(p, u, q)  // hi = p·u + q
+	j := k.vec()
+	k.load(cExpOne, j)
+	k.fmadd(cExpC1, b, j) // c1·b + 1
+	VFMADD231PS(q, u, j)  // hi·u + c1·b + 1
 	return j
 }
 
 // expZMM returns exp(x) for the 16 lanes of x, exactly as ggml's AVX-512
 // code: VSCALEFPS, then +Inf above n = 192 and 0 below −192 (NaN stays).
 func expZMM(x VecVirtual) VecVirtual {
-	z := ZMM()
-	VBROADCASTSS(cExpShift, z)
-	VFMADD231PS_BCST(cExpLog2e, x, z)
-	n := ZMM()
-	VSUBPS_BCST(cExpShift, z, n)
-	b := ZMM()
-	VMOVAPS(x, b)
-	VFNMADD231PS_BCST(cExpLn2Hi, n, b)
-	VFNMADD231PS_BCST(cExpLn2Lo, n, b)
-	j := expPoly(b, ZMM)
+	n, b := expReduce(x, zmmConsts)
+	j := expPoly(b, zmmConsts)
 	res := ZMM()
 	VSCALEFPS(n, j, res)
 	over, under := K(), K()
@@ -289,10 +295,5 @@ func reduceAddZMM(v VecVirtual) VecVirtual {
 	q := XMM()
 	VEXTRACTF32X4(U8(1), h, q)
 	VADDPS(h.AsX(), q, q)
-	t := XMM()
-	VMOVHLPS(q, q, t)
-	VADDPS(t, q, q)
-	VMOVSHDUP(q, t)
-	VADDSS(t, q, q)
-	return q
+	return foldXMM(q, addPS, addSS)
 }

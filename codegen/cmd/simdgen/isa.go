@@ -69,13 +69,26 @@ func hsum(acc VecVirtual) VecVirtual {
 	hi := XMM()
 	VEXTRACTF128(U8(1), acc, hi)
 	VADDPS(acc.AsX(), hi, hi)
-	t := XMM()
-	VMOVHLPS(hi, hi, t)
-	VADDPS(t, hi, hi)
-	VMOVSHDUP(hi, t)
-	VADDSS(t, hi, hi)
-	return hi
+	return foldXMM(hi, addPS, addSS)
 }
+
+// foldXMM combines the four float32 lanes of x into lane 0 with op:
+// lanes i and i+2, then the two results (opSS), the last steps of
+// _mm512_reduce_add_ps and its kin. EVEX-safe: x may be X16–X31.
+func foldXMM(x VecVirtual, op, opSS func(a, b, dst Op)) VecVirtual {
+	t := XMM()
+	VMOVHLPS(x, x, t)
+	op(t, x, x)
+	VMOVSHDUP(x, t)
+	opSS(t, x, x)
+	return x
+}
+
+// The operations foldXMM takes.
+func addPS(a, b, dst Op) { VADDPS(a, b, dst) }
+func addSS(a, b, dst Op) { VADDSS(a, b, dst) }
+func maxPS(a, b, dst Op) { VMAXPS(a, b, dst) }
+func maxSS(a, b, dst Op) { VMAXSS(a, b, dst) }
 
 // zeroed returns fresh zeroed ymm registers.
 func zeroed(n int) []VecVirtual {
