@@ -243,22 +243,23 @@ func runMatMulQKV(s *State, v *value) error {
 	return nil
 }
 
-// runMatMulGateUp computes the gate product, applies SiLU to the whole
-// result as the unfused SiLU node does, then multiplies by the up product.
+// runMatMulGateUp computes silu(gate)·up tile by tile in one parallel
+// pass. SiLU works on groups of 16 from the start of each row, and tiles
+// start at multiples of 16, so applying it per tile gives the bits of the
+// unfused SiLU over whole rows (the sub-16 tail lands in the last tile
+// either way).
 func runMatMulGateUp(s *State, v *value) error {
 	parts, err := s.quantizeParts(v, matmulWeights(v.node))
 	if err != nil {
 		return err
 	}
-	gate, up := &parts[0], &parts[1]
-	nTok, dst := s.rows(s.input(v, 0)), s.f32(v)
-	s.jobs.tiles = tilesJob{m: gate, nTok: nTok, dst: dst}
-	parallelTiles(gate.tiles(), s.p.threads, &s.jobs.tiles)
-	simd.SiLU(dst, dst)
-	s.jobs.up = upJob{s: s, up: up, nTok: nTok, dst: dst}
-	parallelTiles(up.tiles(), s.p.threads, &s.jobs.up)
+	s.jobs.gateUp = gateUpJob{s: s, gate: &parts[0], up: &parts[1], nTok: s.rows(s.input(v, 0)), dst: s.f32(v)}
+	parallelTiles(parts[0].tiles(), s.p.threads, &s.jobs.gateUp)
 	return nil
 }
+
+// SiLU's vector groups must not straddle tiles (see runMatMulGateUp).
+var _ = [1]int{}[matmulTile%16]
 
 // runMatMulAdd adds the residual to each tile of products; dst may alias
 // the residual, as every element reads its own residual first.

@@ -9,13 +9,13 @@ import (
 // time, so each kernel fills in its job and hands it to parallelFor
 // without allocating.
 type jobs struct {
-	quant quantJob
-	pack  packJob
-	tiles tilesJob
-	qkv   qkvJob
-	up    upJob
-	add   addJob
-	attn  attnJob
+	quant  quantJob
+	pack   packJob
+	tiles  tilesJob
+	qkv    qkvJob
+	gateUp gateUpJob
+	add    addJob
+	attn   attnJob
 }
 
 // quantJob converts activation rows to a weight's dot-product type.
@@ -80,20 +80,22 @@ func (j *qkvJob) run(_, lo, hi int) {
 	}
 }
 
-// upJob multiplies dst (already silu(gate)) by the up projection, tile by tile.
-type upJob struct {
-	s    *State
-	up   *matmulPart
-	nTok int
-	dst  []float32
+// gateUpJob computes dst = silu(gate)·up one tile at a time.
+type gateUpJob struct {
+	s        *State
+	gate, up *matmulPart
+	nTok     int
+	dst      []float32
 }
 
-func (j *upJob) run(w, lo, hi int) {
-	tmp, up := j.s.tileScratch(w), j.up
+func (j *gateUpJob) run(w, lo, hi int) {
+	tmp, rows := j.s.tileScratch(w), j.up.rows
 	for k := lo; k < hi; k++ {
-		r0, r1 := up.tile(k, j.nTok, tmp, matmulTile)
+		r0, r1 := j.gate.tile(k, j.nTok, j.dst[k*matmulTile:], rows)
+		j.up.tile(k, j.nTok, tmp, matmulTile)
 		for t := 0; t < j.nTok; t++ {
-			row := j.dst[t*up.rows+r0 : t*up.rows+r1]
+			row := j.dst[t*rows+r0 : t*rows+r1]
+			simd.SiLU(row, row)
 			simd.Mul(row, row, tmp[t*matmulTile:t*matmulTile+r1-r0])
 		}
 	}

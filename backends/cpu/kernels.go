@@ -20,9 +20,9 @@ var kernels = map[string]kernel{
 	ops.Mul:        binaryOp(simd.Mul),
 	ops.Add:        binaryOp(simd.Add),
 	ops.Scale:      runScale,
-	ops.SiLU:       unary(simd.SiLU),
+	ops.SiLU:       perRow(simd.SiLU),
 	ops.GELU:       unary(ref.GELU),
-	ops.SwiGLU:     binaryOp(simd.SwiGLU),
+	ops.SwiGLU:     perRow2(simd.SwiGLU),
 	ops.MatMul:     runMatMul,
 	ops.RoPE:       runRoPE,
 	ops.Attention:  runAttention,
@@ -31,6 +31,29 @@ var kernels = map[string]kernel{
 func unary(fn func(dst, x []float32)) kernel {
 	return func(s *State, v *value) error {
 		fn(s.f32(v), s.f32(s.input(v, 0)))
+		return nil
+	}
+}
+
+// perRow applies fn to one row at a time, as ggml does: SiLU's vector
+// groups of 16 start afresh on every row.
+func perRow(fn func(dst, x []float32)) kernel {
+	return func(s *State, v *value) error {
+		dst, x, n := s.f32(v), s.f32(s.input(v, 0)), v.width
+		for r := 0; r+n <= len(x); r += n {
+			fn(dst[r:r+n], x[r:r+n])
+		}
+		return nil
+	}
+}
+
+// perRow2 is perRow for a function of two same-shaped operands.
+func perRow2(fn func(dst, a, b []float32)) kernel {
+	return func(s *State, v *value) error {
+		dst, a, b, n := s.f32(v), s.f32(s.input(v, 0)), s.f32(s.input(v, 1)), v.width
+		for r := 0; r+n <= len(a); r += n {
+			fn(dst[r:r+n], a[r:r+n], b[r:r+n])
+		}
 		return nil
 	}
 }
