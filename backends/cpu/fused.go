@@ -273,16 +273,30 @@ func runMatMulAdd(s *State, v *value) error {
 	return nil
 }
 
-// normMul normalises and scales one row at a time, while it is in cache.
+// normMul normalises and scales one row at a time, while it is in cache,
+// with the rows (tokens) shared among the threads: the float64 sum of
+// each row is a serial chain, so a batch of rows is worth splitting.
 func normMul(norm func(dst, x []float32, n int, eps float32)) kernel {
 	return func(s *State, v *value) error {
-		x, w, dst := s.f32(s.input(v, 0)), s.f32(s.input(v, 1)), s.f32(v)
-		n, eps := v.width, v.node.Attrs.Float("eps")
-		for r := 0; r+n <= len(x); r += n {
-			norm(dst[r:r+n], x[r:r+n], n, eps)
-			simd.Mul(dst[r:r+n], dst[r:r+n], w)
-		}
+		s.jobs.norm = normJob{norm: norm, x: s.f32(s.input(v, 0)), w: s.f32(s.input(v, 1)), dst: s.f32(v), n: v.width, eps: v.node.Attrs.Float("eps")}
+		parallelFor(len(s.jobs.norm.x)/v.width, s.p.threads, 16, &s.jobs.norm)
 		return nil
+	}
+}
+
+// normJob is normMul's work on rows [lo, hi).
+type normJob struct {
+	norm      func(dst, x []float32, n int, eps float32)
+	x, w, dst []float32
+	n         int
+	eps       float32
+}
+
+func (j *normJob) run(_, lo, hi int) {
+	for r := lo * j.n; r < hi*j.n; r += j.n {
+		row := j.dst[r : r+j.n]
+		j.norm(row, j.x[r:r+j.n], j.n, j.eps)
+		simd.Mul(row, row, j.w)
 	}
 }
 

@@ -14,6 +14,7 @@ type jobs struct {
 	tiles  tilesJob
 	qkv    qkvJob
 	gateUp gateUpJob
+	norm   normJob
 	add    addJob
 	attn   attnJob
 }
