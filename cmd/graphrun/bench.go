@@ -64,7 +64,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		pos, args = append(pos, args[0]), args[1:]
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: graphrun bench MODEL.plan|MODEL.gguf [-p 512] [-n 128] [-r 5] [--threads N] [--json]")
+		fmt.Fprintln(stderr, "usage: graphrun bench MODEL.plan|MODEL.gguf [-p 512] [-n 128] [-r 5] [--threads N] [--bandwidth] [--json] [--cpuprofile F]")
 		return errUsage
 	}
 	batch := max(*p, 1)

@@ -3,5 +3,5 @@
 // benchmarks prefill and decode.
 //
 //	graphrun MODEL.plan --prompt "Once upon a time" -n 64
-//	graphrun bench MODEL.plan -p 512 -n 128 -r 5
+//	graphrun bench MODEL.plan -p 512 -n 128 -r 5 [--threads N] [--bandwidth] [--json]
 package main

@@ -103,7 +103,7 @@ func TestClearErrors(t *testing.T) {
 
 func TestBenchJSON(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if err := runBench([]string{stories(t), "-p", "16", "-n", "4", "-r", "2", "--json"}, &out, &errOut); err != nil {
+	if err := runBench([]string{stories(t), "-p", "16", "-n", "4", "-r", "2", "--bandwidth", "--json"}, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
 	var rep struct {
@@ -114,13 +114,18 @@ func TestBenchJSON(t *testing.T) {
 		Decode struct {
 			Median float64 `json:"median"`
 		} `json:"decode_tok_s"`
+		Bandwidth struct {
+			Median float64   `json:"median"`
+			Runs   []float64 `json:"runs"`
+		} `json:"read_gb_s"`
 		Model   string `json:"model"`
 		Threads int    `json:"threads"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
-	if rep.Prefill.Median <= 0 || len(rep.Prefill.Runs) != 2 || rep.Decode.Median <= 0 || rep.Model != "stories260K.gguf" || rep.Threads < 1 {
+	if rep.Prefill.Median <= 0 || len(rep.Prefill.Runs) != 2 || rep.Decode.Median <= 0 || rep.Model != "stories260K.gguf" || rep.Threads < 1 ||
+		rep.Bandwidth.Median <= 0 || len(rep.Bandwidth.Runs) != 2 {
 		t.Fatalf("report %+v", rep)
 	}
 }
