@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"fmt"
-	"github.com/weft-ml/weft/internal/hugepage"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/weft-ml/weft/backends/cpu"
 	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/internal/hugepage"
 	"github.com/weft-ml/weft/model/tokenizer"
 )
 

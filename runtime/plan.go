@@ -283,25 +283,36 @@ func (p *Plan) adoptPacked(buf []byte, free func() error, err error) ([]byte, er
 func CompileTo(in, out string, o CompileOptions) (*Plan, error) {
 	side := out + ".packed"
 	tmp := side + ".tmp"
-	o.packedMem = func(size int) ([]byte, func() error, error) { return mapNewFile(tmp, size) }
+	var release func() error // the mapping, should Compile fail after making it
+	o.packedMem = func(size int) ([]byte, func() error, error) {
+		b, free, err := mapNewFile(tmp, size)
+		release = free
+		return b, free, err
+	}
 	p, err := Compile(in, o)
 	if err != nil {
+		if release != nil {
+			release()
+		}
 		os.Remove(tmp)
 		return nil, err
 	}
 	if len(p.Packed) == 0 {
+		p.closePacked()
 		os.Remove(tmp)
 		return p, writePlanJSON(out, p)
 	}
 	used := len(p.Packed)
 	p.PackedFile, p.PackedSum = filepath.Base(side), packedSum(p.Packed)
-	if err := p.closePacked(); err != nil {
-		return nil, err
+	err = p.closePacked()
+	if err == nil {
+		err = os.Truncate(tmp, int64(used))
 	}
-	if err := os.Truncate(tmp, int64(used)); err != nil {
-		return nil, err
+	if err == nil {
+		err = os.Rename(tmp, side)
 	}
-	if err := os.Rename(tmp, side); err != nil {
+	if err != nil {
+		os.Remove(tmp)
 		return nil, err
 	}
 	if p.Packed, p.unmapPacked, err = mapReadOnly(side); err != nil {
