@@ -79,7 +79,7 @@ func scores(row, qh, tmp []float32, k KV, kvOff, visible, nTok int, scale float3
 	for p := visible; p < len(row); p++ {
 		row[p] = float32(math.Inf(-1))
 	}
-	SoftmaxRowWith(row, 1, GoSoftmax) // already scaled; x·1 = x
+	SoftmaxRowWith(row, 1, GoSoftmax()) // already scaled; x·1 = x
 	if k.isF16() {
 		for p := range row[:visible] {
 			row[p] = roundHalf(row[p])

@@ -9,7 +9,7 @@ import "math"
 // multiplied by the float32 value of 1/sum. Entries of -Inf (masked) become
 // exactly 0; at least one entry must be finite.
 func SoftmaxRow(row []float32, scale float32) {
-	SoftmaxRowWith(row, scale, GoSoftmax)
+	SoftmaxRowWith(row, scale, GoSoftmax())
 }
 
 // SoftmaxSteps are the loops of SoftmaxRow a vector unit may take over;
@@ -25,8 +25,12 @@ type SoftmaxSteps struct {
 	Scale func(row []float32, s float32)
 }
 
-// GoSoftmax is SoftmaxRow's pure-Go steps.
-var GoSoftmax = SoftmaxSteps{ScaleMax: ScaleMax, ExpGroups: ExpGroups, Scale: func(row []float32, s float32) { Scale(row, row, s) }}
+// GoSoftmax returns SoftmaxRow's pure-Go steps.
+func GoSoftmax() SoftmaxSteps {
+	return SoftmaxSteps{ScaleMax: ScaleMax, ExpGroups: ExpGroups, Scale: scaleInPlace}
+}
+
+func scaleInPlace(row []float32, s float32) { Scale(row, row, s) }
 
 // SoftmaxRowWith is SoftmaxRow with steps standing in for its loops.
 func SoftmaxRowWith(row []float32, scale float32, steps SoftmaxSteps) {

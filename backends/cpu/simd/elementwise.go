@@ -6,11 +6,12 @@ import (
 	"github.com/weft-ml/weft/ops/ref"
 )
 
-// The element-wise kernels below run ggml's vectorised exponential over
-// whole groups of 16 floats and leave the rest to ops/ref, whose results
-// they reproduce bit for bit (the reference models the same instruction
-// sequence). Decode spends a few percent and prefill over a tenth of its
-// time here with the pure-Go emulation.
+// Element-wise operations on the generated kernels, bit for bit the
+// results of ops/ref: SiLU and softmax run ggml's vectorised exponential
+// over whole groups of 16 floats (the reference models the same
+// instruction sequence; its pure-Go emulation took a fifth of prefill),
+// Mul, Add and softmax's scaling loops whole vectors; ops/ref does the
+// tails. Variants without a kernel use ops/ref throughout.
 
 const expGroup = 16
 
@@ -62,7 +63,7 @@ func elementwise(kernel func(nc int, dst, a, b *float32), ref func(dst, a, b []f
 
 // SoftmaxRow is ref.SoftmaxRow: row = softmax(row·scale), in place.
 func SoftmaxRow(row []float32, scale float32) {
-	steps := ref.GoSoftmax
+	steps := ref.GoSoftmax()
 	if active.softmaxExp != nil {
 		steps.ExpGroups = softmaxGroups
 	}
