@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weft-ml/weft/backends/cpu/simd"
 	"github.com/weft-ml/weft/runtime"
 )
 
@@ -36,11 +37,13 @@ type benchReport struct {
 }
 
 type benchEnv struct {
-	CPU       string `json:"cpu"`
-	Cores     int    `json:"cores"`
-	GoVersion string `json:"go_version"`
-	Commit    string `json:"commit"`
-	Date      string `json:"date"`
+	CPU       string   `json:"cpu"`
+	CPUFlags  []string `json:"cpu_flags"` // the extensions kernel selection looks at
+	Kernels   string   `json:"kernels"`   // the SIMD variant in use (simd.Variant)
+	Cores     int      `json:"cores"`
+	GoVersion string   `json:"go_version"`
+	Commit    string   `json:"commit"`
+	Date      string   `json:"date"`
 }
 
 func runBench(args []string, stdout, stderr io.Writer) error {
@@ -123,7 +126,7 @@ func startProfile(path string) (func(), error) {
 }
 
 func printBench(w io.Writer, r benchReport) {
-	fmt.Fprintf(w, "model %s, %d threads, %s, %s, commit %s\n", r.Model, r.Threads, r.Env.CPU, r.Env.GoVersion, r.Env.Commit)
+	fmt.Fprintf(w, "model %s, %d threads, %s (%s; kernels %s), %s, commit %s\n", r.Model, r.Threads, r.Env.CPU, strings.Join(r.Env.CPUFlags, " "), r.Env.Kernels, r.Env.GoVersion, r.Env.Commit)
 	fmt.Fprintf(w, "%-10s %10s %10s %8s %s\n", "test", "median", "p95", "cv", "runs (tok/s)")
 	row := func(name string, s *runtime.Stat) {
 		if s == nil {
@@ -149,7 +152,7 @@ func printBench(w io.Writer, r benchReport) {
 }
 
 func environment() benchEnv {
-	return benchEnv{CPU: cpuModel(), Cores: goruntime.NumCPU(), GoVersion: goruntime.Version(), Commit: commit(), Date: time.Now().UTC().Format(time.RFC3339)}
+	return benchEnv{CPU: cpuModel(), CPUFlags: simd.CPUFeatures(), Kernels: simd.Variant(), Cores: goruntime.NumCPU(), GoVersion: goruntime.Version(), Commit: commit(), Date: time.Now().UTC().Format(time.RFC3339)}
 }
 
 func cpuModel() string {

@@ -120,12 +120,15 @@ func TestBenchJSON(t *testing.T) {
 		} `json:"read_gb_s"`
 		Model   string `json:"model"`
 		Threads int    `json:"threads"`
+		Env     struct {
+			Kernels string `json:"kernels"`
+		} `json:"env"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
 	if rep.Prefill.Median <= 0 || len(rep.Prefill.Runs) != 2 || rep.Decode.Median <= 0 || rep.Model != "stories260K.gguf" || rep.Threads < 1 ||
-		rep.Bandwidth.Median <= 0 || len(rep.Bandwidth.Runs) != 2 {
+		rep.Bandwidth.Median <= 0 || len(rep.Bandwidth.Runs) != 2 || rep.Env.Kernels == "" {
 		t.Fatalf("report %+v", rep)
 	}
 }

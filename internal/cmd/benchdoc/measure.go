@@ -16,10 +16,12 @@ import (
 type stat = runtime.Stat
 
 type env struct {
-	CPU       string `json:"cpu"`
-	Cores     int    `json:"cores"`
-	GoVersion string `json:"go_version"`
-	Commit    string `json:"commit"`
+	CPU       string   `json:"cpu"`
+	CPUFlags  []string `json:"cpu_flags"`
+	Kernels   string   `json:"kernels"`
+	Cores     int      `json:"cores"`
+	GoVersion string   `json:"go_version"`
+	Commit    string   `json:"commit"`
 }
 
 // row is one weight type's results.
