@@ -21,11 +21,7 @@ func BenchmarkDecodeStream(b *testing.B) {
 			b.Run(fmt.Sprint(typ, "/one=", oneRow), func(b *testing.B) {
 				rb, _ := typ.RowBytes(n)
 				row := quantized(b, r, typ, n)
-				w, free, err := hugepage.Alloc(rows * int(rb))
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer free()
+				w := hugeBuffer(b, rows*int(rb))
 				for i := range rows {
 					copy(w[i*int(rb):], row)
 					w[i*int(rb)+int(rb)/2]++
@@ -42,18 +38,9 @@ func BenchmarkDecodeStream(b *testing.B) {
 							}
 						}
 					}
-					b.SetBytes(int64(len(w)))
-					for b.Loop() {
-						var wg sync.WaitGroup
-						for h := range 2 {
-							wg.Go(func() {
-								for r0 := h * rows / 2; r0 < (h+1)*rows/2; r0 += tile {
-									f(n, w[r0*int(rb):], int(rb), tile, a, dst[r0:r0+tile])
-								}
-							})
-						}
-						wg.Wait()
-					}
+					streamHalves(b, len(w), rows, tile, func(r0 int) {
+						f(n, w[r0*int(rb):], int(rb), tile, a, dst[r0:r0+tile])
+					})
 				})
 			})
 		}
@@ -78,29 +65,43 @@ func BenchmarkPackedDecodeStream(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			// As in production: repacked weights on huge pages.
-			p, free, err := hugepage.Alloc(len(packed))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer free()
+			p := hugeBuffer(b, len(packed)) // as in production
 			copy(p, packed)
 			act := make([]byte, PackActBytes(n, 1))
 			PackActRow(typ, quantized(b, r, quant.VecDotType(typ), n), n, 0, 1, act)
 			dst := make([]float32, rows)
 			f := PackedGemm(typ)
-			b.SetBytes(int64(len(w)))
-			for b.Loop() {
-				var wg sync.WaitGroup
-				for h := range 2 {
-					wg.Go(func() {
-						for r0 := h * rows / 2; r0 < (h+1)*rows/2; r0 += tile {
-							f(n, p[PackedRowOffset(typ, r0, n):], tile, act, 1, dst[r0:r0+tile], tile)
-						}
-					})
-				}
-				wg.Wait()
-			}
+			streamHalves(b, len(w), rows, tile, func(r0 int) {
+				f(n, p[PackedRowOffset(typ, r0, n):], tile, act, 1, dst[r0:r0+tile], tile)
+			})
 		})
+	}
+}
+
+// hugeBuffer returns size bytes on huge pages, where decode reads its
+// weights from, freed when the benchmark ends.
+func hugeBuffer(b *testing.B, size int) []byte {
+	buf, free, err := hugepage.Alloc(size)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { free() })
+	return buf
+}
+
+// streamHalves times tiles of rows rows split over two goroutines, one
+// half each, as a decode GEMV; bytes is what one pass streams.
+func streamHalves(b *testing.B, bytes, rows, tile int, tileAt func(r0 int)) {
+	b.SetBytes(int64(bytes))
+	for b.Loop() {
+		var wg sync.WaitGroup
+		for h := range 2 {
+			wg.Go(func() {
+				for r0 := h * rows / 2; r0 < (h+1)*rows/2; r0 += tile {
+					tileAt(r0)
+				}
+			})
+		}
+		wg.Wait()
 	}
 }

@@ -98,17 +98,22 @@ func (r *registry) binary(v variant, mul, add string, lanes int) {
 	r.elems[v.name] = e
 }
 
+// ids renders function names as identifiers.
+func ids(names []string) []jen.Code {
+	out := make([]jen.Code, len(names))
+	for i, n := range names {
+		out[i] = jen.Id(n)
+	}
+	return out
+}
+
 // packedValues renders a variant's packed-layout entries.
 func packedValues(es []gemmEntry) []jen.Code {
 	var out []jen.Code
 	for _, g := range es {
-		var tiles []jen.Code
-		for _, t := range g.tiles {
-			tiles = append(tiles, jen.Id(t))
-		}
 		out = append(out, jen.Values(jen.Dict{
 			jen.Id("w"):     jen.Qual(ggufPath, g.typ),
-			jen.Id("tiles"): jen.Index().Id("packedTile").Values(tiles...),
+			jen.Id("tiles"): jen.Index().Id("packedTile").Values(ids(g.tiles)...),
 		}))
 	}
 	return out
@@ -118,14 +123,10 @@ func packedValues(es []gemmEntry) []jen.Code {
 func gemmValues(es []gemmEntry) []jen.Code {
 	var out []jen.Code
 	for _, g := range es {
-		var tiles []jen.Code
-		for _, t := range g.tiles {
-			tiles = append(tiles, jen.Id(t))
-		}
 		out = append(out, jen.Values(jen.Dict{
 			jen.Id("w"):     jen.Qual(ggufPath, g.typ),
 			jen.Id("chunk"): jen.Lit(g.chunk),
-			jen.Id("tiles"): jen.Index().Id("gemmTile").Values(tiles...),
+			jen.Id("tiles"): jen.Index().Id("gemmTile").Values(ids(g.tiles)...),
 		}))
 	}
 	return out
