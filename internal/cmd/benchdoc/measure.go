@@ -86,8 +86,10 @@ func measure(c config, path, typ string) (row, error) {
 		}
 		weftPP, weftTG, bw = append(weftPP, w.pp...), append(weftTG, w.tg...), append(bw, w.bw...)
 		peerPP, peerTG = append(peerPP, p.pp...), append(peerTG, p.tg...)
-		if len(p.pp) > 0 && len(p.tg) > 0 {
+		if len(w.pp) > 0 && len(p.pp) > 0 {
 			ppRatios = append(ppRatios, median(w.pp)/median(p.pp))
+		}
+		if len(w.tg) > 0 && len(p.tg) > 0 {
 			tgRatios = append(tgRatios, median(w.tg)/median(p.tg))
 		}
 	}
@@ -102,6 +104,7 @@ func measure(c config, path, typ string) (row, error) {
 // weft, the memory read bandwidth in GB/s.
 type sample struct{ pp, tg, bw []float64 }
 
+// median is the median of runs, which must not be empty.
 func median(runs []float64) float64 { return runtime.SummarizeRuns(runs).Median }
 
 func summarize(runs []float64) stat {
