@@ -14,12 +14,13 @@ import (
 const bandwidthBytes = 512 << 20
 
 // ReadBandwidth measures how fast threads goroutines together stream a
-// buffer from memory (GB/s, reps runs after a warm-up), touching one word
+// buffer from memory (GB/s, max(reps, 1) runs after a warm-up), touching one word
 // per cache line, with the buffer on huge pages and dealt out in chunks
 // claimed in order as the matmul tiles are. It is the ceiling decode can
 // reach on this machine at this moment: on a shared host it drifts, so
 // measure it beside the runs it explains.
 func ReadBandwidth(threads, reps int) (*Stat, error) {
+	reps = max(reps, 1) // as Bench: at least one timed run
 	buf, free, err := hugepage.Alloc(bandwidthBytes)
 	if err != nil {
 		return nil, err

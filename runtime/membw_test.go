@@ -23,3 +23,18 @@ func TestStreamChunksReadsEveryLineOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestReadBandwidthTimesAtLeastOneRun checks that reps below one still
+// give a summary (graphrun bench -r 0 --bandwidth panicked once).
+func TestReadBandwidthTimesAtLeastOneRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("streams 512 MiB twice")
+	}
+	s, err := ReadBandwidth(1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Runs) != 1 || !(s.Median > 0) {
+		t.Fatalf("summary %+v", s)
+	}
+}
