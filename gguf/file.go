@@ -2,7 +2,8 @@ package gguf
 
 import (
 	"fmt"
-	"os"
+
+	"github.com/weft-ml/weft/internal/safefile"
 )
 
 // KV is one metadata key-value pair, in file order.
@@ -36,6 +37,7 @@ type File struct {
 	Tensors    []TensorInfo
 	DataOffset int64 // file offset of the data section
 
+	path        string // as given to Open; empty for Parse
 	data        []byte
 	unmap       func() error
 	alignAt     int64 // offset of general.alignment's type tag, for errors
@@ -46,7 +48,7 @@ type File struct {
 // Open memory-maps path and parses its header. Close releases the mapping;
 // slices from TensorData must not be used after Close.
 func Open(path string) (*File, error) {
-	fh, err := os.Open(path)
+	fh, err := safefile.OpenRegular(path, "model file")
 	if err != nil {
 		return nil, err
 	}
@@ -54,9 +56,6 @@ func Open(path string) (*File, error) {
 	st, err := fh.Stat()
 	if err != nil {
 		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
 	}
 	data, unmap, err := mapFile(fh, st.Size())
 	if err != nil {
@@ -67,7 +66,7 @@ func Open(path string) (*File, error) {
 		unmap()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	f.unmap = unmap
+	f.unmap, f.path = unmap, path
 	return f, nil
 }
 
@@ -80,6 +79,9 @@ func (f *File) Close() error {
 	f.unmap, f.data = nil, nil
 	return err
 }
+
+// Path is the path the file was opened from (empty for Parse).
+func (f *File) Path() string { return f.path }
 
 // Size returns the size of the underlying file in bytes.
 func (f *File) Size() int64 { return int64(len(f.data)) }

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+
+	"github.com/weft-ml/weft/internal/safefile"
 )
 
 // Version is the GGUF version Write produces.
@@ -51,38 +51,25 @@ func Write(w io.Writer, kv []KV, tensors []TensorSpec) error {
 }
 
 // WriteFile writes a GGUF file to path through a temporary file in the same
-// folder that is renamed into place only when everything was written.
-func WriteFile(path string, kv []KV, tensors []TensorSpec) error {
-	return WriteFileWith(path, func(w io.Writer) error { return Write(w, kv, tensors) })
+// folder that is renamed into place only when everything was written. path
+// may not be any of inputs (the files the data is read from).
+func WriteFile(path string, kv []KV, tensors []TensorSpec, inputs ...string) error {
+	return WriteFileWith(path, func(w io.Writer) error { return Write(w, kv, tensors) }, inputs...)
 }
 
 // WriteFileWith runs write on a temporary file beside path, syncs it and
 // renames it to path; on any failure the temporary file is removed and path
-// is left untouched.
-func WriteFileWith(path string, write func(w io.Writer) error) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+// is left untouched. The rules are internal/safefile's.
+func WriteFileWith(path string, write func(w io.Writer) error, inputs ...string) error {
+	out, err := safefile.Create(path, inputs...)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err = write(tmp); err != nil {
+	defer out.Abort()
+	if err := write(out); err != nil {
 		return err
 	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return out.Commit()
 }
 
 // encodeHeader validates the metadata and tensors and encodes everything

@@ -13,9 +13,9 @@ func mapReadOnly(path string) ([]byte, func() error, error) {
 // dropPages does nothing without memory mapping.
 func dropPages([]byte) {}
 
-// mapNewFile builds the file's contents in memory and writes them when
-// released: no shared file mappings here.
-func mapNewFile(path string, size int) ([]byte, func() error, error) {
+// mapReservedFile builds the file's contents in memory and writes them
+// when released: no shared file mappings here.
+func mapReservedFile(f *os.File, size int) ([]byte, func() error, error) {
 	data := make([]byte, size)
-	return data, func() error { return os.WriteFile(path, data, 0o644) }, nil
+	return data, func() error { _, err := f.WriteAt(data, 0); return err }, nil
 }

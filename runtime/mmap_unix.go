@@ -7,13 +7,14 @@ import (
 	"unsafe"
 
 	"github.com/weft-ml/weft/internal/hugepage"
+	"github.com/weft-ml/weft/internal/safefile"
 	"golang.org/x/sys/unix"
 )
 
 // mapReadOnly maps the whole file at path read-only; the repacked weights
 // are read from the page cache like the GGUF ones, never copied.
 func mapReadOnly(path string) ([]byte, func() error, error) {
-	fh, err := os.Open(path)
+	fh, err := safefile.OpenRegular(path, "side file")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -50,18 +51,18 @@ func dropPages(b []byte) {
 	_ = unix.Madvise(b[lo-start:hi-start], unix.MADV_DONTNEED)
 }
 
-// mapNewFile creates (or replaces) path with size zero bytes and maps it
-// read-write, so data written to the mapping lands in the file.
-func mapNewFile(path string, size int) ([]byte, func() error, error) {
-	fh, err := os.Create(path)
-	if err != nil {
+// mapReservedFile reserves size bytes of disk for the new file f and maps
+// it read-write, so data written to the mapping lands in the file. The
+// reservation comes first: a full disk is then an error here rather than a
+// SIGBUS in the middle of repacking.
+func mapReservedFile(f *os.File, size int) ([]byte, func() error, error) {
+	if size == 0 {
+		return []byte{}, func() error { return nil }, nil
+	}
+	if err := safefile.Reserve(f, int64(size)); err != nil {
 		return nil, nil, err
 	}
-	defer fh.Close() // the mapping outlives the descriptor
-	if err := fh.Truncate(int64(size)); err != nil || size == 0 {
-		return []byte{}, func() error { return nil }, err
-	}
-	data, err := unix.Mmap(int(fh.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	data, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -41,7 +41,7 @@ func TestPackedSideFileIsChecked(t *testing.T) {
 		t.Skip("this build (" + simd.Variant() + ") has no packed kernels, so nothing is repacked")
 	}
 	dir := t.TempDir()
-	compile := func(seed uint64, plan string) {
+	compile := func(seed uint64, plan string) string {
 		p, err := Compile(synthQ4(t, dir, seed), CompileOptions{Ctx: 64})
 		if err != nil {
 			t.Fatal(err)
@@ -53,10 +53,10 @@ func TestPackedSideFileIsChecked(t *testing.T) {
 		if p.PackedFile == "" {
 			t.Fatal("no weights were repacked: the test needs a side file")
 		}
+		return filepath.Join(dir, p.PackedFile)
 	}
-	compile(2, "other.plan")
-	compile(1, "m.plan")
-	plan, side := filepath.Join(dir, "m.plan"), filepath.Join(dir, "m.plan.packed")
+	otherSide := compile(2, "other.plan")
+	plan, side := filepath.Join(dir, "m.plan"), compile(1, "m.plan")
 	m, err := Open(plan, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func TestPackedSideFileIsChecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, _ := os.ReadFile(filepath.Join(dir, "other.plan.packed"))
+	other, _ := os.ReadFile(otherSide)
 	if len(other) != len(good) {
 		t.Fatalf("side files differ in size (%d, %d): the swap case needs equal sizes", len(other), len(good))
 	}
@@ -93,6 +93,7 @@ func TestCompileToMatchesInMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	toSide := filepath.Join(dir, p.PackedFile)
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -104,13 +105,13 @@ func TestCompileToMatchesInMemory(t *testing.T) {
 	if err := WritePlan(filepath.Join(dir, "mem.plan"), q); err != nil {
 		t.Fatal(err)
 	}
-	to, _ := os.ReadFile(filepath.Join(dir, "to.plan.packed"))
-	mem, _ := os.ReadFile(filepath.Join(dir, "mem.plan.packed"))
+	to, _ := os.ReadFile(toSide)
+	mem, _ := os.ReadFile(filepath.Join(dir, q.PackedFile))
 	if len(to) == 0 || string(to) != string(mem) {
 		t.Fatalf("side files differ: %d and %d bytes", len(to), len(mem))
 	}
-	if _, err := os.Stat(filepath.Join(dir, "to.plan.packed.tmp")); !os.IsNotExist(err) {
-		t.Fatalf("temporary side file left behind: %v", err)
+	if tmps, _ := filepath.Glob(filepath.Join(dir, ".*.tmp-*")); len(tmps) > 0 {
+		t.Fatalf("temporary files left behind: %v", tmps)
 	}
 	logits := func(path string) []float32 {
 		m, err := Open(path, Options{})

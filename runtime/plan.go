@@ -2,20 +2,17 @@ package runtime
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/weft-ml/weft/backends"
 	"github.com/weft-ml/weft/backends/cpu"
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
+	"github.com/weft-ml/weft/internal/safefile"
 	"github.com/weft-ml/weft/model"
 	"github.com/weft-ml/weft/passes"
 )
@@ -23,7 +20,7 @@ import (
 // PlanFormat and PlanVersion identify plan files this build can read.
 const (
 	PlanFormat  = "weft-plan"
-	PlanVersion = 2 // 2: the repacked side file is fingerprinted
+	PlanVersion = 3 // 2: the repacked side file is fingerprinted; 3: full checksum, content-tagged side file, model path relative to the plan
 )
 
 // Plan is a compiled model: the graph, its parameters and a reference to
@@ -39,13 +36,20 @@ type Plan struct {
 	Lowered int            `json:"lowered_nodes,omitempty"` // node count before the passes
 
 	// PackedFile names the side file (beside the plan) holding weights
-	// repacked at compile time, PackedSum fingerprints it (see
-	// packedSum); Packed holds its bytes.
+	// repacked at compile time; its name carries a content tag so a
+	// recompile never mixes old and new. PackedSum fingerprints it cheaply
+	// (checked at load), PackedCRC is the CRC-32C of every byte (checked
+	// in the background after load: see verifyPacked). Packed holds its
+	// bytes.
 	PackedFile string `json:"packed_file,omitempty"`
 	PackedSum  string `json:"packed_sum,omitempty"`
+	PackedCRC  string `json:"packed_crc32c,omitempty"`
 	Packed     []byte `json:"-"`
 
 	unmapPacked func() error // set when Packed is a mapping of its own
+	check       packedCheck  // background verification of a mapped side file
+	path        string       // the plan file, when read from one
+	sidePath    string       // the side file, when mapped from one
 }
 
 // releasingFile lets the weight-layout pass drop the mapped pages of each
@@ -57,10 +61,11 @@ func (f releasingFile) ReleaseTensorData(t *gguf.TensorInfo) { dropPages(f.Tenso
 // ModelRef names the weights file and fingerprints it, so a plan is never
 // run against a different file.
 type ModelRef struct {
-	Path        string `json:"path"`        // as given to the compiler
-	AbsPath     string `json:"abs_path"`    // absolute path at compile time
-	Size        int64  `json:"size"`        // file size in bytes
-	Fingerprint string `json:"fingerprint"` // sha256 of the header and tensor table
+	Path        string `json:"path"`               // as given to the compiler
+	AbsPath     string `json:"abs_path"`           // absolute path at compile time
+	RelPath     string `json:"rel_path,omitempty"` // relative to the plan's folder, when written
+	Size        int64  `json:"size"`               // file size in bytes
+	Fingerprint string `json:"fingerprint"`        // sha256 of the header and tensor table
 }
 
 // RunParams are the run-time defaults chosen at compile time.
@@ -76,7 +81,7 @@ type PassLogEntry = passes.LogEntry
 // Fingerprint hashes the header and tensor table of f (everything before
 // the data section) together with the file size.
 func Fingerprint(path string, f *gguf.File) (string, error) {
-	fh, err := os.Open(path)
+	fh, err := safefile.OpenRegular(path, "model file")
 	if err != nil {
 		return "", err
 	}
@@ -174,91 +179,6 @@ func (o CompileOptions) resolve(p model.Params) (RunParams, error) {
 	return r, nil
 }
 
-// WritePlan writes p to path atomically (temp file, then rename).
-func WritePlan(path string, p *Plan) error {
-	if len(p.Packed) > 0 {
-		p.PackedFile, p.PackedSum = filepath.Base(path)+".packed", packedSum(p.Packed)
-		if err := writeAtomic(filepath.Join(filepath.Dir(path), p.PackedFile), p.Packed); err != nil {
-			return err
-		}
-	}
-	return writePlanJSON(path, p)
-}
-
-// writePlanJSON writes the plan file itself, atomically.
-func writePlanJSON(path string, p *Plan) error {
-	data, err := json.MarshalIndent(p, "", " ")
-	if err != nil {
-		return err
-	}
-	return writeAtomic(path, append(data, '\n'))
-}
-
-func writeAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-// ReadPlan reads and checks a plan file.
-func ReadPlan(path string) (*Plan, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var head struct {
-		Format  string `json:"format"`
-		Version int    `json:"version"`
-	}
-	if err := json.Unmarshal(data, &head); err != nil || head.Format != PlanFormat {
-		return nil, fmt.Errorf("%s: not a weft plan file", path)
-	}
-	if head.Version != PlanVersion {
-		return nil, fmt.Errorf("%s: plan version %d, this build reads version %d: recompile with graphc compile", path, head.Version, PlanVersion)
-	}
-	var p Plan
-	if err := json.Unmarshal(data, &p); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if p.Graph == nil {
-		return nil, fmt.Errorf("%s: plan has no graph", path)
-	}
-	if err := p.Graph.Verify(); err != nil {
-		return nil, fmt.Errorf("%s: invalid graph: %w", path, err)
-	}
-	if p.PackedFile != "" {
-		side := filepath.Join(filepath.Dir(path), filepath.Base(p.PackedFile))
-		if p.Packed, p.unmapPacked, err = mapReadOnly(side); err != nil {
-			return nil, fmt.Errorf("%s: repacked weights: %w", path, err)
-		}
-		if sum := packedSum(p.Packed); sum != p.PackedSum {
-			p.closePacked()
-			return nil, fmt.Errorf("%s: repacked weights %s do not belong to this plan (fingerprint %s, plan expects %s): recompile with graphc compile", path, side, sum, p.PackedSum)
-		}
-	}
-	return &p, nil
-}
-
-// packedSum fingerprints repacked weights cheaply enough for every load:
-// FNV-1a over the length and 256 bytes at every MiB boundary and at the
-// end. It catches a side file from another compile (other weights, other
-// layouts or sizes) without reading 600 MB; it is not a guard against
-// deliberate tampering.
-func packedSum(b []byte) string {
-	const stride, sample = 1 << 20, 256
-	h := fnv.New64a()
-	var n [8]byte
-	binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
-	h.Write(n[:])
-	for off := 0; off < len(b); off += stride {
-		h.Write(b[off:min(off+sample, len(b))])
-	}
-	h.Write(b[max(0, len(b)-sample):])
-	return fmt.Sprintf("fnv64a:%016x", h.Sum64())
-}
-
 // adoptPacked takes memory for the repacked weights and the function that
 // releases it, which closePacked calls.
 func (p *Plan) adoptPacked(buf []byte, free func() error, err error) ([]byte, error) {
@@ -274,49 +194,4 @@ func (p *Plan) adoptPacked(buf []byte, free func() error, err error) ([]byte, er
 		return err
 	}
 	return buf, nil
-}
-
-// CompileTo compiles the model at in and writes the plan to out, with the
-// repacked weights written straight into the mapped side file rather than
-// built in memory and copied: for a 1.1B model that is 600 MB less to
-// allocate, touch and copy. The returned plan's Packed maps the side file.
-func CompileTo(in, out string, o CompileOptions) (*Plan, error) {
-	side := out + ".packed"
-	tmp := side + ".tmp"
-	var release func() error // the mapping, should Compile fail after making it
-	o.packedMem = func(size int) ([]byte, func() error, error) {
-		b, free, err := mapNewFile(tmp, size)
-		release = free
-		return b, free, err
-	}
-	p, err := Compile(in, o)
-	if err != nil {
-		if release != nil {
-			release()
-		}
-		os.Remove(tmp)
-		return nil, err
-	}
-	if len(p.Packed) == 0 {
-		p.closePacked()
-		os.Remove(tmp)
-		return p, writePlanJSON(out, p)
-	}
-	used := len(p.Packed)
-	p.PackedFile, p.PackedSum = filepath.Base(side), packedSum(p.Packed)
-	err = p.closePacked()
-	if err == nil {
-		err = os.Truncate(tmp, int64(used))
-	}
-	if err == nil {
-		err = os.Rename(tmp, side)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return nil, err
-	}
-	if p.Packed, p.unmapPacked, err = mapReadOnly(side); err != nil {
-		return nil, err
-	}
-	return p, writePlanJSON(out, p)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weft-ml/weft/graph"
+	"github.com/weft-ml/weft/internal/safefile"
 	"github.com/weft-ml/weft/ops"
 	"github.com/weft-ml/weft/runtime"
 )
@@ -75,7 +76,7 @@ func runCompile(args []string) error {
 		if err := os.MkdirAll(*dumpDir, 0o755); err != nil {
 			return err
 		}
-		o.DumpAfter, o.Dump = splitList(*dumpAfter), dumpToDir(*dumpDir)
+		o.DumpAfter, o.Dump = splitList(*dumpAfter), dumpToDir(*dumpDir, in, *out)
 	}
 	start := time.Now()
 	p, err := runtime.CompileTo(in, *out, o)
@@ -89,17 +90,21 @@ func runCompile(args []string) error {
 	return nil
 }
 
-// dumpToDir writes each dumped graph as DIR/NN-PASS.json.
-func dumpToDir(dir string) func(string, *graph.Graph) error {
+// dumpToDir writes each dumped graph as DIR/NN-PASS.json, never over one
+// of inputs.
+func dumpToDir(dir string, inputs ...string) func(string, *graph.Graph) error {
 	n := 0
 	return func(pass string, g *graph.Graph) error {
-		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%02d-%s.json", n, pass)))
+		f, err := safefile.Create(filepath.Join(dir, fmt.Sprintf("%02d-%s.json", n, pass)), inputs...)
 		if err != nil {
 			return err
 		}
 		n++
-		defer f.Close()
-		return graph.WriteJSON(f, g)
+		defer f.Abort()
+		if err := graph.WriteJSON(f, g); err != nil {
+			return err
+		}
+		return f.Commit()
 	}
 }
 

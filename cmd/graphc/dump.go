@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/weft-ml/weft/graph"
+	"github.com/weft-ml/weft/internal/safefile"
 	"github.com/weft-ml/weft/passes"
 	"github.com/weft-ml/weft/runtime"
 )
@@ -44,21 +45,28 @@ func runDump(args []string) error {
 	if err != nil {
 		return err
 	}
-	w := io.Writer(os.Stdout)
-	if *out != "" {
-		f, err := os.Create(*out)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
+	if *out == "" {
+		return writeView(os.Stdout, *format, views, p, *after)
 	}
+	f, err := safefile.Create(*out, append(p.Files(), pos[0])...)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	if err := writeView(f, *format, views, p, *after); err != nil {
+		return err
+	}
+	return f.Commit()
+}
+
+// writeView writes the last view (html: all of them) in format.
+func writeView(w io.Writer, format string, views []graph.View, p *runtime.Plan, after string) error {
 	g := views[len(views)-1].Graph
-	switch *format {
+	switch format {
 	case "text":
 		return graph.WriteText(w, g)
 	case "json":
-		return graph.WriteJSONWith(w, g, map[string]any{"passes": passLog(p, *after)})
+		return graph.WriteJSONWith(w, g, map[string]any{"passes": passLog(p, after)})
 	case "dot":
 		return graph.WriteDOT(w, g)
 	}

@@ -34,9 +34,6 @@ func runQuantize(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := refuseSameFile(inPath, outPath); err != nil {
-		return err
-	}
 	in, err := gguf.Open(inPath)
 	if err != nil {
 		return err
@@ -47,29 +44,9 @@ func runQuantize(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := gguf.WriteFile(outPath, kv, specs); err != nil {
+	if err := gguf.WriteFile(outPath, kv, specs, inPath); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s (%s)\n", outPath, ft.Name)
-	return nil
-}
-
-// refuseSameFile fails when out names the input file, directly, through a
-// symbolic link or as another hard link to it.
-func refuseSameFile(in, out string) error {
-	inInfo, err := os.Stat(in)
-	if err != nil {
-		return err
-	}
-	outInfo, err := os.Stat(out)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if os.SameFile(inInfo, outInfo) {
-		return fmt.Errorf("refusing to overwrite the input file %s with %s", in, out)
-	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/internal/safefile"
 	"github.com/weft-ml/weft/model/tokenizer"
 )
 
@@ -89,12 +90,8 @@ func tokenizeInput(file string, words []string) (string, error) {
 	switch {
 	case file != "" && len(words) > 0:
 		return "", errors.New("give either --file or TEXT, not both")
-	case file == "-":
-		b, err := io.ReadAll(os.Stdin)
-		return string(b), err
 	case file != "":
-		b, err := os.ReadFile(file)
-		return string(b), err
+		return safefile.ReadText(file, "text file")
 	case len(words) == 0:
 		return "", errors.New("missing TEXT (or --file F)")
 	}

@@ -5,8 +5,9 @@
 //     (OpenRegular), or are read with a size bound (ReadLimited): a FIFO
 //     never hangs a tool and /dev/zero never exhausts memory.
 //   - An output is never one of the inputs (same inode, through any link),
-//     never a directory, FIFO, socket or block device. A character device
-//     such as /dev/stdout or /dev/null is written in place; anything else
+//     never a directory, socket or block device. A character device such
+//     as /dev/null, or a pipe with a reader (/dev/stdout in a pipeline), is
+//     written in place; anything else
 //     is written to a unique temporary file beside the target, synced and
 //     renamed over it, so the target is either the old file or the whole
 //     new one (Create, WriteFile).

@@ -11,13 +11,13 @@ import (
 // Target is a checked output path.
 type Target struct {
 	Path    string      // where the data goes (symbolic links resolved)
-	InPlace bool        // a character device: written directly, never renamed over
+	InPlace bool        // a character device or a pipe: written directly, never renamed over
 	Mode    fs.FileMode // permissions for the new file
 }
 
 // CheckOutput decides how out may be written. It fails when out is one of
-// inputs (the same inode, whatever the path), a directory or a special file
-// other than a character device. A symbolic link is followed, so the link
+// inputs (the same inode, whatever the path), a directory, a socket or a
+// block device. Character devices and pipes are written in place. A symbolic link is followed, so the link
 // stays and its target is replaced.
 func CheckOutput(out string, inputs ...string) (Target, error) {
 	t := Target{Path: out, Mode: 0o644}
@@ -48,7 +48,7 @@ func CheckOutput(out string, inputs ...string) (Target, error) {
 		if resolved, err := filepath.EvalSymlinks(out); err == nil {
 			t.Path = resolved
 		}
-	case m&fs.ModeCharDevice != 0:
+	case m&fs.ModeCharDevice != 0, m&fs.ModeNamedPipe != 0:
 		t.InPlace = true
 	default:
 		return t, fmt.Errorf("refusing to write %s: it is %s; give a file path", out, describeMode(m))
@@ -97,7 +97,7 @@ func Create(out string, inputs ...string) (*Pending, error) {
 		return nil, err
 	}
 	if t.InPlace {
-		f, err := os.OpenFile(t.Path, os.O_WRONLY, 0)
+		f, err := openInPlace(t.Path)
 		if err != nil {
 			return nil, fmt.Errorf("output %s: %w", out, err)
 		}

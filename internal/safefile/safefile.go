@@ -131,6 +131,10 @@ func TempBeside(target string) (*os.File, error) {
 	return f, nil
 }
 
+// Track registers a file that RemoveTemps should delete until Forget is
+// called: a new file put in place whose companion is not written yet.
+func Track(path string) { track(path) }
+
 // Forget stops tracking a temporary file that was renamed into place.
 func Forget(tmp string) { untrack(tmp) }
 
@@ -138,4 +142,22 @@ func Forget(tmp string) { untrack(tmp) }
 func Discard(tmp string) {
 	os.Remove(tmp)
 	untrack(tmp)
+}
+
+// MaxText bounds a text input (a prompt file): far more than any context
+// holds, far less than the memory a runaway read would take.
+const MaxText = 64 << 20
+
+// ReadText reads a text input of at most MaxText bytes from path, or from
+// standard input when path is "-".
+func ReadText(path, what string) (string, error) {
+	if path == "-" {
+		b, err := io.ReadAll(io.LimitReader(os.Stdin, MaxText+1))
+		if err == nil && len(b) > MaxText {
+			err = fmt.Errorf("%s on standard input is longer than %s", what, Bytes(MaxText))
+		}
+		return string(b), err
+	}
+	b, err := ReadLimited(path, what, MaxText)
+	return string(b), err
 }

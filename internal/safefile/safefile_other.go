@@ -6,6 +6,8 @@ import "os"
 
 func openNonBlocking(path string) (*os.File, error) { return os.Open(path) }
 
+func openInPlace(path string) (*os.File, error) { return os.OpenFile(path, os.O_WRONLY, 0) }
+
 func setBlocking(*os.File) error { return nil }
 
 // Reserve sets the file's size; other systems get no space check.

@@ -35,7 +35,7 @@ func TestCheckOutputRefusesInputsAndSpecialFiles(t *testing.T) {
 		{"symbolic link", sym, "it is the input file"},
 		{"dot path", filepath.Join(dir, ".", "model.gguf"), "it is the input file"},
 		{"directory", dir, "it is a directory"},
-		{"fifo", fifo, "named pipe"},
+		{"fifo without a reader", fifo, "no program is reading"},
 		{"missing folder", filepath.Join(dir, "nope", "x.plan"), "does not exist: create it first"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

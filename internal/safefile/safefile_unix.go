@@ -15,6 +15,23 @@ func openNonBlocking(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
 }
 
+// openInPlace opens a device or pipe for writing without waiting for a
+// reader: a FIFO nobody reads is an error at once, not a hang.
+func openInPlace(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|unix.O_NONBLOCK, 0)
+	if errors.Is(err, unix.ENXIO) {
+		return nil, errors.New("it is a named pipe (FIFO) that no program is reading")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := setBlocking(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // setBlocking clears O_NONBLOCK again on a regular file (it has no effect
 // on regular files, but mappings and plain reads should not see it).
 func setBlocking(f *os.File) error {

@@ -33,13 +33,18 @@ func Write(w io.Writer, o Options) error {
 	return gguf.Write(w, kv, specs)
 }
 
-// WriteFile is Write to a temporary file renamed to path on success.
+// WriteFile is Write to a temporary file renamed to path on success; path
+// may not be the vocabulary file the tokenizer is copied from.
 func WriteFile(path string, o Options) error {
 	kv, specs, err := Build(o)
 	if err != nil {
 		return err
 	}
-	return gguf.WriteFile(path, kv, specs)
+	var inputs []string
+	if o.Vocab != nil {
+		inputs = append(inputs, o.Vocab.Path())
+	}
+	return gguf.WriteFile(path, kv, specs, inputs...)
 }
 
 // Build returns the metadata and the streamed tensors of the model without
