@@ -3,8 +3,8 @@ package runtime
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/weft-ml/weft/backends/cpu"
@@ -20,7 +20,8 @@ type Options struct {
 }
 
 // Model is a loaded plan with its mapped weights, tokenizer and compiled
-// program. It is safe for concurrent use by many Sessions.
+// program. It is safe for concurrent use by many Sessions, and Close may
+// be called while they run (see Close).
 type Model struct {
 	Plan      *Plan
 	File      *gguf.File
@@ -28,6 +29,12 @@ type Model struct {
 	LoadTime  time.Duration
 
 	prog *cpu.Program
+	// life guards the weights: every batch holds a read lock while its
+	// kernels run (one atomic add each way; sessions do not contend), and
+	// Close takes the write lock, so it waits for running batches and
+	// keeps new ones out until closed is set.
+	life   sync.RWMutex
+	closed bool // under life
 }
 
 // Open loads a .plan file, or compiles a .gguf file in memory.
@@ -70,24 +77,6 @@ func loadPlan(path string, o Options) (*Plan, string, error) {
 	return p, weights, err
 }
 
-// locateWeights finds the plan's GGUF: the recorded path relative to the
-// plan's folder, as given, or absolute; whichever exists first.
-func (p *Plan) locateWeights(planPath string) (string, error) {
-	candidates := []string{p.Model.Path, p.Model.AbsPath}
-	if !filepath.IsAbs(p.Model.Path) {
-		rel := filepath.Join(filepath.Dir(planPath), filepath.Base(p.Model.Path))
-		candidates = append(candidates, rel)
-	}
-	for _, c := range candidates {
-		if c != "" {
-			if _, err := os.Stat(c); err == nil {
-				return c, nil
-			}
-		}
-	}
-	return "", fmt.Errorf("%s: the model file %s is missing", planPath, p.Model.Path)
-}
-
 func build(plan *Plan, f *gguf.File, weights string, o Options) (*Model, error) {
 	fp, err := Fingerprint(weights, f)
 	if err != nil {
@@ -107,13 +96,31 @@ func build(plan *Plan, f *gguf.File, weights string, o Options) (*Model, error) 
 	return &Model{Plan: plan, File: f, Tokenizer: tok, prog: prog}, nil
 }
 
-// Close releases the weights mappings. Sessions must not be used afterwards.
+// Close releases the weights mappings. It waits for batches that are
+// running in any session (at most one batch each: generation and
+// evaluation stop between batches) and then releases the weights; from
+// then on NewSession and the evaluating Session methods return ErrClosed,
+// and a Generate in progress returns ErrClosed with what it made.
+// Calling Close again does nothing and returns nil.
 func (m *Model) Close() error {
+	m.life.Lock()
+	defer m.life.Unlock()
+	if m.closed {
+		return nil
+	}
+	m.closed = true
 	err := m.File.Close()
 	if perr := m.Plan.closePacked(); err == nil {
 		err = perr
 	}
 	return err
+}
+
+// isClosed reports whether Close has run.
+func (m *Model) isClosed() bool {
+	m.life.RLock()
+	defer m.life.RUnlock()
+	return m.closed
 }
 
 // Close releases the memory or mapping of a plan's repacked weights (a
@@ -122,6 +129,7 @@ func (p *Plan) Close() error { return p.closePacked() }
 
 // closePacked unmaps the repacked weights if they were mapped.
 func (p *Plan) closePacked() error {
+	p.check.halt()
 	u := p.unmapPacked
 	if u == nil {
 		return nil

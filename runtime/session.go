@@ -1,8 +1,11 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"github.com/weft-ml/weft/backends/cpu"
 )
@@ -10,17 +13,33 @@ import (
 // ErrContextFull is returned when the KV cache has no room for more tokens.
 var ErrContextFull = errors.New("context full")
 
+// ErrClosed is returned by NewSession and by every Session method that
+// evaluates once the Model has been closed.
+var ErrClosed = errors.New("model is closed")
+
+// ErrSessionBusy is returned when a Session is called while another
+// goroutine's call on it is still running. The running call is not
+// disturbed.
+var ErrSessionBusy = errors.New("session is in use by another goroutine: make one Session per goroutine")
+
 // SessionOptions configure a session. Zero values take the plan's settings.
 type SessionOptions struct {
 	Ctx    int    // KV cache positions
 	KVType string // "f16" or "f32"
 }
 
-// Session is one conversation: a KV cache and the tokens in it. A Session
-// is not safe for concurrent use; make one per goroutine.
+// Session is one conversation: a KV cache and the tokens in it.
+//
+// A Session serves one call at a time: a call made while another
+// goroutine's call is running returns ErrSessionBusy (make one Session per
+// goroutine; sessions of one Model run concurrently). Pos, Context and
+// Model may be called from any goroutine at any time; History must not be
+// called while the session is evaluating.
 type Session struct {
 	m       *Model
 	st      *cpu.State
+	busy    atomic.Bool  // held by the running call (see acquire)
+	pos     atomic.Int64 // len(history), readable from any goroutine
 	history []int32
 	rowIdx  []int32 // scratch for output-row indices
 	posBuf  []int32 // scratch for positions
@@ -44,6 +63,11 @@ func (m *Model) NewSession(o SessionOptions) (*Session, error) {
 	default:
 		return nil, fmt.Errorf("KV cache type %q: want f16 or f32", o.KVType)
 	}
+	m.life.RLock()
+	defer m.life.RUnlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
 	st, err := m.prog.NewState(o.Ctx, kt)
 	if err != nil {
 		return nil, err
@@ -51,31 +75,94 @@ func (m *Model) NewSession(o SessionOptions) (*Session, error) {
 	return &Session{m: m, st: st, history: make([]int32, 0, o.Ctx)}, nil
 }
 
+// acquire marks the session in use by the calling goroutine, or returns
+// ErrSessionBusy; a nil return must be paired with release.
+func (s *Session) acquire() error {
+	if !s.busy.CompareAndSwap(false, true) {
+		return ErrSessionBusy
+	}
+	return nil
+}
+
+func (s *Session) release() { s.busy.Store(false) }
+
 // Model returns the session's model.
 func (s *Session) Model() *Model { return s.m }
 
-// Pos is the number of tokens in the KV cache.
-func (s *Session) Pos() int { return len(s.history) }
+// Pos is the number of tokens in the KV cache. It may be read from any
+// goroutine, for example to show the progress of a long Eval.
+func (s *Session) Pos() int { return int(s.pos.Load()) }
 
 // Context is the KV cache size in tokens.
 func (s *Session) Context() int { return s.st.Context() }
 
-// History returns the tokens in the KV cache.
-func (s *Session) History() []int32 { return s.history }
+// History returns the tokens in the KV cache. The slice is the session's:
+// do not modify it, and do not call History while another goroutine
+// evaluates on the session.
+func (s *Session) History() []int32 { return s.history[:len(s.history):len(s.history)] }
 
 // Reset empties the KV cache so the session can start a new sequence.
-func (s *Session) Reset() { s.history = s.history[:0] }
+// It fails with ErrSessionBusy while another call runs, and with
+// ErrClosed once the model is closed.
+func (s *Session) Reset() error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.release()
+	if s.m.isClosed() {
+		return ErrClosed
+	}
+	s.truncate(0)
+	return nil
+}
+
+// truncate drops the tokens from position n on. The KV cache entries
+// beyond the history are never read before they are written again.
+func (s *Session) truncate(n int) {
+	s.history = s.history[:n]
+	s.pos.Store(int64(n))
+}
 
 // Eval appends tokens to the sequence, running them in batches of the
 // plan's batch size, and returns logits: for every token as
 // [len(tokens)][vocab] when all is set, else for the last token only.
-// The returned slice belongs to the caller.
+// The returned slice belongs to the caller. On error the session is left
+// as it was before the call.
 func (s *Session) Eval(tokens []int32, all bool) ([]float32, error) {
+	return s.EvalContext(context.Background(), tokens, all)
+}
+
+// EvalContext is Eval that stops between batches once ctx is done,
+// returning an error that wraps ctx.Err() and leaving the session as it
+// was before the call. When ctx can be cancelled, long inputs are run in
+// chunks sized to take about evalChunkTarget each (never fewer than
+// minEvalChunk tokens), so that cancellation takes effect quickly; the
+// logits do not depend on how the tokens are split.
+func (s *Session) EvalContext(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
+	if err := s.acquire(); err != nil {
+		return nil, err
+	}
+	defer s.release()
+	return s.eval(ctx, tokens, all)
+}
+
+// Cancellable evaluation splits prefill into chunks of about this duration:
+// a cancelled prefill returns within about one chunk.
+const (
+	evalChunkTarget = 200 * time.Millisecond
+	// minEvalChunk keeps chunks large enough that each weight tile loaded
+	// from memory serves many tokens (prefill speed barely changes).
+	minEvalChunk = 64
+)
+
+// eval is EvalContext for a caller that holds the session.
+func (s *Session) eval(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
 	if len(tokens) == 0 {
 		return nil, fmt.Errorf("no tokens to evaluate")
 	}
-	if s.Pos()+len(tokens) > s.Context() {
-		return nil, fmt.Errorf("%w: %d tokens in the cache + %d new exceed the context of %d", ErrContextFull, s.Pos(), len(tokens), s.Context())
+	pos0 := s.Pos()
+	if pos0+len(tokens) > s.Context() {
+		return nil, fmt.Errorf("%w: %d tokens in the cache + %d new exceed the context of %d", ErrContextFull, pos0, len(tokens), s.Context())
 	}
 	vocab := s.m.VocabSize()
 	var out []float32
@@ -83,19 +170,60 @@ func (s *Session) Eval(tokens []int32, all bool) ([]float32, error) {
 		out = make([]float32, 0, len(tokens)*vocab)
 	}
 	batch := s.m.prog.MaxTokens()
-	for lo := 0; lo < len(tokens); lo += batch {
-		hi := min(len(tokens), lo+batch)
-		logits, err := s.evalBatch(tokens[lo:hi], all)
+	size, adapt := batch, ctx.Done() != nil
+	if adapt {
+		size = min(batch, minEvalChunk)
+	}
+	for lo := 0; lo < len(tokens); {
+		if err := ctx.Err(); err != nil {
+			s.truncate(pos0)
+			return nil, fmt.Errorf("evaluation stopped after %d of %d tokens: %w", lo, len(tokens), err)
+		}
+		n := chunkLen(len(tokens)-lo, size, batch)
+		start := time.Now()
+		logits, err := s.evalBatch(tokens[lo:lo+n], all)
 		if err != nil {
+			s.truncate(pos0)
 			return nil, err
 		}
+		if adapt {
+			size = nextChunk(time.Since(start), n, batch)
+		}
+		lo += n
 		if all {
 			out = append(out, logits...)
-		} else if hi == len(tokens) {
+		} else if lo == len(tokens) {
 			out = append([]float32(nil), logits...)
 		}
 	}
 	return out, nil
+}
+
+// chunkLen is the size of the next batch for rest remaining tokens, at
+// most size (itself at most batch). It avoids leaving a lone last token:
+// the backend computes a single token with its one-row kernels, which may
+// round differently from the batched ones, and the logits of a sequence
+// must not depend on how it was split.
+func chunkLen(rest, size, batch int) int {
+	n := min(rest, size)
+	if rest-n == 1 && batch > 2 {
+		if n < batch {
+			n++
+		} else {
+			n--
+		}
+	}
+	return n
+}
+
+// nextChunk sizes the next chunk so that it takes about evalChunkTarget,
+// given that the last one of n tokens took d.
+func nextChunk(d time.Duration, n, batch int) int {
+	size := batch
+	if d > 0 {
+		size = int(min(int64(batch), int64(evalChunkTarget)*int64(n)/int64(d)))
+	}
+	return max(size, min(minEvalChunk, batch))
 }
 
 // Step appends one token and returns the logits that follow it. The slice
@@ -103,6 +231,15 @@ func (s *Session) Eval(tokens []int32, all bool) ([]float32, error) {
 // allocates nothing, so a decode loop of Step and a sample.Sampler runs
 // without garbage.
 func (s *Session) Step(id int32) ([]float32, error) {
+	if err := s.acquire(); err != nil {
+		return nil, err
+	}
+	defer s.release()
+	return s.step(id)
+}
+
+// step is Step for a caller that holds the session.
+func (s *Session) step(id int32) ([]float32, error) {
 	if s.Pos() >= s.Context() {
 		return nil, fmt.Errorf("%w: all %d positions are used", ErrContextFull, s.Context())
 	}
@@ -110,11 +247,20 @@ func (s *Session) Step(id int32) ([]float32, error) {
 	return s.evalBatch(s.one[:], false)
 }
 
+// evalBatch runs one batch of at most the plan's batch size. It holds the
+// model's read lock while the kernels run, so Close waits for it.
 func (s *Session) evalBatch(tokens []int32, all bool) ([]float32, error) {
+	m := s.m
+	m.life.RLock()
+	defer m.life.RUnlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
 	n := len(tokens)
+	pos := s.Pos()
 	s.posBuf = s.posBuf[:0]
 	for i := 0; i < n; i++ {
-		s.posBuf = append(s.posBuf, int32(s.Pos()+i))
+		s.posBuf = append(s.posBuf, int32(pos+i))
 	}
 	s.rowIdx = s.rowIdx[:0]
 	if all {
@@ -128,6 +274,12 @@ func (s *Session) evalBatch(tokens []int32, all bool) ([]float32, error) {
 	if err != nil {
 		return nil, err
 	}
+	// No result leaves before the side file's full checksum has passed
+	// (it runs in the background from load; see integrity.go).
+	if err := m.Verify(); err != nil {
+		return nil, err
+	}
 	s.history = append(s.history, tokens...)
+	s.pos.Store(int64(len(s.history)))
 	return logits, nil
 }

@@ -10,9 +10,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"time"
 
+	"github.com/weft-ml/weft/internal/safefile"
 	"github.com/weft-ml/weft/runtime"
 	"github.com/weft-ml/weft/runtime/sample"
 )
@@ -84,8 +84,8 @@ func (c *config) readPrompt() error {
 	if c.prompt != "" {
 		return fmt.Errorf("give --prompt or --file, not both")
 	}
-	b, err := os.ReadFile(c.file)
-	c.prompt = string(b)
+	var err error
+	c.prompt, err = safefile.ReadText(c.file, "prompt file")
 	return err
 }
 
@@ -135,7 +135,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c.normalizeSampling(s.Context())
 	opts := runtime.GenerateOptions{MaxTokens: c.n, Sampling: c.sampling, IgnoreEOS: c.ignoreEOS, NoBOS: c.noBOS, ParseSpecial: c.special}
 	if c.logitsOut != "" {
-		opts.PromptLogits = func(l []float32) error { return writeFloats(c.logitsOut, l) }
+		if _, err := safefile.CheckOutput(c.logitsOut, m.Files()...); err != nil {
+			return err // before the prompt runs, not after
+		}
+		opts.PromptLogits = func(l []float32) error { return writeFloats(c.logitsOut, l, m.Files()...) }
 	}
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
@@ -174,11 +177,12 @@ func writeJSON(w io.Writer, m *runtime.Model, r *runtime.Result) {
 	})
 }
 
-// writeFloats writes little-endian float32s (the layout of ../shared/reference).
-func writeFloats(path string, xs []float32) error {
+// writeFloats writes little-endian float32s (the layout of ../shared/reference),
+// never over one of inputs.
+func writeFloats(path string, xs []float32, inputs ...string) error {
 	b := make([]byte, 4*len(xs))
 	for i, x := range xs {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
 	}
-	return os.WriteFile(path, b, 0o644)
+	return safefile.WriteFile(path, b, inputs...)
 }
