@@ -53,8 +53,12 @@ generate:
 check-generated: generate
 	@git diff --exit-code --stat -- backends/cpu/simd || { echo "generated files are stale: run make generate and commit"; exit 1; }
 
+# Parsers under the fuzzer: GGUF files, and plans with their side files
+# (FUZZTIME=1000000x for a fixed number of executions).
+FUZZTIME ?= 60s
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./gguf
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./gguf
+	$(GO) test -run '^$$' -fuzz FuzzPlan -fuzztime $(FUZZTIME) ./runtime
 
 clean:
 	rm -rf $(BIN)

@@ -14,7 +14,7 @@ import (
 
 // synthQ4 writes a tiny random Q4_0 llama model (whose weights the CPU
 // backend repacks) with the given seed and returns its path.
-func synthQ4(t *testing.T, dir string, seed uint64) string {
+func synthQ4(t testing.TB, dir string, seed uint64) string {
 	t.Helper()
 	vocab, err := gguf.Open(stories(t))
 	if err != nil {

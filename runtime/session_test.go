@@ -13,7 +13,7 @@ import (
 	"github.com/weft-ml/weft/runtime/sample"
 )
 
-func stories(t *testing.T) string {
+func stories(t testing.TB) string {
 	return filepath.Join(testenv.RepoRoot(t), "testdata", "stories260K.gguf")
 }
 
