@@ -51,7 +51,7 @@ generate:
 
 # Generated code is committed; regenerating must not change it.
 check-generated: generate
-	@git diff --exit-code --stat -- backends/cpu/simd || { echo "generated files are stale: run make generate and commit"; exit 1; }
+	@git diff --exit-code --stat -- backends/cpu/simd shaders || { echo "generated files are stale: run make generate and commit"; exit 1; }
 
 # Parsers under the fuzzer: GGUF files, and plans with their side files
 # (FUZZTIME=1000000x for a fixed number of executions).

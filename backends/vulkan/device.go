@@ -1,0 +1,242 @@
+//go:build linux && (amd64 || arm64)
+
+package vulkan
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/weft-ml/weft/backends/vulkan/vk"
+)
+
+// ErrNoDevice is returned when the loader works but lists no device.
+var ErrNoDevice = errors.New("vulkan: the loader lists no device (install a GPU driver, or mesa-vulkan-drivers for the lavapipe CPU device)")
+
+// DeviceInfo describes one physical device.
+type DeviceInfo struct {
+	Index        int
+	Name         string
+	Type         string // "discrete GPU", "integrated GPU", "CPU", …
+	API          string // Vulkan version the device supports
+	Driver       string // driver name and info
+	SubgroupSize uint32 // default subgroup size
+	// MinSubgroupSize and MaxSubgroupSize bound the sizes a pipeline may
+	// require (0 below Vulkan 1.3).
+	MinSubgroupSize, MaxSubgroupSize uint32
+	MaxStorageBufferRange            uint32 // the largest range one binding may address
+	MaxWorkgroupInvocations          uint32
+	DeviceLocalBytes                 uint64 // size of the largest device-local heap
+	Features                         vk.Features
+	Usable                           bool   // Vulkan 1.2 with a compute queue
+	Why                              string // why not, when !Usable
+}
+
+func (i DeviceInfo) String() string {
+	s := fmt.Sprintf("%d: %s (%s, Vulkan %s, %s), subgroup %d, %d MiB device memory, storage range %d MiB",
+		i.Index, i.Name, i.Type, i.API, i.Driver, i.SubgroupSize, i.DeviceLocalBytes>>20, i.MaxStorageBufferRange>>20)
+	if !i.Usable {
+		s += " — not usable: " + i.Why
+	}
+	return s
+}
+
+func describe(index int, pd vk.PhysicalDevice) DeviceInfo {
+	p := pd.Properties()
+	mem := pd.MemoryProperties()
+	info := DeviceInfo{
+		Index: index, Name: p.Name, Type: vk.TypeName(p.Type), API: p.APIVersion.String(),
+		Driver:       p.DriverName + " " + p.DriverInfo,
+		SubgroupSize: p.SubgroupSize, MinSubgroupSize: p.MinSubgroupSize, MaxSubgroupSize: p.MaxSubgroupSize,
+		MaxStorageBufferRange:   p.Limits.MaxStorageBufferRange,
+		MaxWorkgroupInvocations: p.Limits.MaxComputeWorkGroupInvocations,
+		Features:                pd.Features(),
+		Usable:                  true,
+	}
+	for _, h := range mem.Heaps {
+		if h.Flags&vk.HeapDeviceLocal != 0 {
+			info.DeviceLocalBytes = max(info.DeviceLocalBytes, h.Size)
+		}
+	}
+	if p.APIVersion < vk.APIVersion(vk.MakeAPIVersion(1, 2, 0)) {
+		info.Usable, info.Why = false, "Vulkan 1.2 or newer is needed"
+	} else if _, _, ok := pd.ComputeQueueFamily(); !ok {
+		info.Usable, info.Why = false, "no compute queue"
+	}
+	return info
+}
+
+// Devices lists the physical devices the loader sees.
+func Devices() ([]DeviceInfo, error) {
+	in, err := vk.CreateInstance(vk.InstanceOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer in.Destroy()
+	pds, err := in.PhysicalDevices()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DeviceInfo, len(pds))
+	for i, pd := range pds {
+		out[i] = describe(i, pd)
+	}
+	return out, nil
+}
+
+// Options configures Open.
+type Options struct {
+	// Validation turns on VK_LAYER_KHRONOS_validation (an error if it is
+	// not installed); its messages go to OnMessage.
+	Validation bool
+	// OnMessage receives validation and driver warnings and errors. It
+	// may be called from any goroutine that calls into the Device.
+	OnMessage func(vk.Message)
+}
+
+// Device is one opened Vulkan device with a compute queue. Its methods are
+// safe for concurrent use except where noted.
+type Device struct {
+	inst  *vk.Instance
+	dev   *vk.Device
+	info  DeviceInfo
+	props vk.Properties
+	mem   vk.MemoryProperties
+
+	mu      sync.Mutex // guards the transfer objects below
+	pool    vk.CommandPool
+	xfer    vk.CommandBuffer
+	fence   vk.Fence
+	staging *hostBuffer // host-visible coherent, for uploads
+	reading *hostBuffer // host-visible (cached if possible), for downloads
+}
+
+// stagingChunk caps the host-visible staging buffers; larger transfers go
+// through in pieces.
+const stagingChunk = 32 << 20
+
+// Open opens device index (an index into Devices()).
+func Open(index int, opts Options) (*Device, error) {
+	in, err := vk.CreateInstance(vk.InstanceOptions{Validation: opts.Validation, OnMessage: opts.OnMessage})
+	if err != nil {
+		return nil, err
+	}
+	d, err := open(in, index)
+	if err != nil {
+		in.Destroy()
+		return nil, err
+	}
+	return d, nil
+}
+
+func open(in *vk.Instance, index int) (*Device, error) {
+	pds, err := in.PhysicalDevices()
+	if err != nil {
+		return nil, err
+	}
+	if len(pds) == 0 {
+		return nil, ErrNoDevice
+	}
+	if index < 0 || index >= len(pds) {
+		return nil, fmt.Errorf("vulkan: no device %d (the loader lists %d)", index, len(pds))
+	}
+	pd := pds[index]
+	info := describe(index, pd)
+	if !info.Usable {
+		return nil, fmt.Errorf("vulkan: device %d (%s) is not usable: %s", index, info.Name, info.Why)
+	}
+	fam, _, _ := pd.ComputeQueueFamily()
+	dev, err := pd.CreateDevice(vk.DeviceOptions{QueueFamily: fam, Features: wanted(info.Features)})
+	if err != nil {
+		return nil, err
+	}
+	d := &Device{inst: in, dev: dev, info: info, props: pd.Properties(), mem: pd.MemoryProperties()}
+	if err := d.initTransfer(); err != nil {
+		d.closeDevice()
+		return nil, err
+	}
+	return d, nil
+}
+
+// wanted enables every supported feature the shaders may use.
+func wanted(s vk.Features) vk.Features {
+	return vk.Features{
+		ShaderInt16: s.ShaderInt16, ShaderInt64: s.ShaderInt64,
+		StorageBuffer16BitAccess:           s.StorageBuffer16BitAccess,
+		UniformAndStorageBuffer16BitAccess: s.UniformAndStorageBuffer16BitAccess,
+		StorageBuffer8BitAccess:            s.StorageBuffer8BitAccess,
+		UniformAndStorageBuffer8BitAccess:  s.UniformAndStorageBuffer8BitAccess,
+		ShaderFloat16:                      s.ShaderFloat16, ShaderInt8: s.ShaderInt8,
+		ShaderSubgroupExtendedTypes: s.ShaderSubgroupExtendedTypes,
+		HostQueryReset:              s.HostQueryReset, TimelineSemaphore: s.TimelineSemaphore,
+		VulkanMemoryModel: s.VulkanMemoryModel, VulkanMemoryModelDeviceScope: s.VulkanMemoryModelDeviceScope,
+		SubgroupSizeControl: s.SubgroupSizeControl, ComputeFullSubgroups: s.ComputeFullSubgroups,
+		Maintenance4: s.Maintenance4, IntegerDotProduct: s.IntegerDotProduct,
+	}
+}
+
+func (d *Device) initTransfer() error {
+	var err error
+	if d.pool, err = d.dev.CreateCommandPool(); err != nil {
+		return err
+	}
+	if d.xfer, err = d.dev.AllocateCommandBuffer(d.pool); err != nil {
+		return err
+	}
+	d.fence, err = d.dev.CreateFence(false)
+	return err
+}
+
+// Info describes the device.
+func (d *Device) Info() DeviceInfo { return d.info }
+
+// Properties returns the device's full properties.
+func (d *Device) Properties() vk.Properties { return d.props }
+
+// VK returns the underlying binding device, for what this package does
+// not wrap.
+func (d *Device) VK() *vk.Device { return d.dev }
+
+// Close waits for the device to finish and releases the device and the
+// instance. Buffers, kernels and programs must be closed first.
+func (d *Device) Close() error {
+	if d == nil || d.dev == nil {
+		return nil
+	}
+	err := d.dev.WaitIdle()
+	d.closeDevice()
+	return err
+}
+
+func (d *Device) closeDevice() {
+	d.staging.free(d.dev)
+	d.reading.free(d.dev)
+	d.dev.DestroyFence(d.fence)
+	d.dev.DestroyCommandPool(d.pool)
+	d.dev.Destroy()
+	d.inst.Destroy()
+	d.dev, d.inst = nil, nil
+}
+
+// memoryType picks a memory type allowed by bits that has every required
+// flag, preferring types with the preferred flags and without the avoided
+// ones. ok is false if none qualifies.
+func (d *Device) memoryType(bits uint32, required, preferred, avoid vk.Flags) (uint32, bool) {
+	best, bestScore := -1, -1
+	for i, t := range d.mem.Types {
+		if bits&(1<<i) == 0 || t.PropertyFlags&required != required {
+			continue
+		}
+		score := 0
+		if t.PropertyFlags&preferred == preferred {
+			score += 2
+		}
+		if t.PropertyFlags&avoid == 0 {
+			score++
+		}
+		if score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	return uint32(best), best >= 0
+}

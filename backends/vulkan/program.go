@@ -1,0 +1,315 @@
+//go:build linux && (amd64 || arm64)
+
+package vulkan
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/weft-ml/weft/backends/vulkan/vk"
+)
+
+// KernelSpec describes a compute kernel: a SPIR-V module whose storage
+// buffers sit at bindings 0..Bindings-1 of set 0, a push-constant block of
+// PushBytes, and the workgroup size as specialization constant 0.
+type KernelSpec struct {
+	Name      string
+	SPIRV     []byte
+	Bindings  int
+	PushBytes int
+	Workgroup uint32   // specialization constant 0
+	Spec      []uint32 // further specialization constants, IDs 1, 2, …
+}
+
+// Kernel is a compute pipeline with its layouts.
+type Kernel struct {
+	d        *Device
+	spec     KernelSpec
+	dsl      vk.DescriptorSetLayout
+	layout   vk.PipelineLayout
+	pipeline vk.Pipeline
+}
+
+// Name returns the kernel's name.
+func (k *Kernel) Name() string { return k.spec.Name }
+
+// Workgroup returns the kernel's workgroup size.
+func (k *Kernel) Workgroup() uint32 { return k.spec.Workgroup }
+
+// NewKernel creates a compute pipeline.
+func (d *Device) NewKernel(s KernelSpec) (k *Kernel, err error) {
+	lim := d.props.Limits
+	switch {
+	case s.Workgroup == 0 || s.Workgroup > lim.MaxComputeWorkGroupInvocations || s.Workgroup > lim.MaxComputeWorkGroupSize[0]:
+		return nil, fmt.Errorf("vulkan: kernel %s: workgroup size %d (device maximum %d)", s.Name, s.Workgroup, lim.MaxComputeWorkGroupInvocations)
+	case s.PushBytes < 0 || uint32(s.PushBytes) > lim.MaxPushConstantsSize || s.PushBytes%4 != 0:
+		return nil, fmt.Errorf("vulkan: kernel %s: %d push-constant bytes (device maximum %d, multiple of 4)", s.Name, s.PushBytes, lim.MaxPushConstantsSize)
+	case s.Bindings < 0 || uint32(s.Bindings) > lim.MaxPerStageDescriptorStorageBuf:
+		return nil, fmt.Errorf("vulkan: kernel %s: %d storage buffers", s.Name, s.Bindings)
+	}
+	k = &Kernel{d: d, spec: s}
+	defer func() {
+		if err != nil {
+			k.Close()
+			k, err = nil, fmt.Errorf("vulkan: kernel %s: %w", s.Name, err)
+		}
+	}()
+	binds := make([]vk.DescriptorBinding, s.Bindings)
+	for i := range binds {
+		binds[i] = vk.DescriptorBinding{Binding: uint32(i), Type: vk.DescriptorStorageBuffer, Count: 1}
+	}
+	if k.dsl, err = d.dev.CreateDescriptorSetLayout(binds); err != nil {
+		return k, err
+	}
+	if k.layout, err = d.dev.CreatePipelineLayout([]vk.DescriptorSetLayout{k.dsl}, uint32(s.PushBytes)); err != nil {
+		return k, err
+	}
+	mod, err := d.dev.CreateShaderModule(s.SPIRV)
+	if err != nil {
+		return k, err
+	}
+	defer d.dev.DestroyShaderModule(mod)
+	spec := []vk.Specialization{{ID: 0, Value: s.Workgroup}}
+	for i, v := range s.Spec {
+		spec = append(spec, vk.Specialization{ID: uint32(i + 1), Value: v})
+	}
+	k.pipeline, err = d.dev.CreateComputePipeline(vk.ComputePipelineInfo{Module: mod, Layout: k.layout, Specialize: spec})
+	return k, err
+}
+
+// Close destroys the kernel; no recorded program may still use it.
+func (k *Kernel) Close() {
+	if k == nil || k.d == nil {
+		return
+	}
+	dev := k.d.dev
+	dev.DestroyPipeline(k.pipeline)
+	dev.DestroyPipelineLayout(k.layout)
+	dev.DestroyDescriptorSetLayout(k.dsl)
+	k.d = nil
+}
+
+// Range is a byte range of a buffer bound to a kernel; Size 0 means the
+// rest of the buffer.
+type Range struct {
+	Buf          *Buffer
+	Offset, Size int64
+}
+
+// Whole binds all of b.
+func Whole(b *Buffer) Range { return Range{Buf: b} }
+
+// Program is a recorded sequence of dispatches and barriers in one command
+// buffer. Record with Dispatch and Barrier, finish with End, then Run (or
+// Submit and Wait) as often as needed: descriptor sets and push constants
+// are fixed at record time. A Program is used by one goroutine at a time.
+type Program struct {
+	d      *Device
+	pool   vk.CommandPool
+	cb     vk.CommandBuffer
+	fence  vk.Fence
+	dpools []vk.DescriptorPool
+	left   int // sets left in the newest descriptor pool
+	ended  bool
+	err    error // first recording error
+	n      int   // dispatches recorded
+}
+
+// Descriptor sets come from pools of setsPerPool sets with up to
+// maxSetBindings storage buffers each.
+const (
+	setsPerPool    = 64
+	maxSetBindings = 8
+	buffersPerPool = setsPerPool * maxSetBindings
+)
+
+// NewProgram starts recording a program. It begins with a barrier that
+// makes earlier uploads and runs visible to its first dispatch.
+func (d *Device) NewProgram() (p *Program, err error) {
+	p = &Program{d: d}
+	defer func() {
+		if err != nil {
+			p.Close()
+			p = nil
+		}
+	}()
+	if p.pool, err = d.dev.CreateCommandPool(); err != nil {
+		return p, err
+	}
+	if p.cb, err = d.dev.AllocateCommandBuffer(p.pool); err != nil {
+		return p, err
+	}
+	if p.fence, err = d.dev.CreateFence(false); err != nil {
+		return p, err
+	}
+	if err = d.dev.BeginCommandBuffer(p.cb, 0); err != nil {
+		return p, err
+	}
+	d.dev.CmdPipelineBarrier(p.cb, vk.StageTransfer|vk.StageComputeShader, vk.StageComputeShader, &vk.Barrier{
+		SrcAccess: vk.AccessTransferWrite | vk.AccessShaderWrite, DstAccess: vk.AccessShaderRead | vk.AccessShaderWrite}, nil)
+	return p, nil
+}
+
+func (p *Program) fail(err error) error {
+	if p.err == nil {
+		p.err = err
+	}
+	return err
+}
+
+// Dispatch records k over groups[0]×groups[1]×groups[2] workgroups with
+// the given push constants (len(push) must be the kernel's PushBytes) and
+// buffers bound to bindings 0, 1, … in order. Dispatches are not ordered
+// against each other: put a Barrier between a write and a later read.
+func (p *Program) Dispatch(k *Kernel, groups [3]uint32, push []byte, bufs ...Range) error {
+	if p.err != nil {
+		return p.err
+	}
+	if p.ended {
+		return p.fail(errors.New("vulkan: Dispatch after End"))
+	}
+	d := p.d
+	if k == nil || k.d != d {
+		return p.fail(errors.New("vulkan: Dispatch of a closed kernel or one of another device"))
+	}
+	if len(bufs) != k.spec.Bindings || len(push) != k.spec.PushBytes {
+		return p.fail(fmt.Errorf("vulkan: %s takes %d buffers and %d push bytes, got %d and %d", k.spec.Name, k.spec.Bindings, k.spec.PushBytes, len(bufs), len(push)))
+	}
+	lim := d.props.Limits
+	for i, g := range groups {
+		if g == 0 || g > lim.MaxComputeWorkGroupCount[i] {
+			return p.fail(fmt.Errorf("vulkan: %s: %d workgroups in dimension %d (device maximum %d)", k.spec.Name, g, i, lim.MaxComputeWorkGroupCount[i]))
+		}
+	}
+	binds := make([]vk.BufferBinding, len(bufs))
+	for i, r := range bufs {
+		if r.Buf == nil || r.Buf.buf == 0 {
+			return p.fail(fmt.Errorf("vulkan: %s binding %d: no buffer", k.spec.Name, i))
+		}
+		size := r.Size
+		if size == 0 {
+			size = r.Buf.size - r.Offset
+		}
+		if err := checkRange(r.Buf, r.Offset, size); err != nil || size == 0 {
+			return p.fail(fmt.Errorf("vulkan: %s binding %d: bad range offset %d size %d of %d bytes", k.spec.Name, i, r.Offset, size, r.Buf.size))
+		}
+		if a := lim.MinStorageBufferOffsetAlignment; a > 0 && uint64(r.Offset)%a != 0 {
+			return p.fail(fmt.Errorf("vulkan: %s binding %d: offset %d is not a multiple of minStorageBufferOffsetAlignment %d", k.spec.Name, i, r.Offset, a))
+		}
+		if uint64(size) > uint64(lim.MaxStorageBufferRange) {
+			return p.fail(fmt.Errorf("vulkan: %s binding %d: %d MiB exceeds the device's storage-buffer range (%d MiB): split it",
+				k.spec.Name, i, size>>20, lim.MaxStorageBufferRange>>20))
+		}
+		binds[i] = vk.BufferBinding{Binding: uint32(i), Buffer: r.Buf.buf, Offset: uint64(r.Offset), Range: uint64(size)}
+	}
+	set, err := p.allocSet(k)
+	if err != nil {
+		return p.fail(err)
+	}
+	d.dev.UpdateDescriptorSet(set, binds)
+	d.dev.CmdBindPipeline(p.cb, k.pipeline)
+	d.dev.CmdBindDescriptorSet(p.cb, k.layout, 0, set)
+	d.dev.CmdPushConstants(p.cb, k.layout, 0, push)
+	d.dev.CmdDispatch(p.cb, groups[0], groups[1], groups[2])
+	p.n++
+	return nil
+}
+
+func (p *Program) allocSet(k *Kernel) (vk.DescriptorSet, error) {
+	if k.spec.Bindings > maxSetBindings {
+		return 0, fmt.Errorf("vulkan: %s: more than %d bindings", k.spec.Name, maxSetBindings)
+	}
+	if p.left == 0 {
+		pool, err := p.d.dev.CreateDescriptorPool(setsPerPool, buffersPerPool)
+		if err != nil {
+			return 0, err
+		}
+		p.dpools = append(p.dpools, pool)
+		p.left = setsPerPool
+	}
+	p.left--
+	return p.d.dev.AllocateDescriptorSet(p.dpools[len(p.dpools)-1], k.dsl)
+}
+
+// Barrier orders every earlier dispatch's writes before every later
+// dispatch's reads and writes.
+func (p *Program) Barrier() {
+	if p.err != nil || p.ended {
+		return
+	}
+	p.d.dev.CmdPipelineBarrier(p.cb, vk.StageComputeShader, vk.StageComputeShader, &vk.Barrier{
+		SrcAccess: vk.AccessShaderWrite, DstAccess: vk.AccessShaderRead | vk.AccessShaderWrite}, nil)
+}
+
+// End finishes recording (with a barrier that makes the results visible to
+// later transfers and runs).
+func (p *Program) End() error {
+	if p.err != nil {
+		return p.err
+	}
+	if p.ended {
+		return nil
+	}
+	p.d.dev.CmdPipelineBarrier(p.cb, vk.StageComputeShader, vk.StageTransfer|vk.StageComputeShader|vk.StageHost, &vk.Barrier{
+		SrcAccess: vk.AccessShaderWrite, DstAccess: vk.AccessTransferRead | vk.AccessShaderRead | vk.AccessShaderWrite | vk.AccessHostRead}, nil)
+	p.ended = true
+	if err := p.d.dev.EndCommandBuffer(p.cb); err != nil {
+		return p.fail(err)
+	}
+	return nil
+}
+
+// Dispatches returns the number of dispatches recorded.
+func (p *Program) Dispatches() int { return p.n }
+
+// Run submits the program and waits for it to finish.
+func (p *Program) Run() error {
+	if err := p.Submit(); err != nil {
+		return err
+	}
+	return p.Wait()
+}
+
+// Submit submits the program without waiting; call Wait before the next
+// Submit.
+func (p *Program) Submit() error {
+	if p.err != nil {
+		return p.err
+	}
+	if !p.ended {
+		return errors.New("vulkan: Submit before End")
+	}
+	return p.d.dev.Submit(vk.Submission{CommandBuffers: []vk.CommandBuffer{p.cb}}, p.fence)
+}
+
+// Wait waits for the last Submit to finish.
+func (p *Program) Wait() error {
+	if _, err := p.d.dev.WaitFence(p.fence, ^uint64(0)); err != nil {
+		return err
+	}
+	return p.d.dev.ResetFence(p.fence)
+}
+
+// Close releases the program; it must not be running.
+func (p *Program) Close() {
+	if p == nil || p.d == nil {
+		return
+	}
+	dev := p.d.dev
+	for _, dp := range p.dpools {
+		dev.DestroyDescriptorPool(dp)
+	}
+	dev.DestroyFence(p.fence)
+	dev.DestroyCommandPool(p.pool)
+	p.d = nil
+}
+
+// RowGroups spreads rows workgroups (one per row) over x and y, for
+// shaders that compute row = y·groups_x + x and skip rows past the end.
+func (d *Device) RowGroups(rows uint32) (x, y uint32) {
+	maxX := d.props.Limits.MaxComputeWorkGroupCount[0]
+	if rows <= maxX {
+		return max(rows, 1), 1
+	}
+	return maxX, (rows + maxX - 1) / maxX
+}

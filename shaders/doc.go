@@ -1,0 +1,20 @@
+// Package shaders holds weft's GLSL compute shaders (*.comp) and the
+// SPIR-V compiled from them, embedded so that users need no shader
+// compiler. `make generate` recompiles them with glslc through
+// codegen/cmd/shadergen, whose table lists every variant (weight type, op)
+// as a set of preprocessor defines; the SPIR-V in spv/ and index_gen.go
+// are generated and committed, and `make check-generated` fails when they
+// are stale.
+//
+// Conventions every shader follows:
+//   - storage buffers at bindings 0..n-1 of set 0, outputs last;
+//     shapes in push constants (std430, 4-byte members);
+//   - the workgroup size is specialization constant 0 (Kernel.Workgroup is
+//     the default); reductions need it to be a power of two;
+//   - no assumption about the subgroup size (8 on lavapipe, 32 on NVIDIA,
+//     64 on AMD): reductions go through shared memory;
+//   - row kernels take one workgroup per row, rows beyond the x dispatch
+//     limit continue in y (row = y·groups_x + x).
+package shaders
+
+//go:generate sh -c "cd ../codegen && go run ./cmd/shadergen -dir ../shaders"

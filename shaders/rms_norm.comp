@@ -1,0 +1,48 @@
+// RMSNorm (ops/ref RMSNorm, ggml_rms_norm): one workgroup per row of ncols,
+// d = x / sqrt(mean(x²) + eps). Variant MUL_WEIGHT multiplies by the norm
+// weight w[i] as well (the fused RMSNorm·w). d may alias x.
+//
+// Numerics: ggml sums the squares in double; this sums in float (per
+// invocation, then a tree), which differs in the last bits.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 128;
+
+layout(push_constant) uniform Push {
+    uint ncols;
+    uint nrows;
+    float eps;
+} pc;
+
+layout(binding = 0) readonly buffer X { float x[]; };
+layout(binding = 1) writeonly buffer D { float d[]; };
+#ifdef MUL_WEIGHT
+layout(binding = 2) readonly buffer W { float w[]; };
+#endif
+
+#include "reduce.glsl"
+
+void main() {
+    const uint row = wg_row();
+    if (row >= pc.nrows) {
+        return; // uniform across the workgroup
+    }
+    const uint t = gl_LocalInvocationID.x;
+    const uint base = row * pc.ncols;
+    float sum = 0.0;
+    for (uint i = t; i < pc.ncols; i += WG) {
+        const float v = x[base + i];
+        sum += v * v;
+    }
+    sum = wg_sum(sum);
+    const float scale = 1.0 / sqrt(sum / float(pc.ncols) + pc.eps);
+    for (uint i = t; i < pc.ncols; i += WG) {
+#ifdef MUL_WEIGHT
+        d[base + i] = (x[base + i] * scale) * w[i];
+#else
+        d[base + i] = x[base + i] * scale;
+#endif
+    }
+}

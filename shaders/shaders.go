@@ -1,0 +1,29 @@
+package shaders
+
+import "fmt"
+
+// Kernel is one compiled shader variant.
+type Kernel struct {
+	Name      string   // e.g. "matvec_f16"
+	Source    string   // the .comp file it was compiled from
+	Defines   []string // the preprocessor defines of this variant
+	Bindings  int      // storage buffers at bindings 0..Bindings-1
+	PushBytes int      // size of the push-constant block
+	Workgroup int      // default workgroup size (specialization constant 0)
+	SPIRV     []byte   // the SPIR-V module; do not modify
+}
+
+// Lookup returns the variant called name.
+func Lookup(name string) (Kernel, error) {
+	for _, k := range kernels {
+		if k.Name == name {
+			return k, nil
+		}
+	}
+	return Kernel{}, fmt.Errorf("shaders: no kernel %q", name)
+}
+
+// All returns every variant.
+func All() []Kernel {
+	return append([]Kernel(nil), kernels...)
+}
