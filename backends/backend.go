@@ -1,11 +1,104 @@
 package backends
 
-import "github.com/weft-ml/weft/graph"
+import (
+	"fmt"
 
-// Backend is a device that can execute graph nodes. Placement asks Supports
-// for every node: decisions are made on op, types and attributes, never on
-// tensor names.
+	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/graph"
+)
+
+// Backend is a device that can execute graph nodes. Placement asks
+// Supports for every node: decisions are made on op, types and attributes,
+// never on tensor names.
 type Backend interface {
 	Name() string
-	Supports(n *graph.Node, g *graph.Graph) bool
+	// Supports returns nil when the backend can run n, else the reason it
+	// cannot (recorded as the placement's cause).
+	Supports(n *graph.Node, g *graph.Graph) error
+}
+
+// LayoutProvider is an optional Backend capability: weight layouts its
+// kernels prefer, applied by the weight-layout pass at compile time.
+type LayoutProvider interface {
+	Layouts() []Layout
+}
+
+// Executor is a Backend that can run the nodes placed on it.
+type Executor interface {
+	Backend
+	// Load prepares g's nodes placed on this backend: it binds or uploads
+	// their weights from w (or from the repacked side data) and plans the
+	// activation arena for batches of up to o.MaxTokens tokens.
+	Load(g *graph.Graph, w Weights, o LoadOptions) (Program, error)
+}
+
+// Weights gives a backend the bytes of the model's tensors.
+type Weights interface {
+	Tensor(name string) (*gguf.TensorInfo, bool)
+	TensorData(t *gguf.TensorInfo) []byte
+}
+
+// LoadOptions configure Executor.Load.
+type LoadOptions struct {
+	MaxTokens int    // largest batch
+	Threads   int    // 0: the backend's default
+	Packed    []byte // weights repacked at compile time (graph.Layout offsets index it)
+}
+
+// Program is a loaded graph: immutable, shared by every session of a model.
+type Program interface {
+	MaxTokens() int
+	ActivationBytes() int64
+	// NewState allocates one session's activations and KV cache.
+	NewState(o StateOptions) (State, error)
+}
+
+// KVType is the element type of the KV cache.
+type KVType int
+
+// KV cache element types.
+const (
+	KVF16 KVType = iota
+	KVF32
+)
+
+// String returns "f16" or "f32".
+func (t KVType) String() string {
+	if t == KVF32 {
+		return "f32"
+	}
+	return "f16"
+}
+
+// ParseKVType reads "f16" or "f32".
+func ParseKVType(s string) (KVType, error) {
+	switch s {
+	case "f16":
+		return KVF16, nil
+	case "f32":
+		return KVF32, nil
+	}
+	return 0, fmt.Errorf("KV cache type %q: want f16 or f32", s)
+}
+
+// StateOptions configure Program.NewState.
+type StateOptions struct {
+	Ctx    int // KV cache positions
+	KVType KVType
+}
+
+// Batch is one step's tokens: Positions[i] is Tokens[i]'s position in the
+// sequence, Rows the batch rows whose logits are wanted.
+type Batch struct {
+	Tokens, Positions, Rows []int32
+}
+
+// State is one session's memory on a backend. It is used by one goroutine
+// at a time.
+type State interface {
+	Context() int   // KV cache positions
+	KVBytes() int64 // KV cache size
+	// Run evaluates a batch and returns the logits of the rows asked for,
+	// [len(Rows)][vocab]; the slice is the State's until the next Run.
+	Run(b Batch) ([]float32, error)
 }

@@ -1,4 +1,15 @@
-// Package backends defines what a compute backend offers the compiler and
-// runtime. Implementations live in sub-packages: backends/cpu (pure Go
-// today; generated assembly kernels later) and, later, backends/vulkan.
+// Package backends is the contract between the compiler and runtime and
+// the devices that run graph nodes. A backend says what it can run
+// (Supports, with the reason when it cannot), may offer weight layouts for
+// its kernels (LayoutProvider), and, to execute, loads the nodes placed on
+// it into a Program: weights uploaded or mapped once per model, one
+// activation arena from the memory plan. A Program makes a State per
+// session, which owns that session's KV cache and runs one batch at a
+// time.
+//
+// Backends register themselves (Register) from their package's init;
+// backends/all imports every built-in backend, so adding one is a new
+// folder plus one import line there. The runtime and the passes talk only
+// to this package, never to a backend's own types. backends/backendtest
+// is the conformance suite every backend must pass.
 package backends

@@ -34,8 +34,8 @@ type Config struct {
 // allOps stands in for a backend when none is configured.
 type allOps struct{}
 
-func (allOps) Name() string                            { return "cpu" }
-func (allOps) Supports(*graph.Node, *graph.Graph) bool { return true }
+func (allOps) Name() string                             { return "cpu" }
+func (allOps) Supports(*graph.Node, *graph.Graph) error { return nil }
 
 func (c Config) backends() []backends.Backend {
 	if len(c.Backends) == 0 {
@@ -44,13 +44,25 @@ func (c Config) backends() []backends.Backend {
 	return c.Backends
 }
 
+// layouts gathers the weight layouts the configured backends offer, in
+// backend order; the first that accepts a weight wins.
+func (c Config) layouts() []backends.Layout {
+	var ls []backends.Layout
+	for _, b := range c.backends() {
+		if lp, ok := b.(backends.LayoutProvider); ok {
+			ls = append(ls, lp.Layouts()...)
+		}
+	}
+	return ls
+}
+
 func (c Config) host() backends.Backend { b := c.backends(); return b[len(b)-1] }
 
 // supports reports whether some backend can run n; fusions only make
 // nodes that will find a home.
 func (c Config) supports(n *graph.Node, g *graph.Graph) bool {
 	for _, b := range c.backends() {
-		if b.Supports(n, g) {
+		if b.Supports(n, g) == nil {
 			return true
 		}
 	}

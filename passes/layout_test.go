@@ -4,17 +4,23 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/weft-ml/weft/backends"
 	"github.com/weft-ml/weft/graph"
 )
+
+// copyingBackend offers the trivial copy layout for every matrix.
+type copyingBackend struct{ fakeBackend }
+
+func (b copyingBackend) Layouts() []backends.Layout {
+	return []backends.Layout{backends.CopyLayout{For: b.Name()}}
+}
 
 // TestWeightLayoutMechanism repacks every matrix with the trivial copy
 // layout and reads each back from the side data.
 func TestWeightLayoutMechanism(t *testing.T) {
 	g, f := stories(t)
-	RegisterLayout(CopyLayout{For: "cpu"})
-	defer func() { layouts = nil }()
 	var side []byte
-	c := Config{Weights: f, Packed: &side}
+	c := Config{Backends: []backends.Backend{copyingBackend{allCPU()}}, Weights: f, Packed: &side}
 	runPasses(t, g, c, "placement", "weight-layout")
 	n := 0
 	for _, w := range g.Nodes {
@@ -22,7 +28,7 @@ func TestWeightLayoutMechanism(t *testing.T) {
 			continue
 		}
 		n++
-		got, err := PackedBytes(w, side)
+		got, err := backends.PackedBytes(w, side)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,7 +41,7 @@ func TestWeightLayoutMechanism(t *testing.T) {
 		t.Fatalf("%d weights repacked, want every matrix", n)
 	}
 	bad := graph.Node{Name: "w", Layout: &graph.Layout{Name: "copy", Offset: int64(len(side)) - 4, Size: 8}}
-	if _, err := PackedBytes(&bad, side); err == nil {
+	if _, err := backends.PackedBytes(&bad, side); err == nil {
 		t.Fatal("a layout range past the side data was accepted")
 	}
 }

@@ -1,6 +1,7 @@
 package passes
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,8 +21,11 @@ type fakeBackend struct {
 }
 
 func (b fakeBackend) Name() string { return b.name }
-func (b fakeBackend) Supports(n *graph.Node, _ *graph.Graph) bool {
-	return b.ops[n.Op] || n.Op == "Input" || n.Op == "Weight"
+func (b fakeBackend) Supports(n *graph.Node, _ *graph.Graph) error {
+	if b.ops[n.Op] || n.Op == "Input" || n.Op == "Weight" {
+		return nil
+	}
+	return fmt.Errorf("no %s kernel", n.Op)
 }
 
 func allCPU() fakeBackend {

@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/weft-ml/weft/backends"
 	"github.com/weft-ml/weft/graph"
@@ -79,7 +80,7 @@ func pinWeight(g *graph.Graph, c Config, users [][]int, w *graph.Node) (string, 
 	for _, b := range c.backends() {
 		all := true
 		for _, u := range users[w.ID] {
-			all = all && b.Supports(g.Nodes[u], g)
+			all = all && b.Supports(g.Nodes[u], g) == nil
 		}
 		if all {
 			return b.Name(), fmt.Sprintf("weight pinned to %s, which supports its %d reader(s)", b.Name(), len(users[w.ID])), nil
@@ -89,20 +90,23 @@ func pinWeight(g *graph.Graph, c Config, users [][]int, w *graph.Node) (string, 
 }
 
 func fallback(g *graph.Graph, c Config, n *graph.Node, why string) (string, string, error) {
+	var refusals []string
 	for i, b := range c.backends() {
-		if b.Supports(n, g) {
-			if i == 0 {
-				return b.Name(), fmt.Sprintf("preferred backend %s (%s)", b.Name(), why), nil
-			}
-			return b.Name(), fmt.Sprintf("fell back to %s: %s, preferred backends do not support %s", b.Name(), why, n.Op), nil
+		err := b.Supports(n, g)
+		if err == nil && i == 0 {
+			return b.Name(), fmt.Sprintf("preferred backend %s (%s)", b.Name(), why), nil
 		}
+		if err == nil {
+			return b.Name(), fmt.Sprintf("fell back to %s: %s; %s", b.Name(), why, strings.Join(refusals, "; ")), nil
+		}
+		refusals = append(refusals, fmt.Sprintf("%s: %v", b.Name(), err))
 	}
-	return "", "", fmt.Errorf("node %d (%s %q): no backend supports it", n.ID, n.Op, n.Name)
+	return "", "", fmt.Errorf("node %d (%s %q): no backend supports it (%s)", n.ID, n.Op, n.Name, strings.Join(refusals, "; "))
 }
 
 func supportedBy(c Config, name string, n *graph.Node, g *graph.Graph) bool {
 	b := byName(c, name)
-	return b != nil && b.Supports(n, g)
+	return b != nil && b.Supports(n, g) == nil
 }
 
 func byName(c Config, name string) backends.Backend {

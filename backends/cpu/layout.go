@@ -4,20 +4,22 @@ import (
 	"os"
 	"slices"
 
+	"github.com/weft-ml/weft/backends"
 	"github.com/weft-ml/weft/backends/cpu/simd"
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
-	"github.com/weft-ml/weft/passes"
 )
 
-// The CPU backend's weight layouts: Q4_0, Q8_0, Q4_K and Q6_K matrices
-// interleaved 16 rows at a time for the packed VNNI kernels (see simd.Repack). The
-// weight-layout pass applies them at compile time; bindWeight then reads
-// the repacked bytes instead of the GGUF ones.
-func init() {
+// Layouts are the CPU backend's weight layouts: Q4_0, Q8_0, Q4_K and Q6_K
+// matrices interleaved 16 rows at a time for the packed VNNI kernels (see
+// simd.Repack). The weight-layout pass applies them at compile time;
+// bindWeight then reads the repacked bytes instead of the GGUF ones.
+func (Backend) Layouts() []backends.Layout {
+	var ls []backends.Layout
 	for _, t := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
-		passes.RegisterLayout(packedLayout{t})
+		ls = append(ls, packedLayout{t})
 	}
+	return ls
 }
 
 // NoRepackEnv, set to 1, keeps every weight in its GGUF layout.

@@ -29,18 +29,6 @@ type Options struct {
 	Packed []byte
 }
 
-// Backend is the CPU backend's description for placement.
-type Backend struct{}
-
-// Name returns "cpu".
-func (Backend) Name() string { return "cpu" }
-
-// Supports reports whether the CPU backend has a kernel for n.
-func (Backend) Supports(n *graph.Node, _ *graph.Graph) bool {
-	_, ok := kernels[n.Op]
-	return ok || n.Op == "Input" || n.Op == "Weight"
-}
-
 // value is a compiled node: where its data lives and how to compute it.
 type value struct {
 	node  *graph.Node

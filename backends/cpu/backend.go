@@ -1,0 +1,56 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/weft-ml/weft/backends"
+	"github.com/weft-ml/weft/graph"
+)
+
+func init() { backends.Register(Backend{}) }
+
+// Backend is the CPU backend as the compiler and runtime see it: what it
+// supports, its weight layouts (layout.go) and Load.
+type Backend struct{}
+
+// Name returns "cpu".
+func (Backend) Name() string { return "cpu" }
+
+// Supports accepts every node the CPU backend has a kernel for.
+func (Backend) Supports(n *graph.Node, _ *graph.Graph) error {
+	if _, ok := kernels[n.Op]; ok || n.Op == "Input" || n.Op == "Weight" {
+		return nil
+	}
+	return fmt.Errorf("no CPU kernel for %s", n.Op)
+}
+
+// Load compiles g for the CPU (see Compile).
+func (Backend) Load(g *graph.Graph, w backends.Weights, o backends.LoadOptions) (backends.Program, error) {
+	p, err := Compile(g, w, Options{MaxTokens: o.MaxTokens, Threads: o.Threads, Packed: o.Packed})
+	if err != nil {
+		return nil, err
+	}
+	return loaded{p}, nil
+}
+
+// loaded adapts a Program to the backends contract.
+type loaded struct{ *Program }
+
+func (l loaded) NewState(o backends.StateOptions) (backends.State, error) {
+	kv := KVF16
+	if o.KVType == backends.KVF32 {
+		kv = KVF32
+	}
+	st, err := l.Program.NewState(o.Ctx, kv)
+	if err != nil {
+		return nil, err
+	}
+	return session{st}, nil
+}
+
+// session adapts a State to the backends contract.
+type session struct{ *State }
+
+func (s session) Run(b backends.Batch) ([]float32, error) {
+	return s.State.Run(b.Tokens, b.Positions, b.Rows)
+}
