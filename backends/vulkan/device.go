@@ -10,7 +10,8 @@ import (
 	"github.com/weft-ml/weft/backends/vulkan/vk"
 )
 
-// ErrNoDevice is returned when the loader works but lists no device.
+// ErrNoDevice is returned when the loader works but lists no device (with
+// no driver installed at all, errors wrap vk.ErrNoDriver instead).
 var ErrNoDevice = errors.New("vulkan: the loader lists no device (install a GPU driver, or mesa-vulkan-drivers for the lavapipe CPU device)")
 
 // DeviceInfo describes one physical device.

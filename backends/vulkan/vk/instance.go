@@ -218,9 +218,12 @@ func CreateInstance(opts InstanceOptions) (*Instance, error) {
 		ci.pNext = ptrOf(messengerInfo(a, sinkID))
 	}
 	out := newIn[InstanceHandle](a)
-	if err := check("vkCreateInstance", call(loader.createInstance, ptrOf(ci), 0, ptrOf(out))); err != nil {
+	if r := call(loader.createInstance, ptrOf(ci), 0, ptrOf(out)); r != Success {
 		removeSink(sinkID)
-		return nil, err
+		if r == ErrorIncompatibleDriver {
+			return nil, fmt.Errorf("%w (%w)", ErrNoDriver, check("vkCreateInstance", r))
+		}
+		return nil, check("vkCreateInstance", r)
 	}
 	in := &Instance{h: *out, apiVersion: api, sinkID: sinkID}
 	gipa := func(name uintptr) uintptr {

@@ -14,6 +14,10 @@ import (
 const LoaderName = "libvulkan.so.1"
 
 // ErrNoLoader is returned (wrapped) when libvulkan.so.1 cannot be opened.
+// ErrNoDriver is returned (wrapped) when the loader works but no driver
+// (ICD) is installed: vkCreateInstance answers VK_ERROR_INCOMPATIBLE_DRIVER.
+var ErrNoDriver = errors.New("no Vulkan driver: the loader found no ICD (install your GPU's Vulkan driver, or mesa-vulkan-drivers for the lavapipe CPU device)")
+
 var ErrNoLoader = errors.New("no Vulkan loader (" + LoaderName + "): install libvulkan1 (Debian/Ubuntu) or your GPU driver's Vulkan loader, plus a driver (mesa-vulkan-drivers for the lavapipe CPU device)")
 
 var loader struct {
