@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/weft-ml/weft/backends"
-	"github.com/weft-ml/weft/backends/cpu"
+	_ "github.com/weft-ml/weft/backends/all" // registers the backends
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
 	"github.com/weft-ml/weft/internal/safefile"
@@ -144,9 +144,16 @@ func Compile(path string, o CompileOptions) (*Plan, error) {
 	return p, nil
 }
 
-// optimise runs the selected passes for the CPU backend.
+// hostBackend runs what no other backend takes, and holds the inputs.
+const hostBackend = "cpu"
+
+// optimise runs the selected passes for the registered host backend.
 func (p *Plan) optimise(f *gguf.File, o CompileOptions) error {
-	cfg := passes.Config{Backends: []backends.Backend{cpu.Backend{}}, Tokens: p.Run.Batch, Weights: releasingFile{f}, Packed: &p.Packed}
+	host, err := backends.Lookup(hostBackend)
+	if err != nil {
+		return err
+	}
+	cfg := passes.Config{Backends: []backends.Backend{host}, Tokens: p.Run.Batch, Weights: releasingFile{f}, Packed: &p.Packed}
 	if o.packedMem != nil {
 		cfg.Alloc = func(size int) ([]byte, error) { return p.adoptPacked(o.packedMem(size)) }
 	}
