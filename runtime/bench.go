@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -35,6 +36,14 @@ type BenchResult struct {
 // cache (tg test), each after a warm-up run. Token ids are random: speed
 // does not depend on them.
 func (m *Model) Bench(o BenchOptions) (*BenchResult, error) {
+	return m.BenchContext(context.Background(), o)
+}
+
+// BenchContext is Bench that stops once ctx is done: between runs, and
+// between decoded tokens (a prefill run is one batch and is not cut
+// short). It then returns the statistics of the runs that completed (nil
+// where none did) with an error wrapping ctx.Err().
+func (m *Model) BenchContext(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 	if o.Reps < 1 {
 		o.Reps = 1
 	}
@@ -53,20 +62,27 @@ func (m *Model) Bench(o BenchOptions) (*BenchResult, error) {
 	res := &BenchResult{}
 	if o.PromptTokens > 0 {
 		prompt := tokens(o.PromptTokens)
-		res.Prefill, err = repeat(o, "prefill", o.PromptTokens, func() error {
-			s.Reset()
+		res.Prefill, err = repeat(ctx, o, "prefill", o.PromptTokens, func() error {
+			if err := s.Reset(); err != nil {
+				return err
+			}
 			_, err := s.Eval(prompt, false)
 			return err
 		})
 		if err != nil {
-			return nil, err
+			return res, err
 		}
 	}
 	if o.GenTokens > 0 {
 		gen := tokens(o.GenTokens)
-		res.Decode, err = repeat(o, "decode", o.GenTokens, func() error {
-			s.Reset()
+		res.Decode, err = repeat(ctx, o, "decode", o.GenTokens, func() error {
+			if err := s.Reset(); err != nil {
+				return err
+			}
 			for _, t := range gen {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
 				if _, err := s.Eval([]int32{t}, false); err != nil {
 					return err
 				}
@@ -77,19 +93,27 @@ func (m *Model) Bench(o BenchOptions) (*BenchResult, error) {
 	return res, err
 }
 
-// repeat runs fn once to warm up, then o.Reps timed times.
-func repeat(o BenchOptions, stage string, tokens int, fn func() error) (*Stat, error) {
+// repeat runs fn once to warm up, then o.Reps timed times, stopping early
+// when ctx is done (returning the completed runs' statistics, if any).
+func repeat(ctx context.Context, o BenchOptions, stage string, tokens int, fn func() error) (*Stat, error) {
 	var runs []float64
 	for rep := 0; rep <= o.Reps; rep++ {
-		if o.Progress != nil {
-			o.Progress(stage, rep, o.Reps)
+		err := ctx.Err()
+		if err == nil {
+			if o.Progress != nil {
+				o.Progress(stage, rep, o.Reps)
+			}
+			start := time.Now()
+			if err = fn(); err == nil && rep > 0 {
+				runs = append(runs, float64(tokens)/time.Since(start).Seconds())
+			}
 		}
-		start := time.Now()
-		if err := fn(); err != nil {
-			return nil, fmt.Errorf("%s: %w", stage, err)
-		}
-		if rep > 0 {
-			runs = append(runs, float64(tokens)/time.Since(start).Seconds())
+		if err != nil {
+			var st *Stat
+			if ctx.Err() != nil && len(runs) > 0 {
+				st = SummarizeRuns(runs)
+			}
+			return st, fmt.Errorf("%s: %w", stage, err)
 		}
 	}
 	return SummarizeRuns(runs), nil

@@ -28,7 +28,7 @@ type Result struct {
 	Text         string
 	PrefillTime  time.Duration
 	DecodeTime   time.Duration
-	StopReason   string // "length", "eos", "context", "cancelled"
+	StopReason   string // "length", "eos", "context", "cancelled", "closed" (Model.Close)
 }
 
 // PrefillTokensPerSecond is the prompt evaluation speed.
@@ -54,8 +54,22 @@ func perSecond(n int, d time.Duration) float64 {
 // completes (UTF-8 safe: a character split across tokens arrives whole).
 // Text still held back at the end (an incomplete character) arrives in a
 // last call with id -1.
-// Cancelling ctx stops generation cleanly and returns what was made.
+//
+// Cancelling ctx stops generation cleanly, between two batches of the
+// prompt (see EvalContext) or two generated tokens, and returns what was
+// made with StopReason "cancelled" and a nil error; a prompt whose
+// evaluation was cancelled is taken out of the session again. If the
+// model is closed meanwhile, Generate returns what it made with an error
+// wrapping ErrClosed. onToken and o.PromptLogits run while Generate holds
+// the session: calling the session from them returns ErrSessionBusy.
 func (s *Session) Generate(ctx context.Context, prompt string, o GenerateOptions, onToken func(id int32, text string) error) (*Result, error) {
+	if err := s.acquire(); err != nil {
+		return nil, err
+	}
+	defer s.release()
+	if s.m.isClosed() {
+		return nil, ErrClosed
+	}
 	tok := s.m.Tokenizer
 	ids, err := tok.Encode(prompt, !o.NoBOS, o.ParseSpecial)
 	if err != nil {
@@ -79,20 +93,27 @@ func (s *Session) Generate(ctx context.Context, prompt string, o GenerateOptions
 	}
 	res := &Result{PromptTokens: ids}
 	start := time.Now()
-	logits, err := s.prefill(ids, o)
+	logits, err := s.prefill(ctx, ids, o)
+	res.PrefillTime = time.Since(start)
 	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			res.StopReason = "cancelled"
+			return res, nil
+		}
 		return nil, err
 	}
-	res.PrefillTime = time.Since(start)
 	err = s.decode(ctx, logits, smp, o, res, onToken)
 	return res, err
 }
 
-func (s *Session) prefill(ids []int32, o GenerateOptions) ([]float32, error) {
-	if o.PromptLogits == nil {
-		return s.Eval(ids, false)
+func (s *Session) prefill(ctx context.Context, ids []int32, o GenerateOptions) ([]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("prompt not evaluated: %w", err)
 	}
-	all, err := s.Eval(ids, true)
+	if o.PromptLogits == nil {
+		return s.eval(ctx, ids, false)
+	}
+	all, err := s.eval(ctx, ids, true)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +170,11 @@ func (s *Session) decode(ctx context.Context, logits []float32, smp *sample.Samp
 			return fmt.Errorf("%w after %d generated tokens (context %d)", ErrContextFull, len(res.Tokens), s.Context())
 		}
 		var err error
-		if logits, err = s.Step(id); err != nil {
+		if logits, err = s.step(id); err != nil {
+			if errors.Is(err, ErrClosed) {
+				res.StopReason = "closed"
+				return fmt.Errorf("after %d generated tokens: %w", len(res.Tokens), err)
+			}
 			return err
 		}
 	}
