@@ -2,9 +2,11 @@ package passes
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/weft-ml/weft/graph"
+	"github.com/weft-ml/weft/internal/safemath"
 	"github.com/weft-ml/weft/ops"
 )
 
@@ -59,7 +61,11 @@ func planMemory(g *graph.Graph, c Config) (Change, error) {
 		switch donor := donorOf(g, n, step, lastUse, size); {
 		case n.Op == ops.Part:
 			p := g.Nodes[n.Inputs[0]].Buffer
-			n.Buffer = &graph.Buffer{Offset: p.Offset + int64(tokens*n.Attrs.Int("start")*4), Size: size, View: true}
+			delta, ok := safemath.Product(int64(tokens), int64(n.Attrs.Int("start")), 4)
+			if !ok {
+				return ch, fmt.Errorf("node %d (%s %q): offset for %d tokens overflows", n.ID, n.Op, n.Name, tokens)
+			}
+			n.Buffer = &graph.Buffer{Offset: p.Offset + delta, Size: size, View: true}
 		case donor >= 0:
 			n.Buffer = &graph.Buffer{Offset: g.Nodes[donor].Buffer.Offset, Size: g.Nodes[donor].Buffer.Size}
 			owner[id] = true
@@ -68,6 +74,9 @@ func planMemory(g *graph.Graph, c Config) (Change, error) {
 			mem.Naive += align(size)
 		default:
 			n.Buffer = &graph.Buffer{Offset: a.alloc(size), Size: align(size)}
+			if a.size > math.MaxInt64/2 { // each size is at most that, so the sum did not wrap
+				return ch, fmt.Errorf("the %s arena for %d tokens overflows: use a smaller batch", backendOf(c, n), tokens)
+			}
 			owner[id] = true
 			mem.Naive += align(size)
 		}
@@ -158,7 +167,14 @@ func bufferBytes(t graph.Type, tokens int) (int64, error) {
 		return rowBytes(t, uint64(outer))
 	}
 	rb, err := rowBytes(t, uint64(t.Shape.PerRow()))
-	return rb * outer, err
+	if err != nil {
+		return 0, err
+	}
+	size, ok := safemath.Mul(rb, outer)
+	if !ok || size > math.MaxInt64/2 { // room for alignment and the arena's sum
+		return 0, fmt.Errorf("%s for %d tokens overflows: use a smaller batch", t, tokens)
+	}
+	return size, nil
 }
 
 func rowBytes(t graph.Type, n uint64) (int64, error) {

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -78,6 +79,9 @@ func loadPlan(path string, o Options) (*Plan, string, error) {
 }
 
 func build(plan *Plan, f *gguf.File, weights string, o Options) (*Model, error) {
+	if o.Threads < 0 || o.Threads > cpu.MaxThreads {
+		return nil, fmt.Errorf("%d threads: want 1 to %d, or 0 for all cores (--threads)", o.Threads, cpu.MaxThreads)
+	}
 	fp, err := Fingerprint(weights, f)
 	if err != nil {
 		return nil, err
@@ -89,11 +93,25 @@ func build(plan *Plan, f *gguf.File, weights string, o Options) (*Model, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%s: tokenizer: %w", weights, err)
 	}
-	prog, err := cpu.Compile(plan.Graph, f, cpu.Options{MaxTokens: plan.Run.Batch, Threads: o.Threads, Packed: plan.Packed})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", weights, err)
+	// The plan is checked before anything is sized for it (validate.go):
+	// its fields here, its graph against the kernels and the weights in
+	// cpu.Compile.
+	err = plan.validate()
+	if err == nil {
+		var prog *cpu.Program
+		prog, err = cpu.Compile(plan.Graph, f, cpu.Options{MaxTokens: plan.Run.Batch, Threads: o.Threads, Packed: plan.Packed, ModelFile: weights, PackedFile: plan.sidePath})
+		if err == nil {
+			return &Model{Plan: plan, File: f, Tokenizer: tok, prog: prog}, nil
+		}
 	}
-	return &Model{Plan: plan, File: f, Tokenizer: tok, prog: prog}, nil
+	var fault *cpu.FaultError
+	switch {
+	case errors.As(err, &fault):
+		return nil, err
+	case plan.path != "":
+		return nil, fmt.Errorf("plan file %s: %w: %s", plan.path, err, recompile)
+	}
+	return nil, fmt.Errorf("%s: %w", weights, err)
 }
 
 // Close releases the weights mappings. It waits for batches that are

@@ -166,10 +166,23 @@ func (p *Plan) optimise(f *gguf.File, o CompileOptions) error {
 	return err
 }
 
+// resolve fills in the run parameters' defaults and bounds them. As in
+// llama.cpp, a context longer than the model's training context is
+// allowed (llama.cpp only warns "possible training context overflow"):
+// whether quality holds past it is the user's call. Like llama.cpp for
+// causal models (n_batch = min(n_ctx, n_batch)), the batch is capped at
+// the context, as a batch never holds more tokens than the cache: a huge
+// --batch costs no memory and wraps nothing. The context is bounded by
+// maxContext (positions are 32-bit); whether a session of that size fits
+// in memory is checked when one is made (the backend's NewState), not
+// here: a plan may be compiled for another machine.
 func (o CompileOptions) resolve(p model.Params) (RunParams, error) {
 	r := RunParams{Ctx: o.Ctx, Batch: o.Batch, KVType: o.KVType}
 	if r.Ctx == 0 {
-		r.Ctx = min(2048, p.CtxTrain)
+		r.Ctx = 2048
+		if p.CtxTrain > 0 {
+			r.Ctx = min(r.Ctx, p.CtxTrain)
+		}
 	}
 	if r.Batch == 0 {
 		r.Batch = 512
@@ -177,9 +190,13 @@ func (o CompileOptions) resolve(p model.Params) (RunParams, error) {
 	if r.KVType == "" {
 		r.KVType = "f16"
 	}
-	if r.Ctx < 1 || r.Batch < 1 {
-		return r, fmt.Errorf("context %d and batch %d must be positive", r.Ctx, r.Batch)
+	if r.Ctx < 1 || r.Ctx > maxContext {
+		return r, fmt.Errorf("context of %d tokens: want 1 to %d (--ctx)", r.Ctx, maxContext)
 	}
+	if r.Batch < 1 {
+		return r, fmt.Errorf("batch of %d tokens: want 1 or more (--batch)", r.Batch)
+	}
+	r.Batch = min(r.Batch, r.Ctx) // ≤ maxContext
 	if r.KVType != "f16" && r.KVType != "f32" {
 		return r, fmt.Errorf("KV cache type %q: want f16 or f32", r.KVType)
 	}

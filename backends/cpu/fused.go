@@ -6,6 +6,7 @@ import (
 	"github.com/weft-ml/weft/backends/cpu/simd"
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
+	"github.com/weft-ml/weft/internal/safemath"
 	"github.com/weft-ml/weft/ops"
 	"github.com/weft-ml/weft/ops/ref"
 	"github.com/weft-ml/weft/quant"
@@ -30,15 +31,31 @@ func isView(n *graph.Node) bool { return n.Op == ops.Part }
 
 // viewDelta is where a Part lies in its parent's buffer, in elements: a
 // multi-part result stores its parts one after another, each sized for
-// maxTokens rows.
-func viewDelta(n *graph.Node, maxTokens int) int { return n.Attrs.Int("start") * maxTokens }
-
-// maxElems is the number of elements of t for a batch of maxTokens.
-func maxElems(t graph.Type, maxTokens int) int {
-	if len(t.Shape) > 0 && !t.Shape[0].IsSym() {
-		return int(t.Shape[0].N * t.Shape.PerRow())
+// maxTokens rows. ok is false when that overflows.
+func viewDelta(n *graph.Node, maxTokens int) (int, bool) {
+	d, ok := safemath.Mul(int64(n.Attrs.Int("start")), int64(maxTokens))
+	if !ok {
+		return 0, false
 	}
-	return int(t.Shape.PerRow()) * maxTokens
+	return safemath.Int(d)
+}
+
+// maxElems is the number of elements of t for a batch of maxTokens; ok
+// is false when that overflows an int.
+func maxElems(t graph.Type, maxTokens int) (int, bool) {
+	var c safemath.Calc
+	n := int64(1)
+	for i, d := range t.Shape {
+		x := d.N
+		if i == 0 && d.IsSym() {
+			x = int64(maxTokens)
+		}
+		n = c.Mul(n, x)
+	}
+	if c.Overflow() {
+		return 0, false
+	}
+	return safemath.Int(n)
 }
 
 // matmulWeights returns the weight operands of a matmul-family node.
@@ -56,7 +73,8 @@ func matmulWeights(n *graph.Node) []int {
 // region per distinct dot-product type of its weights.
 func actScratchBytes(g *graph.Graph, n *graph.Node, maxTokens int) (int, error) {
 	seen := map[gguf.TensorType]bool{}
-	total := 0
+	var c safemath.Calc
+	total := int64(0)
 	for _, id := range matmulWeights(n) {
 		wt := g.Nodes[id].Type
 		at := quant.VecDotType(wt.DType)
@@ -68,16 +86,20 @@ func actScratchBytes(g *graph.Graph, n *graph.Node, maxTokens int) (int, error) 
 		if err != nil {
 			return 0, err
 		}
-		total += int(rb) * maxTokens
+		total = c.Add(total, c.Mul(int64(rb), int64(maxTokens)))
 	}
 	packed := map[gguf.TensorType]bool{}
 	for _, id := range matmulWeights(n) {
 		if w := g.Nodes[id]; w.Layout != nil && !packed[w.Type.DType] {
 			packed[w.Type.DType] = true
-			total += simd.PackActBytes(int(w.Type.Shape[1].N), maxTokens)
+			// simd.PackActBytes, checked: nTok × (n/32) blocks
+			total = c.Add(total, c.Mul(c.Mul(int64(maxTokens), w.Type.Shape[1].N/32), int64(simd.PackActBytes(32, 1))))
 		}
 	}
-	return total, nil
+	if n, ok := safemath.Int(total); ok && !c.Overflow() {
+		return n, nil
+	}
+	return 0, fmt.Errorf("activation scratch for a batch of %d tokens overflows: use a smaller batch", maxTokens)
 }
 
 // matmulPart is one weight of a (fused) matmul with its quantized

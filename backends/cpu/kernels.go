@@ -102,8 +102,12 @@ func runGetRows(s *State, v *value) error {
 }
 
 func runSelectRows(s *State, v *value) error {
-	src, dst := s.f32(s.input(v, 0)), s.f32(v)
+	in := s.input(v, 0)
+	src, dst, n := s.f32(in), s.f32(v), s.rows(in)
 	for i, r := range s.ints[v.node.Inputs[1]] {
+		if r < 0 || int(r) >= n {
+			return fmt.Errorf("row %d at index %d is outside the %d rows of its input", r, i, n)
+		}
 		copy(dst[i*v.width:(i+1)*v.width], src[int(r)*v.width:(int(r)+1)*v.width])
 	}
 	return nil

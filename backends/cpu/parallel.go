@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 )
@@ -55,14 +56,20 @@ func split(n, threads, chunks int, bySlot bool, j job) {
 	for i := 0; i < helpers; i++ {
 		workers.queue <- t
 	}
-	t.run()
+	t.runGuarded()
 	// Wait until every queued message has been taken and its chunks are
-	// done. The wait is short (the other chunks are running), so spin.
+	// done, even when this goroutine's share panicked: the workers must be
+	// off the job before the caller sees the panic. The wait is short
+	// (the other chunks are running), so spin.
 	for t.pending.Load() > 0 {
 		runtime.Gosched()
 	}
+	f := t.failed.Swap(nil)
 	t.j = nil
 	tasks.Put(t)
+	if f != nil {
+		panic(f) // on the caller's goroutine, where State.Run recovers it
+	}
 }
 
 // task is one parallelFor call shared by the caller and the workers.
@@ -74,6 +81,18 @@ type task struct {
 	next    atomic.Int32
 	slots   atomic.Int32 // threads that joined so far
 	pending atomic.Int32 // queued messages not yet finished
+	failed  atomic.Pointer[failure]
+}
+
+// runGuarded is run that records a panic (a memory fault, see fault.go)
+// in t.failed instead of unwinding: the first one wins.
+func (t *task) runGuarded() {
+	defer func() {
+		if r := recover(); r != nil {
+			t.failed.CompareAndSwap(nil, &failure{value: r, stack: debug.Stack()})
+		}
+	}()
+	t.run()
 }
 
 // run claims and runs chunks until none are left.
@@ -120,13 +139,18 @@ func newPool(size int) *pool {
 // more than the work of a small matmul tile.
 const spinPolls = 2000
 
+// work serves the queue for the life of the process. Faults on its
+// goroutine panic (once set, the flag stays with the goroutine), and
+// runGuarded recovers them, so a fault in a worker's chunk is reported
+// by the caller and the worker goes on serving.
 func (p *pool) work() {
+	debug.SetPanicOnFault(true)
 	for {
 		t := p.poll()
 		if t == nil {
 			t = <-p.queue
 		}
-		t.run()
+		t.runGuarded()
 		t.pending.Add(-1)
 	}
 }

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"runtime/debug"
 	"slices"
 
 	"github.com/weft-ml/weft/backends/cpu/simd"
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
+	"github.com/weft-ml/weft/internal/safemath"
 	"github.com/weft-ml/weft/ops"
 	"github.com/weft-ml/weft/quant"
 )
@@ -27,6 +29,10 @@ type Options struct {
 	// Packed is the plan's side data of weights repacked at compile time,
 	// read for every Weight node that carries a Layout.
 	Packed []byte
+	// ModelFile and PackedFile name the files the weights and Packed are
+	// mapped from, for the error when one changes under a running
+	// program (see FaultError).
+	ModelFile, PackedFile string
 }
 
 // value is a compiled node: where its data lives and how to compute it.
@@ -38,6 +44,8 @@ type value struct {
 	pack  bool      // Weight: raw is in simd's packed layout
 	vec   []float32 // Weight: F32 vectors, decoded once
 	kv    int       // Attention: index of its KV cache pair
+	elems int       // computed: elements for the largest batch
+	delta int       // view: elements into its parent's buffer
 	run   kernel
 }
 
@@ -50,31 +58,49 @@ type Program struct {
 	arenaLen  int    // arena size in float32 elements
 	maxTokens int
 	threads   int
-	attention []int // Attention node IDs, in KV index order
-	actBytes  int   // largest activation-quantization scratch of any MatMul
-	logits    int   // output node ID
+	attention []int     // Attention node IDs, in KV index order
+	actBytes  int       // largest activation-quantization scratch of any MatMul
+	tileBytes int64     // per-thread tile scratch (tileScratch), 0 if unused
+	logits    int       // output node ID
+	files     [2]string // the model file and the repacked weights' file, for FaultError
 }
 
-// Compile prepares g for execution with weights from w.
-func Compile(g *graph.Graph, w WeightSource, o Options) (*Program, error) {
-	if o.MaxTokens <= 0 {
+// Compile prepares g for execution with weights from w. The graph is
+// input (a plan file): it is checked (checkGraph) and every size computed
+// from it and from o is checked for overflow, so that a program that
+// compiles never indexes outside a buffer when it runs.
+func Compile(g *graph.Graph, w WeightSource, o Options) (p *Program, err error) {
+	switch {
+	case o.MaxTokens == 0:
 		o.MaxTokens = 512
+	case o.MaxTokens < 0 || o.MaxTokens > MaxBatch:
+		return nil, fmt.Errorf("batch of %d tokens: want 1 to %d", o.MaxTokens, MaxBatch)
 	}
-	if o.Threads <= 0 {
-		o.Threads = runtime.GOMAXPROCS(0)
+	switch {
+	case o.Threads == 0:
+		o.Threads = min(runtime.GOMAXPROCS(0), MaxThreads)
+	case o.Threads < 0 || o.Threads > MaxThreads:
+		return nil, fmt.Errorf("%d threads: want 1 to %d", o.Threads, MaxThreads)
 	}
 	if err := g.Verify(); err != nil {
+		return nil, err
+	}
+	if err := checkGraph(g); err != nil {
 		return nil, err
 	}
 	order, err := g.TopoOrder()
 	if err != nil {
 		return nil, err
 	}
-	out, ok := g.Outputs["logits"]
-	if !ok {
-		return nil, fmt.Errorf("graph has no \"logits\" output")
-	}
-	p := &Program{g: g, order: order, vals: make([]value, len(g.Nodes)), maxTokens: o.MaxTokens, threads: o.Threads, logits: out}
+	p = &Program{g: g, order: order, vals: make([]value, len(g.Nodes)), maxTokens: o.MaxTokens, threads: o.Threads, logits: g.Outputs["logits"], files: [2]string{o.ModelFile, o.PackedFile}}
+	// Binding decodes F32 vectors from the mapped model file.
+	prev := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(prev)
+		if r := recover(); r != nil {
+			p, err = nil, p.fault(r, -1)
+		}
+	}()
 	for _, id := range order {
 		if err := p.compileNode(g.Nodes[id], w, o); err != nil {
 			return nil, err
@@ -97,18 +123,31 @@ func (p *Program) compileNode(n *graph.Node, w WeightSource, o Options) error {
 	}
 	k, ok := kernels[n.Op]
 	if !ok {
-		return fmt.Errorf("node %d (%s %q): no CPU kernel for op %s", n.ID, n.Op, n.Name, n.Op)
+		return fmt.Errorf("%s: no CPU kernel for op %s", describe(n), n.Op)
 	}
 	v.run = k
 	if n.Op == ops.Attention {
 		v.kv = len(p.attention)
 		p.attention = append(p.attention, n.ID)
 	}
+	if v.elems, ok = maxElems(n.Type, p.maxTokens); !ok {
+		return fmt.Errorf("%s: %s for a batch of %d tokens does not fit in memory: use a smaller batch", describe(n), n.Type, p.maxTokens)
+	}
+	if isView(n) {
+		if v.delta, ok = viewDelta(n, p.maxTokens); !ok {
+			return fmt.Errorf("%s: offset for a batch of %d tokens overflows: use a smaller batch", describe(n), p.maxTokens)
+		}
+	}
 	need, err := actScratchBytes(p.g, n, p.maxTokens)
 	if err != nil {
-		return fmt.Errorf("node %d (%s %q): %w", n.ID, n.Op, n.Name, err)
+		return fmt.Errorf("%s: %w", describe(n), err)
 	}
 	p.actBytes = max(p.actBytes, need)
+	if n.Op == ops.MatMulGateUpSwiGLU || n.Op == ops.MatMulAdd {
+		if p.tileBytes, ok = safemath.Product(matmulTile, int64(p.maxTokens), 4); !ok {
+			return fmt.Errorf("%s: tile scratch for a batch of %d tokens overflows: use a smaller batch", describe(n), p.maxTokens)
+		}
+	}
 	return nil
 }
 
@@ -121,6 +160,12 @@ func (p *Program) bindWeight(v *value, w WeightSource, packed []byte) error {
 	if t.Type != n.Type.DType {
 		return fmt.Errorf("weight %q has type %s in the file, %s in the graph", n.Tensor, t.Type, n.Type.DType)
 	}
+	if !sameDims(n.Type.Shape, t.Dims) {
+		return fmt.Errorf("weight %q has dims %v in the file (innermost first), shape %s in the graph", n.Tensor, t.Dims, n.Type.Shape)
+	}
+	if size, err := gguf.TensorBytes(t.Type, t.Dims); err != nil || size != t.Size {
+		return fmt.Errorf("weight %q: %d bytes in the file do not hold its %s %v", n.Tensor, t.Size, t.Type, t.Dims)
+	}
 	if !quant.Supported(t.Type) {
 		return quant.UnsupportedError(n.Tensor, t.Type)
 	}
@@ -128,6 +173,9 @@ func (p *Program) bindWeight(v *value, w WeightSource, packed []byte) error {
 		return bindPacked(v, packed)
 	}
 	v.raw = w.TensorData(t)
+	if uint64(len(v.raw)) != t.Size {
+		return fmt.Errorf("weight %q: %d bytes in the file, %d expected", n.Tensor, len(v.raw), t.Size)
+	}
 	if len(n.Type.Shape) == 1 && t.Type == gguf.TypeF32 {
 		v.vec = make([]float32, len(v.raw)/4)
 		for i := range v.vec {
@@ -150,6 +198,9 @@ func bindPacked(v *value, side []byte) error {
 		return fmt.Errorf("weight %q: %w", n.Name, err)
 	}
 	if l.Size != int64(size) || l.Offset < 0 || l.Offset > int64(len(side)) || l.Size > int64(len(side))-l.Offset {
+		if len(side) == 0 {
+			return fmt.Errorf("weight %q: layout %s, but the plan has no repacked weights", n.Name, l.Name)
+		}
 		return fmt.Errorf("weight %q: layout %s range [%d, +%d) does not hold its %d bytes inside the %d-byte repacked data", n.Name, l.Name, l.Offset, l.Size, size, len(side))
 	}
 	v.raw, v.pack = side[l.Offset:l.Offset+l.Size], true
@@ -158,7 +209,7 @@ func bindPacked(v *value, side []byte) error {
 
 // ActivationBytes is the memory one State needs for activations.
 func (p *Program) ActivationBytes() int64 {
-	return int64(p.arenaLen) * 4
+	return int64(p.arenaLen) * 4 // arenaLen ≤ MaxInt/4 (layOut, plannedSlots)
 }
 
 // MaxTokens is the largest batch Run accepts.
@@ -179,46 +230,72 @@ type slot struct {
 // else by liveness-based reuse.
 func (p *Program) assignSlots() error {
 	if m := p.g.Memory; m != nil && m.Tokens == p.maxTokens {
-		if err := p.plannedSlots(); err != nil {
-			return err
-		}
-	} else {
-		p.livenessSlots()
+		return p.plannedSlots()
 	}
-	return nil
+	return p.livenessSlots()
 }
 
 // plannedSlots takes each node's buffer from the plan, checking that it
-// is aligned, large enough and inside the arena; views must lie where
-// their multi-part parent writes them.
+// is aligned, large enough and inside the arena, and that the arena is no
+// larger than its buffers; views must lie where their multi-part parent
+// writes them.
 func (p *Program) plannedSlots() error {
-	p.arenaLen = int(p.g.Memory.Arenas[Backend{}.Name()] / 4)
+	arena, ok := p.g.Memory.Arenas[Backend{}.Name()]
+	if !ok {
+		return fmt.Errorf("memory plan: no %s arena", Backend{}.Name())
+	}
+	if arena < 0 || arena%4 != 0 {
+		return fmt.Errorf("memory plan: the %s arena of %d bytes must be a multiple of 4 bytes", Backend{}.Name(), arena)
+	}
+	if p.arenaLen, ok = safemath.Int(arena / 4); !ok {
+		return fmt.Errorf("memory plan: an arena of %d bytes does not fit in memory", arena)
+	}
+	var used int64
 	for _, id := range p.order {
 		v := &p.vals[id]
 		if v.run == nil {
 			continue
 		}
 		b := v.node.Buffer
-		need := maxElems(v.node.Type, p.maxTokens)
-		if b == nil || b.Offset%4 != 0 || b.Offset < 0 || b.Size < int64(need)*4 || b.Offset/4+int64(need) > int64(p.arenaLen) {
-			return fmt.Errorf("node %d (%s %q): buffer %+v does not hold %d values inside the %d-element arena", id, v.node.Op, v.node.Name, b, need, p.arenaLen)
+		need, ok := safemath.Mul(int64(v.elems), 4)
+		end, ok2 := int64(0), false
+		if b != nil {
+			end, ok2 = safemath.Add(b.Offset, b.Size)
 		}
+		if !ok || !ok2 || b.Offset%4 != 0 || b.Size < need || end > arena {
+			return fmt.Errorf("%s: buffer %s does not hold %d values inside the %d-element arena", describe(v.node), bufferString(b), v.elems, p.arenaLen)
+		}
+		used = max(used, end)
 		if isView(v.node) {
 			parent := p.g.Nodes[v.node.Inputs[0]]
-			if parent.Buffer == nil || b.Offset != parent.Buffer.Offset+4*int64(viewDelta(v.node, p.maxTokens)) {
-				return fmt.Errorf("node %d (%s %q): view buffer is not at its part of node %d", id, v.node.Op, v.node.Name, parent.ID)
+			if parent.Buffer == nil || b.Offset != parent.Buffer.Offset+4*int64(v.delta) {
+				return fmt.Errorf("%s: view buffer is not at its part of node %d", describe(v.node), parent.ID)
 			}
 		}
 		v.slot = len(p.slots)
-		p.slots = append(p.slots, slot{off: int(b.Offset / 4), size: need, parent: -1})
+		p.slots = append(p.slots, slot{off: int(b.Offset / 4), size: v.elems, parent: -1})
+	}
+	if arena > used+arenaSlack {
+		return fmt.Errorf("memory plan: the %s arena of %d bytes is larger than its buffers need (%d bytes)", Backend{}.Name(), arena, used)
 	}
 	return nil
+}
+
+// arenaSlack is how far a planned arena may extend past its last buffer
+// (the memory plan's alignment).
+const arenaSlack = 64
+
+func bufferString(b *graph.Buffer) string {
+	if b == nil {
+		return "(none)"
+	}
+	return fmt.Sprintf("[%d, +%d)", b.Offset, b.Size)
 }
 
 // livenessSlots gives every computed value a slot, reusing a slot once all
 // readers of its previous value (and of views into it) have run, then lays
 // the slots out one after another. Sizes are for the largest batch.
-func (p *Program) livenessSlots() {
+func (p *Program) livenessSlots() error {
 	lastUse := p.lastUses()
 	var free []int
 	for step, id := range p.order {
@@ -227,9 +304,9 @@ func (p *Program) livenessSlots() {
 		case v.run != nil && isView(v.node):
 			parent := p.vals[v.node.Inputs[0]].slot
 			v.slot = len(p.slots)
-			p.slots = append(p.slots, slot{size: maxElems(v.node.Type, p.maxTokens), parent: parent, delta: viewDelta(v.node, p.maxTokens)})
+			p.slots = append(p.slots, slot{size: v.elems, parent: parent, delta: v.delta})
 		case v.run != nil:
-			v.slot = p.takeSlot(&free, maxElems(v.node.Type, p.maxTokens))
+			v.slot = p.takeSlot(&free, v.elems)
 		}
 		for _, in := range p.g.Nodes[id].Inputs {
 			if isView(p.g.Nodes[in]) {
@@ -241,7 +318,7 @@ func (p *Program) livenessSlots() {
 			}
 		}
 	}
-	p.layOut()
+	return p.layOut()
 }
 
 // lastUses returns each node's last reading step; a view's readers keep
@@ -263,18 +340,24 @@ func (p *Program) lastUses() []int {
 }
 
 // layOut places root slots back to back and views inside their parents.
-func (p *Program) layOut() {
+func (p *Program) layOut() error {
+	total := int64(0)
 	for i := range p.slots {
 		if p.slots[i].parent < 0 {
-			p.slots[i].off = p.arenaLen
-			p.arenaLen += p.slots[i].size
+			p.slots[i].off = int(total)
+			var ok bool
+			if total, ok = safemath.Add(total, int64(p.slots[i].size)); !ok || total > math.MaxInt/4 {
+				return fmt.Errorf("the activations for a batch of %d tokens do not fit in memory: use a smaller batch", p.maxTokens)
+			}
 		}
 	}
+	p.arenaLen = int(total)
 	for i := range p.slots {
 		if s := &p.slots[i]; s.parent >= 0 {
 			s.off = p.slots[s.parent].off + s.delta
 		}
 	}
+	return nil
 }
 
 // takeSlot picks the smallest free root slot of at least need elements,
@@ -302,4 +385,18 @@ func (p *Program) takeSlot(free *[]int, need int) int {
 	s := (*free)[best]
 	*free = append((*free)[:best], (*free)[best+1:]...)
 	return s
+}
+
+// sameDims reports whether a graph shape (outermost first) is a GGUF
+// tensor's dims (innermost first).
+func sameDims(sh graph.Shape, dims []uint64) bool {
+	if len(sh) != len(dims) {
+		return false
+	}
+	for i, d := range sh {
+		if d.IsSym() || d.N < 0 || uint64(d.N) != dims[len(dims)-1-i] {
+			return false
+		}
+	}
+	return true
 }

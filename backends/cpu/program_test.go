@@ -68,7 +68,7 @@ func TestSlotsAreReused(t *testing.T) {
 	var naive int64
 	for _, v := range p.vals {
 		if v.run != nil {
-			naive += int64(maxElems(v.node.Type, p.maxTokens)) * 4
+			naive += int64(v.elems) * 4
 		}
 	}
 	t.Logf("arena %d bytes, naive %d bytes", p.ActivationBytes(), naive)

@@ -1,6 +1,9 @@
 package cpu
 
-import "fmt"
+import (
+	"fmt"
+	"runtime/debug"
+)
 
 // KVType selects the element type of the KV cache.
 type KVType int
@@ -33,12 +36,20 @@ type State struct {
 	tileBufs    [][]float32    // per-thread matmul tile scratch
 	jobs        jobs           // reusable parallel work descriptions
 	parts       [][]matmulPart // per node: its matmul parts, reused
+	broken      error          // set when a Run failed midway: every later Run returns it
 }
 
-// NewState allocates buffers for a session with a KV cache of ctx positions.
+// NewState allocates buffers for a session with a KV cache of ctx
+// positions. It first works out how much memory the session needs (see
+// StateBytes) and refuses, saying how much, when that overflows or is
+// more than the machine has available.
 func (p *Program) NewState(ctx int, kvType KVType) (*State, error) {
-	if ctx <= 0 {
-		return nil, fmt.Errorf("context size %d must be positive", ctx)
+	need, err := p.StateBytes(ctx, kvType)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.checkFits(need, kvType); err != nil {
+		return nil, err
 	}
 	s := &State{p: p, ctx: ctx, ints: map[int][]int32{}}
 	arena := make([]float32, p.arenaLen)
@@ -47,17 +58,12 @@ func (p *Program) NewState(ctx int, kvType KVType) (*State, error) {
 		s.slots[i] = arena[sl.off : sl.off+sl.size : sl.off+sl.size]
 	}
 	s.kv = make([]*kvCache, len(p.attention))
-	maxHeadDim, maxGroup := 0, 1
 	for i, id := range p.attention {
 		a := p.g.Nodes[id].Attrs
 		s.kv[i] = newKVCache(a.Int("kv_heads"), a.Int("head_dim"), ctx, kvType)
-		maxHeadDim = max(maxHeadDim, a.Int("head_dim"))
-		if kv := a.Int("kv_heads"); kv > 0 {
-			maxGroup = max(maxGroup, a.Int("heads")/kv)
-		}
 	}
 	s.act = make([]byte, p.actBytes)
-	s.attnScratch = newAttnBufs(p.threads, maxGroup, maxHeadDim, ctx)
+	s.attnScratch = newAttnBufs(p.threads, need.group, need.headDim, ctx)
 	s.tileBufs = make([][]float32, p.threads)
 	return s, nil
 }
@@ -78,22 +84,45 @@ func (s *State) KVBytes() int64 {
 // starting at positions[0], appending their K and V to the cache, and
 // returns the logits of the requested batch rows as [len(rows)][vocab].
 // The returned slice is overwritten by the next Run.
-func (s *State) Run(tokens, positions, rows []int32) ([]float32, error) {
+//
+// A memory fault while the kernels run (a mapped weights file truncated
+// or replaced under the running process) and any panic in a kernel, on
+// this goroutine or a worker's, are returned as an error (a *FaultError
+// for faults) instead of killing the process. The KV cache is then
+// half-written, so the State is broken: every later Run returns the same
+// error.
+func (s *State) Run(tokens, positions, rows []int32) (logits []float32, err error) {
+	if s.broken != nil {
+		return nil, s.broken
+	}
 	if err := s.bind(tokens, positions, rows); err != nil {
 		return nil, err
 	}
+	node := -1
+	prev := debug.SetPanicOnFault(true) // once per Run: the workers keep it set (see pool.work)
+	defer func() {
+		debug.SetPanicOnFault(prev)
+		if r := recover(); r != nil {
+			s.broken = s.p.fault(r, node)
+			logits, err = nil, s.broken
+		}
+	}()
 	for _, id := range s.p.order {
 		v := &s.p.vals[id]
 		if v.run == nil {
 			continue
 		}
+		node = id
 		if err := v.run(s, v); err != nil {
-			return nil, fmt.Errorf("node %d (%s %q): %w", id, v.node.Op, v.node.Name, err)
+			return nil, fmt.Errorf("%s: %w", describe(v.node), err)
 		}
 	}
 	out := &s.p.vals[s.p.logits]
 	return s.f32(out)[:len(rows)*out.width], nil
 }
+
+// Broken returns the error that broke the State (see Run), or nil.
+func (s *State) Broken() error { return s.broken }
 
 func (s *State) bind(tokens, positions, rows []int32) error {
 	n := len(tokens)

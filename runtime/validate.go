@@ -1,0 +1,74 @@
+package runtime
+
+import (
+	"fmt"
+	"math"
+)
+
+// A plan is input: a file anyone may have edited, damaged or written by
+// hand. Before anything is compiled or allocated for it, Open checks it in
+// two layers, so that no plan can make the process panic, overflow a size
+// or exhaust memory:
+//
+//   - validate (here) checks the plan's own fields: the run section's
+//     context, batch and KV type within the backend's limits, the memory
+//     plan sized for the run's batch with one arena per backend, and the
+//     logits output as wide as the vocabulary in params;
+//   - cpu.Compile checks the graph against the kernels and the model file:
+//     the bound inputs, every value's shape and every operand's kind,
+//     attributes in range, each weight's type, dims and byte size against
+//     its GGUF tensor (or its repacked range inside the side file), each
+//     buffer inside its arena and every size computed without overflow;
+//   - cpu.NewState (each session) works out the KV cache, attention
+//     scratch and activation memory without overflow and refuses what the
+//     machine does not have available, saying how much is needed.
+//
+// Errors name the field and end in "recompile it with graphc compile".
+
+// maxContext bounds run.ctx and run.batch: positions are int32 (and
+// cpu.MaxContext is the same).
+const maxContext = math.MaxInt32
+
+// validate checks p's fields (see above).
+func (p *Plan) validate() error {
+	bad := func(field string, v any, want string) error {
+		return fmt.Errorf("plan field %s = %v: %s", field, v, want)
+	}
+	r := p.Run
+	switch {
+	case r.Ctx < 1 || r.Ctx > maxContext:
+		return bad("run.ctx", r.Ctx, fmt.Sprintf("want 1 to %d", maxContext))
+	case r.Batch < 1 || r.Batch > maxContext:
+		return bad("run.batch", r.Batch, fmt.Sprintf("want 1 to %d", maxContext))
+	case r.KVType != "f16" && r.KVType != "f32":
+		return bad("run.kv_type", fmt.Sprintf("%q", r.KVType), `want "f16" or "f32"`)
+	case p.Graph == nil:
+		return fmt.Errorf("the plan has no graph")
+	}
+	g := p.Graph
+	if m := g.Memory; m != nil {
+		if m.Tokens != r.Batch {
+			return bad("graph.memory.tokens", m.Tokens, fmt.Sprintf("the buffers must be planned for run.batch = %d", r.Batch))
+		}
+		for name, size := range m.Arenas {
+			if name != hostBackend {
+				return bad("graph.memory.arenas", fmt.Sprintf("%q", name), "this build runs only the cpu backend")
+			}
+			if size < 0 {
+				return bad("graph.memory.arenas."+name, size, "want a size in bytes")
+			}
+		}
+	}
+	id, ok := g.Outputs["logits"]
+	if !ok {
+		return fmt.Errorf("plan field graph.outputs has no \"logits\"")
+	}
+	out := g.Node(id)
+	if out == nil {
+		return bad("graph.outputs.logits", id, fmt.Sprintf("want a node ID below %d", len(g.Nodes)))
+	}
+	if len(out.Type.Shape) != 2 || out.Type.Shape[1].N != int64(p.Params.VocabSize) {
+		return bad("graph.outputs.logits", id, fmt.Sprintf("node %d (%s %q) is %s, want rows of params.vocab_size = %d logits", id, out.Op, out.Name, out.Type, p.Params.VocabSize))
+	}
+	return nil
+}
