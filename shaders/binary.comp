@@ -1,7 +1,8 @@
 // Element-wise binary op with ggml's broadcast rule (ops/ref Add, Mul):
 // d[i] = a[i] OP b[i mod nb]. nb == n is the plain element-wise case,
 // nb < n broadcasts b over the rows of a (the norm-weight case).
-// Variants: OP_ADD, OP_MUL. d may alias a or b.
+// Variants: OP_ADD, OP_MUL. Every operand starts at an element offset
+// (push constants) in its buffer; d may alias a or b exactly.
 #version 450
 
 layout(local_size_x_id = 0) in;
@@ -10,6 +11,7 @@ layout(constant_id = 0) const uint WG = 256;
 layout(push_constant) uniform Push {
     uint n;  // elements of a and d
     uint nb; // elements of b, divides n
+    uint aoff, boff, doff;
 } pc;
 
 layout(binding = 0) readonly buffer A { float a[]; };
@@ -21,9 +23,9 @@ void main() {
     const uint stride = gl_NumWorkGroups.x * WG;
     for (uint i = gl_GlobalInvocationID.x; i < pc.n; i += stride) {
 #if defined(OP_ADD)
-        d[i] = a[i] + b[i % pc.nb];
+        d[pc.doff + i] = a[pc.aoff + i] + b[pc.boff + i % pc.nb];
 #elif defined(OP_MUL)
-        d[i] = a[i] * b[i % pc.nb];
+        d[pc.doff + i] = a[pc.aoff + i] * b[pc.boff + i % pc.nb];
 #else
 #error "define OP_ADD or OP_MUL"
 #endif

@@ -15,6 +15,9 @@ var spvMulF32 []byte
 //go:embed spv/silu_f32.spv
 var spvSiluF32 []byte
 
+//go:embed spv/swiglu_f32.spv
+var spvSwigluF32 []byte
+
 //go:embed spv/rms_norm_f32.spv
 var spvRmsNormF32 []byte
 
@@ -24,18 +27,78 @@ var spvRmsNormMulF32 []byte
 //go:embed spv/softmax_f32.spv
 var spvSoftmaxF32 []byte
 
-//go:embed spv/matvec_f32.spv
-var spvMatvecF32 []byte
+//go:embed spv/quantize_q8_0.spv
+var spvQuantizeQ80 []byte
 
-//go:embed spv/matvec_f16.spv
-var spvMatvecF16 []byte
+//go:embed spv/rope_f32.spv
+var spvRopeF32 []byte
+
+//go:embed spv/kv_store_f16.spv
+var spvKvStoreF16 []byte
+
+//go:embed spv/kv_store_f32.spv
+var spvKvStoreF32 []byte
+
+//go:embed spv/attention_f16.spv
+var spvAttentionF16 []byte
+
+//go:embed spv/attention_f32.spv
+var spvAttentionF32 []byte
+
+//go:embed spv/get_rows_f32.spv
+var spvGetRowsF32 []byte
+
+//go:embed spv/matmul_f32.spv
+var spvMatmulF32 []byte
+
+//go:embed spv/matmul_add_f32.spv
+var spvMatmulAddF32 []byte
+
+//go:embed spv/matmul_gateup_f32.spv
+var spvMatmulGateupF32 []byte
+
+//go:embed spv/get_rows_f16.spv
+var spvGetRowsF16 []byte
+
+//go:embed spv/matmul_f16.spv
+var spvMatmulF16 []byte
+
+//go:embed spv/matmul_add_f16.spv
+var spvMatmulAddF16 []byte
+
+//go:embed spv/matmul_gateup_f16.spv
+var spvMatmulGateupF16 []byte
+
+//go:embed spv/get_rows_q8_0.spv
+var spvGetRowsQ80 []byte
+
+//go:embed spv/matmul_q8_0.spv
+var spvMatmulQ80 []byte
+
+//go:embed spv/matmul_add_q8_0.spv
+var spvMatmulAddQ80 []byte
+
+//go:embed spv/matmul_gateup_q8_0.spv
+var spvMatmulGateupQ80 []byte
+
+//go:embed spv/get_rows_q4_0.spv
+var spvGetRowsQ40 []byte
+
+//go:embed spv/matmul_q4_0.spv
+var spvMatmulQ40 []byte
+
+//go:embed spv/matmul_add_q4_0.spv
+var spvMatmulAddQ40 []byte
+
+//go:embed spv/matmul_gateup_q4_0.spv
+var spvMatmulGateupQ40 []byte
 
 // kernels lists every compiled variant, in the generator's order.
 var kernels = []Kernel{{
 	Bindings:  3,
 	Defines:   []string{"OP_ADD"},
 	Name:      "add_f32",
-	PushBytes: 8,
+	PushBytes: 20,
 	SPIRV:     spvAddF32,
 	Source:    "binary.comp",
 	Workgroup: 256,
@@ -43,21 +106,29 @@ var kernels = []Kernel{{
 	Bindings:  3,
 	Defines:   []string{"OP_MUL"},
 	Name:      "mul_f32",
-	PushBytes: 8,
+	PushBytes: 20,
 	SPIRV:     spvMulF32,
 	Source:    "binary.comp",
 	Workgroup: 256,
 }, {
 	Bindings:  2,
 	Name:      "silu_f32",
-	PushBytes: 4,
+	PushBytes: 16,
 	SPIRV:     spvSiluF32,
+	Source:    "silu.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  3,
+	Defines:   []string{"SWIGLU"},
+	Name:      "swiglu_f32",
+	PushBytes: 16,
+	SPIRV:     spvSwigluF32,
 	Source:    "silu.comp",
 	Workgroup: 256,
 }, {
 	Bindings:  2,
 	Name:      "rms_norm_f32",
-	PushBytes: 12,
+	PushBytes: 24,
 	SPIRV:     spvRmsNormF32,
 	Source:    "rms_norm.comp",
 	Workgroup: 128,
@@ -65,31 +136,189 @@ var kernels = []Kernel{{
 	Bindings:  3,
 	Defines:   []string{"MUL_WEIGHT"},
 	Name:      "rms_norm_mul_f32",
-	PushBytes: 12,
+	PushBytes: 24,
 	SPIRV:     spvRmsNormMulF32,
 	Source:    "rms_norm.comp",
 	Workgroup: 128,
 }, {
 	Bindings:  2,
 	Name:      "softmax_f32",
-	PushBytes: 12,
+	PushBytes: 20,
 	SPIRV:     spvSoftmaxF32,
 	Source:    "softmax.comp",
 	Workgroup: 128,
 }, {
+	Bindings:  2,
+	Name:      "quantize_q8_0",
+	PushBytes: 16,
+	SPIRV:     spvQuantizeQ80,
+	Source:    "quantize_q8.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Name:      "rope_f32",
+	PushBytes: 36,
+	SPIRV:     spvRopeF32,
+	Source:    "rope.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"KV_F16"},
+	Name:      "kv_store_f16",
+	PushBytes: 20,
+	SPIRV:     spvKvStoreF16,
+	Source:    "kv_store.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"KV_F32"},
+	Name:      "kv_store_f32",
+	PushBytes: 20,
+	SPIRV:     spvKvStoreF32,
+	Source:    "kv_store.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"KV_F16"},
+	Name:      "attention_f16",
+	PushBytes: 32,
+	SPIRV:     spvAttentionF16,
+	Source:    "attention.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"KV_F32"},
+	Name:      "attention_f32",
+	PushBytes: 32,
+	SPIRV:     spvAttentionF32,
+	Source:    "attention.comp",
+	Workgroup: 64,
+}, {
 	Bindings:  3,
 	Defines:   []string{"W_F32"},
-	Name:      "matvec_f32",
-	PushBytes: 8,
-	SPIRV:     spvMatvecF32,
-	Source:    "matvec.comp",
-	Workgroup: 128,
+	Name:      "get_rows_f32",
+	PushBytes: 20,
+	SPIRV:     spvGetRowsF32,
+	Source:    "get_rows.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_F32"},
+	Name:      "matmul_f32",
+	PushBytes: 28,
+	SPIRV:     spvMatmulF32,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_F32", "ADD"},
+	Name:      "matmul_add_f32",
+	PushBytes: 28,
+	SPIRV:     spvMatmulAddF32,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_F32", "GATEUP"},
+	Name:      "matmul_gateup_f32",
+	PushBytes: 28,
+	SPIRV:     spvMatmulGateupF32,
+	Source:    "matmul.comp",
+	Workgroup: 64,
 }, {
 	Bindings:  3,
 	Defines:   []string{"W_F16"},
-	Name:      "matvec_f16",
-	PushBytes: 8,
-	SPIRV:     spvMatvecF16,
-	Source:    "matvec.comp",
-	Workgroup: 128,
+	Name:      "get_rows_f16",
+	PushBytes: 20,
+	SPIRV:     spvGetRowsF16,
+	Source:    "get_rows.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_F16"},
+	Name:      "matmul_f16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulF16,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_F16", "ADD"},
+	Name:      "matmul_add_f16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulAddF16,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_F16", "GATEUP"},
+	Name:      "matmul_gateup_f16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulGateupF16,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q8_0"},
+	Name:      "get_rows_q8_0",
+	PushBytes: 20,
+	SPIRV:     spvGetRowsQ80,
+	Source:    "get_rows.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q8_0"},
+	Name:      "matmul_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulQ80,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q8_0", "ADD"},
+	Name:      "matmul_add_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulAddQ80,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q8_0", "GATEUP"},
+	Name:      "matmul_gateup_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulGateupQ80,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q4_0"},
+	Name:      "get_rows_q4_0",
+	PushBytes: 20,
+	SPIRV:     spvGetRowsQ40,
+	Source:    "get_rows.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q4_0"},
+	Name:      "matmul_q4_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulQ40,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_0", "ADD"},
+	Name:      "matmul_add_q4_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulAddQ40,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_0", "GATEUP"},
+	Name:      "matmul_gateup_q4_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulGateupQ40,
+	Source:    "matmul.comp",
+	Workgroup: 64,
 }}

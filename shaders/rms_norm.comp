@@ -1,6 +1,7 @@
 // RMSNorm (ops/ref RMSNorm, ggml_rms_norm): one workgroup per row of ncols,
 // d = x / sqrt(mean(x²) + eps). Variant MUL_WEIGHT multiplies by the norm
-// weight w[i] as well (the fused RMSNorm·w). d may alias x.
+// weight w[i] as well (the fused RMSNorm·w). Operands start at element
+// offsets; d may alias x exactly.
 //
 // Numerics: ggml sums the squares in double; this sums in float (per
 // invocation, then a tree), which differs in the last bits.
@@ -14,6 +15,7 @@ layout(push_constant) uniform Push {
     uint ncols;
     uint nrows;
     float eps;
+    uint xoff, doff, woff; // element offsets of x, d and w
 } pc;
 
 layout(binding = 0) readonly buffer X { float x[]; };
@@ -30,19 +32,20 @@ void main() {
         return; // uniform across the workgroup
     }
     const uint t = gl_LocalInvocationID.x;
-    const uint base = row * pc.ncols;
+    const uint xbase = pc.xoff + row * pc.ncols;
+    const uint dbase = pc.doff + row * pc.ncols;
     float sum = 0.0;
     for (uint i = t; i < pc.ncols; i += WG) {
-        const float v = x[base + i];
+        const float v = x[xbase + i];
         sum += v * v;
     }
     sum = wg_sum(sum);
     const float scale = 1.0 / sqrt(sum / float(pc.ncols) + pc.eps);
     for (uint i = t; i < pc.ncols; i += WG) {
 #ifdef MUL_WEIGHT
-        d[base + i] = (x[base + i] * scale) * w[i];
+        d[dbase + i] = (x[xbase + i] * scale) * w[pc.woff + i];
 #else
-        d[base + i] = x[base + i] * scale;
+        d[dbase + i] = x[xbase + i] * scale;
 #endif
     }
 }

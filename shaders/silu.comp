@@ -1,4 +1,6 @@
-// SiLU (ops/ref SiLU): d[i] = x[i] / (1 + exp(-x[i])). d may alias x.
+// SiLU (ops/ref SiLU): d[i] = x[i] / (1 + exp(-x[i])); variant SWIGLU
+// multiplies by u[i] as well (ops/ref SwiGLU). Operands start at element
+// offsets; d may alias x.
 #version 450
 
 layout(local_size_x_id = 0) in;
@@ -6,15 +8,25 @@ layout(constant_id = 0) const uint WG = 256;
 
 layout(push_constant) uniform Push {
     uint n;
+    uint xoff, doff, uoff;
 } pc;
 
 layout(binding = 0) readonly buffer X { float x[]; };
+#ifdef SWIGLU
+layout(binding = 1) readonly buffer U { float u[]; };
+layout(binding = 2) writeonly buffer D { float d[]; };
+#else
 layout(binding = 1) writeonly buffer D { float d[]; };
+#endif
 
 void main() {
     const uint stride = gl_NumWorkGroups.x * WG;
     for (uint i = gl_GlobalInvocationID.x; i < pc.n; i += stride) {
-        const float v = x[i];
-        d[i] = v / (1.0 + exp(-v));
+        const float v = x[pc.xoff + i];
+#ifdef SWIGLU
+        d[pc.doff + i] = (v / (1.0 + exp(-v))) * u[pc.uoff + i];
+#else
+        d[pc.doff + i] = v / (1.0 + exp(-v));
+#endif
     }
 }

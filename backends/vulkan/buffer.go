@@ -13,10 +13,11 @@ import (
 // Buffer is device-local storage memory (one allocation per buffer for
 // now; the executor will sub-allocate arenas from large buffers).
 type Buffer struct {
-	d    *Device
-	buf  vk.Buffer
-	mem  vk.DeviceMemory
-	size int64
+	d      *Device
+	buf    vk.Buffer
+	mem    vk.DeviceMemory
+	size   int64
+	mapped []byte // AllocMapped: the host's view of the buffer
 }
 
 // Size returns the buffer's size in bytes.
@@ -32,6 +33,34 @@ func (d *Device) Alloc(size int64) (*Buffer, error) {
 	}
 	return &Buffer{d: d, buf: buf, mem: mem, size: size}, nil
 }
+
+// AllocMapped allocates a host-visible, host-coherent storage buffer of
+// size bytes that stays mapped (Mapped): small per-step data the host
+// writes before a submission (device-local where the device offers such
+// memory), or results it reads after one (host-cached when possible, for
+// reading back).
+func (d *Device) AllocMapped(size int64, readBack bool) (*Buffer, error) {
+	preferred, avoid := vk.Flags(vk.MemoryDeviceLocal), vk.Flags(0)
+	if readBack {
+		preferred, avoid = vk.MemoryHostCached, 0
+	}
+	buf, mem, err := d.allocBuffer(size, bufferUsage, vk.MemoryHostVisible|vk.MemoryHostCoherent, preferred, avoid)
+	if err != nil {
+		return nil, err
+	}
+	data, err := d.dev.MapMemory(mem, 0, uint64(size))
+	if err != nil {
+		d.dev.DestroyBuffer(buf)
+		d.dev.FreeMemory(mem)
+		return nil, err
+	}
+	return &Buffer{d: d, buf: buf, mem: mem, size: size, mapped: data[:size:size]}, nil
+}
+
+// Mapped returns the host's view of a buffer from AllocMapped (nil for
+// device-local buffers). Writes are visible to the next submission;
+// results of a submission are visible once it has finished.
+func (b *Buffer) Mapped() []byte { return b.mapped }
 
 // allocBuffer creates a buffer with its own memory of the best type.
 func (d *Device) allocBuffer(size int64, usage, required, preferred, avoid vk.Flags) (vk.Buffer, vk.DeviceMemory, error) {
@@ -72,6 +101,10 @@ func (d *Device) allocBuffer(size int64, usage, required, preferred, avoid vk.Fl
 func (b *Buffer) Free() {
 	if b == nil || b.buf == 0 {
 		return
+	}
+	if b.mapped != nil {
+		b.d.dev.UnmapMemory(b.mem)
+		b.mapped = nil
 	}
 	b.d.dev.DestroyBuffer(b.buf)
 	b.d.dev.FreeMemory(b.mem)

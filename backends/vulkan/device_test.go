@@ -102,9 +102,9 @@ func TestProgramRecordsOnceRunsMany(t *testing.T) {
 	require.NoError(t, err)
 	defer p.Close()
 	groups := [3]uint32{(n + 255) / 256, 1, 1}
-	require.NoError(t, p.Dispatch(add, groups, push(n, n), vulkan.Whole(x), vulkan.Whole(y), vulkan.Whole(x)))
+	require.NoError(t, p.Dispatch(add, groups, push(n, n, 0, 0, 0), vulkan.Whole(x), vulkan.Whole(y), vulkan.Whole(x)))
 	p.Barrier()
-	require.NoError(t, p.Dispatch(add, groups, push(n, n), vulkan.Whole(x), vulkan.Whole(y), vulkan.Whole(x)))
+	require.NoError(t, p.Dispatch(add, groups, push(n, n, 0, 0, 0), vulkan.Whole(x), vulkan.Whole(y), vulkan.Whole(x)))
 	require.NoError(t, p.End())
 	assert.Equal(t, 2, p.Dispatches())
 	for range 3 {
@@ -116,7 +116,7 @@ func TestProgramRecordsOnceRunsMany(t *testing.T) {
 		require.Equal(t, xs[i]+6*ys[i], got[i], "element %d", i)
 	}
 
-	assert.ErrorContains(t, p.Dispatch(add, groups, push(n, n), vulkan.Whole(x), vulkan.Whole(y), vulkan.Whole(x)), "after End")
+	assert.ErrorContains(t, p.Dispatch(add, groups, push(n, n, 0, 0, 0), vulkan.Whole(x), vulkan.Whole(y), vulkan.Whole(x)), "after End")
 }
 
 func TestProgramRejectsBadDispatches(t *testing.T) {
@@ -130,17 +130,17 @@ func TestProgramRejectsBadDispatches(t *testing.T) {
 			return p.Dispatch(add, [3]uint32{1, 1, 1}, push(1), vulkan.Whole(b), vulkan.Whole(b), vulkan.Whole(b))
 		},
 		"binding count": func(p *vulkan.Program) error {
-			return p.Dispatch(add, [3]uint32{1, 1, 1}, push(1, 1), vulkan.Whole(b))
+			return p.Dispatch(add, [3]uint32{1, 1, 1}, push(1, 1, 0, 0, 0), vulkan.Whole(b))
 		},
 		"zero groups": func(p *vulkan.Program) error {
-			return p.Dispatch(add, [3]uint32{0, 1, 1}, push(1, 1), vulkan.Whole(b), vulkan.Whole(b), vulkan.Whole(b))
+			return p.Dispatch(add, [3]uint32{0, 1, 1}, push(1, 1, 0, 0, 0), vulkan.Whole(b), vulkan.Whole(b), vulkan.Whole(b))
 		},
 		"range": func(p *vulkan.Program) error {
-			return p.Dispatch(add, [3]uint32{1, 1, 1}, push(1, 1), vulkan.Range{Buf: b, Offset: 4000, Size: 200}, vulkan.Whole(b), vulkan.Whole(b))
+			return p.Dispatch(add, [3]uint32{1, 1, 1}, push(1, 1, 0, 0, 0), vulkan.Range{Buf: b, Offset: 4000, Size: 200}, vulkan.Whole(b), vulkan.Whole(b))
 		},
 		"alignment": func(p *vulkan.Program) error {
 			off := int64(d.Properties().Limits.MinStorageBufferOffsetAlignment) + 1 // never aligned
-			return p.Dispatch(add, [3]uint32{1, 1, 1}, push(1, 1), vulkan.Range{Buf: b, Offset: off}, vulkan.Whole(b), vulkan.Whole(b))
+			return p.Dispatch(add, [3]uint32{1, 1, 1}, push(1, 1, 0, 0, 0), vulkan.Range{Buf: b, Offset: off}, vulkan.Whole(b), vulkan.Whole(b))
 		},
 	} {
 		p, err := d.NewProgram()

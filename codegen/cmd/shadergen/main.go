@@ -34,14 +34,36 @@ type variant struct {
 // The binding and push-constant counts must match the sources' layouts;
 // the shaders package's tests dispatch every variant.
 var variants = []variant{
-	{"add_f32", "binary.comp", []string{"OP_ADD"}, 3, 8, 256},
-	{"mul_f32", "binary.comp", []string{"OP_MUL"}, 3, 8, 256},
-	{"silu_f32", "silu.comp", nil, 2, 4, 256},
-	{"rms_norm_f32", "rms_norm.comp", nil, 2, 12, 128},
-	{"rms_norm_mul_f32", "rms_norm.comp", []string{"MUL_WEIGHT"}, 3, 12, 128},
-	{"softmax_f32", "softmax.comp", nil, 2, 12, 128},
-	{"matvec_f32", "matvec.comp", []string{"W_F32"}, 3, 8, 128},
-	{"matvec_f16", "matvec.comp", []string{"W_F16"}, 3, 8, 128},
+	{"add_f32", "binary.comp", []string{"OP_ADD"}, 3, 20, 256},
+	{"mul_f32", "binary.comp", []string{"OP_MUL"}, 3, 20, 256},
+	{"silu_f32", "silu.comp", nil, 2, 16, 256},
+	{"swiglu_f32", "silu.comp", []string{"SWIGLU"}, 3, 16, 256},
+	{"rms_norm_f32", "rms_norm.comp", nil, 2, 24, 128},
+	{"rms_norm_mul_f32", "rms_norm.comp", []string{"MUL_WEIGHT"}, 3, 24, 128},
+	{"softmax_f32", "softmax.comp", nil, 2, 20, 128},
+	{"quantize_q8_0", "quantize_q8.comp", nil, 2, 16, 64},
+	{"rope_f32", "rope.comp", nil, 4, 36, 64},
+	{"kv_store_f16", "kv_store.comp", []string{"KV_F16"}, 5, 20, 64},
+	{"kv_store_f32", "kv_store.comp", []string{"KV_F32"}, 5, 20, 64},
+	{"attention_f16", "attention.comp", []string{"KV_F16"}, 5, 32, 64},
+	{"attention_f32", "attention.comp", []string{"KV_F32"}, 5, 32, 64},
+}
+
+// weightTypes are the weight types of the matmul and row-gather variants,
+// with their defines.
+var weightTypes = []struct{ name, define string }{
+	{"f32", "W_F32"}, {"f16", "W_F16"}, {"q8_0", "W_Q8_0"}, {"q4_0", "W_Q4_0"},
+}
+
+func init() {
+	for _, w := range weightTypes {
+		variants = append(variants,
+			variant{"get_rows_" + w.name, "get_rows.comp", []string{w.define}, 3, 20, 64},
+			variant{"matmul_" + w.name, "matmul.comp", []string{w.define}, 3, 28, 64},
+			variant{"matmul_add_" + w.name, "matmul.comp", []string{w.define, "ADD"}, 4, 28, 64},
+			variant{"matmul_gateup_" + w.name, "matmul.comp", []string{w.define, "GATEUP"}, 4, 28, 64},
+		)
+	}
 }
 
 // glslcFlags: SPIR-V 1.5 for Vulkan 1.2, optimised. No debug info, so the

@@ -1,0 +1,159 @@
+//go:build linux && (amd64 || arm64)
+
+package vulkan
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/weft-ml/weft/backends"
+	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/graph"
+	"github.com/weft-ml/weft/ops"
+)
+
+func init() { backends.Register(Backend{}) }
+
+// Backend is the Vulkan backend as the compiler and runtime see it. Load
+// opens the device named by WEFT_VULKAN_DEVICE (an index into Devices,
+// default 0) with the validation layer on when WEFT_VULKAN_VALIDATION=1;
+// LoadOn loads onto a device the caller opened.
+type Backend struct{}
+
+// Name returns "vulkan".
+func (Backend) Name() string { return "vulkan" }
+
+// maxHeadDim is the largest attention head the attention shader takes
+// (4 values per invocation of a 64-wide workgroup).
+const maxHeadDim = 256
+
+// weightKernel names the shader suffix of each weight type the matmul and
+// row-gather shaders read.
+var weightKernel = map[gguf.TensorType]string{
+	gguf.TypeF32: "f32", gguf.TypeF16: "f16", gguf.TypeQ8_0: "q8_0", gguf.TypeQ4_0: "q4_0",
+}
+
+// Supports accepts the nodes the shaders implement, by op, types and
+// attributes. A weight's Layout (a CPU repacking) does not matter: this
+// backend always reads the GGUF bytes.
+func (Backend) Supports(n *graph.Node, g *graph.Graph) error {
+	in := func(i int) *graph.Node { return g.Nodes[n.Inputs[i]] }
+	switch n.Op {
+	case "Input":
+		return nil
+	case ops.Copy:
+		if in(0).Op != "Input" {
+			return fmt.Errorf("copies of computed values between backends are not implemented on Vulkan")
+		}
+		return nil
+	case "Weight":
+		if _, ok := weightKernel[n.Type.DType]; !ok {
+			return fmt.Errorf("no Vulkan shader reads %s weights", n.Type.DType)
+		}
+		return nil
+	case ops.GetRows:
+		return weightOperand(in(0), "embedding table")
+	case ops.SelectRows:
+		if t := in(0).Type.DType; t != gguf.TypeF32 {
+			return fmt.Errorf("SelectRows of %s rows: the Vulkan shader takes F32", t)
+		}
+		return nil
+	case ops.SiLU, ops.SwiGLU, ops.Softmax, ops.RMSNorm, ops.Add, ops.Mul:
+		for i := range n.Inputs {
+			if t := in(i).Type.DType; t != gguf.TypeF32 {
+				return fmt.Errorf("%s of a %s operand: the Vulkan shader takes F32", n.Op, t)
+			}
+		}
+		return nil
+	case ops.RMSNormMul:
+		if in(1).Type.DType != gguf.TypeF32 {
+			return fmt.Errorf("RMSNormMul with a %s weight: the Vulkan shader takes F32", in(1).Type.DType)
+		}
+		return nil
+	case ops.Part:
+		if in(0).Op != ops.MatMulQKV {
+			return fmt.Errorf("Part of %s: Vulkan lays out only MatMulQKV's parts", in(0).Op)
+		}
+		return nil
+	case ops.MatMul, ops.MatMulAdd, ops.MatMulQKV, ops.MatMulGateUpSwiGLU:
+		for _, id := range matmulWeights(n) {
+			if err := weightOperand(g.Nodes[id], "matmul weight"); err != nil {
+				return err
+			}
+		}
+		return nil
+	case ops.RoPE:
+		a := n.Attrs
+		if a.Int("dims") <= 0 || a.Int("dims")%2 != 0 || a.Int("dims") > a.Int("head_dim") {
+			return fmt.Errorf("RoPE of %d dimensions in heads of %d", a.Int("dims"), a.Int("head_dim"))
+		}
+		return nil
+	case ops.Attention:
+		a := n.Attrs
+		heads, kv, hd := a.Int("heads"), a.Int("kv_heads"), a.Int("head_dim")
+		switch {
+		case kv <= 0 || heads%kv != 0:
+			return fmt.Errorf("%d query heads cannot share %d KV heads", heads, kv)
+		case hd <= 0 || hd > maxHeadDim:
+			return fmt.Errorf("head dimension %d: the Vulkan attention shader takes up to %d", hd, maxHeadDim)
+		case kv*hd%2 != 0:
+			return fmt.Errorf("KV row of %d values: the Vulkan KV store needs an even count", kv*hd)
+		}
+		return nil
+	}
+	return fmt.Errorf("no Vulkan shader for %s", n.Op)
+}
+
+// weightOperand checks a matmul or gather operand: a weight of a type the
+// shaders read, with whole blocks per row.
+func weightOperand(w *graph.Node, what string) error {
+	if w.Op != "Weight" {
+		return fmt.Errorf("the %s is a computed %s value, not a weight", what, w.Type.DType)
+	}
+	if _, ok := weightKernel[w.Type.DType]; !ok {
+		return fmt.Errorf("no Vulkan shader reads %s weights (%s)", w.Type.DType, what)
+	}
+	if len(w.Type.Shape) != 2 {
+		return fmt.Errorf("the %s has shape %s", what, w.Type.Shape)
+	}
+	if bs := w.Type.DType.BlockSize(); bs > 1 && w.Type.Shape[1].N%int64(bs) != 0 {
+		return fmt.Errorf("the %s's rows of %d are not whole %s blocks", what, w.Type.Shape[1].N, w.Type.DType)
+	}
+	return nil
+}
+
+// matmulWeights returns the weight operands of a matmul-family node.
+func matmulWeights(n *graph.Node) []int {
+	switch n.Op {
+	case ops.MatMul, ops.MatMulAdd:
+		return n.Inputs[1:2]
+	case ops.MatMulQKV, ops.MatMulGateUpSwiGLU:
+		return n.Inputs[1:]
+	}
+	return nil
+}
+
+// Load opens the device (see Backend) and loads g onto it; the program
+// owns the device and closes it in Close.
+func (Backend) Load(g *graph.Graph, w backends.Weights, o backends.LoadOptions) (backends.Program, error) {
+	index := 0
+	if s := os.Getenv("WEFT_VULKAN_DEVICE"); s != "" {
+		i, err := strconv.Atoi(s)
+		if err != nil {
+			return nil, fmt.Errorf("WEFT_VULKAN_DEVICE=%q: want a device index", s)
+		}
+		index = i
+	}
+	d, err := Open(index, Options{Validation: os.Getenv("WEFT_VULKAN_VALIDATION") == "1"})
+	if err != nil {
+		return nil, err
+	}
+	p, err := LoadOn(d, g, w, o)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	p.ownsDevice = true
+	return p, nil
+}

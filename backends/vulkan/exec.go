@@ -1,0 +1,338 @@
+//go:build linux && (amd64 || arm64)
+
+package vulkan
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/weft-ml/weft/backends"
+	"github.com/weft-ml/weft/graph"
+	"github.com/weft-ml/weft/ops"
+	"github.com/weft-ml/weft/shaders"
+)
+
+// Executable is a graph loaded onto a device (backends.Program): weights
+// uploaded once, kernels created, the activation arena planned. It is
+// shared by every Session of a model.
+type Executable struct {
+	d          *Device
+	ownsDevice bool
+	g          *graph.Graph
+	order      []int
+	vals       []value
+	maxTokens  int
+	arenaElems int64 // activation arena, float32 elements
+	q8Words    int64 // Q8_0 activation scratch, words
+	logits     int   // output node
+	attention  []int // Attention nodes, in KV-cache order
+	ropes      []ropeParams
+	weights    []*Buffer
+
+	mu      sync.Mutex
+	kernels map[string]*Kernel
+}
+
+// value is where a node's data lives.
+type value struct {
+	n      *graph.Node
+	width  int     // elements per row
+	kind   valKind // where it lives
+	off    int64   // arena: element offset; input: word offset in the step buffer
+	w      *Buffer // weights
+	kv     int     // Attention: index of its KV cache pair
+	rope   int     // RoPE: index into ropes
+	active bool    // computed by a kernel (not a view, input or weight)
+}
+
+type valKind int
+
+const (
+	kindNone valKind = iota
+	kindInput
+	kindWeight
+	kindArena
+	kindLogits
+)
+
+// ropeParams are one set of RoPE attributes, with its own cos/sin table.
+type ropeParams struct {
+	dims      int
+	base, fs  float32
+	tableOffs int64 // element offset of its table in a Session's table buffer (per position count)
+}
+
+// Step buffer layout (32-bit words): tokens, positions and rows of the
+// batch, maxTokens words each.
+func (e *Executable) stepWords() int64 { return 3 * int64(e.maxTokens) }
+
+// LoadOn loads g onto d: every node of g runs here (placement is not
+// consulted; a mixed CPU/Vulkan graph is the runtime's to split). Weights
+// are read from w's GGUF bytes, whatever Layout the plan gave them.
+func LoadOn(d *Device, g *graph.Graph, w backends.Weights, o backends.LoadOptions) (e *Executable, err error) {
+	if o.MaxTokens <= 0 {
+		o.MaxTokens = 512
+	}
+	if err := g.Verify(); err != nil {
+		return nil, err
+	}
+	order, err := g.TopoOrder()
+	if err != nil {
+		return nil, err
+	}
+	out, ok := g.Outputs["logits"]
+	if !ok {
+		return nil, errors.New("graph has no \"logits\" output")
+	}
+	e = &Executable{d: d, g: g, order: order, vals: make([]value, len(g.Nodes)), maxTokens: o.MaxTokens, logits: out, kernels: map[string]*Kernel{}}
+	defer func() {
+		if err != nil {
+			e.free()
+			e = nil
+		}
+	}()
+	for _, id := range order {
+		n := g.Nodes[id]
+		if err := (Backend{}).Supports(n, g); err != nil {
+			return e, fmt.Errorf("node %d (%s %q): %w", n.ID, n.Op, n.Name, err)
+		}
+		if err := e.prepare(n, w); err != nil {
+			return e, fmt.Errorf("node %d (%s %q): %w", n.ID, n.Op, n.Name, err)
+		}
+	}
+	if e.vals[out].kind != kindArena || !e.vals[out].active {
+		return e, errors.New("the logits output is not a computed value")
+	}
+	e.planArena()
+	return e, nil
+}
+
+func (e *Executable) prepare(n *graph.Node, w backends.Weights) error {
+	v := &e.vals[n.ID]
+	*v = value{n: n, width: int(n.Type.Shape.Inner().N), kv: -1, rope: -1}
+	switch n.Op {
+	case "Input":
+		v.kind = kindInput
+		switch n.Name {
+		case "tokens":
+			v.off = 0
+		case "positions":
+			v.off = int64(e.maxTokens)
+		case "rows":
+			v.off = 2 * int64(e.maxTokens)
+		default:
+			return fmt.Errorf("unknown graph input %q", n.Name)
+		}
+		return nil
+	case "Weight":
+		return e.upload(v, w)
+	case ops.Part:
+		v.kind = kindArena
+		return nil
+	case ops.Copy:
+		// A graph input copied to this backend: the host writes it into
+		// the step buffer, which the shaders read directly.
+		src := &e.vals[n.Inputs[0]]
+		if src.kind != kindInput {
+			return fmt.Errorf("a copy of computed value %q: running part of a graph on another backend is not implemented", src.n.Name)
+		}
+		v.kind, v.off = kindInput, src.off
+		return nil
+	case ops.Attention:
+		v.kv = len(e.attention)
+		e.attention = append(e.attention, n.ID)
+	case ops.RoPE:
+		a := n.Attrs
+		r := ropeParams{dims: a.Int("dims"), base: a.Float("base"), fs: a.Float("freq_scale")}
+		v.rope = slices.IndexFunc(e.ropes, func(q ropeParams) bool { return q.dims == r.dims && q.base == r.base && q.fs == r.fs })
+		if v.rope < 0 {
+			v.rope = len(e.ropes)
+			e.ropes = append(e.ropes, r)
+		}
+	}
+	if n.Type.DType != graph.F32 {
+		return fmt.Errorf("result of type %s", n.Type.DType)
+	}
+	v.kind, v.active = kindArena, true
+	for _, id := range matmulWeights(n) {
+		wt := e.g.Nodes[id]
+		if wt.Type.DType.BlockSize() > 1 {
+			cols := wt.Type.Shape[1].N
+			e.q8Words = max(e.q8Words, int64(e.maxTokens)*cols/32*9)
+		}
+	}
+	return nil
+}
+
+// upload copies a weight's GGUF bytes to its own device buffer.
+func (e *Executable) upload(v *value, w backends.Weights) error {
+	n := v.n
+	t, ok := w.Tensor(n.Tensor)
+	if !ok {
+		return fmt.Errorf("weight %q is not in the model file", n.Tensor)
+	}
+	if t.Type != n.Type.DType {
+		return fmt.Errorf("weight %q has type %s in the file, %s in the graph", n.Tensor, t.Type, n.Type.DType)
+	}
+	data := w.TensorData(t)
+	limit := int64(e.d.info.MaxStorageBufferRange)
+	size := (int64(len(data)) + 3) &^ 3
+	if size > limit {
+		return fmt.Errorf("weight %q: %d MiB exceeds %s's storage-buffer range of %d MiB (splitting large weights is not implemented yet)",
+			n.Tensor, size>>20, e.d.info.Name, limit>>20)
+	}
+	b, err := e.d.Alloc(max(size, 4))
+	if err != nil {
+		return fmt.Errorf("weight %q: %w", n.Tensor, err)
+	}
+	e.weights = append(e.weights, b)
+	if len(data)%4 != 0 {
+		data = append(slices.Clip(data), make([]byte, 4-len(data)%4)...)
+	}
+	if err := e.d.Upload(b, 0, data); err != nil {
+		return fmt.Errorf("weight %q: %w", n.Tensor, err)
+	}
+	v.kind, v.w = kindWeight, b
+	return nil
+}
+
+// maxElems is the number of elements of t for a batch of maxTokens.
+func maxElems(t graph.Type, maxTokens int) int64 {
+	if len(t.Shape) > 0 && !t.Shape[0].IsSym() {
+		return t.Shape[0].N * t.Shape.PerRow()
+	}
+	return t.Shape.PerRow() * int64(maxTokens)
+}
+
+// arenaAlign aligns every block of the arena (elements).
+const arenaAlign = 64
+
+// planArena gives every computed value a block of the arena, reusing a
+// block once all readers of its value (and of views into it) have run. A
+// result never shares a block with its own operands, so no kernel has to
+// allow aliasing. Parts lie in their MatMulQKV parent's block, each part
+// sized for maxTokens rows. The logits go to the Session's read-back
+// buffer instead.
+func (e *Executable) planArena() {
+	g := e.g
+	lastUse := make([]int, len(e.vals))
+	for step, id := range e.order {
+		for _, in := range g.Nodes[id].Inputs {
+			lastUse[in] = step
+		}
+	}
+	for i := len(e.order) - 1; i >= 0; i-- {
+		if n := g.Nodes[e.order[i]]; n.Op == ops.Part {
+			lastUse[n.Inputs[0]] = max(lastUse[n.Inputs[0]], lastUse[n.ID])
+		}
+	}
+	type block struct{ off, size int64 }
+	var free []block
+	var end int64
+	take := func(need int64) int64 {
+		need = (need + arenaAlign - 1) / arenaAlign * arenaAlign
+		best := -1
+		for i, b := range free {
+			if b.size >= need && (best < 0 || b.size < free[best].size) {
+				best = i
+			}
+		}
+		if best < 0 {
+			off := end
+			end += need
+			return off
+		}
+		off := free[best].off
+		if free[best].size > need {
+			free[best] = block{off + need, free[best].size - need}
+		} else {
+			free = slices.Delete(free, best, best+1)
+		}
+		return off
+	}
+	sizes := map[int64]int64{}
+	for step, id := range e.order {
+		n := g.Nodes[id]
+		v := &e.vals[id]
+		switch {
+		case n.Op == ops.Part:
+			v.off = e.vals[n.Inputs[0]].off + int64(n.Attrs.Int("start"))*int64(e.maxTokens)
+		case id == e.logits:
+			v.kind = kindLogits
+		case v.active:
+			size := maxElems(n.Type, e.maxTokens)
+			v.off = take(size)
+			sizes[v.off] = (size + arenaAlign - 1) / arenaAlign * arenaAlign
+		}
+		for _, in := range n.Inputs {
+			if g.Nodes[in].Op == ops.Part {
+				in = g.Nodes[in].Inputs[0]
+			}
+			u := &e.vals[in]
+			if lastUse[in] == step && u.kind == kindArena && u.active {
+				if s, ok := sizes[u.off]; ok {
+					free = append(free, block{u.off, s})
+					delete(sizes, u.off)
+				}
+			}
+		}
+	}
+	e.arenaElems = max(end, arenaAlign)
+}
+
+// MaxTokens is the largest batch a Session runs.
+func (e *Executable) MaxTokens() int { return e.maxTokens }
+
+// ActivationBytes is the device memory one Session needs for activations.
+func (e *Executable) ActivationBytes() int64 { return 4 * (e.arenaElems + e.q8Words) }
+
+// Device returns the device the graph is loaded on.
+func (e *Executable) Device() *Device { return e.d }
+
+// kernel returns the named shader's pipeline, created on first use.
+func (e *Executable) kernel(name string) (*Kernel, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if k := e.kernels[name]; k != nil {
+		return k, nil
+	}
+	s, err := shaders.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	k, err := e.d.NewKernel(KernelSpec{Name: s.Name, SPIRV: s.SPIRV, Bindings: s.Bindings, PushBytes: s.PushBytes, Workgroup: uint32(s.Workgroup)})
+	if err != nil {
+		return nil, err
+	}
+	e.kernels[name] = k
+	return k, nil
+}
+
+// Close releases the weights and kernels (and the device, when Load
+// opened it). Every Session must be closed first.
+func (e *Executable) Close() error {
+	if e == nil || e.d == nil {
+		return nil
+	}
+	if err := e.d.dev.WaitIdle(); err != nil {
+		return err
+	}
+	e.free()
+	return nil
+}
+
+func (e *Executable) free() {
+	for _, k := range e.kernels {
+		k.Close()
+	}
+	for _, b := range e.weights {
+		b.Free()
+	}
+	e.kernels, e.weights = nil, nil
+	if e.ownsDevice {
+		e.d.Close()
+	}
+	e.d = nil
+}

@@ -1,0 +1,268 @@
+//go:build linux && (amd64 || arm64)
+
+package vulkan_test
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/weft-ml/weft/backends"
+	_ "github.com/weft-ml/weft/backends/cpu" // the host backend of the passes
+	"github.com/weft-ml/weft/backends/vulkan"
+	"github.com/weft-ml/weft/backends/vulkan/vulkantest"
+	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/graph"
+	"github.com/weft-ml/weft/internal/testenv"
+	"github.com/weft-ml/weft/model"
+	"github.com/weft-ml/weft/passes"
+)
+
+// reference is the part of a ../shared/reference JSON file these tests use.
+type reference struct {
+	Prompt         string        `json:"prompt"`
+	PromptTokens   []int32       `json:"prompt_tokens"`
+	NVocab         int           `json:"n_vocab"`
+	GreedyTokens   []int32       `json:"greedy_tokens"`
+	GreedyTopK     [][][]float64 `json:"greedy_topk"`
+	PromptTopK     [][][]float64 `json:"prompt_topk"`
+	LogitsFile     string        `json:"logits_file"`
+	LogitsShape    []int         `json:"logits_shape"`
+	LogitsFirstPos int           `json:"logits_first_pos"`
+	KVType         string        `json:"kv_cache_type"`
+
+	logits []float32
+}
+
+func loadReference(t *testing.T, dir, name string) *reference {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, name))
+	require.NoError(t, err)
+	var r reference
+	require.NoError(t, json.Unmarshal(data, &r), name)
+	raw, err := os.ReadFile(filepath.Join(dir, r.LogitsFile))
+	require.NoError(t, err)
+	r.logits = make([]float32, len(raw)/4)
+	for i := range r.logits {
+		r.logits[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+	}
+	require.Len(t, r.logits, r.LogitsShape[0]*r.LogitsShape[1], name)
+	return &r
+}
+
+// row returns the stored logits of prompt position pos, or nil.
+func (r *reference) row(pos int) []float32 {
+	i := pos - r.LogitsFirstPos
+	if i < 0 || i >= r.LogitsShape[0] {
+		return nil
+	}
+	return r.logits[i*r.NVocab : (i+1)*r.NVocab]
+}
+
+// relDiff returns ‖a-b‖/‖b‖ and max |a-b|.
+func relDiff(a, b []float32) (rel, maxAbs float64) {
+	var num, den float64
+	for i := range b {
+		d := float64(a[i]) - float64(b[i])
+		num += d * d
+		den += float64(b[i]) * float64(b[i])
+		maxAbs = math.Max(maxAbs, math.Abs(d))
+	}
+	return math.Sqrt(num / den), maxAbs
+}
+
+func argmax(l []float32) int32 {
+	best := 0
+	for i, v := range l {
+		if v > l[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+func top5(l []float32) []int {
+	idx := make([]int, len(l))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return l[idx[a]] > l[idx[b]] })
+	return idx[:5]
+}
+
+func overlap(ours []int, ref [][]float64) int {
+	n := 0
+	for _, id := range ours {
+		for _, e := range ref {
+			if int(e[0]) == id {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// spread is llama.cpp's own f16-KV versus f32-KV disagreement: the largest
+// per-row ‖Δ‖/‖ref‖ over the stored rows of a reference pair.
+func spread(f16, f32 *reference) float64 {
+	s := 0.0
+	for r := 0; r < f16.LogitsShape[0]; r++ {
+		pos := f16.LogitsFirstPos + r
+		rel, _ := relDiff(f16.row(pos), f32.row(pos))
+		s = math.Max(s, rel)
+	}
+	return s
+}
+
+// compileFor lowers a GGUF model and runs every pass with the Vulkan
+// backend preferred (the CPU as host), as `graphc compile --backend
+// vulkan` will.
+func compileFor(t testing.TB, path string, tokens int) (*graph.Graph, *gguf.File) {
+	t.Helper()
+	f, err := gguf.Open(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close() })
+	l, err := model.Lower(f)
+	require.NoError(t, err)
+	host, err := backends.Lookup("cpu")
+	require.NoError(t, err)
+	list, err := passes.Select(passes.Config{Backends: []backends.Backend{vulkan.Backend{}, host}, Tokens: tokens}, nil, nil, false)
+	require.NoError(t, err)
+	_, err = (&passes.Pipeline{Passes: list}).Run(l.Graph)
+	require.NoError(t, err)
+	return l.Graph, f
+}
+
+func load(t testing.TB, d *vulkan.Device, g *graph.Graph, f *gguf.File, maxTokens int) *vulkan.Executable {
+	t.Helper()
+	e, err := vulkan.LoadOn(d, g, f, backends.LoadOptions{MaxTokens: maxTokens})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, e.Close()) })
+	return e
+}
+
+func newSession(t testing.TB, e *vulkan.Executable, ctx int, kv backends.KVType) *vulkan.Session {
+	t.Helper()
+	s, err := e.NewSession(backends.StateOptions{Ctx: ctx, KVType: kv})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, s.Close()) })
+	return s
+}
+
+func seq(lo, n int) []int32 {
+	s := make([]int32, n)
+	for i := range s {
+		s[i] = int32(lo + i)
+	}
+	return s
+}
+
+// checkReference runs one reference file: the prompt as one batch with
+// every row's logits, then the greedy tokens teacher-forced one at a time.
+// Stored rows must lie within bar (‖Δ‖/‖ref‖); top-5 sets must share at
+// least 3 ids everywhere; trained models must reproduce every greedy token.
+func checkReference(t *testing.T, e *vulkan.Executable, ref *reference, bar float64, trained bool) (worstAbs float64, min5, n5, atLeast4 int) {
+	kv := backends.KVF16
+	if ref.KVType == "f32" {
+		kv = backends.KVF32
+	}
+	s := newSession(t, e, 2048, kv)
+	v := ref.NVocab
+	ids := ref.PromptTokens
+	start := time.Now()
+	all, err := s.Run(backends.Batch{Tokens: ids, Positions: seq(0, len(ids)), Rows: seq(0, len(ids))})
+	require.NoError(t, err)
+	prefill := time.Since(start)
+	require.Len(t, all, len(ids)*v)
+	worstRel := 0.0
+	min5 = 5
+	count := func(logits []float32, topk [][]float64) {
+		o := overlap(top5(logits), topk)
+		min5 = min(min5, o)
+		n5++
+		if o >= 4 {
+			atLeast4++
+		}
+	}
+	for pos := range ids {
+		row := all[pos*v : (pos+1)*v]
+		count(row, ref.PromptTopK[pos])
+		if want := ref.row(pos); want != nil {
+			rel, abs := relDiff(row, want)
+			worstRel, worstAbs = math.Max(worstRel, rel), math.Max(worstAbs, abs)
+		}
+	}
+	logits := append([]float32(nil), all[(len(ids)-1)*v:]...)
+	start = time.Now()
+	for g, want := range ref.GreedyTokens {
+		count(logits, ref.GreedyTopK[g])
+		if trained {
+			require.Equal(t, want, argmax(logits), "%q kv=%s: greedy step %d", ref.Prompt, ref.KVType, g)
+		}
+		if g == len(ref.GreedyTokens)-1 {
+			break
+		}
+		pos := len(ids) + g
+		logits, err = s.Run(backends.Batch{Tokens: []int32{want}, Positions: []int32{int32(pos)}, Rows: []int32{0}})
+		require.NoError(t, err)
+	}
+	decode := time.Since(start)
+	t.Logf("%-22q kv=%s: %3d prompt tokens in %v, %d decode steps in %v (%.1f ms/token); stored rows max|Δ| %.3g, max ‖Δ‖/‖ref‖ %.3g (bar %.3g)",
+		truncate(ref.Prompt, 20), ref.KVType, len(ids), prefill.Round(time.Millisecond), len(ref.GreedyTokens)-1, decode.Round(time.Millisecond),
+		float64(decode.Microseconds())/1e3/float64(max(len(ref.GreedyTokens)-1, 1)), worstAbs, worstRel, bar)
+	assert.LessOrEqual(t, worstRel, bar, "%q kv=%s: ‖Δ‖/‖ref‖", ref.Prompt, ref.KVType)
+	return worstAbs, min5, n5, atLeast4
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// checkModel compares one shared model with every reference prompt and
+// KV type (in -short mode only the first prompt).
+func checkModel(t *testing.T, d *vulkan.Device, name string, maxTokens int) {
+	refDir := testenv.Shared(t, "reference")
+	path := filepath.Join(testenv.Shared(t, "models"), name+".gguf")
+	g, f := compileFor(t, path, maxTokens)
+	e := load(t, d, g, f, maxTokens)
+	prompts, _ := filepath.Glob(filepath.Join(refDir, name+".p[0-9].json"))
+	require.NotEmpty(t, prompts)
+	if testing.Short() {
+		prompts = prompts[:1]
+	}
+	trained := strings.HasPrefix(name, "stories260K")
+	min5, total, atLeast4 := 5, 0, 0
+	for _, p := range prompts {
+		f16 := loadReference(t, refDir, filepath.Base(p))
+		f32 := loadReference(t, refDir, strings.TrimSuffix(filepath.Base(p), ".json")+".kvf32.json")
+		bar := math.Max(2e-3, 2*spread(f16, f32))
+		for _, ref := range []*reference{f16, f32} {
+			_, m, n, a := checkReference(t, e, ref, bar, trained)
+			min5, total, atLeast4 = min(min5, m), total+n, atLeast4+a
+		}
+	}
+	frac := float64(atLeast4) / float64(total)
+	t.Logf("%s: top-5 overlap min %d, >=4 at %.2f%% of %d positions", name, min5, 100*frac, total)
+	assert.GreaterOrEqual(t, min5, 3, "top-5 overlap")
+	assert.GreaterOrEqual(t, frac, 0.99, "share of positions with top-5 overlap >= 4")
+}
+
+// TestStories260K runs the trained stories260K (F32 weights) against
+// llama.cpp: greedy tokens exact, logits within the end-to-end rule, with
+// an f16 and an f32 KV cache.
+func TestStories260K(t *testing.T) {
+	d := vulkantest.Open(t)
+	checkModel(t, d, "stories260K", 512)
+}

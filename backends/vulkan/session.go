@@ -1,0 +1,519 @@
+//go:build linux && (amd64 || arm64)
+
+package vulkan
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/weft-ml/weft/backends"
+	"github.com/weft-ml/weft/graph"
+	"github.com/weft-ml/weft/ops"
+)
+
+// Session is one session's device memory (backends.State): the
+// activation arena, the KV cache of every attention layer, the RoPE
+// tables, the step buffer the host writes the batch into and the
+// read-back buffer of the logits. Each step shape (tokens, rows) is
+// recorded once into one command buffer and re-submitted; only the step
+// buffer changes between submissions.
+type Session struct {
+	e      *Executable
+	ctx    int
+	kvType backends.KVType
+
+	arena, scratch, step, out, table *Buffer
+	kc, vc                           []*Buffer
+	tableOff                         []int64 // per RoPE parameter set
+
+	steps map[[2]int]*Program
+	order [][2]int // recording order, oldest first
+	res   []float32
+}
+
+// maxRecorded bounds the recorded step shapes a Session keeps; decode is
+// one shape, prefill batches add one each.
+const maxRecorded = 8
+
+// NewState allocates one session's memory (backends.Program).
+func (e *Executable) NewState(o backends.StateOptions) (backends.State, error) {
+	return e.NewSession(o)
+}
+
+// NewSession is NewState with the concrete type.
+func (e *Executable) NewSession(o backends.StateOptions) (s *Session, err error) {
+	if o.Ctx <= 0 {
+		return nil, fmt.Errorf("context size %d must be positive", o.Ctx)
+	}
+	s = &Session{e: e, ctx: o.Ctx, kvType: o.KVType, steps: map[[2]int]*Program{}}
+	defer func() {
+		if err != nil {
+			s.Close()
+			s = nil
+		}
+	}()
+	d := e.d
+	limit := int64(d.info.MaxStorageBufferRange)
+	if 4*e.arenaElems > limit {
+		return s, fmt.Errorf("vulkan: the activation arena (%d MiB for %d tokens) exceeds %s's storage-buffer range of %d MiB: use a smaller batch",
+			4*e.arenaElems>>20, e.maxTokens, d.info.Name, limit>>20)
+	}
+	if s.arena, err = d.Alloc(4 * e.arenaElems); err != nil {
+		return s, err
+	}
+	if s.scratch, err = d.Alloc(max(4*e.q8Words, 4)); err != nil {
+		return s, err
+	}
+	if s.step, err = d.AllocMapped(4*e.stepWords(), false); err != nil {
+		return s, err
+	}
+	outN := maxElems(e.g.Nodes[e.logits].Type, e.maxTokens)
+	if s.out, err = d.AllocMapped(4*outN, true); err != nil {
+		return s, err
+	}
+	s.res = make([]float32, outN)
+	for _, id := range e.attention {
+		a := e.g.Nodes[id].Attrs
+		elem := int64(4)
+		if o.KVType == backends.KVF16 {
+			elem = 2
+		}
+		size := int64(o.Ctx) * int64(a.Int("kv_heads")*a.Int("head_dim")) * elem
+		if size > limit {
+			return s, fmt.Errorf("vulkan: a KV cache of %d positions (%d MiB per layer) exceeds %s's storage-buffer range of %d MiB",
+				o.Ctx, size>>20, d.info.Name, limit>>20)
+		}
+		k, err := d.Alloc(size)
+		if err != nil {
+			return s, err
+		}
+		s.kc = append(s.kc, k)
+		v, err := d.Alloc(size)
+		if err != nil {
+			return s, err
+		}
+		s.vc = append(s.vc, v)
+	}
+	return s, s.uploadRoPETables()
+}
+
+// uploadRoPETables computes each RoPE parameter set's cos and sin for
+// every position of the context exactly as ref.RoPE.Apply does.
+func (s *Session) uploadRoPETables() error {
+	var all []float32
+	for _, r := range s.e.ropes {
+		s.tableOff = append(s.tableOff, int64(len(all)))
+		all = append(all, RoPETable(r.dims, r.base, r.fs, s.ctx)...)
+	}
+	if len(all) == 0 {
+		all = []float32{0}
+	}
+	if int64(4*len(all)) > int64(s.e.d.info.MaxStorageBufferRange) {
+		return fmt.Errorf("vulkan: RoPE tables for %d positions exceed the storage-buffer range", s.ctx)
+	}
+	var err error
+	if s.table, err = s.e.d.Alloc(int64(4 * len(all))); err != nil {
+		return err
+	}
+	return s.e.d.UploadF32(s.table, 0, all)
+}
+
+// RoPETable returns the cos and sin of every rotation angle of positions
+// 0..positions-1 for rope.comp, computed exactly as ref.RoPE.Apply
+// computes them: entry (pos, i) at 2·(pos·dims/2 + i).
+func RoPETable(dims int, base, freqScale float32, positions int) []float32 {
+	half := dims / 2
+	out := make([]float32, 0, 2*half*positions)
+	thetaScale := float32(math.Pow(float64(base), float64(-2/float32(dims))))
+	for pos := 0; pos < positions; pos++ {
+		theta := float32(pos)
+		for i := 0; i < half; i++ {
+			angle := freqScale * theta
+			out = append(out, float32(math.Cos(float64(angle))), float32(math.Sin(float64(angle))))
+			theta *= thetaScale
+		}
+	}
+	return out
+}
+
+// Context is the KV cache size in positions.
+func (s *Session) Context() int { return s.ctx }
+
+// KVBytes is the device memory of the KV cache.
+func (s *Session) KVBytes() int64 {
+	var n int64
+	for i := range s.kc {
+		n += s.kc[i].Size() + s.vc[i].Size()
+	}
+	return n
+}
+
+// Close releases the session's memory; it must not be running.
+func (s *Session) Close() error {
+	if s == nil || s.e == nil {
+		return nil
+	}
+	var err error
+	if s.e.d != nil {
+		err = s.e.d.dev.WaitIdle()
+	}
+	for _, p := range s.steps {
+		p.Close()
+	}
+	for _, b := range append(append([]*Buffer{s.arena, s.scratch, s.step, s.out, s.table}, s.kc...), s.vc...) {
+		b.Free()
+	}
+	s.steps, s.e = nil, nil
+	return err
+}
+
+// Run evaluates a batch and returns the logits of the rows asked for,
+// [len(Rows)][vocab]; the slice is the Session's until the next Run.
+func (s *Session) Run(b backends.Batch) ([]float32, error) {
+	if s.e == nil {
+		return nil, errors.New("vulkan: Run on a closed session")
+	}
+	if err := s.check(b); err != nil {
+		return nil, err
+	}
+	e := s.e
+	words := unsafe.Slice((*uint32)(unsafe.Pointer(&s.step.Mapped()[0])), e.stepWords())
+	m := e.maxTokens
+	for i, t := range b.Tokens {
+		words[i] = uint32(t)
+		words[m+i] = uint32(b.Positions[i])
+	}
+	for i, r := range b.Rows {
+		words[2*m+i] = uint32(r)
+	}
+	key := [2]int{len(b.Tokens), len(b.Rows)}
+	p, ok := s.steps[key]
+	if !ok {
+		var err error
+		if p, err = s.record(key[0], key[1]); err != nil {
+			return nil, err
+		}
+		if len(s.order) >= maxRecorded {
+			old := s.order[0]
+			s.order = s.order[1:]
+			s.steps[old].Close()
+			delete(s.steps, old)
+		}
+		s.steps[key] = p
+		s.order = append(s.order, key)
+	}
+	if err := p.Run(); err != nil {
+		return nil, err
+	}
+	n := len(b.Rows) * e.vals[e.logits].width
+	mapped := s.out.Mapped()
+	for i := range s.res[:n] {
+		s.res[i] = math.Float32frombits(binary.LittleEndian.Uint32(mapped[4*i:]))
+	}
+	return s.res[:n], nil
+}
+
+// check validates a batch as the CPU backend does.
+func (s *Session) check(b backends.Batch) error {
+	n := len(b.Tokens)
+	if n == 0 {
+		return errors.New("empty batch")
+	}
+	if n > s.e.maxTokens {
+		return fmt.Errorf("batch of %d tokens exceeds the compiled maximum %d", n, s.e.maxTokens)
+	}
+	if len(b.Positions) != n {
+		return fmt.Errorf("%d positions for %d tokens", len(b.Positions), n)
+	}
+	for i, p := range b.Positions {
+		if int(p) != int(b.Positions[0])+i {
+			return fmt.Errorf("positions must be consecutive: got %d at index %d after %d", p, i, b.Positions[0])
+		}
+	}
+	if b.Positions[0] < 0 || int(b.Positions[0])+n > s.ctx {
+		return fmt.Errorf("context overflow: positions %d..%d do not fit a context of %d", b.Positions[0], int(b.Positions[0])+n-1, s.ctx)
+	}
+	if len(b.Rows) == 0 || len(b.Rows) > n {
+		return fmt.Errorf("%d output rows for a batch of %d", len(b.Rows), n)
+	}
+	for _, r := range b.Rows {
+		if r < 0 || int(r) >= n {
+			return fmt.Errorf("output row %d outside the batch of %d", r, n)
+		}
+	}
+	for _, id := range s.e.order {
+		if nd := s.e.g.Nodes[id]; nd.Op == ops.GetRows {
+			vocab := s.e.g.Nodes[nd.Inputs[0]].Type.Shape[0].N
+			for i, t := range b.Tokens {
+				if t < 0 || int64(t) >= vocab {
+					return fmt.Errorf("token id %d at batch index %d is outside the vocabulary of %d", t, i, vocab)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// recorder records one step shape.
+type recorder struct {
+	s    *Session
+	p    *Program
+	T, R int
+}
+
+// record records every dispatch of a step of T tokens and R output rows
+// into one command buffer, with a barrier after each node.
+func (s *Session) record(T, R int) (*Program, error) {
+	p, err := s.e.d.NewProgram()
+	if err != nil {
+		return nil, err
+	}
+	r := &recorder{s: s, p: p, T: T, R: R}
+	for _, id := range s.e.order {
+		v := &s.e.vals[id]
+		if !v.active {
+			continue
+		}
+		if err := r.node(v); err != nil {
+			p.Close()
+			return nil, fmt.Errorf("node %d (%s %q): %w", id, v.n.Op, v.n.Name, err)
+		}
+		p.Barrier()
+	}
+	if err := p.End(); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// rows is the number of rows value v has in this step.
+func (r *recorder) rows(v *value) int {
+	sh := v.n.Type.Shape
+	if len(sh) < 2 {
+		return 1
+	}
+	switch sh[0].Sym {
+	case "T":
+		return r.T
+	case "R":
+		return r.R
+	}
+	return int(sh[0].N)
+}
+
+// operand is where value id lives: its buffer and element (or word)
+// offset.
+func (r *recorder) operand(id int) (Range, uint32) {
+	s, v := r.s, &r.s.e.vals[id]
+	switch v.kind {
+	case kindInput:
+		return Whole(s.step), uint32(v.off)
+	case kindWeight:
+		return Whole(v.w), 0
+	case kindLogits:
+		return Whole(s.out), 0
+	}
+	return Whole(s.arena), uint32(v.off)
+}
+
+func (r *recorder) in(v *value, i int) *value { return &r.s.e.vals[v.n.Inputs[i]] }
+
+// dispatch records kernel name with push constants built from words.
+func (r *recorder) dispatch(name string, groups [3]uint32, push []uint32, bufs ...Range) error {
+	k, err := r.s.e.kernel(name)
+	if err != nil {
+		return err
+	}
+	b := make([]byte, 4*len(push))
+	for i, w := range push {
+		binary.LittleEndian.PutUint32(b[4*i:], w)
+	}
+	return r.p.Dispatch(k, groups, b, bufs...)
+}
+
+func f32bits(f float32) uint32 { return math.Float32bits(f) }
+
+// strided is a dispatch of about one invocation per element for a
+// grid-stride kernel of workgroup wg.
+func strided(n, wg int) [3]uint32 {
+	return [3]uint32{uint32(min(max((n+wg-1)/wg, 1), 4096)), 1, 1}
+}
+
+func (r *recorder) node(v *value) error {
+	n := v.n
+	a := n.Attrs
+	rows := r.rows(v)
+	dst, doff := r.operand(n.ID)
+	d := r.s.e.d
+	rowGroups := func(rows int) [3]uint32 {
+		x, y := d.RowGroups(uint32(rows))
+		return [3]uint32{x, y, 1}
+	}
+	switch n.Op {
+	case ops.GetRows, ops.SelectRows:
+		table, toff := r.operand(n.Inputs[0])
+		_, idsoff := r.operand(n.Inputs[1])
+		kind := "f32"
+		if n.Op == ops.GetRows {
+			kind = weightKernel[r.in(v, 0).n.Type.DType]
+		}
+		return r.dispatch("get_rows_"+kind, rowGroups(rows), []uint32{uint32(v.width), uint32(rows), idsoff, toff, doff},
+			table, Whole(r.s.step), dst)
+	case ops.RMSNorm, ops.RMSNormMul:
+		x, xoff := r.operand(n.Inputs[0])
+		push := []uint32{uint32(v.width), uint32(rows), f32bits(a.Float("eps")), xoff, doff, 0}
+		if n.Op == ops.RMSNorm {
+			return r.dispatch("rms_norm_f32", rowGroups(rows), push, x, dst)
+		}
+		w, woff := r.operand(n.Inputs[1])
+		push[5] = woff
+		return r.dispatch("rms_norm_mul_f32", rowGroups(rows), push, x, dst, w)
+	case ops.Softmax:
+		x, xoff := r.operand(n.Inputs[0])
+		return r.dispatch("softmax_f32", rowGroups(rows), []uint32{uint32(v.width), uint32(rows), f32bits(a.Float("scale")), xoff, doff}, x, dst)
+	case ops.Add, ops.Mul:
+		x, xoff := r.operand(n.Inputs[0])
+		y, yoff := r.operand(n.Inputs[1])
+		total := rows * v.width
+		nb := r.rows(r.in(v, 1)) * r.in(v, 1).width
+		name := map[string]string{ops.Add: "add_f32", ops.Mul: "mul_f32"}[n.Op]
+		return r.dispatch(name, strided(total, 256), []uint32{uint32(total), uint32(nb), xoff, yoff, doff}, x, y, dst)
+	case ops.SiLU:
+		x, xoff := r.operand(n.Inputs[0])
+		total := rows * v.width
+		return r.dispatch("silu_f32", strided(total, 256), []uint32{uint32(total), xoff, doff, 0}, x, dst)
+	case ops.SwiGLU:
+		x, xoff := r.operand(n.Inputs[0])
+		u, uoff := r.operand(n.Inputs[1])
+		total := rows * v.width
+		return r.dispatch("swiglu_f32", strided(total, 256), []uint32{uint32(total), xoff, doff, uoff}, x, u, dst)
+	case ops.RoPE:
+		x, xoff := r.operand(n.Inputs[0])
+		_, posoff := r.operand(n.Inputs[1])
+		rp := r.s.e.ropes[v.rope]
+		total := rows * v.width
+		return r.dispatch("rope_f32", strided(total, 64), []uint32{uint32(a.Int("heads")), uint32(a.Int("head_dim")), uint32(rp.dims / 2),
+			boolWord(a.Bool("neox")), uint32(rows), xoff, doff, posoff, uint32(r.s.tableOff[v.rope])},
+			x, Whole(r.s.table), Whole(r.s.step), dst)
+	case ops.Attention:
+		return r.attention(v, dst, doff)
+	case ops.MatMul, ops.MatMulAdd, ops.MatMulQKV, ops.MatMulGateUpSwiGLU:
+		return r.matmul(v, dst, doff)
+	}
+	return fmt.Errorf("no Vulkan shader for %s", n.Op)
+}
+
+func boolWord(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (r *recorder) attention(v *value, dst Range, doff uint32) error {
+	a := v.n.Attrs
+	heads, kvHeads, hd := a.Int("heads"), a.Int("kv_heads"), a.Int("head_dim")
+	q, qoff := r.operand(v.n.Inputs[0])
+	k, koff := r.operand(v.n.Inputs[1])
+	vv, voff := r.operand(v.n.Inputs[2])
+	_, posoff := r.operand(v.n.Inputs[3])
+	if r.in(v, 1).width != kvHeads*hd || r.in(v, 2).width != kvHeads*hd {
+		return fmt.Errorf("K and V rows of %d and %d values for %d KV heads of %d", r.in(v, 1).width, r.in(v, 2).width, kvHeads, hd)
+	}
+	kvt := "f16"
+	if r.s.kvType == backends.KVF32 {
+		kvt = "f32"
+	}
+	kc, vc := Whole(r.s.kc[v.kv]), Whole(r.s.vc[v.kv])
+	width := kvHeads * hd
+	if err := r.dispatch("kv_store_"+kvt, strided(r.T*width/2, 64), []uint32{uint32(width), uint32(r.T), koff, voff, posoff},
+		k, vv, Whole(r.s.step), kc, vc); err != nil {
+		return err
+	}
+	r.p.Barrier()
+	return r.dispatch("attention_"+kvt, [3]uint32{uint32(heads), uint32(r.T), 1},
+		[]uint32{uint32(heads), uint32(kvHeads), uint32(hd), uint32(r.T), qoff, doff, posoff, f32bits(a.Float("scale"))},
+		q, Whole(r.s.step), kc, vc, dst)
+}
+
+// matmulTokens is the token block of one matmul workgroup (NT in
+// matmul.comp).
+const matmulTokens = 8
+
+func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
+	n := v.n
+	x, xoff := r.operand(n.Inputs[0])
+	ntok := r.rows(r.in(v, 0))
+	ws := matmulWeights(n)
+	cols := r.in(v, 0).width
+	// Block-quantized weights take Q8_0 activations, quantized once.
+	quantized := false
+	for _, id := range ws {
+		if r.s.e.g.Nodes[id].Type.DType.BlockSize() > 1 {
+			quantized = true
+		}
+	}
+	if quantized {
+		if err := r.dispatch("quantize_q8_0", strided(ntok*cols/32, 64), []uint32{uint32(cols), uint32(ntok), xoff, 0}, x, Whole(r.s.scratch)); err != nil {
+			return err
+		}
+		r.p.Barrier()
+	}
+	act := func(wt graph.DType) (Range, uint32) {
+		if wt.BlockSize() > 1 {
+			return Whole(r.s.scratch), 0
+		}
+		return x, xoff
+	}
+	groups := func(rowsW int) [3]uint32 {
+		gx, gy := r.s.e.d.RowGroups(uint32(rowsW))
+		return [3]uint32{gx, gy, uint32((ntok + matmulTokens - 1) / matmulTokens)}
+	}
+	wnode := func(i int) (*graph.Node, Range) {
+		w := &r.s.e.vals[ws[i]]
+		return w.n, Whole(w.w)
+	}
+	switch n.Op {
+	case ops.MatMul, ops.MatMulAdd:
+		wn, wb := wnode(0)
+		rowsW := int(wn.Type.Shape[0].N)
+		xa, xaoff := act(wn.Type.DType)
+		push := []uint32{uint32(cols), uint32(rowsW), uint32(ntok), xaoff, doff, 0, uint32(rowsW)}
+		if n.Op == ops.MatMul {
+			return r.dispatch("matmul_"+weightKernel[wn.Type.DType], groups(rowsW), push, wb, xa, dst)
+		}
+		res, roff := r.operand(n.Inputs[2])
+		push[5] = roff
+		return r.dispatch("matmul_add_"+weightKernel[wn.Type.DType], groups(rowsW), push, wb, xa, dst, res)
+	case ops.MatMulGateUpSwiGLU:
+		gn, gb := wnode(0)
+		un, ub := wnode(1)
+		if gn.Type.DType != un.Type.DType || !gn.Type.Shape.Equal(un.Type.Shape) {
+			return fmt.Errorf("gate %s and up %s differ", gn.Type, un.Type)
+		}
+		rowsW := int(gn.Type.Shape[0].N)
+		xa, xaoff := act(gn.Type.DType)
+		return r.dispatch("matmul_gateup_"+weightKernel[gn.Type.DType], groups(rowsW),
+			[]uint32{uint32(cols), uint32(rowsW), uint32(ntok), xaoff, doff, 0, uint32(rowsW)}, gb, xa, dst, ub)
+	case ops.MatMulQKV:
+		// Part i is [maxTokens, rows_i] after the parts before it.
+		off := doff
+		for i := range ws {
+			wn, wb := wnode(i)
+			rowsW := int(wn.Type.Shape[0].N)
+			xa, xaoff := act(wn.Type.DType)
+			if err := r.dispatch("matmul_"+weightKernel[wn.Type.DType], groups(rowsW),
+				[]uint32{uint32(cols), uint32(rowsW), uint32(ntok), xaoff, off, 0, uint32(rowsW)}, wb, xa, dst); err != nil {
+				return err
+			}
+			off += uint32(rowsW * r.s.e.maxTokens)
+		}
+		return nil
+	}
+	return fmt.Errorf("no Vulkan matmul for %s", n.Op)
+}
+

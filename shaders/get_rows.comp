@@ -1,0 +1,33 @@
+// Row gather (ops/ref GetRows, and SelectRows with W_F32): d[t,:] =
+// W[ids[t],:] widened to float32, one workgroup per output row t < n.
+// ids are read from the step buffer at word idsoff; the host has checked
+// them. Variants by table type: W_F32 (a weight or an activation, from
+// element woff), W_F16, W_Q8_0, W_Q4_0 (woff 0).
+#version 450
+#extension GL_GOOGLE_include_directive : require
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 64;
+
+layout(push_constant) uniform Push {
+    uint cols, n;
+    uint idsoff, woff, doff;
+} pc;
+
+layout(binding = 0) readonly buffer Wt { uint w[]; };
+layout(binding = 1) readonly buffer Step { uint step[]; };
+layout(binding = 2) writeonly buffer D { float d[]; };
+
+#include "half.glsl"
+#include "quant.glsl"
+
+void main() {
+    const uint t = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+    if (t >= pc.n) {
+        return;
+    }
+    const uint src = pc.woff + step[pc.idsoff + t] * pc.cols;
+    for (uint c = gl_LocalInvocationID.x; c < pc.cols; c += WG) {
+        d[pc.doff + t * pc.cols + c] = w_value(src + c);
+    }
+}

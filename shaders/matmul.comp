@@ -1,0 +1,176 @@
+// Matrix × matrix for any token count (ops/ref MatMul and the fused
+// matmuls): d[t·dstride + r] = W[r,:]·x[t,:] for weight rows r < nrows
+// of ncols values and tokens t < ntok. One workgroup computes one weight
+// row for up to NT tokens (gl_WorkGroupID.z is the token block), so a
+// weight row is read once per NT tokens; rows beyond the x dispatch limit
+// continue in y.
+//
+// Variants by weight type (W_F32, W_F16, W_Q8_0, W_Q4_0) and epilogue:
+//   (none)  d = W·x
+//   ADD     d = W·x + e                  (MatMulAdd; d may alias e)
+//   GATEUP  d = silu(W·x) · (U·x)        (MatMulGateUpSwiGLU; U at binding 3)
+//
+// Numerics follow the CPU backend (llama.cpp): F32 weights take float32
+// activations; F16 weights take activations rounded to binary16; Q8_0 and
+// Q4_0 weights take activations quantized to Q8_0 blocks beforehand by
+// quantize_q8 (binding 1 is then that scratch: per block one word holding
+// the float value of its binary16 scale, then 8 words of int8), with an
+// integer sum per block and ggml's float operand order per block. Only the
+// order of the float sums differs from the CPU.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 64;
+#define NT 8u
+
+layout(push_constant) uniform Push {
+    uint ncols, nrows, ntok;
+    uint xoff;    // x: element offset (float types) or word offset (Q8_0 scratch)
+    uint doff;    // d: element offset
+    uint eoff;    // ADD: element offset of e
+    uint dstride; // elements between tokens in d (and e)
+} pc;
+
+layout(binding = 0) readonly buffer Wt { uint w[]; };
+#if defined(W_Q8_0) || defined(W_Q4_0)
+#define QUANT_ACT
+layout(binding = 1) readonly buffer Xq { uint xq[]; };
+#else
+layout(binding = 1) readonly buffer X { float x[]; };
+#endif
+layout(binding = 2) buffer D { float d[]; };
+#if defined(ADD)
+layout(binding = 3) readonly buffer E { float e[]; };
+#elif defined(GATEUP)
+layout(binding = 3) readonly buffer Ut { uint u[]; };
+#define NW 2u
+#endif
+#ifndef NW
+#define NW 1u
+#endif
+
+#include "half.glsl"
+
+// word i of weight s (0: W, 1: U).
+uint wword(uint s, uint i) {
+#ifdef GATEUP
+    return s == 0u ? w[i] : u[i];
+#else
+    return w[i];
+#endif
+}
+uint wu16(uint s, uint off) { return (wword(s, off >> 2) >> ((off & 2u) * 8u)) & 0xffffu; }
+uint wu32(uint s, uint off) {
+    const uint sh = (off & 3u) * 8u;
+    const uint lo = wword(s, off >> 2);
+    return sh == 0u ? lo : (lo >> sh) | (wword(s, (off >> 2) + 1u) << (32u - sh));
+}
+int sbyte(uint word, uint i) { return bitfieldExtract(int(word), int(i * 8u), 8); }
+
+shared float red[NT * NW * WG];
+
+void main() {
+    const uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+    if (row >= pc.nrows) {
+        return; // uniform across the workgroup
+    }
+    const uint tid = gl_LocalInvocationID.x;
+    const uint t0 = gl_WorkGroupID.z * NT;
+    const uint nt = min(NT, pc.ntok - t0);
+    float acc[NT * NW];
+    for (uint i = 0u; i < NT * NW; i++) {
+        acc[i] = 0.0;
+    }
+#if defined(QUANT_ACT)
+    const uint nb = pc.ncols / 32u;
+    for (uint b = tid; b < nb; b += WG) {
+        for (uint s = 0u; s < NW; s++) {
+#if defined(W_Q8_0)
+            const uint wb = (row * nb + b) * 34u;
+            const float dw = f16_to_f32(wu16(s, wb));
+            uint wq[8];
+            for (uint k = 0u; k < 8u; k++) {
+                wq[k] = wu32(s, wb + 2u + 4u * k);
+            }
+#else
+            const uint wb = (row * nb + b) * 18u;
+            const float dw = f16_to_f32(wu16(s, wb));
+            uint wq[4];
+            for (uint k = 0u; k < 4u; k++) {
+                wq[k] = wu32(s, wb + 2u + 4u * k);
+            }
+#endif
+            for (uint j = 0u; j < nt; j++) {
+                const uint ab = pc.xoff + ((t0 + j) * nb + b) * 9u;
+                const float da = uintBitsToFloat(xq[ab]);
+                int isum = 0;
+#if defined(W_Q8_0)
+                for (uint k = 0u; k < 8u; k++) {
+                    const uint a = xq[ab + 1u + k];
+                    for (uint i = 0u; i < 4u; i++) {
+                        isum += sbyte(wq[k], i) * sbyte(a, i);
+                    }
+                }
+                acc[s * NT + j] += float(isum) * (dw * da);
+#else
+                for (uint k = 0u; k < 4u; k++) {
+                    const uint lo = xq[ab + 1u + k];      // activations 4k..4k+3
+                    const uint hi = xq[ab + 5u + k];      // activations 16+4k..
+                    for (uint i = 0u; i < 4u; i++) {
+                        const int q = int((wq[k] >> (8u * i)) & 0xffu);
+                        isum += ((q & 15) - 8) * sbyte(lo, i) + ((q >> 4) - 8) * sbyte(hi, i);
+                    }
+                }
+                acc[s * NT + j] += (float(isum) * dw) * da;
+#endif
+            }
+        }
+    }
+#else
+    for (uint k = tid; k < pc.ncols; k += WG) {
+        for (uint s = 0u; s < NW; s++) {
+            const uint i = row * pc.ncols + k;
+#if defined(W_F32)
+            const float wv = uintBitsToFloat(wword(s, i));
+#elif defined(W_F16)
+            const float wv = f16_to_f32(wu16(s, 2u * i));
+#else
+#error "define a weight type"
+#endif
+            for (uint j = 0u; j < nt; j++) {
+                float a = x[pc.xoff + (t0 + j) * pc.ncols + k];
+#if defined(W_F16)
+                a = round_f16(a);
+#endif
+                acc[s * NT + j] += wv * a;
+            }
+        }
+    }
+#endif
+    // Tree reduction of all NT·NW sums at once.
+    for (uint i = 0u; i < NT * NW; i++) {
+        red[i * WG + tid] = acc[i];
+    }
+    barrier();
+    for (uint h = WG / 2u; h > 0u; h >>= 1) {
+        if (tid < h) {
+            for (uint i = 0u; i < NT * NW; i++) {
+                red[i * WG + tid] += red[i * WG + tid + h];
+            }
+        }
+        barrier();
+    }
+    if (tid < nt) {
+        const uint o = (t0 + tid) * pc.dstride + row;
+        const float v = red[tid * WG];
+#if defined(ADD)
+        d[pc.doff + o] = v + e[pc.eoff + o];
+#elif defined(GATEUP)
+        const float g = v;
+        d[pc.doff + o] = (g / (1.0 + exp(-g))) * red[(NT + tid) * WG];
+#else
+        d[pc.doff + o] = v;
+#endif
+    }
+}

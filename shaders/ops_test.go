@@ -1,0 +1,365 @@
+//go:build linux && (amd64 || arm64)
+
+package shaders_test
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weft-ml/weft/backends/vulkan"
+	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/ops/ref"
+	"github.com/weft-ml/weft/quant"
+)
+
+// Operands sit at odd element offsets inside larger buffers, as they do in
+// the executor's activation arena; the words around them stay NaN.
+
+// place returns a buffer holding v at element offset off (NaN elsewhere).
+func (e *env) place(off int, v []float32) *vulkan.Buffer {
+	b := e.out(off + len(v) + 5)
+	require.NoError(e.t, e.d.UploadF32(b, int64(off), v))
+	return b
+}
+
+func (e *env) words(vals []uint32, off int) *vulkan.Buffer {
+	b := e.out(off + len(vals) + 3)
+	raw := make([]byte, 4*len(vals))
+	for i, w := range vals {
+		binary.LittleEndian.PutUint32(raw[4*i:], w)
+	}
+	require.NoError(e.t, e.d.Upload(b, 4*int64(off), raw))
+	return b
+}
+
+func (e *env) readAt(b *vulkan.Buffer, off, n int) []float32 {
+	v := make([]float32, n)
+	require.NoError(e.t, e.d.DownloadF32(v, b, int64(off)))
+	return v
+}
+
+// weights returns rows×cols random values as type wt's bytes and the
+// values they decode to.
+func (e *env) weights(wt gguf.TensorType, rows, cols int) ([]byte, []float32) {
+	f := e.random(rows * cols)
+	raw, err := quant.QuantizeAlloc(wt, f)
+	require.NoError(e.t, err)
+	require.NoError(e.t, quant.Dequantize(wt, raw, f))
+	return pad4(raw), f
+}
+
+func pad4(b []byte) []byte {
+	for len(b)%4 != 0 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+var weightTypes = []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0}
+
+func typeName(t gguf.TensorType) string {
+	return map[gguf.TensorType]string{gguf.TypeF32: "f32", gguf.TypeF16: "f16", gguf.TypeQ8_0: "q8_0", gguf.TypeQ4_0: "q4_0"}[t]
+}
+
+// GetRows widens rows exactly (an int8 or nibble times a binary16 scale is
+// exact in float32): the results must be bit-identical to ref.GetRows.
+func TestGetRows(t *testing.T) {
+	e := newEnv(t)
+	for _, wt := range weightTypes {
+		for _, cols := range []int{32, 96, 288} {
+			const vocab = 37
+			raw, _ := e.weights(wt, vocab, cols)
+			ids := []int32{36, 0, 5, 5, 17, 2, 36}
+			want := make([]float32, len(ids)*cols)
+			require.NoError(t, ref.GetRows(want, raw, wt, cols, ids))
+			idw := make([]uint32, len(ids))
+			for i, id := range ids {
+				idw[i] = uint32(id)
+			}
+			const idsoff, doff = 3, 7
+			wb, sb, db := e.buf(len(raw), raw), e.words(idw, idsoff), e.out(doff+len(want)+9)
+			name := "get_rows_" + typeName(wt)
+			e.run(name, e.rows(len(ids)), pushWords(cols, len(ids), idsoff, 0, doff), wb, sb, db)
+			require.Equal(t, want, e.readAt(db, doff, len(want)), "%s cols=%d", name, cols)
+		}
+	}
+	// SelectRows: an F32 table inside a larger buffer.
+	x := e.random(9 * 13)
+	const woff = 11
+	rows := []uint32{8, 0, 3}
+	want := make([]float32, 0, len(rows)*13)
+	for _, r := range rows {
+		want = append(want, x[r*13:(r+1)*13]...)
+	}
+	xb, sb, db := e.place(woff, x), e.words(rows, 0), e.out(len(want))
+	e.run("get_rows_f32", e.rows(len(rows)), pushWords(13, len(rows), 0, woff, 0), xb, sb, db)
+	require.Equal(t, want, e.read(db, len(want)), "select rows")
+}
+
+// decodeQ8 reads quantize_q8_0's blocks (d as a float word, 8 words of
+// int8) back into GGUF Q8_0 bytes.
+func decodeQ8(words []uint32) []byte {
+	var out []byte
+	for b := 0; b+9 <= len(words); b += 9 {
+		out = binary.LittleEndian.AppendUint16(out, quant.FP32ToFP16(math.Float32frombits(words[b])))
+		for _, w := range words[b+1 : b+9] {
+			out = binary.LittleEndian.AppendUint32(out, w)
+		}
+	}
+	return out
+}
+
+// Q8_0 activation quantization must give exactly the CPU's blocks (the
+// scale's division is corrected to round correctly; halves round away
+// from zero).
+func TestQuantizeQ8(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct{ ntok, cols int }{{1, 32}, {3, 288}, {5, 2048}} {
+		x := e.random(c.ntok * c.cols)
+		for i := range x {
+			x[i] *= 7
+			if i%97 == 5 {
+				x[i] = 0 // all-zero runs are rare; zeros are not
+			}
+		}
+		for i := 64; i < 96 && i < len(x); i++ {
+			x[i] = 0 // one all-zero block (d = 0)
+		}
+		want := make([]byte, c.ntok*c.cols/32*34)
+		require.NoError(t, quant.Quantize(gguf.TypeQ8_0, x, want))
+		const xoff, qoff = 5, 9
+		nw := c.ntok * c.cols / 32 * 9
+		xb, qb := e.place(xoff, x), e.out(qoff+nw)
+		e.run("quantize_q8_0", [3]uint32{3, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
+		raw := make([]byte, 4*nw)
+		require.NoError(t, e.d.Download(raw, qb, 4*qoff))
+		words := unsafe.Slice((*uint32)(unsafe.Pointer(&raw[0])), nw)
+		require.Equal(t, want, decodeQ8(words), "%d×%d", c.ntok, c.cols)
+	}
+}
+
+// Matmuls: the float sums run in another order than the CPU's; each
+// output must lie within 1e-7 + tol·Σ|w·x| of ref.MatMul (tol 2e-6 for
+// float weights, about 34 float32 ulp of the sum of magnitudes; 4e-6 for
+// Q8_0/Q4_0, whose per-block integer sums are exact and whose block terms
+// are summed in another order), far below a wrong or missing term.
+// Epilogues: plain, + residual (ADD), silu(gate)·up (GATEUP).
+func TestMatMul(t *testing.T) {
+	e := newEnv(t)
+	cases := []struct{ rows, cols, ntok int }{{1, 32, 1}, {67, 96, 3}, {129, 288, 9}, {70, 2048, 17}}
+	if testing.Short() {
+		cases = cases[:3]
+	}
+	for _, wt := range weightTypes {
+		tol := 2e-6
+		quantized := wt.BlockSize() > 1
+		if quantized {
+			tol = 4e-6
+		}
+		for _, c := range cases {
+			rawW, wf := e.weights(wt, c.rows, c.cols)
+			rawU, uf := e.weights(wt, c.rows, c.cols)
+			x := e.random(c.ntok * c.cols)
+			res := e.random(c.ntok * c.rows)
+			mm := func(w []byte) []float32 {
+				out := make([]float32, c.rows*c.ntok)
+				scratch := make([]float32, (ref.ActScratchBytes(wt, c.cols, c.ntok)+3)/4)
+				require.NoError(t, ref.MatMul(out, w, wt, c.rows, c.cols, x, c.ntok, unsafeBytes(scratch)))
+				return out
+			}
+			gate, up := mm(rawW), mm(rawU)
+			mag := func(w []float32) []float64 {
+				m := make([]float64, c.rows*c.ntok)
+				for tk := 0; tk < c.ntok; tk++ {
+					for r := 0; r < c.rows; r++ {
+						s := 0.0
+						for k := 0; k < c.cols; k++ {
+							s += math.Abs(float64(w[r*c.cols+k]) * float64(x[tk*c.cols+k]))
+						}
+						m[tk*c.rows+r] = s
+					}
+				}
+				return m
+			}
+			magW, magU := mag(wf), mag(uf)
+
+			const xoff, doff, roff = 5, 3, 7
+			wb, ub, db := e.buf(len(rawW), rawW), e.buf(len(rawU), rawU), e.out(doff+c.rows*c.ntok+4)
+			xb, aoff := e.place(xoff, x), xoff
+			if quantized {
+				const qoff = 2
+				qb := e.out(qoff + c.ntok*c.cols/32*9)
+				e.run("quantize_q8_0", [3]uint32{2, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
+				xb, aoff = qb, qoff
+			}
+			g := e.rows(c.rows)
+			g[2] = uint32((c.ntok + 7) / 8)
+			push := pushWords(c.cols, c.rows, c.ntok, aoff, doff, roff, c.rows)
+			label := fmt.Sprintf("%s %dx%d ntok=%d", typeName(wt), c.rows, c.cols, c.ntok)
+
+			check := func(what string, want []float32, bound func(i int) float64) {
+				got := e.readAt(db, doff, len(want))
+				worst := 0.0
+				for i := range want {
+					b := bound(i)
+					if !close(float64(got[i]), float64(want[i]), b, 0) {
+						require.Failf(t, what, "%s: output %d: got %g, want %g (tolerance %g)", label, i, got[i], want[i], b)
+					}
+					worst = max(worst, math.Abs(float64(got[i]-want[i]))/b)
+				}
+				t.Logf("%s %s: max |error|/tolerance = %.2g", what, label, worst)
+			}
+			e.run("matmul_"+typeName(wt), g, push, wb, xb, db)
+			check("matmul", gate, func(i int) float64 { return 1e-7 + tol*magW[i] })
+
+			rb := e.place(roff, res)
+			want := make([]float32, len(gate))
+			ref.Add(want, gate, res)
+			e.run("matmul_add_"+typeName(wt), g, push, wb, xb, db, rb)
+			check("matmul+add", want, func(i int) float64 { return 1e-7 + tol*magW[i] })
+
+			ref.SwiGLU(want, gate, up)
+			e.run("matmul_gateup_"+typeName(wt), g, push, wb, xb, db, ub)
+			check("matmul gate·up", want, func(i int) float64 {
+				// silu'(x) ≤ 1.1: the gate's error passes through scaled by |up|,
+				// the up's by |silu(gate)| ≤ |gate|+0.3; exp adds a few ulp.
+				return 1e-6 + 1e-5*math.Abs(float64(want[i])) +
+					1.1*(1e-7+tol*magW[i])*math.Abs(float64(up[i])) + (math.Abs(float64(gate[i]))+0.3)*(1e-7+tol*magU[i])
+			})
+		}
+	}
+}
+
+// RoPE: the table holds the CPU's cos and sin, and the products are not
+// contracted, so the rotation is bit-identical to ref.RoPE, for both pair
+// layouts, with pass-through dimensions and scattered positions.
+func TestRoPE(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct {
+		heads, hd, dims int
+		neox            bool
+	}{{8, 8, 8, false}, {6, 48, 48, false}, {3, 64, 32, true}, {5, 80, 64, false}} {
+		const ntok, ctx, xoff, doff, posoff = 5, 300, 3, 5, 2
+		pos := []int32{0, 1, 77, 299, 150}
+		rp := ref.RoPE{Dims: c.dims, Base: 10000, FreqScale: 1, NeoX: c.neox}
+		width := c.heads * c.hd
+		x := e.random(ntok * width)
+		want := append([]float32(nil), x...)
+		for i := range ntok {
+			rp.Apply(want[i*width:(i+1)*width], c.heads, c.hd, pos[i])
+		}
+		posw := make([]uint32, ntok)
+		for i, p := range pos {
+			posw[i] = uint32(p)
+		}
+		table := vulkan.RoPETable(c.dims, 10000, 1, ctx)
+		const toff = 6
+		xb, tb, sb, db := e.place(xoff, x), e.place(toff, table), e.words(posw, posoff), e.out(doff+len(x)+3)
+		e.run("rope_f32", [3]uint32{7, 1, 1}, pushWords(c.heads, c.hd, c.dims/2, map[bool]int{false: 0, true: 1}[c.neox], ntok, xoff, doff, posoff, toff), xb, tb, sb, db)
+		require.Equal(t, want, e.readAt(db, doff, len(x)), "%+v", c)
+	}
+}
+
+// KV store and attention against ref.Attention, prefill (several tokens
+// after earlier positions) and decode, grouped-query heads, head sizes
+// not a power of two, visible lengths across the 64-position chunks.
+// The KV store must be bit-exact (binary16 rounding to nearest even).
+// Attention sums in another order and takes the device's exp: tolerance
+// 2e-6 + 2e-5·|want| for an f32 cache; for an f16 cache a probability
+// may round to the neighbouring binary16 value, 1e-4 + 1e-3·|want|.
+func TestAttention(t *testing.T) {
+	e := newEnv(t)
+	for _, f16 := range []bool{true, false} {
+		for _, c := range []struct{ heads, kvHeads, hd, pos0, ntok int }{
+			{8, 8, 8, 0, 5}, {6, 2, 48, 37, 30}, {4, 1, 64, 130, 1}, {2, 2, 256, 3, 2}, {9, 3, 80, 64, 7},
+		} {
+			n := c.pos0 + c.ntok
+			w := c.kvHeads * c.hd
+			k, v := e.random(n*w), e.random(n*w)
+			q := e.random(c.ntok * c.heads * c.hd)
+			for i := range q {
+				q[i] *= 3
+			}
+			scale := float32(1 / math.Sqrt(float64(c.hd)))
+			kr, vr := ref.KV{RowLen: w}, ref.KV{RowLen: w}
+			if f16 {
+				kr.F16, vr.F16 = make([]uint16, n*w), make([]uint16, n*w)
+			} else {
+				kr.F32, vr.F32 = make([]float32, n*w), make([]float32, n*w)
+			}
+			for p := 0; p < n; p++ {
+				kr.Store(p, k[p*w:])
+				vr.Store(p, v[p*w:])
+			}
+			want := make([]float32, len(q))
+			ref.Attention(want, q, kr, vr, c.ntok, c.pos0, c.heads, c.kvHeads, c.hd, scale, make([]float32, ref.AttentionScratch(c.ntok, c.pos0)))
+
+			// The cache holds the earlier positions; the batch is stored by kv_store.
+			cacheBytes := func(kv ref.KV) []byte {
+				var b []byte
+				if f16 {
+					for _, h := range kv.F16 {
+						b = binary.LittleEndian.AppendUint16(b, h)
+					}
+				} else {
+					b = f32Bytes(kv.F32)
+				}
+				return pad4(b)
+			}
+			kWant, vWant := cacheBytes(kr), cacheBytes(vr)
+			elem := 4
+			if f16 {
+				elem = 2
+			}
+			kc, vc := e.out(len(kWant)/4+8), e.out(len(vWant)/4+8)
+			require.NoError(t, e.d.Upload(kc, 0, kWant[:c.pos0*w*elem]))
+			require.NoError(t, e.d.Upload(vc, 0, vWant[:c.pos0*w*elem]))
+			pos := make([]uint32, c.ntok)
+			for i := range pos {
+				pos[i] = uint32(c.pos0 + i)
+			}
+			const koff, voff, qoff, ooff, posoff = 3, 4, 5, 6, 1
+			kb, vb := e.place(koff, k[c.pos0*w:]), e.place(voff, v[c.pos0*w:])
+			sb := e.words(pos, posoff)
+			kind := map[bool]string{true: "f16", false: "f32"}[f16]
+			e.run("kv_store_"+kind, [3]uint32{5, 1, 1}, pushWords(w, c.ntok, koff, voff, posoff), kb, vb, sb, kc, vc)
+			for name, pair := range map[string][2][]byte{"K": {kWant, nil}, "V": {vWant, nil}} {
+				buf := map[string]*vulkan.Buffer{"K": kc, "V": vc}[name]
+				got := make([]byte, n*w*elem)
+				require.NoError(t, e.d.Download(got, buf, 0))
+				require.Equal(t, pair[0][:n*w*elem], got, "kv_store_%s %s %+v", kind, name, c)
+			}
+
+			qb, ob := e.place(qoff, q), e.out(ooff+len(q)+2)
+			e.run("attention_"+kind, [3]uint32{uint32(c.heads), uint32(c.ntok), 1},
+				pushWords(c.heads, c.kvHeads, c.hd, c.ntok, qoff, ooff, posoff, scale), qb, sb, kc, vc, ob)
+			abs, rel := 2e-6, 2e-5
+			if f16 {
+				abs, rel = 1e-4, 1e-3
+			}
+			requireClose(t, fmt.Sprintf("attention_%s %+v", kind, c), e.readAt(ob, ooff, len(q)), want, abs, rel)
+		}
+	}
+}
+
+// SwiGLU as SiLU (same tolerance) times up.
+func TestSwiGLU(t *testing.T) {
+	e := newEnv(t)
+	for _, n := range []int{1, 17, 4099} {
+		x, u := e.random(n), e.random(n)
+		for i := range x {
+			x[i] *= 12
+		}
+		want := make([]float32, n)
+		ref.SwiGLU(want, x, u)
+		const xoff, uoff, doff = 1, 2, 3
+		xb, ub, db := e.place(xoff, x), e.place(uoff, u), e.out(doff+n)
+		e.run("swiglu_f32", [3]uint32{3, 1, 1}, pushWords(n, xoff, doff, uoff), xb, ub, db)
+		requireClose(t, fmt.Sprintf("swiglu n=%d", n), e.readAt(db, doff, n), want, 1e-6, 4e-6)
+	}
+}
