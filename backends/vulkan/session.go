@@ -516,4 +516,3 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	}
 	return fmt.Errorf("no Vulkan matmul for %s", n.Op)
 }
-
