@@ -71,7 +71,7 @@
 //	MatMul, MatMulQKV, Part            Σₖ|wₖ·aₖ|                                 2⁻¹⁴
 //	MatMulAdd                          Σₖ|wₖ·aₖ| + |r| + |want|                  2⁻¹⁴
 //	MatMulGateUpSwiGLU                 1.1·Σ_g·|u| + |silu(g)|·Σ_u + |want|      2⁻¹⁴
-//	Attention/f16                      Σₚ pₚ·|vₚ|                                2⁻⁹
+//	Attention/f16                      Σₚ pₚ·|vₚ|                                2⁻¹⁰
 //	Attention/f32                      Σₚ pₚ·|vₚ|                                2⁻¹²
 //
 // In the matmul scales w is the dequantized weight and a the activation
