@@ -1,6 +1,7 @@
 package backends
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/weft-ml/weft/gguf"
@@ -41,9 +42,18 @@ type Weights interface {
 // LoadOptions configure Executor.Load.
 type LoadOptions struct {
 	MaxTokens int    // largest batch
-	Threads   int    // 0: the backend's default
+	Threads   int    // host threads; 0: the backend's default
 	Packed    []byte // weights repacked at compile time (graph.Layout offsets index it)
+	// ModelFile and PackedFile name the files behind the weights and
+	// Packed, for messages.
+	ModelFile, PackedFile string
+	Device                int // which device of the backend's kind (0: the first)
 }
+
+// ErrWeightsChanged is matched (errors.Is) by the errors a backend returns
+// when a mapped weights file changed or was truncated under the running
+// process: the plan is fine, the file must be restored.
+var ErrWeightsChanged = errors.New("a weights file changed while running")
 
 // Program is a loaded graph: immutable, shared by every session of a model.
 type Program interface {

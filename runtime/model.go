@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/weft-ml/weft/backends/cpu"
+	"github.com/weft-ml/weft/backends"
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/internal/hugepage"
 	"github.com/weft-ml/weft/model/tokenizer"
@@ -16,6 +16,8 @@ import (
 
 // Options configure Open.
 type Options struct {
+	Backend string         // registered backend that runs the plan ("": cpu)
+	Device  int            // which device of that backend
 	Threads int            // 0: all cores
 	Compile CompileOptions // used when opening a .gguf directly
 }
@@ -29,7 +31,7 @@ type Model struct {
 	Tokenizer *tokenizer.Tokenizer
 	LoadTime  time.Duration
 
-	prog *cpu.Program
+	prog backends.Program
 	// life guards the weights: every batch holds a read lock while its
 	// kernels run (one atomic add each way; sessions do not contend), and
 	// Close takes the write lock, so it waits for running batches and
@@ -79,8 +81,9 @@ func loadPlan(path string, o Options) (*Plan, string, error) {
 }
 
 func build(plan *Plan, f *gguf.File, weights string, o Options) (*Model, error) {
-	if o.Threads < 0 || o.Threads > cpu.MaxThreads {
-		return nil, fmt.Errorf("%d threads: want 1 to %d, or 0 for all cores (--threads)", o.Threads, cpu.MaxThreads)
+	exec, err := backends.Lookup(o.backend())
+	if err != nil {
+		return nil, err
 	}
 	fp, err := Fingerprint(weights, f)
 	if err != nil {
@@ -95,18 +98,18 @@ func build(plan *Plan, f *gguf.File, weights string, o Options) (*Model, error) 
 	}
 	// The plan is checked before anything is sized for it (validate.go):
 	// its fields here, its graph against the kernels and the weights in
-	// cpu.Compile.
+	// the backend's Load.
 	err = plan.validate()
 	if err == nil {
-		var prog *cpu.Program
-		prog, err = cpu.Compile(plan.Graph, f, cpu.Options{MaxTokens: plan.Run.Batch, Threads: o.Threads, Packed: plan.Packed, ModelFile: weights, PackedFile: plan.sidePath})
+		var prog backends.Program
+		prog, err = exec.Load(plan.Graph, f, backends.LoadOptions{MaxTokens: plan.Run.Batch, Threads: o.Threads, Packed: plan.Packed,
+			ModelFile: weights, PackedFile: plan.sidePath, Device: o.Device})
 		if err == nil {
 			return &Model{Plan: plan, File: f, Tokenizer: tok, prog: prog}, nil
 		}
 	}
-	var fault *cpu.FaultError
 	switch {
-	case errors.As(err, &fault):
+	case errors.Is(err, backends.ErrWeightsChanged):
 		return nil, err
 	case plan.path != "":
 		return nil, fmt.Errorf("plan file %s: %w: %s", plan.path, err, recompile)
@@ -161,3 +164,11 @@ func (m *Model) VocabSize() int { return m.Plan.Params.VocabSize }
 
 // ActivationBytes is the activation memory of one session.
 func (m *Model) ActivationBytes() int64 { return m.prog.ActivationBytes() }
+
+// backend is the backend to run on.
+func (o Options) backend() string {
+	if o.Backend == "" {
+		return hostBackend
+	}
+	return o.Backend
+}

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/weft-ml/weft/backends/cpu"
+	"github.com/weft-ml/weft/backends"
 )
 
 // ErrContextFull is returned when the KV cache has no room for more tokens.
@@ -37,7 +37,7 @@ type SessionOptions struct {
 // called while the session is evaluating.
 type Session struct {
 	m       *Model
-	st      *cpu.State
+	st      backends.State
 	busy    atomic.Bool  // held by the running call (see acquire)
 	pos     atomic.Int64 // len(history), readable from any goroutine
 	history []int32
@@ -54,21 +54,16 @@ func (m *Model) NewSession(o SessionOptions) (*Session, error) {
 	if o.KVType == "" {
 		o.KVType = m.Plan.Run.KVType
 	}
-	var kt cpu.KVType
-	switch o.KVType {
-	case "f16":
-		kt = cpu.KVF16
-	case "f32":
-		kt = cpu.KVF32
-	default:
-		return nil, fmt.Errorf("KV cache type %q: want f16 or f32", o.KVType)
+	kt, err := backends.ParseKVType(o.KVType)
+	if err != nil {
+		return nil, err
 	}
 	m.life.RLock()
 	defer m.life.RUnlock()
 	if m.closed {
 		return nil, ErrClosed
 	}
-	st, err := m.prog.NewState(o.Ctx, kt)
+	st, err := m.prog.NewState(backends.StateOptions{Ctx: o.Ctx, KVType: kt})
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +269,7 @@ func (s *Session) evalBatch(tokens []int32, all bool) ([]float32, error) {
 	} else {
 		s.rowIdx = append(s.rowIdx, int32(n-1))
 	}
-	logits, err := s.st.Run(tokens, s.posBuf, s.rowIdx)
+	logits, err := s.st.Run(backends.Batch{Tokens: tokens, Positions: s.posBuf, Rows: s.rowIdx})
 	if err != nil {
 		return nil, err
 	}

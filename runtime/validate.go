@@ -3,6 +3,9 @@ package runtime
 import (
 	"fmt"
 	"math"
+
+	"github.com/weft-ml/weft/backends"
+	"github.com/weft-ml/weft/graph"
 )
 
 // A plan is input: a file anyone may have edited, damaged or written by
@@ -14,12 +17,12 @@ import (
 //     context, batch and KV type within the backend's limits, the memory
 //     plan sized for the run's batch with one arena per backend, and the
 //     logits output as wide as the vocabulary in params;
-//   - cpu.Compile checks the graph against the kernels and the model file:
+//   - the backend's Load (cpu.Compile for the CPU) checks the graph against the kernels and the model file:
 //     the bound inputs, every value's shape and every operand's kind,
 //     attributes in range, each weight's type, dims and byte size against
 //     its GGUF tensor (or its repacked range inside the side file), each
 //     buffer inside its arena and every size computed without overflow;
-//   - cpu.NewState (each session) works out the KV cache, attention
+//   - the backend's NewState (each session) works out the KV cache, attention
 //     scratch and activation memory without overflow and refuses what the
 //     machine does not have available, saying how much is needed.
 //
@@ -51,8 +54,11 @@ func (p *Plan) validate() error {
 			return bad("graph.memory.tokens", m.Tokens, fmt.Sprintf("the buffers must be planned for run.batch = %d", r.Batch))
 		}
 		for name, size := range m.Arenas {
-			if name != hostBackend {
-				return bad("graph.memory.arenas", fmt.Sprintf("%q", name), "this build runs only the cpu backend")
+			if _, err := backends.Lookup(name); err != nil {
+				return bad("graph.memory.arenas", fmt.Sprintf("%q", name), err.Error())
+			}
+			if !placedOn(g, name) {
+				return bad("graph.memory.arenas", fmt.Sprintf("%q", name), "no node of the graph runs on that backend")
 			}
 			if size < 0 {
 				return bad("graph.memory.arenas."+name, size, "want a size in bytes")
@@ -71,4 +77,14 @@ func (p *Plan) validate() error {
 		return bad("graph.outputs.logits", id, fmt.Sprintf("node %d (%s %q) is %s, want rows of params.vocab_size = %d logits", id, out.Op, out.Name, out.Type, p.Params.VocabSize))
 	}
 	return nil
+}
+
+// placedOn reports whether some node of g runs on backend.
+func placedOn(g *graph.Graph, backend string) bool {
+	for _, n := range g.Nodes {
+		if n.Backend == backend {
+			return true
+		}
+	}
+	return false
 }

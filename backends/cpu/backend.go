@@ -26,7 +26,10 @@ func (Backend) Supports(n *graph.Node, _ *graph.Graph) error {
 
 // Load compiles g for the CPU (see Compile).
 func (Backend) Load(g *graph.Graph, w backends.Weights, o backends.LoadOptions) (backends.Program, error) {
-	p, err := Compile(g, w, Options{MaxTokens: o.MaxTokens, Threads: o.Threads, Packed: o.Packed})
+	if o.Device != 0 {
+		return nil, fmt.Errorf("the cpu backend has one device, not device %d", o.Device)
+	}
+	p, err := Compile(g, w, Options{MaxTokens: o.MaxTokens, Threads: o.Threads, Packed: o.Packed, ModelFile: o.ModelFile, PackedFile: o.PackedFile})
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package cpu
 
 import (
 	"fmt"
+
+	"github.com/weft-ml/weft/backends"
 	"runtime"
 	"runtime/debug"
 	"unsafe"
@@ -31,6 +33,9 @@ type FaultError struct {
 	Weight string  // the weight tensor whose bytes hold Addr, "" when not known
 	Node   string  // the node being run ("node 3 (MatMul \"x\")"), "" while compiling
 }
+
+// Is makes a fault match backends.ErrWeightsChanged.
+func (e *FaultError) Is(target error) bool { return target == backends.ErrWeightsChanged }
 
 func (e *FaultError) Error() string {
 	what := "the model file " + e.File

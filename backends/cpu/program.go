@@ -80,7 +80,7 @@ func Compile(g *graph.Graph, w WeightSource, o Options) (p *Program, err error) 
 	case o.Threads == 0:
 		o.Threads = min(runtime.GOMAXPROCS(0), MaxThreads)
 	case o.Threads < 0 || o.Threads > MaxThreads:
-		return nil, fmt.Errorf("%d threads: want 1 to %d", o.Threads, MaxThreads)
+		return nil, fmt.Errorf("%d threads: want 1 to %d, or 0 for all cores (--threads)", o.Threads, MaxThreads)
 	}
 	if err := g.Verify(); err != nil {
 		return nil, err
