@@ -33,6 +33,21 @@ type Executor interface {
 	Load(g *graph.Graph, w Weights, o LoadOptions) (Program, error)
 }
 
+// DeviceLister is an optional Executor capability: the devices the
+// backend can run on (graphrun --list-devices).
+type DeviceLister interface {
+	Devices() ([]DeviceInfo, error)
+}
+
+// DeviceInfo describes one device.
+type DeviceInfo struct {
+	Index  int    // what LoadOptions.Device takes
+	Name   string // e.g. "NVIDIA H100 80GB HBM3", "llvmpipe (LLVM 15.0.6, 256 bits)"
+	Kind   string // "discrete GPU", "integrated GPU", "CPU", …
+	Driver string // driver name and version
+	Memory int64  // device-local memory in bytes (0: not known)
+}
+
 // Weights gives a backend the bytes of the model's tensors.
 type Weights interface {
 	Tensor(name string) (*gguf.TensorInfo, bool)

@@ -16,7 +16,7 @@ import (
 
 // Options configure Open.
 type Options struct {
-	Backend string         // registered backend that runs the plan ("": cpu)
+	Backend string         // registered backend that runs the plan ("": cpu; "auto": the first that loads)
 	Device  int            // which device of that backend
 	Threads int            // 0: all cores
 	Compile CompileOptions // used when opening a .gguf directly
@@ -30,6 +30,10 @@ type Model struct {
 	File      *gguf.File
 	Tokenizer *tokenizer.Tokenizer
 	LoadTime  time.Duration
+	// Backend runs the model; BackendNotes say why preferred backends
+	// were passed over (Options.Backend "auto").
+	Backend      string
+	BackendNotes []string
 
 	prog backends.Program
 	// life guards the weights: every batch holds a read lock while its
@@ -81,10 +85,6 @@ func loadPlan(path string, o Options) (*Plan, string, error) {
 }
 
 func build(plan *Plan, f *gguf.File, weights string, o Options) (*Model, error) {
-	exec, err := backends.Lookup(o.backend())
-	if err != nil {
-		return nil, err
-	}
 	fp, err := Fingerprint(weights, f)
 	if err != nil {
 		return nil, err
@@ -99,22 +99,51 @@ func build(plan *Plan, f *gguf.File, weights string, o Options) (*Model, error) 
 	// The plan is checked before anything is sized for it (validate.go):
 	// its fields here, its graph against the kernels and the weights in
 	// the backend's Load.
-	err = plan.validate()
-	if err == nil {
-		var prog backends.Program
-		prog, err = exec.Load(plan.Graph, f, backends.LoadOptions{MaxTokens: plan.Run.Batch, Threads: o.Threads, Packed: plan.Packed,
-			ModelFile: weights, PackedFile: plan.sidePath, Device: o.Device})
-		if err == nil {
-			return &Model{Plan: plan, File: f, Tokenizer: tok, prog: prog}, nil
-		}
+	if err := plan.validate(); err != nil {
+		return nil, planError(plan, weights, err)
 	}
+	names := []string{o.backend()}
+	if o.Backend == AutoBackend {
+		names = autoOrder
+	}
+	var notes []string
+	for i, name := range names {
+		exec, err := backends.Lookup(name)
+		var prog backends.Program
+		if err == nil {
+			prog, err = exec.Load(plan.Graph, f, backends.LoadOptions{MaxTokens: plan.Run.Batch, Threads: o.Threads, Packed: plan.Packed,
+				ModelFile: weights, PackedFile: plan.sidePath, Device: o.Device})
+		}
+		if err == nil {
+			return &Model{Plan: plan, File: f, Tokenizer: tok, Backend: name, BackendNotes: notes, prog: prog}, nil
+		}
+		if o.Backend != AutoBackend || i == len(names)-1 {
+			return nil, loadError(plan, weights, name, err)
+		}
+		notes = append(notes, fmt.Sprintf("backend %s not used (%v): falling back to %s", name, err, names[i+1]))
+	}
+	return nil, errors.New("no backend to run on")
+}
+
+// loadError explains a failed Load: the host backend checks the plan's
+// graph, so its refusals are the plan's; another backend's are its own
+// (no device, not enough memory).
+func loadError(plan *Plan, weights, backend string, err error) error {
 	switch {
 	case errors.Is(err, backends.ErrWeightsChanged):
-		return nil, err
-	case plan.path != "":
-		return nil, fmt.Errorf("plan file %s: %w: %s", plan.path, err, recompile)
+		return err
+	case backend == hostBackend:
+		return planError(plan, weights, err)
 	}
-	return nil, fmt.Errorf("%s: %w", weights, err)
+	return fmt.Errorf("backend %s: %w", backend, err)
+}
+
+// planError names the plan (or model) a refusal is about.
+func planError(plan *Plan, weights string, err error) error {
+	if plan.path != "" {
+		return fmt.Errorf("plan file %s: %w: %s", plan.path, err, recompile)
+	}
+	return fmt.Errorf("%s: %w", weights, err)
 }
 
 // Close releases the weights mappings. It waits for batches that are
@@ -164,6 +193,13 @@ func (m *Model) VocabSize() int { return m.Plan.Params.VocabSize }
 
 // ActivationBytes is the activation memory of one session.
 func (m *Model) ActivationBytes() int64 { return m.prog.ActivationBytes() }
+
+// AutoBackend asks Open for the first backend that loads the plan, in
+// the order of autoOrder, falling back to the host.
+const AutoBackend = "auto"
+
+// autoOrder is the preference of AutoBackend.
+var autoOrder = []string{"vulkan", hostBackend}
 
 // backend is the backend to run on.
 func (o Options) backend() string {

@@ -1,0 +1,36 @@
+package runtime
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The runtime picks backends by name through the registry; "auto" falls
+// back past a backend that cannot load the plan and says why.
+func TestBackendChoice(t *testing.T) {
+	m, err := Open(stories(t), Options{})
+	require.NoError(t, err)
+	assert.Equal(t, "cpu", m.Backend)
+	m.Close()
+
+	_, err = Open(stories(t), Options{Backend: "nosuch"})
+	assert.ErrorContains(t, err, `no backend "nosuch" in this build`)
+
+	_, err = Open(stories(t), Options{Backend: "test-idle"})
+	assert.ErrorContains(t, err, "backend test-idle: runs nothing")
+
+	defer func(order []string) { autoOrder = order }(autoOrder)
+	autoOrder = []string{"test-idle", "cpu"}
+	m, err = Open(stories(t), Options{Backend: AutoBackend})
+	require.NoError(t, err)
+	defer m.Close()
+	assert.Equal(t, "cpu", m.Backend)
+	require.Len(t, m.BackendNotes, 1)
+	assert.Contains(t, m.BackendNotes[0], "backend test-idle not used (runs nothing): falling back to cpu")
+	s, err := m.NewSession(SessionOptions{})
+	require.NoError(t, err)
+	_, err = s.Eval([]int32{1, 2}, false)
+	require.NoError(t, err)
+}
