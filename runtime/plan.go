@@ -96,6 +96,10 @@ func Fingerprint(path string, f *gguf.File) (string, error) {
 
 // CompileOptions configure Compile.
 type CompileOptions struct {
+	// Backend is the preferred backend for placement ("": the host
+	// alone); nodes it cannot run go to the host (cpu).
+	Backend string
+
 	Ctx    int    // 0: min(2048, the model's training context)
 	Batch  int    // 0: 512
 	KVType string // "": f16
@@ -149,19 +153,19 @@ const hostBackend = "cpu"
 
 // optimise runs the selected passes for the registered host backend.
 func (p *Plan) optimise(f *gguf.File, o CompileOptions) error {
-	host, err := backends.Lookup(hostBackend)
+	list, err := o.placementOrder()
 	if err != nil {
 		return err
 	}
-	cfg := passes.Config{Backends: []backends.Backend{host}, Tokens: p.Run.Batch, Weights: releasingFile{f}, Packed: &p.Packed}
+	cfg := passes.Config{Backends: list, Tokens: p.Run.Batch, Weights: releasingFile{f}, Packed: &p.Packed}
 	if o.packedMem != nil {
 		cfg.Alloc = func(size int) ([]byte, error) { return p.adoptPacked(o.packedMem(size)) }
 	}
-	list, err := passes.Select(cfg, o.Passes, o.Disable, o.O0)
+	selected, err := passes.Select(cfg, o.Passes, o.Disable, o.O0)
 	if err != nil {
 		return err
 	}
-	pl := passes.Pipeline{Passes: list, DumpAfter: o.DumpAfter, Dump: o.Dump}
+	pl := passes.Pipeline{Passes: selected, DumpAfter: o.DumpAfter, Dump: o.Dump}
 	p.Passes, err = pl.Run(p.Graph)
 	return err
 }
@@ -176,6 +180,23 @@ func (p *Plan) optimise(f *gguf.File, o CompileOptions) error {
 // maxContext (positions are 32-bit); whether a session of that size fits
 // in memory is checked when one is made (the backend's NewState), not
 // here: a plan may be compiled for another machine.
+// placementOrder is the preferred backend, then the host.
+func (o CompileOptions) placementOrder() ([]backends.Backend, error) {
+	names := []string{hostBackend}
+	if o.Backend != "" && o.Backend != hostBackend {
+		names = []string{o.Backend, hostBackend}
+	}
+	var list []backends.Backend
+	for _, n := range names {
+		b, err := backends.Lookup(n)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, b)
+	}
+	return list, nil
+}
+
 func (o CompileOptions) resolve(p model.Params) (RunParams, error) {
 	r := RunParams{Ctx: o.Ctx, Batch: o.Batch, KVType: o.KVType}
 	if r.Ctx == 0 {

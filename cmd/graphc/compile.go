@@ -18,7 +18,7 @@ import (
 func init() {
 	register(&command{
 		name: "compile",
-		usage: "MODEL.gguf -o MODEL.plan [--ctx N] [--batch N] [--kv-type f16|f32] [--passes a,b] [--disable x] [-O0]\n" +
+		usage: "MODEL.gguf -o MODEL.plan [--ctx N] [--batch N] [--kv-type f16|f32] [--backend cpu|vulkan] [--passes a,b] [--disable x] [-O0]\n" +
 			"             [--dump-after PASS|all --dump-dir D]",
 		summary: "lower a GGUF model to a static op graph, optimise it and write a plan file",
 		run:     runCompile,
@@ -56,6 +56,7 @@ func runCompile(args []string) error {
 	ctx := fs.Int("ctx", 0, "KV cache size in tokens (default: min(2048, training context))")
 	batch := fs.Int("batch", 0, "largest prefill batch (default 512)")
 	kv := fs.String("kv-type", "", "KV cache type f16|f32 (default f16)")
+	backend := fs.String("backend", "cpu", "preferred backend for placement: cpu or vulkan (nodes it cannot run stay on the cpu)")
 	pf := addPassFlags(fs)
 	dumpAfter := fs.String("dump-after", "", "write the graph after PASS (comma-separated, or all) as JSON")
 	dumpDir := fs.String("dump-dir", ".", "folder for --dump-after files")
@@ -70,7 +71,7 @@ func runCompile(args []string) error {
 	if *out == "" {
 		*out = strings.TrimSuffix(in, ".gguf") + ".plan"
 	}
-	o := runtime.CompileOptions{Ctx: *ctx, Batch: *batch, KVType: *kv}
+	o := runtime.CompileOptions{Ctx: *ctx, Batch: *batch, KVType: *kv, Backend: *backend}
 	pf.apply(&o)
 	if *dumpAfter != "" {
 		if err := os.MkdirAll(*dumpDir, 0o755); err != nil {
