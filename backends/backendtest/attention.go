@@ -21,13 +21,21 @@ func (a attnShape) String() string {
 	return fmt.Sprintf("H=%d,KV=%d,hd=%d", a.heads, a.kvHeads, a.headDim)
 }
 
-// attnBatches are the batch sizes of the two interleaved sessions: prefill
-// then decode, a full batch on top of a filled cache, and so on.
-var attnBatches = [2][]int{{5, 1, 17, 1, 3, 16, 1}, {1, 1, 17, 2, 1}}
+// attnRun is how a Program is exercised: the batch sizes of two
+// interleaved sessions and their KV cache size.
+type attnRun struct {
+	name    string
+	batches [2][]int
+	ctx     int
+}
 
-// attnCtx is the sessions' KV cache size: it holds every batch above and
-// is not a multiple of 32.
-const attnCtx = 50
+// attnRuns: prefill then decode, a full batch on top of a filled cache and
+// so on, in a cache that is not a multiple of 32; then (not in -short) a
+// long history, with decode steps past several hundred positions.
+var attnRuns = []attnRun{
+	{"", [2][]int{{5, 1, 17, 1, 3, 16, 1}, {1, 1, 17, 2, 1}}, 50},
+	{"long", [2][]int{{17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 1, 1, 1, 1}, {1}}, 310},
+}
 
 func testAttention(t *testing.T, s *suite) {
 	shapes := []attnShape{{4, 2, 8}, {8, 2, 64}, {3, 3, 40}, {6, 1, 32}}
@@ -37,13 +45,18 @@ func testAttention(t *testing.T, s *suite) {
 	for _, kv := range []backends.KVType{backends.KVF16, backends.KVF32} {
 		t.Run(kv.String(), func(t *testing.T) {
 			for _, sh := range shapes {
-				t.Run(sh.String(), func(t *testing.T) { s.runAttention(t, sh, kv) })
+				t.Run(sh.String(), func(t *testing.T) { s.runAttention(t, sh, kv, attnRuns[0]) })
+			}
+			if !s.short {
+				r := attnRuns[1]
+				sh := shapes[1]
+				t.Run(sh.String()+","+r.name, func(t *testing.T) { s.runAttention(t, sh, kv, r) })
 			}
 		})
 	}
 }
 
-func (s *suite) runAttention(t *testing.T, sh attnShape, kv backends.KVType) {
+func (s *suite) runAttention(t *testing.T, sh attnShape, kv backends.KVType, run attnRun) {
 	b := s.builder(t)
 	qw, kw := sh.heads*sh.headDim, sh.kvHeads*sh.headDim
 	q := b.activation("q", qw, unit)
@@ -63,7 +76,7 @@ func (s *suite) runAttention(t *testing.T, sh attnShape, kv backends.KVType) {
 	declared := s.o.unsupported(p.op, p.variant)
 	if declared && s.e.Supports(p.g.Nodes[p.node], p.g) == nil {
 		prog, _ := s.compile(t, p, maxTokens, false)
-		_, err := prog.NewState(backends.StateOptions{Ctx: attnCtx, KVType: kv})
+		_, err := prog.NewState(backends.StateOptions{Ctx: run.ctx, KVType: kv})
 		require.Error(t, err, "Attention/%s: declared unsupported, but both Supports and NewState accept it", kv)
 		t.Logf("Attention/%s: NewState refuses as declared: %v", kv, err)
 		return
@@ -77,14 +90,14 @@ func (s *suite) runAttention(t *testing.T, sh attnShape, kv backends.KVType) {
 	var sessions [2]*session
 	var refs [2]*attnRef
 	for i := range sessions {
-		sessions[i] = s.session(t, prog, attnCtx, kv, 0)
-		refs[i] = newAttnRef(b, sh, kv, scale)
+		sessions[i] = s.session(t, prog, run.ctx, kv, 0)
+		refs[i] = newAttnRef(b, sh, kv, scale, run.ctx)
 	}
 	worst := 0.0
-	for step := 0; step < len(attnBatches[0]) || step < len(attnBatches[1]); step++ {
+	for step := 0; step < len(run.batches[0]) || step < len(run.batches[1]); step++ {
 		for i, ss := range sessions {
-			if step < len(attnBatches[i]) {
-				worst = max(worst, s.step(t, rng, ss, p, attnBatches[i][step], refs[i].want(t), tol))
+			if step < len(run.batches[i]) {
+				worst = max(worst, s.step(t, rng, ss, p, run.batches[i][step], refs[i].want(t), tol))
 			}
 		}
 	}
@@ -100,13 +113,13 @@ type attnRef struct {
 	kc, vc ref.KV
 }
 
-func newAttnRef(b *builder, sh attnShape, kv backends.KVType, scale float32) *attnRef {
+func newAttnRef(b *builder, sh attnShape, kv backends.KVType, scale float32, ctx int) *attnRef {
 	w := sh.kvHeads * sh.headDim
 	r := &attnRef{b: b, sh: sh, f16: kv == backends.KVF16, scale: scale}
 	if r.f16 {
-		r.kc, r.vc = ref.KV{F16: make([]uint16, attnCtx*w), RowLen: w}, ref.KV{F16: make([]uint16, attnCtx*w), RowLen: w}
+		r.kc, r.vc = ref.KV{F16: make([]uint16, ctx*w), RowLen: w}, ref.KV{F16: make([]uint16, ctx*w), RowLen: w}
 	} else {
-		r.kc, r.vc = ref.KV{F32: make([]float32, attnCtx*w), RowLen: w}, ref.KV{F32: make([]float32, attnCtx*w), RowLen: w}
+		r.kc, r.vc = ref.KV{F32: make([]float32, ctx*w), RowLen: w}, ref.KV{F32: make([]float32, ctx*w), RowLen: w}
 	}
 	return r
 }
@@ -120,8 +133,7 @@ func cached(c ref.KV, p, i int) float64 {
 }
 
 // want appends the batch's K and V to the reference cache and returns
-// ref.Attention's result with the error scale Σₚ pₚ·|vₚ| per element
-// (probabilities in float64 from the cached K and the query as rounded).
+// ref.Attention's result with its error scale (see bound).
 func (r *attnRef) want(t *testing.T) oracle {
 	return func(tokens []int32, pos0 int) ([]float32, []float64) {
 		sh, n := r.sh, len(tokens)
@@ -135,40 +147,88 @@ func (r *attnRef) want(t *testing.T) oracle {
 		scratch := make([]float32, ref.AttentionScratch(n, pos0))
 		ref.Attention(out, q, r.kc, r.vc, n, pos0, sh.heads, sh.kvHeads, sh.headDim, r.scale, scratch)
 		scale := make([]float64, len(q))
-		group := sh.heads / sh.kvHeads
 		qw := sh.heads * sh.headDim
 		for tk := range n {
-			visible := pos0 + tk + 1
 			for h := range sh.heads {
-				qh := q[tk*qw+h*sh.headDim : tk*qw+(h+1)*sh.headDim]
-				kvOff := h / group * sh.headDim
-				p := make([]float64, visible)
-				top := math.Inf(-1)
-				for pos := range visible {
-					var dot float64
-					for i, x := range qh {
-						if r.f16 {
-							x = quant.FP16ToFP32(quant.FP32ToFP16(x))
-						}
-						dot += float64(x) * cached(r.kc, pos, kvOff+i)
-					}
-					p[pos] = dot * float64(r.scale)
-					top = max(top, p[pos])
-				}
-				var sum float64
-				for pos := range p {
-					p[pos] = math.Exp(p[pos] - top)
-					sum += p[pos]
-				}
-				for d := range sh.headDim {
-					var m float64
-					for pos := range p {
-						m += p[pos] / sum * math.Abs(cached(r.vc, pos, kvOff+d))
-					}
-					scale[tk*qw+h*sh.headDim+d] = m
-				}
+				off := tk*qw + h*sh.headDim
+				r.bound(scale[off:off+sh.headDim], q[off:off+sh.headDim], h, pos0+tk+1, pos0+n)
 			}
 		}
 		return out, scale
 	}
+}
+
+// bound sets m[d], for one query head h of a token that sees visible
+// positions (the batch reaching last), to the largest difference between
+// two implementations that round Q and P at ref.Attention's points and
+// differ only in summation order and in the last bits of exp. With
+// u = 2⁻²⁴ and probabilities p computed here in float64:
+//
+//   - a score is within e = scale·(hd+2)·u·Σᵢ|q̂ᵢkᵢ| of exact (the +2 for
+//     the scaling), so each implementation's probability is within a
+//     relative η = 4·max e + 64u of p (the max shift and the sum move by
+//     up to 2e each; 64u for the exp approximation and float32 roundings);
+//   - f16 cache: both round p to binary16, to the same value unless
+//     p·(1±η) straddles a rounding point, where they may be one binary16
+//     step apart; f32 cache: the two differ by at most 2η·p;
+//   - P·V over N ≤ last rounded up to 32 cells: 2·N·u·Σ p̂|v| between two
+//     summation orders, plus Σ |Δp̂|·|v| from the step above.
+//
+// The sum, times 1.25 for second-order terms, is m; the default Rel is 1.
+func (r *attnRef) bound(m []float64, qh []float32, h, visible, last int) {
+	const u = 0x1p-24
+	sh := r.sh
+	hd, scale := sh.headDim, float64(r.scale)
+	kvOff := h / (sh.heads / sh.kvHeads) * hd
+	q := make([]float64, hd)
+	for i, x := range qh {
+		if r.f16 {
+			x = quant.FP16ToFP32(quant.FP32ToFP16(x))
+		}
+		q[i] = float64(x)
+	}
+	x := make([]float64, visible)
+	top, maxErr := math.Inf(-1), 0.0
+	for p := range visible {
+		var dot, abs float64
+		for i := range q {
+			k := cached(r.kc, p, kvOff+i)
+			dot += q[i] * k
+			abs += math.Abs(q[i] * k)
+		}
+		x[p] = dot * scale
+		top = max(top, x[p])
+		maxErr = max(maxErr, scale*float64(hd+2)*u*abs)
+	}
+	var sum float64
+	for p := range x {
+		x[p] = math.Exp(x[p] - top)
+		sum += x[p]
+	}
+	eta := 4*maxErr + 64*u
+	pw, dp := make([]float64, visible), make([]float64, visible)
+	for p := range x {
+		prob := x[p] / sum
+		if !r.f16 {
+			pw[p], dp[p] = prob*(1+eta), 2*eta*prob
+			continue
+		}
+		lo, hi := halfRound(prob*(1-eta-4*u)), halfRound(prob*(1+eta+4*u))
+		pw[p], dp[p] = hi, hi-lo
+	}
+	nPV := float64((last + 31) / 32 * 32)
+	for d := range m {
+		var wsum, flip float64
+		for p := range visible {
+			v := math.Abs(cached(r.vc, p, kvOff+d))
+			wsum += pw[p] * v
+			flip += dp[p] * v
+		}
+		m[d] = 1.25 * (2*nPV*u*wsum + flip)
+	}
+}
+
+// halfRound rounds x to the nearest binary16 value.
+func halfRound(x float64) float64 {
+	return float64(quant.FP16ToFP32(quant.FP32ToFP16(float32(x))))
 }

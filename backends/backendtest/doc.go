@@ -71,13 +71,18 @@
 //	MatMul, MatMulQKV, Part            Σₖ|wₖ·aₖ|                                 2⁻¹⁴
 //	MatMulAdd                          Σₖ|wₖ·aₖ| + |r| + |want|                  2⁻¹⁴
 //	MatMulGateUpSwiGLU                 1.1·Σ_g·|u| + |silu(g)|·Σ_u + |want|      2⁻¹⁴
-//	Attention/f16                      Σₚ pₚ·|vₚ|                                2⁻¹⁰
-//	Attention/f32                      Σₚ pₚ·|vₚ|                                2⁻¹²
+//	Attention                          derived bound (below)                     1
 //
 // In the matmul scales w is the dequantized weight and a the activation
 // converted to the weight's dot-product type (binary16, bfloat16, Q8_0,
 // Q8_1 or Q8_K, as quant.VecDotType says); Σ_g and Σ_u are the gate's and
-// the up projection's. The defaults assume a backend converts activations
+// the up projection's. For Attention m is the largest difference between
+// two implementations that round the query and the probabilities at the
+// same points (binary16 with an f16 cache): a summation-order term
+// 2·N·u·Σₚ p̂ₚ|vₚ| over the N cells of P·V, plus, with an f16 cache, one
+// binary16 step of every probability whose value the scores' own rounding
+// error could carry across a rounding point (f32: a relative 2η, η the
+// probabilities' error from the scores), times 1.25. The defaults assume a backend converts activations
 // exactly as quant.QuantizeRow does and rounds at the points ops/ref
 // rounds (the CPU backend's numerics, which follow llama.cpp); only the
 // order of summation, the accuracy of exp, sin and cos, and FMA contraction

@@ -83,9 +83,18 @@ func termScale(t *testing.T, w *tensor, dt gguf.TensorType, x []float32, nTok in
 }
 
 // matmulShapes returns the inner dimensions for type dt and the output
-// row counts.
+// row counts: the table widths, and outside -short a model-sized row (the
+// largest K the default tolerances are stated for).
 func (s *suite) matmulShapes(dt gguf.TensorType) (ks, ns []int) {
-	return s.tableCols(dt), s.outRows()
+	ks = s.tableCols(dt)
+	if !s.short {
+		if dt.BlockSize() == 1 {
+			ks = append(ks, 1021)
+		} else {
+			ks = append(ks, 1024)
+		}
+	}
+	return ks, s.outRows()
 }
 
 func testMatMul(t *testing.T, s *suite) {
