@@ -400,8 +400,24 @@ func TestChunkLen(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, 512, nextChunk(time.Millisecond, 128, 512))
-	assert.Equal(t, minEvalChunk, nextChunk(10*time.Second, 128, 512))
-	assert.Equal(t, 256, nextChunk(evalChunkTarget/2, 128, 512))
-	assert.Equal(t, 2, nextChunk(time.Hour, 2, 2))
+	assert.Equal(t, 512, nextChunk(time.Millisecond, 128, 512, 128))
+	assert.Equal(t, 128, nextChunk(10*time.Second, 128, 512, 128))
+	assert.Equal(t, 8, nextChunk(10*time.Second, 128, 512, 8))
+	assert.Equal(t, 256, nextChunk(evalChunkTarget/2, 128, 512, 128))
+	assert.Equal(t, 2, nextChunk(time.Hour, 2, 2, 128))
+}
+
+// TestChunkFloor: chunks keep minEvalChunk tokens while the weights
+// dominate and shrink deep in a long context, where attention does.
+func TestChunkFloor(t *testing.T) {
+	m := openStories(t)
+	c := costOf(m.Plan.Graph)
+	p := m.Plan.Params
+	q, kv := p.Heads*p.HeadDim, p.KVHeads*p.HeadDim
+	perLayer := 2*p.Embd*q + 2*p.Embd*kv + 3*p.Embd*p.FFN // q and o, k and v, gate, up and down
+	assert.Equal(t, float64(p.Layers*perLayer+p.Embd*p.VocabSize), c.weights)
+	assert.Equal(t, float64(p.Layers*2*q), c.attnPerPos)
+	assert.Equal(t, minEvalChunk, c.chunkFloor(0))
+	assert.Less(t, c.chunkFloor(512), minEvalChunk)
+	assert.Equal(t, minAttnChunk, c.chunkFloor(1<<20))
 }

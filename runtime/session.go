@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
 	"github.com/weft-ml/weft/backends"
+	"github.com/weft-ml/weft/graph"
+	"github.com/weft-ml/weft/ops"
 )
 
 // ErrContextFull is returned when the KV cache has no room for more tokens.
@@ -38,6 +41,7 @@ type SessionOptions struct {
 type Session struct {
 	m       *Model
 	st      backends.State
+	cost    tokenCost    // sizes cancellable chunks
 	busy    atomic.Bool  // held by the running call (see acquire)
 	pos     atomic.Int64 // len(history), readable from any goroutine
 	history []int32
@@ -67,7 +71,7 @@ func (m *Model) NewSession(o SessionOptions) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Session{m: m, st: st, history: make([]int32, 0, o.Ctx)}, nil
+	return &Session{m: m, st: st, cost: costOf(m.Plan.Graph), history: make([]int32, 0, o.Ctx)}, nil
 }
 
 // acquire marks the session in use by the calling goroutine, or returns
@@ -130,9 +134,9 @@ func (s *Session) Eval(tokens []int32, all bool) ([]float32, error) {
 // EvalContext is Eval that stops between batches once ctx is done,
 // returning an error that wraps ctx.Err() and leaving the session as it
 // was before the call. When ctx can be cancelled, long inputs are run in
-// chunks sized to take about evalChunkTarget each (never fewer than
-// minEvalChunk tokens), so that cancellation takes effect quickly; the
-// logits do not depend on how the tokens are split.
+// chunks sized to take about evalChunkTarget each (see chunkFloor), so
+// that cancellation takes effect quickly; the logits do not depend on how
+// the tokens are split.
 func (s *Session) EvalContext(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
 	if err := s.acquire(); err != nil {
 		return nil, err
@@ -143,16 +147,56 @@ func (s *Session) EvalContext(ctx context.Context, tokens []int32, all bool) ([]
 
 // Cancellable evaluation splits a long input into chunks of about
 // evalChunkTarget, so that a cancelled prefill returns within about one
-// chunk rather than one full batch (seconds on a 7B model). Chunks are
-// never smaller than minEvalChunk tokens. Measured on 16 cores, 512
-// prompt tokens in 128-token chunks took as long as in one batch (within
-// the 2-3% noise) on a 7B Q4_0 model and about 3% longer on a 1.1B one,
-// which lost up to 25% in 64-token chunks. Eval without a cancellable
-// context (and so Bench) runs whole batches as before.
+// chunk rather than one full batch (seconds on a 7B model).
+//
+// Each chunk costs about one extra pass over the weights, so while the
+// weights dominate a token's cost chunks keep at least minEvalChunk
+// tokens. Measured on 16 cores, 512 prompt tokens took as long in
+// 128-token chunks as in one batch (within the 2-3% noise) on a 7B Q4_0
+// model and about 3% longer on a 1.1B one; 64-token chunks lost 12% and
+// 25%, 32-token ones 25% and 40%. Deep in a long context attention
+// dominates instead, which chunks do not slow, and the floor falls with
+// the weights' share (chunkFloor) down to minAttnChunk. Eval without a
+// cancellable context (and so Bench) runs whole batches.
 const (
 	evalChunkTarget = 250 * time.Millisecond
 	minEvalChunk    = 128
+	minAttnChunk    = 8
 )
+
+// tokenCost is what one token of prefill costs in multiply-adds: against
+// the weights, and in attention per position already in the cache.
+type tokenCost struct{ weights, attnPerPos float64 }
+
+// costOf estimates a token's cost from the graph: the matrix weights every
+// node reads (embedding lookups excepted) and each attention's heads.
+func costOf(g *graph.Graph) tokenCost {
+	var c tokenCost
+	for _, n := range g.Nodes {
+		switch {
+		case n.Op == ops.Attention:
+			c.attnPerPos += 2 * float64(n.Attrs.Int("heads")*n.Attrs.Int("head_dim"))
+		case n.Op != ops.GetRows:
+			for _, id := range n.Inputs {
+				w := g.Nodes[id]
+				if sh := w.Type.Shape; w.Tensor != "" && len(sh) == 2 && !sh[0].IsSym() && !sh[1].IsSym() {
+					c.weights += float64(sh[0].N) * float64(sh[1].N)
+				}
+			}
+		}
+	}
+	return c
+}
+
+// chunkFloor is the smallest chunk worth running at position pos:
+// minEvalChunk scaled by the weights' share of a token's cost.
+func (c tokenCost) chunkFloor(pos int) int {
+	share := 1.0
+	if total := c.weights + c.attnPerPos*float64(pos); total > 0 {
+		share = c.weights / total
+	}
+	return max(minAttnChunk, int(math.Ceil(minEvalChunk*share)))
+}
 
 // eval is EvalContext for a caller that holds the session.
 func (s *Session) eval(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
@@ -171,7 +215,7 @@ func (s *Session) eval(ctx context.Context, tokens []int32, all bool) ([]float32
 	batch := s.m.prog.MaxTokens()
 	size, adapt := batch, ctx.Done() != nil
 	if adapt {
-		size = min(batch, minEvalChunk)
+		size = min(batch, s.cost.chunkFloor(pos0))
 	}
 	for lo := 0; lo < len(tokens); {
 		if err := ctx.Err(); err != nil {
@@ -186,7 +230,7 @@ func (s *Session) eval(ctx context.Context, tokens []int32, all bool) ([]float32
 			return nil, err
 		}
 		if adapt {
-			size = nextChunk(time.Since(start), n, batch)
+			size = nextChunk(time.Since(start), n, batch, s.cost.chunkFloor(s.Pos()))
 		}
 		lo += n
 		if all {
@@ -216,13 +260,13 @@ func chunkLen(rest, size, batch int) int {
 }
 
 // nextChunk sizes the next chunk so that it takes about evalChunkTarget,
-// given that the last one of n tokens took d.
-func nextChunk(d time.Duration, n, batch int) int {
+// given that the last one of n tokens took d, and at least floor tokens.
+func nextChunk(d time.Duration, n, batch, floor int) int {
 	size := batch
 	if d > 0 {
 		size = int(min(int64(batch), int64(evalChunkTarget)*int64(n)/int64(d)))
 	}
-	return max(size, min(minEvalChunk, batch))
+	return min(batch, max(size, floor))
 }
 
 // Step appends one token and returns the logits that follow it. The slice
