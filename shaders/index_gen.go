@@ -30,6 +30,9 @@ var spvSoftmaxF32 []byte
 //go:embed spv/quantize_q8_0.spv
 var spvQuantizeQ80 []byte
 
+//go:embed spv/round_f16.spv
+var spvRoundF16 []byte
+
 //go:embed spv/rope_f32.spv
 var spvRopeF32 []byte
 
@@ -152,6 +155,14 @@ var kernels = []Kernel{{
 	Name:      "quantize_q8_0",
 	PushBytes: 16,
 	SPIRV:     spvQuantizeQ80,
+	Source:    "quantize_q8.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  2,
+	Defines:   []string{"ROUND_F16"},
+	Name:      "round_f16",
+	PushBytes: 16,
+	SPIRV:     spvRoundF16,
 	Source:    "quantize_q8.comp",
 	Workgroup: 64,
 }, {

@@ -1,9 +1,10 @@
 // Matrix × matrix for any token count (ops/ref MatMul and the fused
 // matmuls): d[t·dstride + r] = W[r,:]·x[t,:] for weight rows r < nrows
 // of ncols values and tokens t < ntok. One workgroup computes one weight
-// row for up to NT tokens (gl_WorkGroupID.z is the token block), so a
-// weight row is read once per NT tokens; rows beyond the x dispatch limit
-// continue in y.
+// Each invocation computes one weight row for up to NT tokens
+// (gl_WorkGroupID.z is the token block), so a weight row is read once per
+// NT tokens, with no barriers: workgroup x·WG + i takes row x·WG + i, and
+// rows beyond the x dispatch limit continue in y.
 //
 // Variants by weight type (W_F32, W_F16, W_Q8_0, W_Q4_0) and epilogue:
 //   (none)  d = W·x
@@ -11,7 +12,8 @@
 //   GATEUP  d = silu(W·x) · (U·x)        (MatMulGateUpSwiGLU; U at binding 3)
 //
 // Numerics follow the CPU backend (llama.cpp): F32 weights take float32
-// activations; F16 weights take activations rounded to binary16; Q8_0 and
+// activations; F16 weights take activations rounded to binary16 beforehand
+// (quantize_q8's ROUND_F16 variant, into the scratch); Q8_0 and
 // Q4_0 weights take activations quantized to Q8_0 blocks beforehand by
 // quantize_q8 (binding 1 is then that scratch: per block one word holding
 // the float value of its binary16 scale, then 8 words of int8), with an
@@ -68,14 +70,11 @@ uint wu32(uint s, uint off) {
 }
 int sbyte(uint word, uint i) { return bitfieldExtract(int(word), int(i * 8u), 8); }
 
-shared float red[NT * NW * WG];
-
 void main() {
-    const uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+    const uint row = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * WG + gl_LocalInvocationID.x;
     if (row >= pc.nrows) {
-        return; // uniform across the workgroup
+        return;
     }
-    const uint tid = gl_LocalInvocationID.x;
     const uint t0 = gl_WorkGroupID.z * NT;
     const uint nt = min(NT, pc.ntok - t0);
     float acc[NT * NW];
@@ -84,7 +83,7 @@ void main() {
     }
 #if defined(QUANT_ACT)
     const uint nb = pc.ncols / 32u;
-    for (uint b = tid; b < nb; b += WG) {
+    for (uint b = 0u; b < nb; b++) {
         for (uint s = 0u; s < NW; s++) {
 #if defined(W_Q8_0)
             const uint wb = (row * nb + b) * 34u;
@@ -128,7 +127,7 @@ void main() {
         }
     }
 #else
-    for (uint k = tid; k < pc.ncols; k += WG) {
+    for (uint k = 0u; k < pc.ncols; k++) {
         for (uint s = 0u; s < NW; s++) {
             const uint i = row * pc.ncols + k;
 #if defined(W_F32)
@@ -139,36 +138,19 @@ void main() {
 #error "define a weight type"
 #endif
             for (uint j = 0u; j < nt; j++) {
-                float a = x[pc.xoff + (t0 + j) * pc.ncols + k];
-#if defined(W_F16)
-                a = round_f16(a);
-#endif
-                acc[s * NT + j] += wv * a;
+                acc[s * NT + j] += wv * x[pc.xoff + (t0 + j) * pc.ncols + k];
             }
         }
     }
 #endif
-    // Tree reduction of all NT·NW sums at once.
-    for (uint i = 0u; i < NT * NW; i++) {
-        red[i * WG + tid] = acc[i];
-    }
-    barrier();
-    for (uint h = WG / 2u; h > 0u; h >>= 1) {
-        if (tid < h) {
-            for (uint i = 0u; i < NT * NW; i++) {
-                red[i * WG + tid] += red[i * WG + tid + h];
-            }
-        }
-        barrier();
-    }
-    if (tid < nt) {
-        const uint o = (t0 + tid) * pc.dstride + row;
-        const float v = red[tid * WG];
+    for (uint j = 0u; j < nt; j++) {
+        const uint o = (t0 + j) * pc.dstride + row;
+        const float v = acc[j];
 #if defined(ADD)
         d[pc.doff + o] = v + e[pc.eoff + o];
 #elif defined(GATEUP)
         const float g = v;
-        d[pc.doff + o] = (g / (1.0 + exp(-g))) * red[(NT + tid) * WG];
+        d[pc.doff + o] = (g / (1.0 + exp(-g))) * acc[NT + j];
 #else
         d[pc.doff + o] = v;
 #endif

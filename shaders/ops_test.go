@@ -191,13 +191,19 @@ func TestMatMul(t *testing.T) {
 			const xoff, doff, roff = 5, 3, 7
 			wb, ub, db := e.buf(len(rawW), rawW), e.buf(len(rawU), rawU), e.out(doff+c.rows*c.ntok+4)
 			xb, aoff := e.place(xoff, x), xoff
+			if wt == gguf.TypeF16 {
+				const qoff = 2
+				qb := e.out(qoff + c.ntok*c.cols)
+				e.run("round_f16", [3]uint32{2, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
+				xb, aoff = qb, qoff
+			}
 			if quantized {
 				const qoff = 2
 				qb := e.out(qoff + c.ntok*c.cols/32*9)
 				e.run("quantize_q8_0", [3]uint32{2, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
 				xb, aoff = qb, qoff
 			}
-			g := e.rows(c.rows)
+			g := e.rows((c.rows + 63) / 64) // one invocation per weight row
 			g[2] = uint32((c.ntok + 7) / 8)
 			push := pushWords(c.cols, c.rows, c.ntok, aoff, doff, roff, c.rows)
 			label := fmt.Sprintf("%s %dx%d ntok=%d", typeName(wt), c.rows, c.cols, c.ntok)

@@ -1,7 +1,7 @@
 // Activations to Q8_0 blocks for the Q8_0/Q4_0 matmuls, as the CPU backend
 // quantizes them (quant.QuantizeRow, ggml's quantize_row_q8_0): per block
 // of 32, d = max|x|/127, q = round(x/d) with halves away from zero, d kept
-// as binary16. Block b of token t is written at word qoff + (t·nb + b)·9:
+// as binary16 (variant ROUND_F16: see main). Block b of token t is written at word qoff + (t·nb + b)·9:
 // the float value of the binary16 d, then the 32 int8 in 8 words.
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -20,6 +20,15 @@ layout(binding = 1) writeonly buffer Q { uint q[]; };
 #include "half.glsl"
 
 void main() {
+#ifdef ROUND_F16
+    // Variant ROUND_F16: the activations rounded to binary16 (kept as
+    // float32 values) for the F16 matmuls, at word qoff + t·ncols + k.
+    const uint n = pc.ncols * pc.ntok;
+    for (uint i = gl_GlobalInvocationID.x; i < n; i += gl_NumWorkGroups.x * WG) {
+        q[pc.qoff + i] = floatBitsToUint(round_f16(x[pc.xoff + i]));
+    }
+    return;
+#endif
     const uint nb = pc.ncols / 32u;
     const uint stride = gl_NumWorkGroups.x * WG;
     for (uint i = gl_GlobalInvocationID.x; i < nb * pc.ntok; i += stride) {

@@ -256,7 +256,11 @@ func checkModel(t *testing.T, d *vulkan.Device, name string, maxTokens int) {
 	frac := float64(atLeast4) / float64(total)
 	t.Logf("%s: top-5 overlap min %d, >=4 at %.2f%% of %d positions", name, min5, 100*frac, total)
 	assert.GreaterOrEqual(t, min5, 3, "top-5 overlap")
-	assert.GreaterOrEqual(t, frac, 0.99, "share of positions with top-5 overlap >= 4")
+	if !testing.Short() {
+		// The 99% share is a statistic over every prompt (about 200 positions
+		// per model); one prompt's 48 positions cannot carry it.
+		assert.GreaterOrEqual(t, frac, 0.99, "share of positions with top-5 overlap >= 4")
+	}
 }
 
 // TestStories260K runs the trained stories260K (F32 weights) against
@@ -265,4 +269,22 @@ func checkModel(t *testing.T, d *vulkan.Device, name string, maxTokens int) {
 func TestStories260K(t *testing.T) {
 	d := vulkantest.Open(t)
 	checkModel(t, d, "stories260K", 512)
+}
+
+// TestStories260KF16 runs the F16-weight stories260K: activations rounded
+// to binary16 for every matmul, as on the CPU.
+func TestStories260KF16(t *testing.T) {
+	d := vulkantest.Open(t)
+	checkModel(t, d, "stories260K-F16", 512)
+}
+
+// TestSynth15M runs the random-weight 15M models of the weight types the
+// shaders read (F16, Q8_0, Q4_0) against llama.cpp's logits: within the
+// end-to-end rule and top-5 agreement (their greedy text is not
+// meaningful).
+func TestSynth15M(t *testing.T) {
+	d := vulkantest.Open(t)
+	for _, name := range []string{"synth-15m-f16", "synth-15m-q8_0", "synth-15m-q4_0"} {
+		t.Run(name, func(t *testing.T) { checkModel(t, d, name, 512) })
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/weft-ml/weft/backends"
+	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
 	"github.com/weft-ml/weft/ops"
 )
@@ -444,6 +445,10 @@ func (r *recorder) attention(v *value, dst Range, doff uint32) error {
 // matmul.comp).
 const matmulTokens = 8
 
+// matmulWG is the matmul shaders' workgroup size: weight rows per
+// workgroup.
+const matmulWG = 64
+
 func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	n := v.n
 	x, xoff := r.operand(n.Inputs[0])
@@ -451,26 +456,30 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	ws := matmulWeights(n)
 	cols := r.in(v, 0).width
 	// Block-quantized weights take Q8_0 activations, quantized once.
-	quantized := false
-	for _, id := range ws {
-		if r.s.e.g.Nodes[id].Type.DType.BlockSize() > 1 {
-			quantized = true
-		}
-	}
-	if quantized {
+	// F16 weights take binary16-rounded activations (one weight type per
+	// node, checked at Load).
+	wt0 := r.s.e.g.Nodes[ws[0]].Type.DType
+	switch {
+	case wt0.BlockSize() > 1:
 		if err := r.dispatch("quantize_q8_0", strided(ntok*cols/32, 64), []uint32{uint32(cols), uint32(ntok), xoff, 0}, x, Whole(r.s.scratch)); err != nil {
+			return err
+		}
+		r.p.Barrier()
+	case wt0 == gguf.TypeF16:
+		if err := r.dispatch("round_f16", strided(ntok*cols, 64), []uint32{uint32(cols), uint32(ntok), xoff, 0}, x, Whole(r.s.scratch)); err != nil {
 			return err
 		}
 		r.p.Barrier()
 	}
 	act := func(wt graph.DType) (Range, uint32) {
-		if wt.BlockSize() > 1 {
+		if wt != gguf.TypeF32 {
 			return Whole(r.s.scratch), 0
 		}
 		return x, xoff
 	}
+	// One invocation per weight row: workgroups of matmulWG rows.
 	groups := func(rowsW int) [3]uint32 {
-		gx, gy := r.s.e.d.RowGroups(uint32(rowsW))
+		gx, gy := r.s.e.d.RowGroups(uint32((rowsW + matmulWG - 1) / matmulWG))
 		return [3]uint32{gx, gy, uint32((ntok + matmulTokens - 1) / matmulTokens)}
 	}
 	wnode := func(i int) (*graph.Node, Range) {

@@ -42,6 +42,7 @@ var variants = []variant{
 	{"rms_norm_mul_f32", "rms_norm.comp", []string{"MUL_WEIGHT"}, 3, 24, 128},
 	{"softmax_f32", "softmax.comp", nil, 2, 20, 128},
 	{"quantize_q8_0", "quantize_q8.comp", nil, 2, 16, 64},
+	{"round_f16", "quantize_q8.comp", []string{"ROUND_F16"}, 2, 16, 64},
 	{"rope_f32", "rope.comp", nil, 4, 36, 64},
 	{"kv_store_f16", "kv_store.comp", []string{"KV_F16"}, 5, 20, 64},
 	{"kv_store_f32", "kv_store.comp", []string{"KV_F32"}, 5, 20, 64},
