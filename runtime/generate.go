@@ -29,10 +29,17 @@ type Result struct {
 	PrefillTime  time.Duration
 	DecodeTime   time.Duration
 	StopReason   string // "length", "eos", "context", "cancelled", "closed" (Model.Close)
+	// PrefillCancelled: the prompt's evaluation was cancelled, so it was
+	// taken out of the session again and nothing was generated.
+	PrefillCancelled bool
 }
 
-// PrefillTokensPerSecond is the prompt evaluation speed.
+// PrefillTokensPerSecond is the prompt evaluation speed (0 when it was
+// cancelled).
 func (r *Result) PrefillTokensPerSecond() float64 {
+	if r.PrefillCancelled {
+		return 0
+	}
 	return perSecond(len(r.PromptTokens), r.PrefillTime)
 }
 
@@ -97,7 +104,7 @@ func (s *Session) Generate(ctx context.Context, prompt string, o GenerateOptions
 	res.PrefillTime = time.Since(start)
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			res.StopReason = "cancelled"
+			res.StopReason, res.PrefillCancelled = "cancelled", true
 			return res, nil
 		}
 		return nil, err

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,6 +36,9 @@ type benchReport struct {
 	Env           benchEnv      `json:"env"`
 	ModelBytes    int64         `json:"model_bytes"`
 	PeakRSS       int64         `json:"peak_rss_bytes"` // of the whole process, mapped weights included
+	// Cancelled: a signal stopped the benchmark; the statistics cover the
+	// runs that completed before it.
+	Cancelled bool `json:"cancelled,omitempty"`
 }
 
 type benchEnv struct {
@@ -46,7 +51,9 @@ type benchEnv struct {
 	Date      string   `json:"date"`
 }
 
-func runBench(args []string, stdout, stderr io.Writer) error {
+// runBench runs `graphrun bench`. When ctx is cancelled (a signal) it
+// stops between runs or decoded tokens and prints what it measured.
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("graphrun bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	p := fs.Int("p", 512, "prompt tokens for the prefill test (0: skip)")
@@ -71,7 +78,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return errUsage
 	}
 	batch := max(*p, 1)
-	m, err := runtime.Open(pos[0], runtime.Options{Threads: *threads, Compile: runtime.CompileOptions{Batch: batch, Ctx: max(*p, *n) + 1}})
+	m, err := openModel(ctx, pos[0], runtime.Options{Threads: *threads, Compile: runtime.CompileOptions{Batch: batch, Ctx: max(*p, *n) + 1}})
+	if errors.Is(err, errLoadCancelled) {
+		fmt.Fprintln(stderr, "graphrun bench: stopped while loading the model: nothing measured")
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -86,19 +97,20 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 		defer stop()
 	}
-	res, err := m.Bench(runtime.BenchOptions{PromptTokens: *p, GenTokens: *n, Reps: *r, Progress: func(stage string, rep, reps int) {
+	res, err := m.BenchContext(ctx, runtime.BenchOptions{PromptTokens: *p, GenTokens: *n, Reps: *r, Progress: func(stage string, rep, reps int) {
 		fmt.Fprintf(stderr, "\r%s: run %d/%d (run 0 is warm-up)   ", stage, rep, reps)
 	}})
 	fmt.Fprintln(stderr)
-	if err != nil {
+	cancelled := err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
+	if err != nil && !cancelled {
 		return err
 	}
 	rep := benchReport{Model: filepath.Base(pos[0]), Threads: *threads, PromptTokens: *p, GenTokens: *n, Reps: *r,
-		Prefill: res.Prefill, Decode: res.Decode, Env: environment(), ModelBytes: m.File.Size(), PeakRSS: peakRSS()}
+		Prefill: res.Prefill, Decode: res.Decode, Env: environment(), ModelBytes: m.File.Size(), PeakRSS: peakRSS(), Cancelled: cancelled}
 	if rep.Threads == 0 {
 		rep.Threads = goruntime.GOMAXPROCS(0)
 	}
-	if *bandwidth {
+	if *bandwidth && !cancelled {
 		fmt.Fprintln(stderr, "measuring memory read bandwidth")
 		if rep.ReadBandwidth, err = runtime.ReadBandwidth(rep.Threads, *r); err != nil {
 			return err
@@ -110,6 +122,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return enc.Encode(rep)
 	}
 	printBench(stdout, rep)
+	if cancelled {
+		fmt.Fprintln(stdout, "cancelled: the statistics cover the runs completed before the signal")
+	}
 	return nil
 }
 

@@ -118,12 +118,20 @@ func (f float32Flag) Set(s string) error {
 	return nil
 }
 
+// run generates from the flags in args. When ctx is cancelled (a signal)
+// it stops between two batches of the prompt or two generated tokens and
+// still prints what it made (the text, the --json object) and the summary.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, err := parseFlags(args)
 	if err != nil {
 		return err
 	}
-	m, err := runtime.Open(c.model, runtime.Options{Threads: c.threads})
+	start := time.Now()
+	m, err := openModel(ctx, c.model, runtime.Options{Threads: c.threads})
+	if errors.Is(err, errLoadCancelled) {
+		report(stdout, stderr, c, time.Since(start), &runtime.Result{StopReason: "cancelled"})
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -141,7 +149,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		opts.PromptLogits = func(l []float32) error { return writeFloats(c.logitsOut, l, m.Files()...) }
 	}
 	out := bufio.NewWriter(stdout)
-	defer out.Flush()
 	onToken := func(_ int32, text string) error {
 		if c.jsonOut {
 			return nil
@@ -150,29 +157,45 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return out.Flush()
 	}
 	res, genErr := s.Generate(ctx, c.prompt, opts, onToken)
+	out.Flush()
 	if res == nil {
 		return genErr
 	}
-	if c.jsonOut {
-		writeJSON(out, m, res)
-	} else {
-		fmt.Fprintln(out)
-	}
-	out.Flush()
-	summarize(stderr, m, res)
+	report(stdout, stderr, c, m.LoadTime, res)
 	return genErr
 }
 
-func summarize(w io.Writer, m *runtime.Model, r *runtime.Result) {
-	fmt.Fprintf(w, "\nload %.0f ms | prompt %d tokens, %.1f tok/s | generated %d tokens, %.1f tok/s | stop: %s\n",
-		float64(m.LoadTime.Microseconds())/1000, len(r.PromptTokens), r.PrefillTokensPerSecond(),
+// report ends the output: the JSON object (--json) or a newline after the
+// streamed text on stdout, then the summary on stderr.
+func report(stdout, stderr io.Writer, c *config, load time.Duration, res *runtime.Result) {
+	if c.jsonOut {
+		writeJSON(stdout, load, res)
+	} else {
+		fmt.Fprintln(stdout)
+	}
+	summarize(stderr, load, res)
+}
+
+func summarize(w io.Writer, load time.Duration, r *runtime.Result) {
+	prefill := fmt.Sprintf("%.1f tok/s", r.PrefillTokensPerSecond())
+	if r.PrefillCancelled {
+		prefill = fmt.Sprintf("cancelled after %.0f ms", float64(r.PrefillTime.Microseconds())/1000)
+	}
+	fmt.Fprintf(w, "\nload %.0f ms | prompt %d tokens, %s | generated %d tokens, %.1f tok/s | stop: %s\n",
+		float64(load.Microseconds())/1000, len(r.PromptTokens), prefill,
 		len(r.Tokens), r.DecodeTokensPerSecond(), r.StopReason)
 }
 
-func writeJSON(w io.Writer, m *runtime.Model, r *runtime.Result) {
+func writeJSON(w io.Writer, load time.Duration, r *runtime.Result) {
+	ids := func(x []int32) []int32 { // [] rather than null
+		if x == nil {
+			return []int32{}
+		}
+		return x
+	}
 	json.NewEncoder(w).Encode(map[string]any{
-		"prompt_tokens": r.PromptTokens, "tokens": r.Tokens, "text": r.Text, "stop_reason": r.StopReason,
-		"load_ms": m.LoadTime.Seconds() * 1000, "prefill_ms": r.PrefillTime.Seconds() * 1000, "decode_ms": r.DecodeTime.Seconds() * 1000,
+		"prompt_tokens": ids(r.PromptTokens), "tokens": ids(r.Tokens), "text": r.Text, "stop_reason": r.StopReason,
+		"load_ms": load.Seconds() * 1000, "prefill_ms": r.PrefillTime.Seconds() * 1000, "decode_ms": r.DecodeTime.Seconds() * 1000,
 		"prefill_tok_s": r.PrefillTokensPerSecond(), "decode_tok_s": r.DecodeTokensPerSecond(),
 	})
 }

@@ -103,7 +103,7 @@ func TestClearErrors(t *testing.T) {
 
 func TestBenchJSON(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if err := runBench([]string{stories(t), "-p", "16", "-n", "4", "-r", "2", "--bandwidth", "--json"}, &out, &errOut); err != nil {
+	if err := runBench(context.Background(), []string{stories(t), "-p", "16", "-n", "4", "-r", "2", "--bandwidth", "--json"}, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
 	var rep struct {
