@@ -129,8 +129,9 @@ func build(plan *Plan, f *gguf.File, weights string, o Options) (*Model, error) 
 // graph, so its refusals are the plan's; another backend's are its own
 // (no device, not enough memory).
 func loadError(plan *Plan, weights, backend string, err error) error {
+	var opt interface{ CallerOption() } // an Options value out of range (cpu.OptionError)
 	switch {
-	case errors.Is(err, backends.ErrWeightsChanged):
+	case errors.Is(err, backends.ErrWeightsChanged), errors.As(err, &opt):
 		return err
 	case backend == hostBackend:
 		return planError(plan, weights, err)

@@ -268,14 +268,20 @@ func TestHugeSizesAreRefused(t *testing.T) {
 		require.Error(t, err, "ctx %d", c.ctx)
 		assert.Regexp(t, c.want, err.Error())
 	}
-	// The threads of one session's attention scratch count too.
+	// Threads out of range are the caller's to change, not the plan's.
 	t.Run("threads", func(t *testing.T) {
 		m, err := Open(stories(t), Options{Threads: 100000})
 		require.Error(t, err)
-		assert.ErrorContains(t, err, "100000 threads: want 1 to 512, or 0 for all cores (--threads)")
+		assert.EqualError(t, err, "100000 threads: want 1 to 512, or 0 for all cores (--threads)")
 		if m != nil {
 			m.Close()
 		}
+		dir := t.TempDir()
+		p, err := CompileTo(stories(t), filepath.Join(dir, "m.plan"), CompileOptions{})
+		require.NoError(t, err)
+		p.Close()
+		_, err = Open(filepath.Join(dir, "m.plan"), Options{Threads: -2})
+		assert.EqualError(t, err, "-2 threads: want 1 to 512, or 0 for all cores (--threads)", "the plan is not at fault")
 	})
 	s, err := m.NewSession(SessionOptions{Ctx: 4096})
 	require.NoError(t, err, "a context that fits")

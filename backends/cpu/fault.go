@@ -2,11 +2,11 @@ package cpu
 
 import (
 	"fmt"
-
-	"github.com/weft-ml/weft/backends"
 	"runtime"
 	"runtime/debug"
 	"unsafe"
+
+	"github.com/weft-ml/weft/backends"
 )
 
 // Weights are read straight from memory-mapped files (the GGUF model and

@@ -65,6 +65,16 @@ type Program struct {
 	files     [2]string // the model file and the repacked weights' file, for FaultError
 }
 
+// OptionError is an Options value out of range (threads): the caller's
+// to change, not the plan's. Its CallerOption method lets callers that
+// name no cpu type tell it apart from a refusal of the plan.
+type OptionError struct{ msg string }
+
+func (e *OptionError) Error() string { return e.msg }
+
+// CallerOption marks the error as the caller's.
+func (*OptionError) CallerOption() {}
+
 // Compile prepares g for execution with weights from w. The graph is
 // input (a plan file): it is checked (checkGraph) and every size computed
 // from it and from o is checked for overflow, so that a program that
@@ -80,7 +90,7 @@ func Compile(g *graph.Graph, w WeightSource, o Options) (p *Program, err error) 
 	case o.Threads == 0:
 		o.Threads = min(runtime.GOMAXPROCS(0), MaxThreads)
 	case o.Threads < 0 || o.Threads > MaxThreads:
-		return nil, fmt.Errorf("%d threads: want 1 to %d, or 0 for all cores (--threads)", o.Threads, MaxThreads)
+		return nil, &OptionError{fmt.Sprintf("%d threads: want 1 to %d, or 0 for all cores (--threads)", o.Threads, MaxThreads)}
 	}
 	if err := g.Verify(); err != nil {
 		return nil, err

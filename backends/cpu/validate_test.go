@@ -103,8 +103,8 @@ func TestOptionsBounds(t *testing.T) {
 	}{
 		{Options{MaxTokens: -1}, "batch of -1 tokens: want 1 to 2147483647"},
 		{Options{MaxTokens: MaxBatch + 1}, "batch of 2147483648 tokens: want 1 to 2147483647"},
-		{Options{Threads: MaxThreads + 1}, "513 threads: want 1 to 512"},
-		{Options{Threads: -3}, "-3 threads: want 1 to 512"},
+		{Options{Threads: MaxThreads + 1}, "513 threads: want 1 to 512, or 0 for all cores (--threads)"},
+		{Options{Threads: -3}, "-3 threads: want 1 to 512, or 0 for all cores (--threads)"},
 	} {
 		_, err := Compile(g, f, c.o)
 		assert.EqualError(t, err, c.want)
