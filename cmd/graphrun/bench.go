@@ -24,6 +24,7 @@ import (
 // benchReport is what `graphrun bench --json` prints.
 type benchReport struct {
 	Model        string        `json:"model"`
+	Backend      string        `json:"backend"`
 	Threads      int           `json:"threads"`
 	PromptTokens int           `json:"prompt_tokens"`
 	GenTokens    int           `json:"gen_tokens"`
@@ -60,6 +61,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	n := fs.Int("n", 128, "tokens for the decode test (0: skip)")
 	r := fs.Int("r", 5, "repetitions (after one warm-up)")
 	threads := fs.Int("threads", 0, "threads (default: all cores)")
+	where := addBackendFlags(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the timed runs to this file")
 	bandwidth := fs.Bool("bandwidth", false, "also measure the memory read bandwidth (GB/s) with the same threads")
@@ -74,11 +76,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		pos, args = append(pos, args[0]), args[1:]
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: graphrun bench MODEL.plan|MODEL.gguf [-p 512] [-n 128] [-r 5] [--threads N] [--bandwidth] [--json] [--cpuprofile F]")
+		fmt.Fprintln(stderr, "usage: graphrun bench MODEL.plan|MODEL.gguf [-p 512] [-n 128] [-r 5] [--threads N] [--backend cpu|vulkan|auto] [--device N] [--bandwidth] [--json] [--cpuprofile F]")
 		return errUsage
 	}
 	batch := max(*p, 1)
-	m, err := openModel(ctx, pos[0], runtime.Options{Threads: *threads, Compile: runtime.CompileOptions{Batch: batch, Ctx: max(*p, *n) + 1}})
+	m, err := openModel(ctx, pos[0], where.options(runtime.Options{Threads: *threads, Compile: runtime.CompileOptions{Batch: batch, Ctx: max(*p, *n) + 1}}))
 	if errors.Is(err, errLoadCancelled) {
 		fmt.Fprintln(stderr, "graphrun bench: stopped while loading the model: nothing measured")
 		return nil
@@ -87,6 +89,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer m.Close()
+	noteBackend(stderr, m)
 	if *p > m.Plan.Run.Batch {
 		return fmt.Errorf("-p %d exceeds the plan's batch size %d: recompile with --batch %d", *p, m.Plan.Run.Batch, *p)
 	}
@@ -105,7 +108,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil && !cancelled {
 		return err
 	}
-	rep := benchReport{Model: filepath.Base(pos[0]), Threads: *threads, PromptTokens: *p, GenTokens: *n, Reps: *r,
+	rep := benchReport{Model: filepath.Base(pos[0]), Backend: m.Backend, Threads: *threads, PromptTokens: *p, GenTokens: *n, Reps: *r,
 		Prefill: res.Prefill, Decode: res.Decode, Env: environment(), ModelBytes: m.File.Size(), PeakRSS: peakRSS(), Cancelled: cancelled}
 	if rep.Threads == 0 {
 		rep.Threads = goruntime.GOMAXPROCS(0)

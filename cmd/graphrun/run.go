@@ -23,7 +23,9 @@ type config struct {
 	model, prompt, file, logitsOut, kvType string
 	n, ctx, threads                        int
 	jsonOut, ignoreEOS, noBOS, special     bool
+	listDevices                            bool
 	sampling                               sample.Params
+	where                                  backendFlags
 }
 
 func parseFlags(args []string) (*config, error) {
@@ -43,6 +45,8 @@ func parseFlags(args []string) (*config, error) {
 	fs.BoolVar(&c.noBOS, "no-bos", false, "do not add the BOS token")
 	fs.BoolVar(&c.special, "special", false, "parse special-token text in the prompt")
 	fs.BoolVar(&c.jsonOut, "json", false, "print one JSON object at the end instead of streaming")
+	c.where = addBackendFlags(fs)
+	fs.BoolVar(&c.listDevices, "list-devices", false, "list the devices of every backend and exit")
 	fs.StringVar(&c.logitsOut, "logits-out", "", "write every prompt position's logits (float32 LE, [n_prompt][n_vocab])")
 	sp := &c.sampling
 	fs.Var(float32Flag{&sp.Temp}, "temp", "temperature (0: greedy)")
@@ -63,6 +67,9 @@ func parseFlags(args []string) (*config, error) {
 			break
 		}
 		pos, args = append(pos, args[0]), args[1:]
+	}
+	if c.listDevices && len(pos) == 0 {
+		return c, nil
 	}
 	if len(pos) != 1 {
 		fs.Usage()
@@ -126,8 +133,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if c.listDevices {
+		return listDevices(stdout)
+	}
 	start := time.Now()
-	m, err := openModel(ctx, c.model, runtime.Options{Threads: c.threads})
+	m, err := openModel(ctx, c.model, c.where.options(runtime.Options{Threads: c.threads}))
 	if errors.Is(err, errLoadCancelled) {
 		report(stdout, stderr, c, time.Since(start), &runtime.Result{StopReason: "cancelled"})
 		return nil
@@ -136,6 +146,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer m.Close()
+	noteBackend(stderr, m)
 	s, err := m.NewSession(runtime.SessionOptions{Ctx: c.ctx, KVType: c.kvType})
 	if err != nil {
 		return err

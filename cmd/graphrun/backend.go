@@ -1,0 +1,73 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	goruntime "runtime"
+
+	"github.com/weft-ml/weft/backends"
+	"github.com/weft-ml/weft/runtime"
+)
+
+// backendFlags choose where a model runs; shared by run and bench.
+type backendFlags struct {
+	backend *string
+	device  *int
+}
+
+func addBackendFlags(fs *flag.FlagSet) backendFlags {
+	return backendFlags{
+		backend: fs.String("backend", "cpu", "cpu, vulkan, or auto (vulkan where it loads the model, else cpu)"),
+		device:  fs.Int("device", 0, "device of the backend (see --list-devices)"),
+	}
+}
+
+// options fills the backend choice into o; a GGUF compiled in memory is
+// placed for the chosen backend.
+func (b backendFlags) options(o runtime.Options) runtime.Options {
+	o.Backend, o.Device = *b.backend, *b.device
+	if o.Backend != runtime.AutoBackend {
+		o.Compile.Backend = o.Backend
+	}
+	return o
+}
+
+// noteBackend says on stderr which backend runs the model when it was not
+// the one asked for.
+func noteBackend(stderr io.Writer, m *runtime.Model) {
+	for _, n := range m.BackendNotes {
+		fmt.Fprintf(stderr, "graphrun: %s\n", n)
+	}
+}
+
+// listDevices prints every device of every backend in this build.
+func listDevices(w io.Writer) error {
+	for _, name := range backends.Names() {
+		e, err := backends.Lookup(name)
+		if err != nil {
+			return err
+		}
+		l, ok := e.(backends.DeviceLister)
+		if !ok {
+			fmt.Fprintf(w, "%-7s 0  %s (%d threads)\n", name, goruntime.GOARCH, goruntime.GOMAXPROCS(0))
+			continue
+		}
+		devs, err := l.Devices()
+		if err != nil {
+			fmt.Fprintf(w, "%-7s -  none: %v\n", name, err)
+			continue
+		}
+		if len(devs) == 0 {
+			fmt.Fprintf(w, "%-7s -  none: the loader found no device\n", name)
+		}
+		for _, d := range devs {
+			mem := ""
+			if d.Memory > 0 {
+				mem = fmt.Sprintf(", %.1f GiB", float64(d.Memory)/(1<<30))
+			}
+			fmt.Fprintf(w, "%-7s %d  %s (%s, %s%s)\n", name, d.Index, d.Name, d.Kind, d.Driver, mem)
+		}
+	}
+	return nil
+}
