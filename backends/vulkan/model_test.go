@@ -238,11 +238,12 @@ func checkModel(t *testing.T, d *vulkan.Device, name string, maxTokens int) {
 	g, f := compileFor(t, path, maxTokens)
 	e := load(t, d, g, f, maxTokens)
 	prompts, _ := filepath.Glob(filepath.Join(refDir, name+".p[0-9].json"))
-	require.NotEmpty(t, prompts)
-	if testing.Short() {
-		prompts = prompts[:1]
-	}
 	trained := strings.HasPrefix(name, "stories260K")
+	require.NotEmpty(t, prompts)
+	all := os.Getenv("WEFT_VULKAN_LONG") == "1"
+	if !all && (testing.Short() || !trained) {
+		prompts = prompts[:1] // the 366-token synth prompts take minutes on lavapipe
+	}
 	min5, total, atLeast4 := 5, 0, 0
 	for _, p := range prompts {
 		f16 := loadReference(t, refDir, filepath.Base(p))
@@ -256,14 +257,14 @@ func checkModel(t *testing.T, d *vulkan.Device, name string, maxTokens int) {
 	frac := float64(atLeast4) / float64(total)
 	t.Logf("%s: top-5 overlap min %d, >=4 at %.2f%% of %d positions", name, min5, 100*frac, total)
 	assert.GreaterOrEqual(t, min5, 3, "top-5 overlap")
-	if !testing.Short() {
-		// The 99% share is a statistic over every prompt (about 200 positions
-		// per model); one prompt's 48 positions cannot carry it.
+	if n, _ := filepath.Glob(filepath.Join(refDir, name+".p[0-9].json")); len(prompts) == len(n) {
+		// The 99% share is a statistic over every prompt (hundreds of
+		// positions per model); one prompt's 48 positions cannot carry it.
 		assert.GreaterOrEqual(t, frac, 0.99, "share of positions with top-5 overlap >= 4")
 	}
 }
 
-// TestStories260K runs the trained stories260K (F32 weights) against
+// TestStories260K runs (every prompt; the first in -short mode) the trained stories260K (F32 weights) against
 // llama.cpp: greedy tokens exact, logits within the end-to-end rule, with
 // an f16 and an f32 KV cache.
 func TestStories260K(t *testing.T) {
@@ -282,9 +283,16 @@ func TestStories260KF16(t *testing.T) {
 // shaders read (F16, Q8_0, Q4_0) against llama.cpp's logits: within the
 // end-to-end rule and top-5 agreement (their greedy text is not
 // meaningful).
+//
+// Only the first prompt of each runs unless WEFT_VULKAN_LONG=1; in -short
+// mode only Q8_0.
 func TestSynth15M(t *testing.T) {
 	d := vulkantest.Open(t)
-	for _, name := range []string{"synth-15m-f16", "synth-15m-q8_0", "synth-15m-q4_0"} {
+	names := []string{"synth-15m-f16", "synth-15m-q8_0", "synth-15m-q4_0"}
+	if testing.Short() {
+		names = names[1:2]
+	}
+	for _, name := range names {
 		t.Run(name, func(t *testing.T) { checkModel(t, d, name, 512) })
 	}
 }
