@@ -5,6 +5,7 @@ import (
 
 	"github.com/weft-ml/weft/backends"
 	"github.com/weft-ml/weft/graph"
+	"github.com/weft-ml/weft/ops"
 )
 
 func init() { backends.Register(Backend{}) }
@@ -17,11 +18,21 @@ type Backend struct{}
 func (Backend) Name() string { return "cpu" }
 
 // Supports accepts every node the CPU backend has a kernel for.
-func (Backend) Supports(n *graph.Node, _ *graph.Graph) error {
-	if _, ok := kernels[n.Op]; ok || n.Op == "Input" || n.Op == "Weight" {
+func (Backend) Supports(n *graph.Node, g *graph.Graph) error {
+	if n.Op == "Input" || n.Op == "Weight" {
 		return nil
 	}
-	return fmt.Errorf("no CPU kernel for %s", n.Op)
+	if _, ok := kernels[n.Op]; !ok {
+		return fmt.Errorf("no CPU kernel for %s", n.Op)
+	}
+	if n.Op == ops.Mul || n.Op == ops.Add {
+		for _, in := range n.Inputs {
+			if w := g.Nodes[in]; w.Op == "Weight" && len(w.Type.Shape) != 1 {
+				return fmt.Errorf("the CPU's %s takes a weight operand only as a 1-D row, not %s", n.Op, w.Type.Shape)
+			}
+		}
+	}
+	return nil
 }
 
 // Load compiles g for the CPU (see Compile).

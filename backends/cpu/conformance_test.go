@@ -16,7 +16,10 @@ import (
 // held to the suite's bounds.
 func TestConformance(t *testing.T) {
 	backendtest.Run(t, cpu.Backend{}, backendtest.Options{
-		Unsupported: []string{ops.Dequantize}, // fused away by the passes; no CPU kernel
+		// Dequantize is fused away by the passes (no CPU kernel); only a
+		// 1-D F32 weight is bound as a broadcast row, so Supports refuses
+		// a [1, D] weight operand of Mul or Add.
+		Unsupported: []string{ops.Dequantize, ops.Mul + "/row2d", ops.Add + "/row2d"},
 		Tolerances: backendtest.ExactFor(
 			ops.GetRows, ops.SelectRows, ops.Copy,
 			ops.Mul, ops.Add, ops.Scale,
@@ -24,13 +27,6 @@ func TestConformance(t *testing.T) {
 			ops.RMSNorm, ops.RMSNormMul, ops.LayerNorm, ops.LayerNormMul, ops.LayerNormMulAdd,
 			ops.RoPE,
 		),
-		// Supports accepts a [1, D] weight as Mul's or Add's second operand
-		// (the op's type rule allows it), but Load refuses it: only a 1-D
-		// F32 weight is bound as a broadcast row.
-		Skip: map[string]string{
-			ops.Mul + "/row2d": "Load refuses a [1, D] F32 weight operand that Supports accepts",
-			ops.Add + "/row2d": "Load refuses a [1, D] F32 weight operand that Supports accepts",
-		},
 		Threads: 3, // an odd split of rows and tiles
 	})
 }
