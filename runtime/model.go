@@ -42,6 +42,9 @@ type Model struct {
 	// keeps new ones out until closed is set.
 	life   sync.RWMutex
 	closed bool // under life
+
+	sessMu   sync.Mutex            // guards sessions
+	sessions map[*Session]struct{} // live sessions, released by Close (release.go)
 }
 
 // Open loads a .plan file, or compiles a .gguf file in memory.
@@ -160,7 +163,10 @@ func (m *Model) Close() error {
 		return nil
 	}
 	m.closed = true
-	err := m.File.Close()
+	err := m.releaseAll()
+	if ferr := m.File.Close(); err == nil {
+		err = ferr
+	}
 	if perr := m.Plan.closePacked(); err == nil {
 		err = perr
 	}

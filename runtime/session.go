@@ -40,10 +40,11 @@ type SessionOptions struct {
 // called while the session is evaluating.
 type Session struct {
 	m       *Model
-	st      backends.State
-	cost    tokenCost    // sizes cancellable chunks
-	busy    atomic.Bool  // held by the running call (see acquire)
-	pos     atomic.Int64 // len(history), readable from any goroutine
+	st      backends.State // replaced by a releasedState on Close (release.go)
+	ctx     int            // KV cache positions
+	cost    tokenCost      // sizes cancellable chunks
+	busy    atomic.Bool    // held by the running call (see acquire)
+	pos     atomic.Int64   // len(history), readable from any goroutine
 	history []int32
 	rowIdx  []int32 // scratch for output-row indices
 	posBuf  []int32 // scratch for positions
@@ -71,7 +72,9 @@ func (m *Model) NewSession(o SessionOptions) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Session{m: m, st: st, cost: costOf(m.Plan.Graph), history: make([]int32, 0, o.Ctx)}, nil
+	s := &Session{m: m, st: st, ctx: st.Context(), cost: costOf(m.Plan.Graph), history: make([]int32, 0, o.Ctx)}
+	m.track(s)
+	return s, nil
 }
 
 // acquire marks the session in use by the calling goroutine, or returns
@@ -93,7 +96,7 @@ func (s *Session) Model() *Model { return s.m }
 func (s *Session) Pos() int { return int(s.pos.Load()) }
 
 // Context is the KV cache size in tokens.
-func (s *Session) Context() int { return s.st.Context() }
+func (s *Session) Context() int { return s.ctx }
 
 // History returns the tokens in the KV cache. The slice is the session's:
 // do not modify it, and do not call History while another goroutine

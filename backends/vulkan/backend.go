@@ -16,8 +16,9 @@ import (
 func init() { backends.Register(Backend{}) }
 
 // Backend is the Vulkan backend as the compiler and runtime see it. Load
-// opens the device named by WEFT_VULKAN_DEVICE (an index into Devices,
-// default 0) with the validation layer on when WEFT_VULKAN_VALIDATION=1;
+// opens device LoadOptions.Device (graphrun --device; an index into
+// Devices), or WEFT_VULKAN_DEVICE when that is 0, with the validation
+// layer on when WEFT_VULKAN_VALIDATION=1;
 // LoadOn loads onto a device the caller opened.
 type Backend struct{}
 
@@ -134,11 +135,25 @@ func matmulWeights(n *graph.Node) []int {
 	return nil
 }
 
+// Devices lists the Vulkan devices for graphrun --list-devices.
+func (Backend) Devices() ([]backends.DeviceInfo, error) {
+	devs, err := Devices()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]backends.DeviceInfo, len(devs))
+	for i, d := range devs {
+		out[i] = backends.DeviceInfo{Index: d.Index, Name: d.Name, Kind: d.Type,
+			Driver: fmt.Sprintf("Vulkan %s, %s, subgroup %d", d.API, d.Driver, d.SubgroupSize), Memory: int64(d.DeviceLocalBytes)}
+	}
+	return out, nil
+}
+
 // Load opens the device (see Backend) and loads g onto it; the program
 // owns the device and closes it in Close.
 func (Backend) Load(g *graph.Graph, w backends.Weights, o backends.LoadOptions) (backends.Program, error) {
-	index := 0
-	if s := os.Getenv("WEFT_VULKAN_DEVICE"); s != "" {
+	index := o.Device
+	if s := os.Getenv("WEFT_VULKAN_DEVICE"); s != "" && index == 0 {
 		i, err := strconv.Atoi(s)
 		if err != nil {
 			return nil, fmt.Errorf("WEFT_VULKAN_DEVICE=%q: want a device index", s)
