@@ -157,7 +157,9 @@ func TestProgramRejectsBadDispatches(t *testing.T) {
 func TestRowGroups(t *testing.T) {
 	d := vulkantest.Open(t)
 	maxX := d.Properties().Limits.MaxComputeWorkGroupCount[0]
-	for _, rows := range []uint32{1, 7, maxX, maxX + 1, 3*maxX + 5} {
+	// Rows near 2^32 too: NVIDIA's limit is 2^31-1, so 3*maxX+5 wraps to
+	// 2^31+2 there, which once overflowed the group count.
+	for _, rows := range []uint32{1, 7, maxX, maxX + 1, 3*maxX + 5, 1<<31 + 2, 1<<32 - 1} {
 		x, y := d.RowGroups(rows)
 		assert.LessOrEqual(t, x, maxX)
 		assert.GreaterOrEqual(t, uint64(x)*uint64(y), uint64(rows))

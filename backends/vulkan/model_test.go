@@ -235,6 +235,9 @@ func truncate(s string, n int) string {
 func checkModel(t *testing.T, d *vulkan.Device, name string, maxTokens int) {
 	refDir := testenv.Shared(t, "reference")
 	path := filepath.Join(testenv.Shared(t, "models"), name+".gguf")
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("shared model %s not found (%v): this test needs the project's ../shared/models", name, err)
+	}
 	g, f := compileFor(t, path, maxTokens)
 	e := load(t, d, g, f, maxTokens)
 	prompts, _ := filepath.Glob(filepath.Join(refDir, name+".p[0-9].json"))

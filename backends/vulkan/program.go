@@ -311,5 +311,6 @@ func (d *Device) RowGroups(rows uint32) (x, y uint32) {
 	if rows <= maxX {
 		return max(rows, 1), 1
 	}
-	return maxX, (rows + maxX - 1) / maxX
+	// In 64 bits: rows + maxX overflows 32 where maxX is 2^31-1 (NVIDIA).
+	return maxX, uint32((uint64(rows) + uint64(maxX) - 1) / uint64(maxX))
 }
