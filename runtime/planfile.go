@@ -201,13 +201,18 @@ func CompileTo(in, out string, o CompileOptions) (*Plan, error) {
 		discard()
 		return nil, err
 	}
+	// Map the side file before the plan is committed: once it is, a
+	// concurrent compile to the same path may replace this plan and remove
+	// its side file, and the mapping (of the inode) must already exist.
+	if p.Packed, p.unmapPacked, err = mapReadOnly(side.tmp); err != nil {
+		safefile.Discard(side.tmp)
+		return nil, err
+	}
 	if err := commitPlan(t.Path, p, side); err != nil {
+		p.closePacked()
 		return nil, err
 	}
 	p.path, p.sidePath = t.Path, filepath.Join(filepath.Dir(t.Path), p.PackedFile)
-	if p.Packed, p.unmapPacked, err = mapReadOnly(p.sidePath); err != nil {
-		return nil, err
-	}
 	return p, nil
 }
 
