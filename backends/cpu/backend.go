@@ -51,11 +51,7 @@ func (Backend) Load(g *graph.Graph, w backends.Weights, o backends.LoadOptions) 
 type loaded struct{ *Program }
 
 func (l loaded) NewState(o backends.StateOptions) (backends.State, error) {
-	kv := KVF16
-	if o.KVType == backends.KVF32 {
-		kv = KVF32
-	}
-	st, err := l.Program.NewState(o.Ctx, kv)
+	st, err := l.Program.NewState(o.Ctx, o.KVType)
 	if err != nil {
 		return nil, err
 	}

@@ -3,23 +3,18 @@ package cpu
 import (
 	"fmt"
 	"runtime/debug"
+
+	"github.com/weft-ml/weft/backends"
 )
 
-// KVType selects the element type of the KV cache.
-type KVType int
+// KVType selects the element type of the KV cache (the contract's type).
+type KVType = backends.KVType
 
 // KV cache element types. F16 is llama.cpp's default.
 const (
-	KVF16 KVType = iota
-	KVF32
+	KVF16 = backends.KVF16
+	KVF32 = backends.KVF32
 )
-
-func (t KVType) String() string {
-	if t == KVF32 {
-		return "f32"
-	}
-	return "f16"
-}
 
 // State is one session's mutable data: activation buffers and KV cache.
 type State struct {
