@@ -1,10 +1,13 @@
 package runtime
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/weft-ml/weft/backends"
 )
 
 // The runtime picks backends by name through the registry; "auto" falls
@@ -33,4 +36,17 @@ func TestBackendChoice(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Eval([]int32{1, 2}, false)
 	require.NoError(t, err)
+}
+
+// A plan placed for a device backend says so when asked to run elsewhere.
+func TestPlanForAnotherBackend(t *testing.T) {
+	if _, err := backends.Lookup("vulkan"); err != nil {
+		t.Skip("no vulkan backend in this build")
+	}
+	path := filepath.Join(t.TempDir(), "v.plan")
+	p, err := CompileTo(stories(t), path, CompileOptions{Ctx: 64, Backend: "vulkan"})
+	require.NoError(t, err)
+	require.NoError(t, p.Close())
+	_, err = Open(path, Options{Backend: "cpu"})
+	assert.ErrorContains(t, err, "this plan was compiled for the vulkan backend (graphc compile --backend vulkan): run it with --backend vulkan, or recompile it with --backend cpu")
 }

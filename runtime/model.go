@@ -105,9 +105,9 @@ func build(plan *Plan, f *gguf.File, weights string, o Options) (*Model, error) 
 	if err := plan.validate(); err != nil {
 		return nil, planError(plan, weights, err)
 	}
-	names := []string{o.backend()}
-	if o.Backend == AutoBackend {
-		names = autoOrder
+	names, err := o.candidates(plan)
+	if err != nil {
+		return nil, err
 	}
 	var notes []string
 	for i, name := range names {
@@ -207,6 +207,33 @@ const AutoBackend = "auto"
 
 // autoOrder is the preference of AutoBackend.
 var autoOrder = []string{"vulkan", hostBackend}
+
+// candidates are the backends to try, in order, for plan: a plan placed
+// for a device backend runs only there (its graph holds that backend's
+// copies and layouts); a plan for the host alone runs anywhere.
+func (o Options) candidates(plan *Plan) ([]string, error) {
+	placed := plan.deviceBackend()
+	switch {
+	case placed != "" && o.Backend == AutoBackend:
+		return []string{placed}, nil
+	case placed != "" && o.backend() != placed:
+		return nil, fmt.Errorf("this plan was compiled for the %s backend (graphc compile --backend %s): run it with --backend %s, or recompile it with --backend %s", placed, placed, placed, o.backend())
+	case o.Backend == AutoBackend:
+		return autoOrder, nil
+	}
+	return []string{o.backend()}, nil
+}
+
+// deviceBackend is the backend other than the host that the plan's nodes
+// are placed on, or "".
+func (p *Plan) deviceBackend() string {
+	for _, n := range p.Graph.Nodes {
+		if n.Backend != "" && n.Backend != hostBackend {
+			return n.Backend
+		}
+	}
+	return ""
+}
 
 // backend is the backend to run on.
 func (o Options) backend() string {
