@@ -30,6 +30,9 @@ var spvSoftmaxF32 []byte
 //go:embed spv/quantize_q8_0.spv
 var spvQuantizeQ80 []byte
 
+//go:embed spv/quantize_q8_k.spv
+var spvQuantizeQ8K []byte
+
 //go:embed spv/round_f16.spv
 var spvRoundF16 []byte
 
@@ -60,6 +63,15 @@ var spvMatmulAddF32 []byte
 //go:embed spv/matmul_gateup_f32.spv
 var spvMatmulGateupF32 []byte
 
+//go:embed spv/matvec_f32.spv
+var spvMatvecF32 []byte
+
+//go:embed spv/matvec_add_f32.spv
+var spvMatvecAddF32 []byte
+
+//go:embed spv/matvec_gateup_f32.spv
+var spvMatvecGateupF32 []byte
+
 //go:embed spv/get_rows_f16.spv
 var spvGetRowsF16 []byte
 
@@ -71,6 +83,15 @@ var spvMatmulAddF16 []byte
 
 //go:embed spv/matmul_gateup_f16.spv
 var spvMatmulGateupF16 []byte
+
+//go:embed spv/matvec_f16.spv
+var spvMatvecF16 []byte
+
+//go:embed spv/matvec_add_f16.spv
+var spvMatvecAddF16 []byte
+
+//go:embed spv/matvec_gateup_f16.spv
+var spvMatvecGateupF16 []byte
 
 //go:embed spv/get_rows_q8_0.spv
 var spvGetRowsQ80 []byte
@@ -84,6 +105,15 @@ var spvMatmulAddQ80 []byte
 //go:embed spv/matmul_gateup_q8_0.spv
 var spvMatmulGateupQ80 []byte
 
+//go:embed spv/matvec_q8_0.spv
+var spvMatvecQ80 []byte
+
+//go:embed spv/matvec_add_q8_0.spv
+var spvMatvecAddQ80 []byte
+
+//go:embed spv/matvec_gateup_q8_0.spv
+var spvMatvecGateupQ80 []byte
+
 //go:embed spv/get_rows_q4_0.spv
 var spvGetRowsQ40 []byte
 
@@ -95,6 +125,72 @@ var spvMatmulAddQ40 []byte
 
 //go:embed spv/matmul_gateup_q4_0.spv
 var spvMatmulGateupQ40 []byte
+
+//go:embed spv/matvec_q4_0.spv
+var spvMatvecQ40 []byte
+
+//go:embed spv/matvec_add_q4_0.spv
+var spvMatvecAddQ40 []byte
+
+//go:embed spv/matvec_gateup_q4_0.spv
+var spvMatvecGateupQ40 []byte
+
+//go:embed spv/get_rows_q5_0.spv
+var spvGetRowsQ50 []byte
+
+//go:embed spv/matmul_q5_0.spv
+var spvMatmulQ50 []byte
+
+//go:embed spv/matmul_add_q5_0.spv
+var spvMatmulAddQ50 []byte
+
+//go:embed spv/matmul_gateup_q5_0.spv
+var spvMatmulGateupQ50 []byte
+
+//go:embed spv/matvec_q5_0.spv
+var spvMatvecQ50 []byte
+
+//go:embed spv/matvec_add_q5_0.spv
+var spvMatvecAddQ50 []byte
+
+//go:embed spv/matvec_gateup_q5_0.spv
+var spvMatvecGateupQ50 []byte
+
+//go:embed spv/get_rows_q4_k.spv
+var spvGetRowsQ4K []byte
+
+//go:embed spv/matvec_q4_k.spv
+var spvMatvecQ4K []byte
+
+//go:embed spv/matvec_add_q4_k.spv
+var spvMatvecAddQ4K []byte
+
+//go:embed spv/matvec_gateup_q4_k.spv
+var spvMatvecGateupQ4K []byte
+
+//go:embed spv/get_rows_q5_k.spv
+var spvGetRowsQ5K []byte
+
+//go:embed spv/matvec_q5_k.spv
+var spvMatvecQ5K []byte
+
+//go:embed spv/matvec_add_q5_k.spv
+var spvMatvecAddQ5K []byte
+
+//go:embed spv/matvec_gateup_q5_k.spv
+var spvMatvecGateupQ5K []byte
+
+//go:embed spv/get_rows_q6_k.spv
+var spvGetRowsQ6K []byte
+
+//go:embed spv/matvec_q6_k.spv
+var spvMatvecQ6K []byte
+
+//go:embed spv/matvec_add_q6_k.spv
+var spvMatvecAddQ6K []byte
+
+//go:embed spv/matvec_gateup_q6_k.spv
+var spvMatvecGateupQ6K []byte
 
 // kernels lists every compiled variant, in the generator's order.
 var kernels = []Kernel{{
@@ -156,6 +252,13 @@ var kernels = []Kernel{{
 	PushBytes: 16,
 	SPIRV:     spvQuantizeQ80,
 	Source:    "quantize_q8.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  2,
+	Name:      "quantize_q8_k",
+	PushBytes: 16,
+	SPIRV:     spvQuantizeQ8K,
+	Source:    "quantize_q8k.comp",
 	Workgroup: 64,
 }, {
 	Bindings:  2,
@@ -238,6 +341,30 @@ var kernels = []Kernel{{
 	Workgroup: 64,
 }, {
 	Bindings:  3,
+	Defines:   []string{"W_F32"},
+	Name:      "matvec_f32",
+	PushBytes: 28,
+	SPIRV:     spvMatvecF32,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_F32", "ADD"},
+	Name:      "matvec_add_f32",
+	PushBytes: 28,
+	SPIRV:     spvMatvecAddF32,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_F32", "GATEUP"},
+	Name:      "matvec_gateup_f32",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupF32,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
 	Defines:   []string{"W_F16"},
 	Name:      "get_rows_f16",
 	PushBytes: 20,
@@ -267,6 +394,30 @@ var kernels = []Kernel{{
 	PushBytes: 28,
 	SPIRV:     spvMatmulGateupF16,
 	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_F16"},
+	Name:      "matvec_f16",
+	PushBytes: 28,
+	SPIRV:     spvMatvecF16,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_F16", "ADD"},
+	Name:      "matvec_add_f16",
+	PushBytes: 28,
+	SPIRV:     spvMatvecAddF16,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_F16", "GATEUP"},
+	Name:      "matvec_gateup_f16",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupF16,
+	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
 	Bindings:  3,
@@ -302,6 +453,30 @@ var kernels = []Kernel{{
 	Workgroup: 64,
 }, {
 	Bindings:  3,
+	Defines:   []string{"W_Q8_0"},
+	Name:      "matvec_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecQ80,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q8_0", "ADD"},
+	Name:      "matvec_add_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecAddQ80,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q8_0", "GATEUP"},
+	Name:      "matvec_gateup_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ80,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
 	Defines:   []string{"W_Q4_0"},
 	Name:      "get_rows_q4_0",
 	PushBytes: 20,
@@ -331,5 +506,181 @@ var kernels = []Kernel{{
 	PushBytes: 28,
 	SPIRV:     spvMatmulGateupQ40,
 	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q4_0"},
+	Name:      "matvec_q4_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecQ40,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_0", "ADD"},
+	Name:      "matvec_add_q4_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecAddQ40,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_0", "GATEUP"},
+	Name:      "matvec_gateup_q4_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ40,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q5_0"},
+	Name:      "get_rows_q5_0",
+	PushBytes: 20,
+	SPIRV:     spvGetRowsQ50,
+	Source:    "get_rows.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q5_0"},
+	Name:      "matmul_q5_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulQ50,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_0", "ADD"},
+	Name:      "matmul_add_q5_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulAddQ50,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_0", "GATEUP"},
+	Name:      "matmul_gateup_q5_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulGateupQ50,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q5_0"},
+	Name:      "matvec_q5_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecQ50,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_0", "ADD"},
+	Name:      "matvec_add_q5_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecAddQ50,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_0", "GATEUP"},
+	Name:      "matvec_gateup_q5_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ50,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q4_K"},
+	Name:      "get_rows_q4_k",
+	PushBytes: 20,
+	SPIRV:     spvGetRowsQ4K,
+	Source:    "get_rows.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q4_K"},
+	Name:      "matvec_q4_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecQ4K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_K", "ADD"},
+	Name:      "matvec_add_q4_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecAddQ4K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_K", "GATEUP"},
+	Name:      "matvec_gateup_q4_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ4K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q5_K"},
+	Name:      "get_rows_q5_k",
+	PushBytes: 20,
+	SPIRV:     spvGetRowsQ5K,
+	Source:    "get_rows.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q5_K"},
+	Name:      "matvec_q5_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecQ5K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_K", "ADD"},
+	Name:      "matvec_add_q5_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecAddQ5K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_K", "GATEUP"},
+	Name:      "matvec_gateup_q5_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ5K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q6_K"},
+	Name:      "get_rows_q6_k",
+	PushBytes: 20,
+	SPIRV:     spvGetRowsQ6K,
+	Source:    "get_rows.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q6_K"},
+	Name:      "matvec_q6_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecQ6K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q6_K", "ADD"},
+	Name:      "matvec_add_q6_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecAddQ6K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q6_K", "GATEUP"},
+	Name:      "matvec_gateup_q6_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ6K,
+	Source:    "matvec.comp",
 	Workgroup: 64,
 }}

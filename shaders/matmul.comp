@@ -6,15 +6,15 @@
 // NT tokens, with no barriers: workgroup x·WG + i takes row x·WG + i, and
 // rows beyond the x dispatch limit continue in y.
 //
-// Variants by weight type (W_F32, W_F16, W_Q8_0, W_Q4_0) and epilogue:
+// Variants by weight type (W_F32, W_F16, W_Q8_0, W_Q4_0, W_Q5_0) and epilogue:
 //   (none)  d = W·x
 //   ADD     d = W·x + e                  (MatMulAdd; d may alias e)
 //   GATEUP  d = silu(W·x) · (U·x)        (MatMulGateUpSwiGLU; U at binding 3)
 //
 // Numerics follow the CPU backend (llama.cpp): F32 weights take float32
 // activations; F16 weights take activations rounded to binary16 beforehand
-// (quantize_q8's ROUND_F16 variant, into the scratch); Q8_0 and
-// Q4_0 weights take activations quantized to Q8_0 blocks beforehand by
+// (quantize_q8's ROUND_F16 variant, into the scratch); Q8_0, Q4_0 and
+// Q5_0 weights take activations quantized to Q8_0 blocks beforehand by
 // quantize_q8 (binding 1 is then that scratch: per block one word holding
 // the float value of its binary16 scale, then 8 words of int8), with an
 // integer sum per block and ggml's float operand order per block. Only the
@@ -35,7 +35,7 @@ layout(push_constant) uniform Push {
 } pc;
 
 layout(binding = 0) readonly buffer Wt { uint w[]; };
-#if defined(W_Q8_0) || defined(W_Q4_0)
+#if defined(W_Q8_0) || defined(W_Q4_0) || defined(W_Q5_0)
 #define QUANT_ACT
 layout(binding = 1) readonly buffer Xq { uint xq[]; };
 #else
@@ -92,6 +92,14 @@ void main() {
             for (uint k = 0u; k < 8u; k++) {
                 wq[k] = wu32(s, wb + 2u + 4u * k);
             }
+#elif defined(W_Q5_0)
+            const uint wb = (row * nb + b) * 22u;
+            const float dw = f16_to_f32(wu16(s, wb));
+            const uint qh = wu32(s, wb + 2u);
+            uint wq[4];
+            for (uint k = 0u; k < 4u; k++) {
+                wq[k] = wu32(s, wb + 6u + 4u * k);
+            }
 #else
             const uint wb = (row * nb + b) * 18u;
             const float dw = f16_to_f32(wu16(s, wb));
@@ -112,6 +120,18 @@ void main() {
                     }
                 }
                 acc[s * NT + j] += float(isum) * (dw * da);
+#elif defined(W_Q5_0)
+                for (uint k = 0u; k < 4u; k++) {
+                    const uint lo = xq[ab + 1u + k];      // activations 4k..4k+3
+                    const uint hi = xq[ab + 5u + k];      // activations 16+4k..
+                    for (uint i = 0u; i < 4u; i++) {
+                        const uint q = (wq[k] >> (8u * i)) & 0xffu;
+                        const int ql = int((q & 15u) | (((qh >> (4u * k + i)) & 1u) << 4)) - 16;
+                        const int qu = int((q >> 4) | (((qh >> (16u + 4u * k + i)) & 1u) << 4)) - 16;
+                        isum += ql * sbyte(lo, i) + qu * sbyte(hi, i);
+                    }
+                }
+                acc[s * NT + j] += (dw * da) * float(isum);
 #else
                 for (uint k = 0u; k < 4u; k++) {
                     const uint lo = xq[ab + 1u + k];      // activations 4k..4k+3

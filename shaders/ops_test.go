@@ -60,18 +60,27 @@ func pad4(b []byte) []byte {
 	return b
 }
 
-var weightTypes = []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0}
+var weightTypes = []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ5_0,
+	gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K}
 
 func typeName(t gguf.TensorType) string {
-	return map[gguf.TensorType]string{gguf.TypeF32: "f32", gguf.TypeF16: "f16", gguf.TypeQ8_0: "q8_0", gguf.TypeQ4_0: "q4_0"}[t]
+	return map[gguf.TensorType]string{gguf.TypeF32: "f32", gguf.TypeF16: "f16", gguf.TypeQ8_0: "q8_0", gguf.TypeQ4_0: "q4_0", gguf.TypeQ5_0: "q5_0",
+		gguf.TypeQ4_K: "q4_k", gguf.TypeQ5_K: "q5_k", gguf.TypeQ6_K: "q6_k"}[t]
 }
+
+// kQuant reports a K-quant (256-value super-blocks, Q8_K activations).
+func kQuant(t gguf.TensorType) bool { return t.BlockSize() == 256 }
 
 // GetRows widens rows exactly (an int8 or nibble times a binary16 scale is
 // exact in float32): the results must be bit-identical to ref.GetRows.
 func TestGetRows(t *testing.T) {
 	e := newEnv(t)
 	for _, wt := range weightTypes {
-		for _, cols := range []int{32, 96, 288} {
+		colsList := []int{32, 96, 288}
+		if kQuant(wt) {
+			colsList = []int{256, 768}
+		}
+		for _, cols := range colsList {
 			const vocab = 37
 			raw, _ := e.weights(wt, vocab, cols)
 			ids := []int32{36, 0, 5, 5, 17, 2, 36}
@@ -143,100 +152,156 @@ func TestQuantizeQ8(t *testing.T) {
 	}
 }
 
+// Q8_K activation quantization (K-quant matmuls) must give exactly the
+// CPU's GGUF Q8_K blocks: the first value of largest magnitude sets the
+// scale, ties round to even, and the 16-value sums are exact.
+func TestQuantizeQ8K(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct{ ntok, cols int }{{1, 256}, {3, 768}, {7, 2048}} {
+		x := e.random(c.ntok * c.cols)
+		for i := range x {
+			x[i] *= 7
+			if i%97 == 5 {
+				x[i] = 0
+			}
+		}
+		// Equal magnitudes of opposite sign: the first one sets the scale.
+		x[10], x[200] = -9, 9
+		// Halves after scaling by -127/9 land on ties (x = k·9/127·0.5 is
+		// not exact, but these come close).
+		x[11], x[12] = 4.5*9/127, -0.5*9/127
+		if len(x) > 512 {
+			for i := 256; i < 512; i++ {
+				x[i] = 0 // one all-zero block (d = 0)
+			}
+		}
+		want := make([]byte, c.ntok*c.cols/256*292)
+		require.NoError(t, quant.Quantize(gguf.TypeQ8_K, x, want))
+		const xoff, qoff = 5, 9
+		nw := c.ntok * c.cols / 256 * 73
+		xb, qb := e.place(xoff, x), e.out(qoff+nw)
+		e.run("quantize_q8_k", [3]uint32{2, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
+		raw := make([]byte, 4*nw)
+		require.NoError(t, e.d.Download(raw, qb, 4*qoff))
+		require.Equal(t, want, raw, "%d×%d", c.ntok, c.cols)
+	}
+}
+
 // Matmuls: the float sums run in another order than the CPU's; each
 // output must lie within 1e-7 + tol·Σ|w·x| of ref.MatMul (tol 2e-6 for
 // float weights, about 34 float32 ulp of the sum of magnitudes; 4e-6 for
 // Q8_0/Q4_0, whose per-block integer sums are exact and whose block terms
 // are summed in another order), far below a wrong or missing term.
-// Epilogues: plain, + residual (ADD), silu(gate)·up (GATEUP).
+// Epilogues: plain, + residual (ADD), silu(gate)·up (GATEUP). Both
+// kernels run: matmul (one invocation per row; not for K-quants) and
+// matvec (a workgroup per row). K-quants take Q8_K activations and rows of
+// 256·n; their integer sums per 32-value chunk are exact too.
 func TestMatMul(t *testing.T) {
 	e := newEnv(t)
-	cases := []struct{ rows, cols, ntok int }{{1, 32, 1}, {67, 96, 3}, {129, 288, 9}, {70, 2048, 17}}
-	if testing.Short() {
-		cases = cases[:3]
-	}
 	for _, wt := range weightTypes {
+		cases := []struct{ rows, cols, ntok int }{{1, 32, 1}, {67, 96, 3}, {129, 288, 9}, {70, 2048, 17}}
+		if kQuant(wt) {
+			cases = []struct{ rows, cols, ntok int }{{1, 256, 1}, {67, 512, 3}, {33, 768, 17}, {5, 2048, 9}}
+		}
+		if testing.Short() {
+			cases = cases[:3]
+		}
+		kernels := []string{"matmul", "matvec"}
+		if kQuant(wt) {
+			kernels = kernels[1:]
+		}
 		tol := 2e-6
 		quantized := wt.BlockSize() > 1
 		if quantized {
 			tol = 4e-6
 		}
 		for _, c := range cases {
-			rawW, wf := e.weights(wt, c.rows, c.cols)
-			rawU, uf := e.weights(wt, c.rows, c.cols)
-			x := e.random(c.ntok * c.cols)
-			res := e.random(c.ntok * c.rows)
-			mm := func(w []byte) []float32 {
-				out := make([]float32, c.rows*c.ntok)
-				scratch := make([]float32, (ref.ActScratchBytes(wt, c.cols, c.ntok)+3)/4)
-				require.NoError(t, ref.MatMul(out, w, wt, c.rows, c.cols, x, c.ntok, unsafeBytes(scratch)))
-				return out
-			}
-			gate, up := mm(rawW), mm(rawU)
-			mag := func(w []float32) []float64 {
-				m := make([]float64, c.rows*c.ntok)
-				for tk := 0; tk < c.ntok; tk++ {
-					for r := 0; r < c.rows; r++ {
-						s := 0.0
-						for k := 0; k < c.cols; k++ {
-							s += math.Abs(float64(w[r*c.cols+k]) * float64(x[tk*c.cols+k]))
+			for _, kern := range kernels {
+				rawW, wf := e.weights(wt, c.rows, c.cols)
+				rawU, uf := e.weights(wt, c.rows, c.cols)
+				x := e.random(c.ntok * c.cols)
+				res := e.random(c.ntok * c.rows)
+				mm := func(w []byte) []float32 {
+					out := make([]float32, c.rows*c.ntok)
+					scratch := make([]float32, (ref.ActScratchBytes(wt, c.cols, c.ntok)+3)/4)
+					require.NoError(t, ref.MatMul(out, w, wt, c.rows, c.cols, x, c.ntok, unsafeBytes(scratch)))
+					return out
+				}
+				gate, up := mm(rawW), mm(rawU)
+				mag := func(w []float32) []float64 {
+					m := make([]float64, c.rows*c.ntok)
+					for tk := 0; tk < c.ntok; tk++ {
+						for r := 0; r < c.rows; r++ {
+							s := 0.0
+							for k := 0; k < c.cols; k++ {
+								s += math.Abs(float64(w[r*c.cols+k]) * float64(x[tk*c.cols+k]))
+							}
+							m[tk*c.rows+r] = s
 						}
-						m[tk*c.rows+r] = s
 					}
+					return m
 				}
-				return m
-			}
-			magW, magU := mag(wf), mag(uf)
+				magW, magU := mag(wf), mag(uf)
 
-			const xoff, doff, roff = 5, 3, 7
-			wb, ub, db := e.buf(len(rawW), rawW), e.buf(len(rawU), rawU), e.out(doff+c.rows*c.ntok+4)
-			xb, aoff := e.place(xoff, x), xoff
-			if wt == gguf.TypeF16 {
-				const qoff = 2
-				qb := e.out(qoff + c.ntok*c.cols)
-				e.run("round_f16", [3]uint32{2, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
-				xb, aoff = qb, qoff
-			}
-			if quantized {
-				const qoff = 2
-				qb := e.out(qoff + c.ntok*c.cols/32*9)
-				e.run("quantize_q8_0", [3]uint32{2, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
-				xb, aoff = qb, qoff
-			}
-			g := e.rows((c.rows + 63) / 64) // one invocation per weight row
-			g[2] = uint32((c.ntok + 7) / 8)
-			push := pushWords(c.cols, c.rows, c.ntok, aoff, doff, roff, c.rows)
-			label := fmt.Sprintf("%s %dx%d ntok=%d", typeName(wt), c.rows, c.cols, c.ntok)
+				const xoff, doff, roff = 5, 3, 7
+				wb, ub, db := e.buf(len(rawW), rawW), e.buf(len(rawU), rawU), e.out(doff+c.rows*c.ntok+4)
+				xb, aoff := e.place(xoff, x), xoff
+				if wt == gguf.TypeF16 {
+					const qoff = 2
+					qb := e.out(qoff + c.ntok*c.cols)
+					e.run("round_f16", [3]uint32{2, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
+					xb, aoff = qb, qoff
+				}
+				switch {
+				case kQuant(wt):
+					const qoff = 2
+					qb := e.out(qoff + c.ntok*c.cols/256*73)
+					e.run("quantize_q8_k", [3]uint32{2, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
+					xb, aoff = qb, qoff
+				case quantized:
+					const qoff = 2
+					qb := e.out(qoff + c.ntok*c.cols/32*9)
+					e.run("quantize_q8_0", [3]uint32{2, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
+					xb, aoff = qb, qoff
+				}
+				g := e.rows((c.rows + 63) / 64) // matmul: one invocation per weight row
+				if kern == "matvec" {
+					g = e.rows(c.rows) // one workgroup per weight row
+				}
+				g[2] = uint32((c.ntok + 7) / 8)
+				push := pushWords(c.cols, c.rows, c.ntok, aoff, doff, roff, c.rows)
+				label := fmt.Sprintf("%s %s %dx%d ntok=%d", kern, typeName(wt), c.rows, c.cols, c.ntok)
 
-			check := func(what string, want []float32, bound func(i int) float64) {
-				got := e.readAt(db, doff, len(want))
-				worst := 0.0
-				for i := range want {
-					b := bound(i)
-					if !close(float64(got[i]), float64(want[i]), b, 0) {
-						require.Failf(t, what, "%s: output %d: got %g, want %g (tolerance %g)", label, i, got[i], want[i], b)
+				check := func(what string, want []float32, bound func(i int) float64) {
+					got := e.readAt(db, doff, len(want))
+					worst := 0.0
+					for i := range want {
+						b := bound(i)
+						if !close(float64(got[i]), float64(want[i]), b, 0) {
+							require.Failf(t, what, "%s: output %d: got %g, want %g (tolerance %g)", label, i, got[i], want[i], b)
+						}
+						worst = max(worst, math.Abs(float64(got[i]-want[i]))/b)
 					}
-					worst = max(worst, math.Abs(float64(got[i]-want[i]))/b)
+					t.Logf("%s %s: max |error|/tolerance = %.2g", what, label, worst)
 				}
-				t.Logf("%s %s: max |error|/tolerance = %.2g", what, label, worst)
+				e.run(kern+"_"+typeName(wt), g, push, wb, xb, db)
+				check("matmul", gate, func(i int) float64 { return 1e-7 + tol*magW[i] })
+
+				rb := e.place(roff, res)
+				want := make([]float32, len(gate))
+				ref.Add(want, gate, res)
+				e.run(kern+"_add_"+typeName(wt), g, push, wb, xb, db, rb)
+				check("matmul+add", want, func(i int) float64 { return 1e-7 + tol*magW[i] })
+
+				ref.SwiGLU(want, gate, up)
+				e.run(kern+"_gateup_"+typeName(wt), g, push, wb, xb, db, ub)
+				check("matmul gate·up", want, func(i int) float64 {
+					// silu'(x) ≤ 1.1: the gate's error passes through scaled by |up|,
+					// the up's by |silu(gate)| ≤ |gate|+0.3; exp adds a few ulp.
+					return 1e-6 + 1e-5*math.Abs(float64(want[i])) +
+						1.1*(1e-7+tol*magW[i])*math.Abs(float64(up[i])) + (math.Abs(float64(gate[i]))+0.3)*(1e-7+tol*magU[i])
+				})
 			}
-			e.run("matmul_"+typeName(wt), g, push, wb, xb, db)
-			check("matmul", gate, func(i int) float64 { return 1e-7 + tol*magW[i] })
-
-			rb := e.place(roff, res)
-			want := make([]float32, len(gate))
-			ref.Add(want, gate, res)
-			e.run("matmul_add_"+typeName(wt), g, push, wb, xb, db, rb)
-			check("matmul+add", want, func(i int) float64 { return 1e-7 + tol*magW[i] })
-
-			ref.SwiGLU(want, gate, up)
-			e.run("matmul_gateup_"+typeName(wt), g, push, wb, xb, db, ub)
-			check("matmul gate·up", want, func(i int) float64 {
-				// silu'(x) ≤ 1.1: the gate's error passes through scaled by |up|,
-				// the up's by |silu(gate)| ≤ |gate|+0.3; exp adds a few ulp.
-				return 1e-6 + 1e-5*math.Abs(float64(want[i])) +
-					1.1*(1e-7+tol*magW[i])*math.Abs(float64(up[i])) + (math.Abs(float64(gate[i]))+0.3)*(1e-7+tol*magU[i])
-			})
 		}
 	}
 }

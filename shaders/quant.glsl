@@ -3,6 +3,7 @@
 //   Q8_0: 34 bytes per 32 values: d (f16) | 32 int8
 //   Q4_0: 18 bytes per 32 values: d (f16) | 16 bytes, value j in the low
 //         nibble of byte j, value j+16 in the high nibble, minus 8.
+//   Q5_0, Q4_K, Q5_K, Q6_K: see w_value below.
 // Every block starts at an even byte, so a 16-bit field never straddles
 // two words.
 
@@ -37,6 +38,64 @@ float w_value(uint i) {
     const uint j = i % 32u;
     const uint q = w_byte(b + 2u + (j & 15u));
     return float(int(j < 16u ? (q & 15u) : (q >> 4)) - 8) * f16_to_f32(w_u16(b));
+}
+#elif defined(W_Q5_0)
+// Q5_0: 22 bytes per 32 values: d (f16) | qh (u32) | 16 bytes of nibbles
+// as Q4_0; bit j of qh is value j's fifth bit; minus 16.
+#define BLOCK 32u
+#define BLOCK_BYTES 22u
+float w_value(uint i) {
+    const uint b = (i / 32u) * BLOCK_BYTES;
+    const uint j = i % 32u;
+    const uint q = w_byte(b + 6u + (j & 15u));
+    const uint h = (w_u32(b + 2u) >> j) & 1u;
+    return float(int((j < 16u ? (q & 15u) : (q >> 4)) | (h << 4)) - 16) * f16_to_f32(w_u16(b));
+}
+#elif defined(W_Q4_K) || defined(W_Q5_K)
+// Q4_K: 144 bytes per 256 values: d, dmin (f16) | 12 bytes of 6-bit scales
+// and mins | 128 bytes of nibbles (value i: byte 16 + i/64·32 + i%32,
+// high nibble when i%64 ≥ 32). Q5_K: 176 bytes, 32 bytes of fifth bits
+// (bit i/32 of byte 16 + i%32) before the nibbles. Value d·sc·q − dmin·m,
+// in ggml's operand order.
+#define BLOCK 256u
+#ifdef W_Q4_K
+#define BLOCK_BYTES 144u
+#define QS 16u
+#else
+#define BLOCK_BYTES 176u
+#define QS 48u
+#endif
+float w_value(uint i) {
+    const uint b = (i / 256u) * BLOCK_BYTES;
+    const uint r = i % 256u, j = r / 32u;
+    uint sc, m;
+    if (j < 4u) {
+        sc = w_byte(b + 4u + j) & 63u;
+        m = w_byte(b + 8u + j) & 63u;
+    } else {
+        sc = (w_byte(b + 8u + j) & 15u) | ((w_byte(b + j) >> 6) << 4);
+        m = (w_byte(b + 8u + j) >> 4) | ((w_byte(b + 4u + j) >> 6) << 4);
+    }
+    uint q = (w_byte(b + QS + (r / 64u) * 32u + r % 32u) >> (4u * (j & 1u))) & 15u;
+#ifdef W_Q5_K
+    q |= ((w_byte(b + 16u + r % 32u) >> j) & 1u) << 4;
+#endif
+    precise float v = f16_to_f32(w_u16(b)) * float(sc) * float(q) - f16_to_f32(w_u16(b + 2u)) * float(m);
+    return v;
+}
+#elif defined(W_Q6_K)
+// Q6_K: 210 bytes per 256 values: 128 bytes of low nibbles | 64 bytes of
+// high bit pairs | 16 int8 scales | d (f16); value d·sc·(level − 32).
+#define BLOCK 256u
+#define BLOCK_BYTES 210u
+float w_value(uint i) {
+    const uint b = (i / 256u) * BLOCK_BYTES;
+    const uint r = i % 256u, h = r / 128u, quarter = (r % 128u) / 32u, l = r % 32u;
+    const uint lo = (w_byte(b + h * 64u + l + (quarter & 1u) * 32u) >> (4u * (quarter >> 1))) & 15u;
+    const uint hi = (w_byte(b + 128u + h * 32u + l) >> (2u * quarter)) & 3u;
+    const int sc = sbyte(w_byte(b + 192u + r / 16u), 0u);
+    precise float v = f16_to_f32(w_u16(b + 208u)) * float(sc) * float(int(lo | (hi << 4)) - 32);
+    return v;
 }
 #else
 #error "define a weight type"

@@ -32,7 +32,27 @@ const maxHeadDim = 256
 // weightKernel names the shader suffix of each weight type the matmul and
 // row-gather shaders read.
 var weightKernel = map[gguf.TensorType]string{
-	gguf.TypeF32: "f32", gguf.TypeF16: "f16", gguf.TypeQ8_0: "q8_0", gguf.TypeQ4_0: "q4_0",
+	gguf.TypeF32: "f32", gguf.TypeF16: "f16", gguf.TypeQ8_0: "q8_0", gguf.TypeQ4_0: "q4_0", gguf.TypeQ5_0: "q5_0",
+	gguf.TypeQ4_K: "q4_k", gguf.TypeQ5_K: "q5_k", gguf.TypeQ6_K: "q6_k",
+}
+
+// rowMatmul reports the weight types matmul.comp (one invocation per row,
+// for batches) reads; matvec.comp reads every type of weightKernel.
+func rowMatmul(t gguf.TensorType) bool { return t.BlockSize() < 256 }
+
+// actKind names the activations a matmul weight type takes: float32,
+// binary16-rounded, Q8_0 blocks (quantize_q8_0) or Q8_K blocks
+// (quantize_q8_k), as the CPU backend pairs them (quant.VecDotType).
+func actKind(t gguf.TensorType) string {
+	switch {
+	case t == gguf.TypeF32:
+		return "f32"
+	case t == gguf.TypeF16:
+		return "f16"
+	case t.BlockSize() == 256:
+		return "q8_k"
+	}
+	return "q8_0"
 }
 
 // Supports accepts the nodes the shaders implement, by op, types and
@@ -78,9 +98,20 @@ func (Backend) Supports(n *graph.Node, g *graph.Graph) error {
 		}
 		return nil
 	case ops.MatMul, ops.MatMulAdd, ops.MatMulQKV, ops.MatMulGateUpSwiGLU:
-		for _, id := range matmulWeights(n) {
+		ws := matmulWeights(n)
+		for _, id := range ws {
 			if err := weightOperand(g.Nodes[id], "matmul weight"); err != nil {
 				return err
+			}
+			// One activation conversion serves every weight of a node
+			// (MatMulQKV of Q4_K and Q6_K weights shares Q8_K).
+			if a, b := g.Nodes[id].Type.DType, g.Nodes[ws[0]].Type.DType; actKind(a) != actKind(b) {
+				return fmt.Errorf("weights of types %s and %s in one node take different activations", a, b)
+			}
+		}
+		if n.Op == ops.MatMulGateUpSwiGLU {
+			if gt, ut := g.Nodes[ws[0]].Type, g.Nodes[ws[1]].Type; gt.DType != ut.DType || !gt.Shape.Equal(ut.Shape) {
+				return fmt.Errorf("gate %s and up %s differ", gt, ut)
 			}
 		}
 		return nil

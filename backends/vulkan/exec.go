@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/weft-ml/weft/backends"
-	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
 	"github.com/weft-ml/weft/ops"
 	"github.com/weft-ml/weft/shaders"
@@ -157,19 +156,19 @@ func (e *Executable) prepare(n *graph.Node, w backends.Weights) error {
 		return fmt.Errorf("result of type %s", n.Type.DType)
 	}
 	v.kind, v.active = kindArena, true
-	// The activation scratch: Q8_0 blocks (9 words per 32 values) or
-	// binary16-rounded values (one word each). A node's weights share one
-	// type, so one conversion serves them all.
+	// The activation scratch: Q8_0 blocks (9 words per 32 values), Q8_K
+	// blocks (73 words per 256) or binary16-rounded values (one word
+	// each). A node's weights take one kind of activations (Supports), so
+	// one conversion serves them all.
 	for _, id := range matmulWeights(n) {
 		wt := e.g.Nodes[id]
-		if wt.Type.DType != e.g.Nodes[matmulWeights(n)[0]].Type.DType {
-			return fmt.Errorf("weights of types %s and %s in one node", wt.Type.DType, e.g.Nodes[matmulWeights(n)[0]].Type.DType)
-		}
 		cols := wt.Type.Shape[1].N
-		switch {
-		case wt.Type.DType.BlockSize() > 1:
+		switch actKind(wt.Type.DType) {
+		case "q8_0":
 			e.q8Words = max(e.q8Words, int64(e.maxTokens)*cols/32*9)
-		case wt.Type.DType == gguf.TypeF16:
+		case "q8_k":
+			e.q8Words = max(e.q8Words, int64(e.maxTokens)*cols/256*73)
+		case "f16":
 			e.q8Words = max(e.q8Words, int64(e.maxTokens)*cols)
 		}
 	}

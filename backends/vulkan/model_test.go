@@ -283,17 +283,17 @@ func TestStories260KF16(t *testing.T) {
 }
 
 // TestSynth15M runs the random-weight 15M models of the weight types the
-// shaders read (F16, Q8_0, Q4_0) against llama.cpp's logits: within the
-// end-to-end rule and top-5 agreement (their greedy text is not
-// meaningful).
+// shaders read (F16, Q8_0, Q4_0, and Q4_K_M: Q4_K with Q6_K) against
+// llama.cpp's logits: within the end-to-end rule and top-5 agreement
+// (their greedy text is not meaningful).
 //
 // Only the first prompt of each runs unless WEFT_VULKAN_LONG=1; in -short
-// mode only Q8_0.
+// mode only Q8_0 and Q4_K_M.
 func TestSynth15M(t *testing.T) {
 	d := vulkantest.Open(t)
-	names := []string{"synth-15m-f16", "synth-15m-q8_0", "synth-15m-q4_0"}
+	names := []string{"synth-15m-q8_0", "synth-15m-q4_k_m", "synth-15m-f16", "synth-15m-q4_0"}
 	if testing.Short() {
-		names = names[1:2]
+		names = names[:2]
 	}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) { checkModel(t, d, name, 512) })

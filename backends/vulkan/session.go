@@ -455,17 +455,23 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	ntok := r.rows(r.in(v, 0))
 	ws := matmulWeights(n)
 	cols := r.in(v, 0).width
-	// Block-quantized weights take Q8_0 activations, quantized once.
-	// F16 weights take binary16-rounded activations (one weight type per
-	// node, checked at Load).
+	// Block-quantized weights take Q8_0 or Q8_K activations, quantized
+	// once; F16 weights take binary16-rounded activations (one kind of
+	// activations per node, checked by Supports).
 	wt0 := r.s.e.g.Nodes[ws[0]].Type.DType
-	switch {
-	case wt0.BlockSize() > 1:
+	switch actKind(wt0) {
+	case "q8_0":
 		if err := r.dispatch("quantize_q8_0", strided(ntok*cols/32, 64), []uint32{uint32(cols), uint32(ntok), xoff, 0}, x, Whole(r.s.scratch)); err != nil {
 			return err
 		}
 		r.p.Barrier()
-	case wt0 == gguf.TypeF16:
+	case "q8_k":
+		// One workgroup per super-block.
+		if err := r.dispatch("quantize_q8_k", [3]uint32{uint32(min(ntok*cols/256, 65535)), 1, 1}, []uint32{uint32(cols), uint32(ntok), xoff, 0}, x, Whole(r.s.scratch)); err != nil {
+			return err
+		}
+		r.p.Barrier()
+	case "f16":
 		if err := r.dispatch("round_f16", strided(ntok*cols, 64), []uint32{uint32(cols), uint32(ntok), xoff, 0}, x, Whole(r.s.scratch)); err != nil {
 			return err
 		}
@@ -477,9 +483,21 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		}
 		return x, xoff
 	}
-	// One invocation per weight row: workgroups of matmulWG rows.
+	// Small batches (decode) and K-quants take matvec.comp, a workgroup
+	// per weight row; larger batches of the other types matmul.comp, one
+	// invocation per row in workgroups of matmulWG rows. Both take
+	// matmulTokens tokens per workgroup in z.
+	vec := ntok <= matmulTokens || !rowMatmul(wt0)
+	shader := "matmul"
+	if vec {
+		shader = "matvec"
+	}
 	groups := func(rowsW int) [3]uint32 {
-		gx, gy := r.s.e.d.RowGroups(uint32((rowsW + matmulWG - 1) / matmulWG))
+		n := (rowsW + matmulWG - 1) / matmulWG
+		if vec {
+			n = rowsW
+		}
+		gx, gy := r.s.e.d.RowGroups(uint32(n))
 		return [3]uint32{gx, gy, uint32((ntok + matmulTokens - 1) / matmulTokens)}
 	}
 	wnode := func(i int) (*graph.Node, Range) {
@@ -493,11 +511,11 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		xa, xaoff := act(wn.Type.DType)
 		push := []uint32{uint32(cols), uint32(rowsW), uint32(ntok), xaoff, doff, 0, uint32(rowsW)}
 		if n.Op == ops.MatMul {
-			return r.dispatch("matmul_"+weightKernel[wn.Type.DType], groups(rowsW), push, wb, xa, dst)
+			return r.dispatch(shader+"_"+weightKernel[wn.Type.DType], groups(rowsW), push, wb, xa, dst)
 		}
 		res, roff := r.operand(n.Inputs[2])
 		push[5] = roff
-		return r.dispatch("matmul_add_"+weightKernel[wn.Type.DType], groups(rowsW), push, wb, xa, dst, res)
+		return r.dispatch(shader+"_add_"+weightKernel[wn.Type.DType], groups(rowsW), push, wb, xa, dst, res)
 	case ops.MatMulGateUpSwiGLU:
 		gn, gb := wnode(0)
 		un, ub := wnode(1)
@@ -506,7 +524,7 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		}
 		rowsW := int(gn.Type.Shape[0].N)
 		xa, xaoff := act(gn.Type.DType)
-		return r.dispatch("matmul_gateup_"+weightKernel[gn.Type.DType], groups(rowsW),
+		return r.dispatch(shader+"_gateup_"+weightKernel[gn.Type.DType], groups(rowsW),
 			[]uint32{uint32(cols), uint32(rowsW), uint32(ntok), xaoff, doff, 0, uint32(rowsW)}, gb, xa, dst, ub)
 	case ops.MatMulQKV:
 		// Part i is [maxTokens, rows_i] after the parts before it.
@@ -515,7 +533,7 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 			wn, wb := wnode(i)
 			rowsW := int(wn.Type.Shape[0].N)
 			xa, xaoff := act(wn.Type.DType)
-			if err := r.dispatch("matmul_"+weightKernel[wn.Type.DType], groups(rowsW),
+			if err := r.dispatch(shader+"_"+weightKernel[wn.Type.DType], groups(rowsW),
 				[]uint32{uint32(cols), uint32(rowsW), uint32(ntok), xaoff, off, 0, uint32(rowsW)}, wb, xa, dst); err != nil {
 				return err
 			}

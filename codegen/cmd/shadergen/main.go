@@ -42,6 +42,7 @@ var variants = []variant{
 	{"rms_norm_mul_f32", "rms_norm.comp", []string{"MUL_WEIGHT"}, 3, 24, 128},
 	{"softmax_f32", "softmax.comp", nil, 2, 20, 128},
 	{"quantize_q8_0", "quantize_q8.comp", nil, 2, 16, 64},
+	{"quantize_q8_k", "quantize_q8k.comp", nil, 2, 16, 64},
 	{"round_f16", "quantize_q8.comp", []string{"ROUND_F16"}, 2, 16, 64},
 	{"rope_f32", "rope.comp", nil, 4, 36, 64},
 	{"kv_store_f16", "kv_store.comp", []string{"KV_F16"}, 5, 20, 64},
@@ -51,18 +52,30 @@ var variants = []variant{
 }
 
 // weightTypes are the weight types of the matmul and row-gather variants,
-// with their defines.
-var weightTypes = []struct{ name, define string }{
-	{"f32", "W_F32"}, {"f16", "W_F16"}, {"q8_0", "W_Q8_0"}, {"q4_0", "W_Q4_0"},
+// with their defines. matmul.comp (one invocation per row) reads the
+// types with rowMatmul set; matvec.comp (a workgroup per row) reads all.
+var weightTypes = []struct {
+	name, define string
+	rowMatmul    bool
+}{
+	{"f32", "W_F32", true}, {"f16", "W_F16", true}, {"q8_0", "W_Q8_0", true}, {"q4_0", "W_Q4_0", true}, {"q5_0", "W_Q5_0", true},
+	{"q4_k", "W_Q4_K", false}, {"q5_k", "W_Q5_K", false}, {"q6_k", "W_Q6_K", false},
 }
 
 func init() {
 	for _, w := range weightTypes {
+		variants = append(variants, variant{"get_rows_" + w.name, "get_rows.comp", []string{w.define}, 3, 20, 64})
+		if w.rowMatmul {
+			variants = append(variants,
+				variant{"matmul_" + w.name, "matmul.comp", []string{w.define}, 3, 28, 64},
+				variant{"matmul_add_" + w.name, "matmul.comp", []string{w.define, "ADD"}, 4, 28, 64},
+				variant{"matmul_gateup_" + w.name, "matmul.comp", []string{w.define, "GATEUP"}, 4, 28, 64},
+			)
+		}
 		variants = append(variants,
-			variant{"get_rows_" + w.name, "get_rows.comp", []string{w.define}, 3, 20, 64},
-			variant{"matmul_" + w.name, "matmul.comp", []string{w.define}, 3, 28, 64},
-			variant{"matmul_add_" + w.name, "matmul.comp", []string{w.define, "ADD"}, 4, 28, 64},
-			variant{"matmul_gateup_" + w.name, "matmul.comp", []string{w.define, "GATEUP"}, 4, 28, 64},
+			variant{"matvec_" + w.name, "matvec.comp", []string{w.define}, 3, 28, 64},
+			variant{"matvec_add_" + w.name, "matvec.comp", []string{w.define, "ADD"}, 4, 28, 64},
+			variant{"matvec_gateup_" + w.name, "matvec.comp", []string{w.define, "GATEUP"}, 4, 28, 64},
 		)
 	}
 }

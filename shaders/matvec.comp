@@ -1,0 +1,285 @@
+// Matrix × vector (decode, and small batches) for the matmul family: the
+// same products, epilogues, push constants and bindings as matmul.comp,
+// but a workgroup of WG invocations (a power of two) cooperates on one
+// weight row for up to NT tokens (gl_WorkGroupID.z is the token block):
+// invocation i takes chunks i, i+WG, … of 32 weights (single weights for
+// F32/F16), so neighbouring invocations read neighbouring weight bytes,
+// and the partial sums are reduced through shared memory (no assumption
+// about the subgroup size). Workgroup x takes row x; rows beyond the x
+// dispatch limit continue in y.
+//
+// Weight types: W_F32, W_F16, W_Q8_0, W_Q4_0, W_Q5_0 as in matmul.comp, and the
+// K-quants W_Q4_K, W_Q5_K, W_Q6_K, which take activations quantized to
+// Q8_K by quantize_q8k (binding 1 is then that scratch: per 256 values 73
+// words, the GGUF Q8_K block). Per 32-value chunk the integer sums are
+// exact; the float terms follow ggml's operand order per super-block,
+// (d·dy)·Σ(scale·isum) and (dmin·dy)·Σ(min·bsum), taken per chunk. Only
+// the order of the float sums differs from the CPU.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 64;
+#define NT 8u
+
+layout(push_constant) uniform Push {
+    uint ncols, nrows, ntok;
+    uint xoff;    // x: element offset (float types) or word offset (scratch)
+    uint doff;    // d: element offset
+    uint eoff;    // ADD: element offset of e
+    uint dstride; // elements between tokens in d (and e)
+} pc;
+
+layout(binding = 0) readonly buffer Wt { uint w[]; };
+#if defined(W_Q8_0) || defined(W_Q4_0) || defined(W_Q5_0)
+#define QUANT_ACT
+#define Q8_0_ACT
+#elif defined(W_Q4_K) || defined(W_Q5_K) || defined(W_Q6_K)
+#define QUANT_ACT
+#define Q8_K_ACT
+#endif
+#ifdef QUANT_ACT
+layout(binding = 1) readonly buffer Xq { uint xq[]; };
+#else
+layout(binding = 1) readonly buffer X { float x[]; };
+#endif
+layout(binding = 2) buffer D { float d[]; };
+#if defined(ADD)
+layout(binding = 3) readonly buffer E { float e[]; };
+#elif defined(GATEUP)
+layout(binding = 3) readonly buffer Ut { uint u[]; };
+#define NW 2u
+#endif
+#ifndef NW
+#define NW 1u
+#endif
+
+#include "half.glsl"
+
+shared float red[NT * NW * WG];
+
+// word i of weight s (0: W, 1: U).
+uint wword(uint s, uint i) {
+#ifdef GATEUP
+    return s == 0u ? w[i] : u[i];
+#else
+    return w[i];
+#endif
+}
+uint wu16(uint s, uint off) { return (wword(s, off >> 2) >> ((off & 2u) * 8u)) & 0xffffu; }
+uint wu32(uint s, uint off) {
+    const uint sh = (off & 3u) * 8u;
+    const uint lo = wword(s, off >> 2);
+    return sh == 0u ? lo : (lo >> sh) | (wword(s, (off >> 2) + 1u) << (32u - sh));
+}
+int sbyte(uint word, uint i) { return bitfieldExtract(int(word), int(i * 8u), 8); }
+uint ubyte(uint word, uint i) { return bitfieldExtract(word, int(i * 8u), 8); }
+
+#if defined(W_Q4_K) || defined(W_Q5_K)
+// Sub-block j's 6-bit scale and min (get_scale_min_k4) from the 12 scale
+// bytes at byte offset so.
+uvec2 scale_min(uint s, uint so, uint j) {
+    const uint a = wword(s, (so >> 2) + 0u), b = wword(s, (so >> 2) + 1u), c = wword(s, (so >> 2) + 2u);
+    // bytes 0..3 in a, 4..7 in b, 8..11 in c
+    if (j < 4u) {
+        return uvec2(ubyte(a, j) & 63u, ubyte(b, j) & 63u);
+    }
+    const uint hi = ubyte(c, j - 4u);
+    return uvec2((hi & 15u) | ((ubyte(a, j - 4u) >> 6) << 4), (hi >> 4) | ((ubyte(b, j - 4u) >> 6) << 4));
+}
+#endif
+
+void main() {
+    const uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+    if (row >= pc.nrows) {
+        return; // the whole workgroup: no barrier is skipped by part of it
+    }
+    const uint l = gl_LocalInvocationID.x;
+    const uint t0 = gl_WorkGroupID.z * NT;
+    const uint nt = min(NT, pc.ntok - t0);
+    float acc[NT * NW];
+    for (uint i = 0u; i < NT * NW; i++) {
+        acc[i] = 0.0;
+    }
+#if defined(Q8_0_ACT)
+    const uint nb = pc.ncols / 32u;
+    for (uint b = l; b < nb; b += WG) {
+        for (uint s = 0u; s < NW; s++) {
+#if defined(W_Q8_0)
+            const uint wb = (row * nb + b) * 34u;
+            const float dw = f16_to_f32(wu16(s, wb));
+            uint wq[8];
+            for (uint k = 0u; k < 8u; k++) {
+                wq[k] = wu32(s, wb + 2u + 4u * k);
+            }
+#elif defined(W_Q5_0)
+            const uint wb = (row * nb + b) * 22u;
+            const float dw = f16_to_f32(wu16(s, wb));
+            const uint qh = wu32(s, wb + 2u);
+            uint wq[4];
+            for (uint k = 0u; k < 4u; k++) {
+                wq[k] = wu32(s, wb + 6u + 4u * k);
+            }
+#else
+            const uint wb = (row * nb + b) * 18u;
+            const float dw = f16_to_f32(wu16(s, wb));
+            uint wq[4];
+            for (uint k = 0u; k < 4u; k++) {
+                wq[k] = wu32(s, wb + 2u + 4u * k);
+            }
+#endif
+            for (uint j = 0u; j < nt; j++) {
+                const uint ab = pc.xoff + ((t0 + j) * nb + b) * 9u;
+                const float da = uintBitsToFloat(xq[ab]);
+                int isum = 0;
+#if defined(W_Q8_0)
+                for (uint k = 0u; k < 8u; k++) {
+                    const uint a = xq[ab + 1u + k];
+                    for (uint i = 0u; i < 4u; i++) {
+                        isum += sbyte(wq[k], i) * sbyte(a, i);
+                    }
+                }
+                acc[s * NT + j] += float(isum) * (dw * da);
+#elif defined(W_Q5_0)
+                for (uint k = 0u; k < 4u; k++) {
+                    const uint lo = xq[ab + 1u + k];      // activations 4k..4k+3
+                    const uint hi = xq[ab + 5u + k];      // activations 16+4k..
+                    for (uint i = 0u; i < 4u; i++) {
+                        const uint q = (wq[k] >> (8u * i)) & 0xffu;
+                        const int ql = int((q & 15u) | (((qh >> (4u * k + i)) & 1u) << 4)) - 16;
+                        const int qu = int((q >> 4) | (((qh >> (16u + 4u * k + i)) & 1u) << 4)) - 16;
+                        isum += ql * sbyte(lo, i) + qu * sbyte(hi, i);
+                    }
+                }
+                acc[s * NT + j] += (dw * da) * float(isum);
+#else
+                for (uint k = 0u; k < 4u; k++) {
+                    const uint lo = xq[ab + 1u + k];
+                    const uint hi = xq[ab + 5u + k];
+                    for (uint i = 0u; i < 4u; i++) {
+                        const int q = int(ubyte(wq[k], i));
+                        isum += ((q & 15) - 8) * sbyte(lo, i) + ((q >> 4) - 8) * sbyte(hi, i);
+                    }
+                }
+                acc[s * NT + j] += (float(isum) * dw) * da;
+#endif
+            }
+        }
+    }
+#elif defined(Q8_K_ACT)
+    // Chunk c: super-block c/8, 32-value sub-block c%8.
+    const uint nsb = pc.ncols / 256u;
+    for (uint c = l; c < nsb * 8u; c += WG) {
+        const uint sb = c >> 3, j = c & 7u;
+        for (uint s = 0u; s < NW; s++) {
+#if defined(W_Q4_K) || defined(W_Q5_K)
+#if defined(W_Q4_K)
+            const uint wb = (row * nsb + sb) * 144u;
+            const uint qs = wb + 16u + (j >> 1) * 32u;
+#else
+            const uint wb = (row * nsb + sb) * 176u;
+            const uint qs = wb + 48u + (j >> 1) * 32u;
+#endif
+            const uint dd = wword(s, wb >> 2);
+            const float dw = f16_to_f32(dd & 0xffffu), dmin = f16_to_f32(dd >> 16);
+            const uvec2 sm = scale_min(s, wb + 4u, j);
+            uint wq[8];
+            for (uint k = 0u; k < 8u; k++) {
+                wq[k] = (wword(s, (qs >> 2) + k) >> ((j & 1u) * 4u)) & 0x0f0f0f0fu;
+#if defined(W_Q5_K)
+                wq[k] |= ((wword(s, ((wb + 16u) >> 2) + k) >> j) & 0x01010101u) << 4;
+#endif
+            }
+            for (uint t = 0u; t < nt; t++) {
+                const uint ab = pc.xoff + ((t0 + t) * nsb + sb) * 73u;
+                const float dy = uintBitsToFloat(xq[ab]);
+                int isum = 0;
+                for (uint k = 0u; k < 8u; k++) {
+                    const uint a = xq[ab + 1u + 8u * j + k];
+                    for (uint i = 0u; i < 4u; i++) {
+                        isum += int(ubyte(wq[k], i)) * sbyte(a, i);
+                    }
+                }
+                const uint bs = xq[ab + 65u + j];
+                const int bsum = bitfieldExtract(int(bs), 0, 16) + bitfieldExtract(int(bs), 16, 16);
+                precise float v = (dw * dy) * float(int(sm.x) * isum) - (dmin * dy) * float(int(sm.y) * bsum);
+                acc[s * NT + t] += v;
+            }
+#else // W_Q6_K: 210-byte blocks (only 2-byte aligned).
+            const uint wb = (row * nsb + sb) * 210u;
+            const uint h = j >> 2, quarter = j & 3u;
+            const uint lo = wb + h * 64u + (quarter & 1u) * 32u;
+            const uint hi = wb + 128u + h * 32u;
+            const float dw = f16_to_f32(wu16(s, wb + 208u));
+            const uint scw = wu16(s, wb + 192u + 2u * j);
+            const int sc0 = bitfieldExtract(int(scw), 0, 8), sc1 = bitfieldExtract(int(scw), 8, 8);
+            uint wq[8];
+            for (uint k = 0u; k < 8u; k++) {
+                wq[k] = ((wu32(s, lo + 4u * k) >> ((quarter >> 1) * 4u)) & 0x0f0f0f0fu) |
+                        (((wu32(s, hi + 4u * k) >> (2u * quarter)) & 0x03030303u) << 4);
+            }
+            for (uint t = 0u; t < nt; t++) {
+                const uint ab = pc.xoff + ((t0 + t) * nsb + sb) * 73u;
+                const float dy = uintBitsToFloat(xq[ab]);
+                int is0 = 0, is1 = 0;
+                for (uint k = 0u; k < 4u; k++) {
+                    const uint a0 = xq[ab + 1u + 8u * j + k];
+                    const uint a1 = xq[ab + 5u + 8u * j + k];
+                    for (uint i = 0u; i < 4u; i++) {
+                        is0 += (int(ubyte(wq[k], i)) - 32) * sbyte(a0, i);
+                        is1 += (int(ubyte(wq[k + 4u], i)) - 32) * sbyte(a1, i);
+                    }
+                }
+                precise float v = (dw * dy) * float(sc0 * is0 + sc1 * is1);
+                acc[s * NT + t] += v;
+            }
+#endif
+        }
+    }
+#else
+    for (uint k = l; k < pc.ncols; k += WG) {
+        for (uint s = 0u; s < NW; s++) {
+            const uint i = row * pc.ncols + k;
+#if defined(W_F32)
+            const float wv = uintBitsToFloat(wword(s, i));
+#elif defined(W_F16)
+            const float wv = f16_to_f32(wu16(s, 2u * i));
+#else
+#error "define a weight type"
+#endif
+            for (uint j = 0u; j < nt; j++) {
+                acc[s * NT + j] += wv * x[pc.xoff + (t0 + j) * pc.ncols + k];
+            }
+        }
+    }
+#endif
+    // Reduce each of the nt·NW sums across the workgroup.
+    for (uint s = 0u; s < NW; s++) {
+        for (uint j = 0u; j < nt; j++) {
+            red[(s * NT + j) * WG + l] = acc[s * NT + j];
+        }
+    }
+    barrier();
+    for (uint h = WG / 2u; h > 0u; h >>= 1) {
+        if (l < h) {
+            for (uint s = 0u; s < NW; s++) {
+                for (uint j = 0u; j < nt; j++) {
+                    red[(s * NT + j) * WG + l] += red[(s * NT + j) * WG + l + h];
+                }
+            }
+        }
+        barrier();
+    }
+    if (l < nt) {
+        const uint o = (t0 + l) * pc.dstride + row;
+        const float v = red[l * WG];
+#if defined(ADD)
+        d[pc.doff + o] = v + e[pc.eoff + o];
+#elif defined(GATEUP)
+        const float g = v;
+        d[pc.doff + o] = (g / (1.0 + exp(-g))) * red[(NT + l) * WG];
+#else
+        d[pc.doff + o] = v;
+#endif
+    }
+}
