@@ -63,6 +63,10 @@ type LoadOptions struct {
 	// Packed, for messages.
 	ModelFile, PackedFile string
 	Device                int // which device of the backend's kind (0: the first)
+	// CacheFile, when set, is where the backend may keep what it compiles
+	// at load (the Vulkan pipeline cache), to start faster next time. It
+	// is written with internal/safefile's rules and never over an input.
+	CacheFile string
 }
 
 // ErrWeightsChanged is matched (errors.Is) by the errors a backend returns

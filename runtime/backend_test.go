@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -49,4 +50,36 @@ func TestPlanForAnotherBackend(t *testing.T) {
 	require.NoError(t, p.Close())
 	_, err = Open(path, Options{Backend: "cpu"})
 	assert.ErrorContains(t, err, "this plan was compiled for the vulkan backend (graphc compile --backend vulkan): run it with --backend vulkan, or recompile it with --backend cpu")
+}
+
+// The Vulkan backend keeps its pipeline cache beside the plan; a damaged
+// cache only costs time.
+func TestPipelineCacheBesidePlan(t *testing.T) {
+	if _, err := backends.Lookup("vulkan"); err != nil {
+		t.Skip("no vulkan backend in this build")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "v.plan")
+	p, err := CompileTo(stories(t), path, CompileOptions{Ctx: 64, Backend: "vulkan"})
+	require.NoError(t, err)
+	require.NoError(t, p.Close())
+	run := func() {
+		t.Helper()
+		m, err := Open(path, Options{Backend: "vulkan"})
+		if err != nil {
+			t.Skipf("no Vulkan device to run on: %v", err)
+		}
+		s, err := m.NewSession(SessionOptions{})
+		require.NoError(t, err)
+		_, err = s.Eval([]int32{1, 2, 3}, false)
+		require.NoError(t, err)
+		require.NoError(t, m.Close())
+	}
+	run()
+	cache := path + ".vulkan.cache"
+	st, err := os.Stat(cache)
+	require.NoError(t, err, "the pipeline cache is written when the model closes")
+	assert.Positive(t, st.Size())
+	require.NoError(t, os.WriteFile(cache, []byte("not a pipeline cache"), 0o644))
+	run()
 }

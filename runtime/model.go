@@ -115,7 +115,7 @@ func build(plan *Plan, f *gguf.File, weights string, o Options) (*Model, error) 
 		var prog backends.Program
 		if err == nil {
 			prog, err = exec.Load(plan.Graph, f, backends.LoadOptions{MaxTokens: plan.Run.Batch, Threads: o.Threads, Packed: plan.Packed,
-				ModelFile: weights, PackedFile: plan.sidePath, Device: o.Device})
+				ModelFile: weights, PackedFile: plan.sidePath, Device: o.Device, CacheFile: plan.cacheFile(name)})
 		}
 		if err == nil {
 			return &Model{Plan: plan, File: f, Tokenizer: tok, Backend: name, BackendNotes: notes, prog: prog}, nil
@@ -222,6 +222,16 @@ func (o Options) candidates(plan *Plan) ([]string, error) {
 		return autoOrder, nil
 	}
 	return []string{o.backend()}, nil
+}
+
+// cacheFile is where backend may keep its compiled kernels for this plan:
+// beside the plan file (PLAN.BACKEND.cache); none for a model compiled in
+// memory, whose folder is the user's.
+func (p *Plan) cacheFile(backend string) string {
+	if p.path == "" {
+		return ""
+	}
+	return p.path + "." + backend + ".cache"
 }
 
 // deviceBackend is the backend other than the host that the plan's nodes

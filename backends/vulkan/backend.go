@@ -3,6 +3,7 @@
 package vulkan
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"github.com/weft-ml/weft/backends"
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
+	"github.com/weft-ml/weft/internal/safefile"
 	"github.com/weft-ml/weft/ops"
 )
 
@@ -191,7 +193,8 @@ func (Backend) Load(g *graph.Graph, w backends.Weights, o backends.LoadOptions) 
 		}
 		index = i
 	}
-	d, err := Open(index, Options{Validation: os.Getenv("WEFT_VULKAN_VALIDATION") == "1"})
+	seed := readPipelineCache(o.CacheFile)
+	d, err := Open(index, Options{Validation: os.Getenv("WEFT_VULKAN_VALIDATION") == "1", PipelineCache: seed})
 	if err != nil {
 		return nil, err
 	}
@@ -201,5 +204,38 @@ func (Backend) Load(g *graph.Graph, w backends.Weights, o backends.LoadOptions) 
 		return nil, err
 	}
 	p.ownsDevice = true
+	// Kernels are created as step shapes are first recorded, so the cache
+	// is complete when the model closes.
+	p.beforeFree = func() { savePipelineCache(d, o, seed) }
 	return p, nil
+}
+
+// maxPipelineCache bounds the pipeline cache read back at load.
+const maxPipelineCache = 256 << 20
+
+// readPipelineCache returns the stored pipeline cache, or nil when there
+// is none or it cannot be read (the cache only saves time).
+func readPipelineCache(path string) []byte {
+	if path == "" {
+		return nil
+	}
+	data, err := safefile.ReadLimited(path, "pipeline cache", maxPipelineCache)
+	if err != nil {
+		return nil
+	}
+	return data
+}
+
+// savePipelineCache stores the device's pipeline cache when it grew or
+// changed. A failure to write costs the next start time, not this run,
+// so it is not an error.
+func savePipelineCache(d *Device, o backends.LoadOptions, seed []byte) {
+	if o.CacheFile == "" {
+		return
+	}
+	data, err := d.PipelineCacheData()
+	if err != nil || len(data) == 0 || bytes.Equal(data, seed) {
+		return
+	}
+	_ = safefile.WriteFile(o.CacheFile, data, o.ModelFile, o.PackedFile)
 }

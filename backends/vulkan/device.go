@@ -93,6 +93,10 @@ type Options struct {
 	// OnMessage receives validation and driver warnings and errors. It
 	// may be called from any goroutine that calls into the Device.
 	OnMessage func(vk.Message)
+	// PipelineCache seeds the device's pipeline cache with data from an
+	// earlier PipelineCacheData (the driver ignores data from another
+	// device or driver), so kernels are not compiled again.
+	PipelineCache []byte
 }
 
 // Device is one opened Vulkan device with a compute queue. Its methods are
@@ -110,6 +114,8 @@ type Device struct {
 	fence   vk.Fence
 	staging *hostBuffer // host-visible coherent, for uploads
 	reading *hostBuffer // host-visible (cached if possible), for downloads
+
+	cache vk.PipelineCache // every kernel's pipeline goes through it (Open)
 }
 
 // stagingChunk caps the host-visible staging buffers; larger transfers go
@@ -127,7 +133,23 @@ func Open(index int, opts Options) (*Device, error) {
 		in.Destroy()
 		return nil, err
 	}
+	if d.cache, err = d.dev.CreatePipelineCache(opts.PipelineCache); err != nil {
+		// Data the driver rejects outright: start with an empty cache.
+		if d.cache, err = d.dev.CreatePipelineCache(nil); err != nil {
+			d.closeDevice()
+			return nil, err
+		}
+	}
 	return d, nil
+}
+
+// PipelineCacheData returns the pipeline cache's contents, to be stored
+// and given to a later Open (Options.PipelineCache).
+func (d *Device) PipelineCacheData() ([]byte, error) {
+	if d.cache == 0 {
+		return nil, nil
+	}
+	return d.dev.PipelineCacheData(d.cache)
 }
 
 func open(in *vk.Instance, index int) (*Device, error) {
@@ -210,6 +232,7 @@ func (d *Device) Close() error {
 }
 
 func (d *Device) closeDevice() {
+	d.dev.DestroyPipelineCache(d.cache)
 	d.staging.free(d.dev)
 	d.reading.free(d.dev)
 	d.dev.DestroyFence(d.fence)

@@ -20,6 +20,7 @@ import (
 type Executable struct {
 	d          *Device
 	ownsDevice bool
+	beforeFree func() // stores the pipeline cache (Load)
 	g          *graph.Graph
 	order      []int
 	vals       []value
@@ -333,6 +334,9 @@ func (e *Executable) Close() error {
 }
 
 func (e *Executable) free() {
+	if e.beforeFree != nil {
+		e.beforeFree()
+	}
 	for _, k := range e.kernels {
 		k.Close()
 	}

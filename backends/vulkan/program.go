@@ -73,7 +73,7 @@ func (d *Device) NewKernel(s KernelSpec) (k *Kernel, err error) {
 	for i, v := range s.Spec {
 		spec = append(spec, vk.Specialization{ID: uint32(i + 1), Value: v})
 	}
-	k.pipeline, err = d.dev.CreateComputePipeline(vk.ComputePipelineInfo{Module: mod, Layout: k.layout, Specialize: spec})
+	k.pipeline, err = d.dev.CreateComputePipeline(vk.ComputePipelineInfo{Module: mod, Layout: k.layout, Cache: d.cache, Specialize: spec})
 	return k, err
 }
 
