@@ -43,12 +43,29 @@ float f16_to_f32(uint h) { return unpackHalf2x16(h & 0xffffu).x; }
 // round_f16 rounds f to the nearest binary16 value (ties to even).
 float round_f16(float f) { return f16_to_f32(f32_to_f16(f)); }
 
-// div_rn is a/b correctly rounded in all but rare cases: GLSL's division
-// may be off by 2.5 ulp, one Newton step on the residual fixes it.
+// div_rn is a/b correctly rounded (normal operands and quotient, as in
+// the quantizers' and softmax's uses): GLSL's division may be off by 2.5
+// ulp, so q is corrected by one Newton step on the residual a − q·b. The
+// residual is computed without fma, by Dekker's exact product: GLSL's fma
+// need not be exact (on lavapipe it is not, and the fma-based step left
+// 1-2 ulp errors that changed a Q8_0/Q8_K quant now and then).
+void split_f32(float x, out float hi, out float lo) {
+    precise const float t = 4097.0 * x;
+    precise const float h = t - (t - x);
+    hi = h;
+    precise const float l = x - h;
+    lo = l;
+}
 float div_rn(float a, float b) {
     const float q = a / b;
-    const float r = fma(-q, b, a);
-    return fma(r, 1.0 / b, q);
+    float qh, ql, bh, bl;
+    split_f32(q, qh, ql);
+    split_f32(b, bh, bl);
+    precise const float p = q * b;
+    precise const float e = ((qh * bh - p) + qh * bl + ql * bh) + ql * bl; // q·b = p + e exactly
+    precise const float r = (a - p) - e;                                       // a − p is exact (Sterbenz)
+    precise const float o = q + r / b;
+    return o;
 }
 
 // round_away is C's roundf: halves away from zero (GLSL's round() leaves

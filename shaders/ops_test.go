@@ -128,7 +128,7 @@ func decodeQ8(words []uint32) []byte {
 // from zero).
 func TestQuantizeQ8(t *testing.T) {
 	e := newEnv(t)
-	for _, c := range []struct{ ntok, cols int }{{1, 32}, {3, 288}, {5, 2048}} {
+	for _, c := range []struct{ ntok, cols int }{{1, 32}, {3, 288}, {5, 2048}, {33, 2048}} {
 		x := e.random(c.ntok * c.cols)
 		for i := range x {
 			x[i] *= 7

@@ -22,30 +22,6 @@ layout(binding = 1) writeonly buffer Q { uint q[]; };
 
 #include "half.glsl"
 
-// div_exact is a/b correctly rounded for normal operands whose quotient
-// is normal: the residual a − q·b is computed without fma (on some
-// drivers, lavapipe among them, GLSL's fma is not exact, so div_rn's
-// Newton step is not enough for float32 outputs), by Dekker's exact
-// product, and corrects q by one step.
-void split(float x, out float hi, out float lo) {
-    precise const float t = 4097.0 * x;
-    precise const float h = t - (t - x);
-    hi = h;
-    precise const float l = x - h;
-    lo = l;
-}
-float div_exact(float a, float b) {
-    const float q = a / b;
-    float qh, ql, bh, bl;
-    split(q, qh, ql);
-    split(b, bh, bl);
-    precise const float p = q * b;
-    precise const float e = ((qh * bh - p) + qh * bl + ql * bh) + ql * bl; // q·b = p + e exactly
-    precise const float r = (a - p) - e;                                       // a − p is exact (Sterbenz)
-    precise const float o = q + r / b;
-    return o;
-}
-
 shared float samax[64];
 shared uint sidx[64];
 shared uint sq[64];
@@ -85,14 +61,14 @@ void main() {
         const uint o = pc.qoff + i * 73u;
         uint word = 0u;
         if (amax != 0.0) {
-            const float iscale = div_exact(-127.0, x[base + mi]);
+            const float iscale = div_rn(-127.0, x[base + mi]);
             for (uint j = 0u; j < 4u; j++) {
                 precise float v = iscale * x[base + 4u * l + j];
                 const int qv = min(127, int(roundEven(v)));
                 word |= (uint(qv) & 0xffu) << (8u * j);
             }
             if (l == 0u) {
-                q[o] = floatBitsToUint(div_exact(1.0, iscale));
+                q[o] = floatBitsToUint(div_rn(1.0, iscale));
             }
         } else if (l == 0u) {
             q[o] = 0u;
