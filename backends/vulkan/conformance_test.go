@@ -1,0 +1,32 @@
+//go:build linux && (amd64 || arm64)
+
+package vulkan_test
+
+import (
+	"testing"
+
+	"github.com/weft-ml/weft/backends/backendtest"
+	"github.com/weft-ml/weft/backends/vulkan"
+	"github.com/weft-ml/weft/backends/vulkan/vulkantest"
+	"github.com/weft-ml/weft/ops"
+)
+
+// TestConformance runs the backend conformance suite on the Vulkan backend
+// (through Backend.Load, so without the validation layer): every op and
+// weight type Supports accepts must match ops/ref within the suite's
+// bounds, and every case it refuses must be declared here.
+func TestConformance(t *testing.T) {
+	vulkantest.Open(t).Close() // skips without a device
+	var unsupported []string
+	for _, op := range []string{ops.GetRows, ops.MatMul, ops.MatMulAdd, ops.MatMulQKV, ops.MatMulGateUpSwiGLU} {
+		for _, v := range []string{"BF16", "Q4_1", "Q5_1", "Q2_K", "Q3_K"} {
+			unsupported = append(unsupported, op+"/"+v)
+		}
+	}
+	// Q4_0 and F16 take different activations; Q4_1 has no shader.
+	unsupported = append(unsupported, ops.MatMulQKV+"/Q4_0+F16+Q4_1")
+	// No shaders for these ops (Dequantize is fused away by the passes;
+	// Copy of a computed value would cross backends).
+	unsupported = append(unsupported, ops.LayerNorm, ops.LayerNormMul, ops.LayerNormMulAdd, ops.Scale, ops.GELU, ops.Copy, ops.Dequantize)
+	backendtest.Run(t, vulkan.Backend{}, backendtest.Options{Unsupported: unsupported})
+}
