@@ -237,7 +237,25 @@ void main() {
         }
     }
 #else
+#if defined(W_F16)
+    // Even rows: a word (two binary16 weights) per invocation and step.
+    const bool pairs = (pc.ncols & 1u) == 0u;
+    if (pairs) {
+        for (uint k = 2u * l; k < pc.ncols; k += 2u * WG) {
+            for (uint s = 0u; s < NW; s++) {
+                const uint wv = wword(s, (row * pc.ncols + k) >> 1);
+                const float w0 = f16_to_f32(wv & 0xffffu), w1 = f16_to_f32(wv >> 16);
+                for (uint j = 0u; j < nt; j++) {
+                    const uint xi = pc.xoff + (t0 + j) * pc.ncols + k;
+                    acc[s * NT + j] += w0 * x[xi] + w1 * x[xi + 1u];
+                }
+            }
+        }
+    }
+    for (uint k = pairs ? pc.ncols : l; k < pc.ncols; k += WG) {
+#else
     for (uint k = l; k < pc.ncols; k += WG) {
+#endif
         for (uint s = 0u; s < NW; s++) {
             const uint i = row * pc.ncols + k;
 #if defined(W_F32)

@@ -206,6 +206,9 @@ func TestMatMul(t *testing.T) {
 		if testing.Short() {
 			cases = cases[:3]
 		}
+		if wt.BlockSize() == 1 {
+			cases = append(cases, struct{ rows, cols, ntok int }{7, 33, 2}) // odd rows of float weights
+		}
 		kernels := []string{"matmul", "matvec"}
 		if kQuant(wt) {
 			kernels = kernels[1:]
