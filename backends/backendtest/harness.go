@@ -2,6 +2,7 @@ package backendtest
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"runtime/debug"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/weft-ml/weft/backends"
@@ -244,6 +246,7 @@ func (s *suite) compile(t *testing.T, p *plan, maxTokens int, layouts bool) (bac
 	}
 	prog, err := s.e.Load(g, p.ws, backends.LoadOptions{MaxTokens: maxTokens, Threads: s.o.Threads, Packed: packed})
 	require.NoError(t, err, "%s.Load failed on a graph whose nodes its Supports accepts: Supports should refuse what Load cannot run", s.e.Name())
+	t.Cleanup(func() { closeIfCloser(t, prog) }) // after its States (cleanups run last-in first-out)
 	require.Equal(t, maxTokens, prog.MaxTokens())
 	return prog, laid
 }
@@ -257,6 +260,7 @@ type session struct {
 func (s *suite) session(t *testing.T, prog backends.Program, ctx int, kv backends.KVType, pos0 int) *session {
 	st, err := prog.NewState(backends.StateOptions{Ctx: ctx, KVType: kv})
 	require.NoError(t, err, "NewState")
+	t.Cleanup(func() { closeIfCloser(t, st) })
 	require.GreaterOrEqual(t, st.Context(), ctx)
 	return &session{st: st, pos: pos0}
 }
@@ -437,3 +441,11 @@ var weightTypes = []gguf.TensorType{
 
 // WeightTypes lists the weight types the suite covers.
 func WeightTypes() []gguf.TensorType { return slices.Clone(weightTypes) }
+
+// closeIfCloser releases what a backend made closable (device memory, a
+// device): a suite of hundreds of cases must not hold them all.
+func closeIfCloser(t *testing.T, x any) {
+	if c, ok := x.(io.Closer); ok {
+		assert.NoError(t, c.Close(), "Close")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 
 	"github.com/weft-ml/weft/backends"
 	"github.com/weft-ml/weft/gguf"
@@ -182,8 +183,8 @@ func (Backend) Devices() ([]backends.DeviceInfo, error) {
 	return out, nil
 }
 
-// Load opens the device (see Backend) and loads g onto it; the program
-// owns the device and closes it in Close.
+// Load loads g onto the process's device for o.Device (see Backend and
+// sharedDevice).
 func (Backend) Load(g *graph.Graph, w backends.Weights, o backends.LoadOptions) (backends.Program, error) {
 	index := o.Device
 	if s := os.Getenv("WEFT_VULKAN_DEVICE"); s != "" && index == 0 {
@@ -194,20 +195,48 @@ func (Backend) Load(g *graph.Graph, w backends.Weights, o backends.LoadOptions) 
 		index = i
 	}
 	seed := readPipelineCache(o.CacheFile)
-	d, err := Open(index, Options{Validation: os.Getenv("WEFT_VULKAN_VALIDATION") == "1", PipelineCache: seed})
+	d, err := sharedDevice(index, seed)
 	if err != nil {
 		return nil, err
 	}
 	p, err := LoadOn(d, g, w, o)
 	if err != nil {
-		d.Close()
 		return nil, err
 	}
-	p.ownsDevice = true
 	// Kernels are created as step shapes are first recorded, so the cache
 	// is complete when the model closes.
 	p.beforeFree = func() { savePipelineCache(d, o, seed) }
 	return p, nil
+}
+
+// The devices Load has opened, one per index, kept for the life of the
+// process: models loaded one after another (a server, a test suite)
+// reuse the instance and device instead of creating hundreds (NVIDIA's
+// driver stops creating instances after a few hundred in one process),
+// and their pipeline caches accumulate. A model's Close frees its
+// buffers and kernels, not the device.
+var opened struct {
+	sync.Mutex
+	devs map[int]*Device
+}
+
+// sharedDevice returns the process's device for index, opening it (seeded
+// with the pipeline cache data seed) the first time.
+func sharedDevice(index int, seed []byte) (*Device, error) {
+	opened.Lock()
+	defer opened.Unlock()
+	if d, ok := opened.devs[index]; ok {
+		return d, nil
+	}
+	d, err := Open(index, Options{Validation: os.Getenv("WEFT_VULKAN_VALIDATION") == "1", PipelineCache: seed})
+	if err != nil {
+		return nil, err
+	}
+	if opened.devs == nil {
+		opened.devs = map[int]*Device{}
+	}
+	opened.devs[index] = d
+	return d, nil
 }
 
 // maxPipelineCache bounds the pipeline cache read back at load.

@@ -247,9 +247,18 @@ func (d *Device) transfer(record func(vk.CommandBuffer), toHost bool) error {
 	return d.submitWait(cb, d.fence)
 }
 
+// submit queues one command buffer. Vulkan wants submissions to a queue
+// externally synchronised: sessions of one model, and models sharing the
+// device, submit from their own goroutines.
+func (d *Device) submit(cb vk.CommandBuffer, fence vk.Fence) error {
+	d.queueMu.Lock()
+	defer d.queueMu.Unlock()
+	return d.dev.Submit(vk.Submission{CommandBuffers: []vk.CommandBuffer{cb}}, fence)
+}
+
 // submitWait submits one command buffer and waits for its fence.
 func (d *Device) submitWait(cb vk.CommandBuffer, fence vk.Fence) error {
-	if err := d.dev.Submit(vk.Submission{CommandBuffers: []vk.CommandBuffer{cb}}, fence); err != nil {
+	if err := d.submit(cb, fence); err != nil {
 		return err
 	}
 	if _, err := d.dev.WaitFence(fence, math.MaxUint64); err != nil {

@@ -116,6 +116,8 @@ type Device struct {
 	reading *hostBuffer // host-visible (cached if possible), for downloads
 
 	cache vk.PipelineCache // every kernel's pipeline goes through it (Open)
+
+	queueMu sync.Mutex // guards submissions to the queue (submit)
 }
 
 // stagingChunk caps the host-visible staging buffers; larger transfers go

@@ -279,7 +279,7 @@ func (p *Program) Submit() error {
 	if !p.ended {
 		return errors.New("vulkan: Submit before End")
 	}
-	return p.d.dev.Submit(vk.Submission{CommandBuffers: []vk.CommandBuffer{p.cb}}, p.fence)
+	return p.d.submit(p.cb, p.fence)
 }
 
 // Wait waits for the last Submit to finish.
