@@ -148,3 +148,16 @@ func inferDequantize(in []graph.Type, _ graph.Attrs) (graph.Type, error) {
 	}
 	return graph.Type{DType: graph.F32, Shape: w.Shape}, nil
 }
+
+// MatMulWeights returns the weight operands (node IDs) of a matmul-family
+// node: the second input of MatMul and MatMulAdd, every input after the
+// activations of MatMulQKV and MatMulGateUpSwiGLU; nil for other ops.
+func MatMulWeights(n *graph.Node) []int {
+	switch n.Op {
+	case MatMul, MatMulAdd:
+		return n.Inputs[1:2]
+	case MatMulQKV, MatMulGateUpSwiGLU:
+		return n.Inputs[1:]
+	}
+	return nil
+}

@@ -58,24 +58,13 @@ func maxElems(t graph.Type, maxTokens int) (int, bool) {
 	return safemath.Int(n)
 }
 
-// matmulWeights returns the weight operands of a matmul-family node.
-func matmulWeights(n *graph.Node) []int {
-	switch n.Op {
-	case ops.MatMul, ops.MatMulAdd:
-		return n.Inputs[1:2]
-	case ops.MatMulQKV, ops.MatMulGateUpSwiGLU:
-		return n.Inputs[1:]
-	}
-	return nil
-}
-
 // actScratchBytes is the activation-quantization scratch n needs: one
 // region per distinct dot-product type of its weights.
 func actScratchBytes(g *graph.Graph, n *graph.Node, maxTokens int) (int, error) {
 	seen := map[gguf.TensorType]bool{}
 	var c safemath.Calc
 	total := int64(0)
-	for _, id := range matmulWeights(n) {
+	for _, id := range ops.MatMulWeights(n) {
 		wt := g.Nodes[id].Type
 		at := quant.VecDotType(wt.DType)
 		if seen[at] {
@@ -89,7 +78,7 @@ func actScratchBytes(g *graph.Graph, n *graph.Node, maxTokens int) (int, error) 
 		total = c.Add(total, c.Mul(int64(rb), int64(maxTokens)))
 	}
 	packed := map[gguf.TensorType]bool{}
-	for _, id := range matmulWeights(n) {
+	for _, id := range ops.MatMulWeights(n) {
 		if w := g.Nodes[id]; w.Layout != nil && !packed[w.Type.DType] {
 			packed[w.Type.DType] = true
 			// simd.PackActBytes, checked: nTok × (n/32) blocks
@@ -246,7 +235,7 @@ func (s *State) tileScratch(w int) []float32 {
 // runMatMulQKV writes each part's [T, rows] result into its own region of
 // the node's buffer (see viewDelta), sharing all parts' tiles among threads.
 func runMatMulQKV(s *State, v *value) error {
-	parts, err := s.quantizeParts(v, matmulWeights(v.node))
+	parts, err := s.quantizeParts(v, ops.MatMulWeights(v.node))
 	if err != nil {
 		return err
 	}
@@ -271,7 +260,7 @@ func runMatMulQKV(s *State, v *value) error {
 // unfused SiLU over whole rows (the sub-16 tail lands in the last tile
 // either way).
 func runMatMulGateUp(s *State, v *value) error {
-	parts, err := s.quantizeParts(v, matmulWeights(v.node))
+	parts, err := s.quantizeParts(v, ops.MatMulWeights(v.node))
 	if err != nil {
 		return err
 	}
@@ -286,7 +275,7 @@ var _ = [1]int{}[matmulTile%16]
 // runMatMulAdd adds the residual to each tile of products; dst may alias
 // the residual, as every element reads its own residual first.
 func runMatMulAdd(s *State, v *value) error {
-	parts, err := s.quantizeParts(v, matmulWeights(v.node))
+	parts, err := s.quantizeParts(v, ops.MatMulWeights(v.node))
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/weft-ml/weft/backends/cpu/simd"
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
+	"github.com/weft-ml/weft/ops"
 )
 
 // Layouts are the CPU backend's weight layouts: Q4_0, Q8_0, Q4_K and Q6_K
@@ -43,7 +44,7 @@ func (l packedLayout) Accepts(w *graph.Node, readers []*graph.Node) bool {
 		return false
 	}
 	for _, r := range readers {
-		if !slices.Contains(matmulWeights(r), w.ID) || r.Inputs[0] == w.ID {
+		if !slices.Contains(ops.MatMulWeights(r), w.ID) || r.Inputs[0] == w.ID {
 			return false
 		}
 	}

@@ -188,7 +188,7 @@ func checkNode(g *graph.Graph, n *graph.Node, bound map[int]string) error {
 			return fmt.Errorf("%s: a part of part %s", describe(n), describe(p))
 		}
 	}
-	for _, id := range matmulWeights(n) {
+	for _, id := range ops.MatMulWeights(n) {
 		w := g.Nodes[id]
 		if _, err := w.Type.DType.RowBytes(uint64(w.Type.Shape[1].N)); err != nil {
 			return fmt.Errorf("%s: weight %q: %w", describe(n), w.Tensor, err)

@@ -101,7 +101,7 @@ func (Backend) Supports(n *graph.Node, g *graph.Graph) error {
 		}
 		return nil
 	case ops.MatMul, ops.MatMulAdd, ops.MatMulQKV, ops.MatMulGateUpSwiGLU:
-		ws := matmulWeights(n)
+		ws := ops.MatMulWeights(n)
 		for _, id := range ws {
 			if err := weightOperand(g.Nodes[id], "matmul weight"); err != nil {
 				return err
@@ -154,17 +154,6 @@ func weightOperand(w *graph.Node, what string) error {
 	}
 	if bs := w.Type.DType.BlockSize(); bs > 1 && w.Type.Shape[1].N%int64(bs) != 0 {
 		return fmt.Errorf("the %s's rows of %d are not whole %s blocks", what, w.Type.Shape[1].N, w.Type.DType)
-	}
-	return nil
-}
-
-// matmulWeights returns the weight operands of a matmul-family node.
-func matmulWeights(n *graph.Node) []int {
-	switch n.Op {
-	case ops.MatMul, ops.MatMulAdd:
-		return n.Inputs[1:2]
-	case ops.MatMulQKV, ops.MatMulGateUpSwiGLU:
-		return n.Inputs[1:]
 	}
 	return nil
 }

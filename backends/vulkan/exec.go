@@ -161,7 +161,7 @@ func (e *Executable) prepare(n *graph.Node, w backends.Weights) error {
 	// blocks (73 words per 256) or binary16-rounded values (one word
 	// each). A node's weights take one kind of activations (Supports), so
 	// one conversion serves them all.
-	for _, id := range matmulWeights(n) {
+	for _, id := range ops.MatMulWeights(n) {
 		wt := e.g.Nodes[id]
 		cols := wt.Type.Shape[1].N
 		switch actKind(wt.Type.DType) {

@@ -453,7 +453,7 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	n := v.n
 	x, xoff := r.operand(n.Inputs[0])
 	ntok := r.rows(r.in(v, 0))
-	ws := matmulWeights(n)
+	ws := ops.MatMulWeights(n)
 	cols := r.in(v, 0).width
 	// Block-quantized weights take Q8_0 or Q8_K activations, quantized
 	// once; F16 weights take binary16-rounded activations (one kind of
