@@ -1,116 +1,17 @@
 package runtime
 
 import (
-	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
+	"github.com/weft-ml/weft/internal/reference"
 	"github.com/weft-ml/weft/internal/testenv"
 	"github.com/weft-ml/weft/runtime/sample"
 )
-
-// reference is the part of a ../shared/reference JSON file the tests use.
-type reference struct {
-	Model          string        `json:"model"`
-	Prompt         string        `json:"prompt"`
-	PromptTokens   []int32       `json:"prompt_tokens"`
-	NVocab         int           `json:"n_vocab"`
-	GreedyTokens   []int32       `json:"greedy_tokens"`
-	GreedyTextHex  string        `json:"greedy_text_hex"`
-	GreedyTopK     [][][]float64 `json:"greedy_topk"`
-	PromptTopK     [][][]float64 `json:"prompt_topk"`
-	LogitsFile     string        `json:"logits_file"`
-	LogitsShape    []int         `json:"logits_shape"`
-	LogitsFirstPos int           `json:"logits_first_pos"`
-	KVType         string        `json:"kv_cache_type"`
-
-	logits []float32
-}
-
-func loadReference(t *testing.T, dir, name string) *reference {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r reference
-	if err := json.Unmarshal(data, &r); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, r.LogitsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.logits = make([]float32, len(raw)/4)
-	for i := range r.logits {
-		r.logits[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-	}
-	if len(r.logits) != r.LogitsShape[0]*r.LogitsShape[1] {
-		t.Fatalf("%s: %d logits, shape %v", name, len(r.logits), r.LogitsShape)
-	}
-	return &r
-}
-
-// row returns the stored logits of prompt position pos, or nil.
-func (r *reference) row(pos int) []float32 {
-	i := pos - r.LogitsFirstPos
-	if i < 0 || i >= r.LogitsShape[0] {
-		return nil
-	}
-	return r.logits[i*r.NVocab : (i+1)*r.NVocab]
-}
-
-// relDiff returns ‖a-b‖/‖b‖ and max |a-b|.
-func relDiff(a, b []float32) (rel, maxAbs float64) {
-	var num, den float64
-	for i := range b {
-		d := float64(a[i]) - float64(b[i])
-		num += d * d
-		den += float64(b[i]) * float64(b[i])
-		maxAbs = math.Max(maxAbs, math.Abs(d))
-	}
-	return math.Sqrt(num / den), maxAbs
-}
-
-func top5(l []float32) []int {
-	idx := make([]int, len(l))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return l[idx[a]] > l[idx[b]] })
-	return idx[:5]
-}
-
-func overlap(ours []int, ref [][]float64) int {
-	n := 0
-	for _, id := range ours {
-		for _, e := range ref {
-			if int(e[0]) == id {
-				n++
-			}
-		}
-	}
-	return n
-}
-
-// spread is llama.cpp's own f16-KV versus f32-KV disagreement: the largest
-// per-row ‖Δ‖/‖ref‖ over the stored rows of a reference pair.
-func spread(f16, f32 *reference) float64 {
-	s := 0.0
-	for r := 0; r < f16.LogitsShape[0]; r++ {
-		pos := f16.LogitsFirstPos + r
-		rel, _ := relDiff(f16.row(pos), f32.row(pos))
-		s = math.Max(s, rel)
-	}
-	return s
-}
 
 // top5Stats counts positions by how many of our top-5 ids the reference shares.
 type top5Stats struct{ total, atLeast4, min int }
@@ -172,10 +73,10 @@ func checkModel(t *testing.T, path, name, refDir string) {
 		t.Fatalf("no reference files for %s in %s", name, refDir)
 	}
 	for _, f16Path := range prompts {
-		f16 := loadReference(t, refDir, filepath.Base(f16Path))
-		f32 := loadReference(t, refDir, strings.TrimSuffix(filepath.Base(f16Path), ".json")+".kvf32.json")
-		bar := math.Max(2e-3, 2*spread(f16, f32))
-		for _, ref := range []*reference{f16, f32} {
+		f16 := reference.Load(t, refDir, filepath.Base(f16Path))
+		f32 := reference.Load(t, refDir, strings.TrimSuffix(filepath.Base(f16Path), ".json")+".kvf32.json")
+		bar := math.Max(2e-3, 2*reference.Spread(f16, f32))
+		for _, ref := range []*reference.Reference{f16, f32} {
 			checkPrompt(t, m, ref, bar, &stats, strings.HasPrefix(name, "stories260K"))
 		}
 	}
@@ -186,7 +87,7 @@ func checkModel(t *testing.T, path, name, refDir string) {
 	}
 }
 
-func checkPrompt(t *testing.T, m *Model, ref *reference, bar float64, stats *top5Stats, trained bool) {
+func checkPrompt(t *testing.T, m *Model, ref *reference.Reference, bar float64, stats *top5Stats, trained bool) {
 	label := fmt.Sprintf("%q kv=%s", truncate(ref.Prompt, 20), ref.KVType)
 	ids, err := m.Tokenizer.Encode(ref.Prompt, true, false)
 	if err != nil || !slices.Equal(ids, ref.PromptTokens) {
@@ -204,9 +105,9 @@ func checkPrompt(t *testing.T, m *Model, ref *reference, bar float64, stats *top
 	worstRel, worstAbs := 0.0, 0.0
 	for pos := range ids {
 		row := all[pos*v : (pos+1)*v]
-		stats.add(overlap(top5(row), ref.PromptTopK[pos]))
-		if want := ref.row(pos); want != nil {
-			rel, abs := relDiff(row, want)
+		stats.add(reference.Overlap(reference.Top5(row), ref.PromptTopK[pos]))
+		if want := ref.Row(pos); want != nil {
+			rel, abs := reference.RelDiff(row, want)
 			worstRel, worstAbs = math.Max(worstRel, rel), math.Max(worstAbs, abs)
 		}
 	}
@@ -219,10 +120,10 @@ func checkPrompt(t *testing.T, m *Model, ref *reference, bar float64, stats *top
 
 // checkGreedy teacher-forces the reference's greedy tokens, comparing each
 // step's top-5; for trained models it also requires our argmax to match.
-func checkGreedy(t *testing.T, s *Session, ref *reference, logits []float32, stats *top5Stats, trained bool, label string) {
+func checkGreedy(t *testing.T, s *Session, ref *reference.Reference, logits []float32, stats *top5Stats, trained bool, label string) {
 	var text []byte
 	for g, want := range ref.GreedyTokens {
-		stats.add(overlap(top5(logits), ref.GreedyTopK[g]))
+		stats.add(reference.Overlap(reference.Top5(logits), ref.GreedyTopK[g]))
 		if trained {
 			if got := sample.Greedy(logits); got != want {
 				t.Fatalf("%s: greedy step %d: got token %d, want %d", label, g, got, want)

@@ -3,12 +3,9 @@
 package vulkan_test
 
 import (
-	"encoding/binary"
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -22,106 +19,11 @@ import (
 	"github.com/weft-ml/weft/backends/vulkan/vulkantest"
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
+	"github.com/weft-ml/weft/internal/reference"
 	"github.com/weft-ml/weft/internal/testenv"
 	"github.com/weft-ml/weft/model"
 	"github.com/weft-ml/weft/passes"
 )
-
-// reference is the part of a ../shared/reference JSON file these tests use.
-type reference struct {
-	Prompt         string        `json:"prompt"`
-	PromptTokens   []int32       `json:"prompt_tokens"`
-	NVocab         int           `json:"n_vocab"`
-	GreedyTokens   []int32       `json:"greedy_tokens"`
-	GreedyTopK     [][][]float64 `json:"greedy_topk"`
-	PromptTopK     [][][]float64 `json:"prompt_topk"`
-	LogitsFile     string        `json:"logits_file"`
-	LogitsShape    []int         `json:"logits_shape"`
-	LogitsFirstPos int           `json:"logits_first_pos"`
-	KVType         string        `json:"kv_cache_type"`
-
-	logits []float32
-}
-
-func loadReference(t *testing.T, dir, name string) *reference {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, name))
-	require.NoError(t, err)
-	var r reference
-	require.NoError(t, json.Unmarshal(data, &r), name)
-	raw, err := os.ReadFile(filepath.Join(dir, r.LogitsFile))
-	require.NoError(t, err)
-	r.logits = make([]float32, len(raw)/4)
-	for i := range r.logits {
-		r.logits[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-	}
-	require.Len(t, r.logits, r.LogitsShape[0]*r.LogitsShape[1], name)
-	return &r
-}
-
-// row returns the stored logits of prompt position pos, or nil.
-func (r *reference) row(pos int) []float32 {
-	i := pos - r.LogitsFirstPos
-	if i < 0 || i >= r.LogitsShape[0] {
-		return nil
-	}
-	return r.logits[i*r.NVocab : (i+1)*r.NVocab]
-}
-
-// relDiff returns ‖a-b‖/‖b‖ and max |a-b|.
-func relDiff(a, b []float32) (rel, maxAbs float64) {
-	var num, den float64
-	for i := range b {
-		d := float64(a[i]) - float64(b[i])
-		num += d * d
-		den += float64(b[i]) * float64(b[i])
-		maxAbs = math.Max(maxAbs, math.Abs(d))
-	}
-	return math.Sqrt(num / den), maxAbs
-}
-
-func argmax(l []float32) int32 {
-	best := 0
-	for i, v := range l {
-		if v > l[best] {
-			best = i
-		}
-	}
-	return int32(best)
-}
-
-func top5(l []float32) []int {
-	idx := make([]int, len(l))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return l[idx[a]] > l[idx[b]] })
-	return idx[:5]
-}
-
-func overlap(ours []int, ref [][]float64) int {
-	n := 0
-	for _, id := range ours {
-		for _, e := range ref {
-			if int(e[0]) == id {
-				n++
-			}
-		}
-	}
-	return n
-}
-
-// spread is llama.cpp's own f16-KV versus f32-KV disagreement: the largest
-// per-row ‖Δ‖/‖ref‖ over the stored rows of a reference pair.
-func spread(f16, f32 *reference) float64 {
-	s := 0.0
-	for r := 0; r < f16.LogitsShape[0]; r++ {
-		pos := f16.LogitsFirstPos + r
-		rel, _ := relDiff(f16.row(pos), f32.row(pos))
-		s = math.Max(s, rel)
-	}
-	return s
-}
 
 // compileFor lowers a GGUF model and runs every pass with the Vulkan
 // backend preferred (the CPU as host), as `graphc compile --backend
@@ -170,7 +72,7 @@ func seq(lo, n int) []int32 {
 // every row's logits, then the greedy tokens teacher-forced one at a time.
 // Stored rows must lie within bar (‖Δ‖/‖ref‖); top-5 sets must share at
 // least 3 ids everywhere; trained models must reproduce every greedy token.
-func checkReference(t *testing.T, e *vulkan.Executable, ref *reference, bar float64, trained bool) (worstAbs float64, min5, n5, atLeast4 int) {
+func checkReference(t *testing.T, e *vulkan.Executable, ref *reference.Reference, bar float64, trained bool) (worstAbs float64, min5, n5, atLeast4 int) {
 	kv := backends.KVF16
 	if ref.KVType == "f32" {
 		kv = backends.KVF32
@@ -186,7 +88,7 @@ func checkReference(t *testing.T, e *vulkan.Executable, ref *reference, bar floa
 	worstRel := 0.0
 	min5 = 5
 	count := func(logits []float32, topk [][]float64) {
-		o := overlap(top5(logits), topk)
+		o := reference.Overlap(reference.Top5(logits), topk)
 		min5 = min(min5, o)
 		n5++
 		if o >= 4 {
@@ -196,8 +98,8 @@ func checkReference(t *testing.T, e *vulkan.Executable, ref *reference, bar floa
 	for pos := range ids {
 		row := all[pos*v : (pos+1)*v]
 		count(row, ref.PromptTopK[pos])
-		if want := ref.row(pos); want != nil {
-			rel, abs := relDiff(row, want)
+		if want := ref.Row(pos); want != nil {
+			rel, abs := reference.RelDiff(row, want)
 			worstRel, worstAbs = math.Max(worstRel, rel), math.Max(worstAbs, abs)
 		}
 	}
@@ -206,7 +108,7 @@ func checkReference(t *testing.T, e *vulkan.Executable, ref *reference, bar floa
 	for g, want := range ref.GreedyTokens {
 		count(logits, ref.GreedyTopK[g])
 		if trained {
-			require.Equal(t, want, argmax(logits), "%q kv=%s: greedy step %d", ref.Prompt, ref.KVType, g)
+			require.Equal(t, want, reference.Argmax(logits), "%q kv=%s: greedy step %d", ref.Prompt, ref.KVType, g)
 		}
 		if g == len(ref.GreedyTokens)-1 {
 			break
@@ -249,10 +151,10 @@ func checkModel(t *testing.T, d *vulkan.Device, name string, maxTokens int) {
 	}
 	min5, total, atLeast4 := 5, 0, 0
 	for _, p := range prompts {
-		f16 := loadReference(t, refDir, filepath.Base(p))
-		f32 := loadReference(t, refDir, strings.TrimSuffix(filepath.Base(p), ".json")+".kvf32.json")
-		bar := math.Max(2e-3, 2*spread(f16, f32))
-		for _, ref := range []*reference{f16, f32} {
+		f16 := reference.Load(t, refDir, filepath.Base(p))
+		f32 := reference.Load(t, refDir, strings.TrimSuffix(filepath.Base(p), ".json")+".kvf32.json")
+		bar := math.Max(2e-3, 2*reference.Spread(f16, f32))
+		for _, ref := range []*reference.Reference{f16, f32} {
 			_, m, n, a := checkReference(t, e, ref, bar, trained)
 			min5, total, atLeast4 = min(min5, m), total+n, atLeast4+a
 		}
