@@ -75,7 +75,7 @@ func checkModel(t *testing.T, path, name, refDir string) {
 	for _, f16Path := range prompts {
 		f16 := reference.Load(t, refDir, filepath.Base(f16Path))
 		f32 := reference.Load(t, refDir, strings.TrimSuffix(filepath.Base(f16Path), ".json")+".kvf32.json")
-		bar := math.Max(2e-3, 2*reference.Spread(f16, f32))
+		bar := reference.Bar(reference.Spread(f16, f32))
 		for _, ref := range []*reference.Reference{f16, f32} {
 			checkPrompt(t, m, ref, bar, &stats, strings.HasPrefix(name, "stories260K"))
 		}

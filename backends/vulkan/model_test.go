@@ -153,7 +153,7 @@ func checkModel(t *testing.T, d *vulkan.Device, name string, maxTokens int) {
 	for _, p := range prompts {
 		f16 := reference.Load(t, refDir, filepath.Base(p))
 		f32 := reference.Load(t, refDir, strings.TrimSuffix(filepath.Base(p), ".json")+".kvf32.json")
-		bar := math.Max(2e-3, 2*reference.Spread(f16, f32))
+		bar := reference.Bar(reference.Spread(f16, f32))
 		for _, ref := range []*reference.Reference{f16, f32} {
 			_, m, n, a := checkReference(t, e, ref, bar, trained)
 			min5, total, atLeast4 = min(min5, m), total+n, atLeast4+a
