@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/weft-ml/weft/backends"
+	"github.com/weft-ml/weft/backends/vulkan/vk"
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
 	"github.com/weft-ml/weft/internal/safefile"
@@ -217,7 +218,13 @@ func sharedDevice(index int, seed []byte) (*Device, error) {
 	if d, ok := opened.devs[index]; ok {
 		return d, nil
 	}
-	d, err := Open(index, Options{Validation: os.Getenv("WEFT_VULKAN_VALIDATION") == "1", PipelineCache: seed})
+	o := Options{PipelineCache: seed}
+	if os.Getenv("WEFT_VULKAN_VALIDATION") == "1" {
+		// Validation for debugging a run: its messages go to stderr.
+		o.Validation = true
+		o.OnMessage = func(m vk.Message) { fmt.Fprintf(os.Stderr, "vulkan validation: %v\n", m) }
+	}
+	d, err := Open(index, o)
 	if err != nil {
 		return nil, err
 	}
