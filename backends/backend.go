@@ -67,6 +67,9 @@ type LoadOptions struct {
 	// at load (the Vulkan pipeline cache), to start faster next time. It
 	// is written with internal/safefile's rules and never over an input.
 	CacheFile string
+	// Progress, when set, hears how many of the weights' bytes a backend
+	// that copies them (to a GPU) has copied so far.
+	Progress func(done, total int64)
 }
 
 // ErrWeightsChanged is matched (errors.Is) by the errors a backend returns

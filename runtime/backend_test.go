@@ -63,9 +63,11 @@ func TestPipelineCacheBesidePlan(t *testing.T) {
 	p, err := CompileTo(stories(t), path, CompileOptions{Ctx: 64, Backend: "vulkan"})
 	require.NoError(t, err)
 	require.NoError(t, p.Close())
+	var done, total int64
+	progress := func(d, t int64) { done, total = d, t }
 	run := func() {
 		t.Helper()
-		m, err := Open(path, Options{Backend: "vulkan"})
+		m, err := Open(path, Options{Backend: "vulkan", LoadProgress: progress})
 		if err != nil {
 			t.Skipf("no Vulkan device to run on: %v", err)
 		}
@@ -76,6 +78,8 @@ func TestPipelineCacheBesidePlan(t *testing.T) {
 		require.NoError(t, m.Close())
 	}
 	run()
+	assert.Positive(t, total, "upload progress was reported")
+	assert.Equal(t, total, done, "the last progress call reports every byte")
 	cache := path + ".vulkan.cache"
 	st, err := os.Stat(cache)
 	require.NoError(t, err, "the pipeline cache is written when the model closes")

@@ -16,10 +16,13 @@ import (
 
 // Options configure Open.
 type Options struct {
-	Backend string         // registered backend that runs the plan ("": cpu; "auto": the first that loads)
-	Device  int            // which device of that backend
-	Threads int            // 0: all cores
-	Compile CompileOptions // used when opening a .gguf directly
+	Backend string // registered backend that runs the plan ("": cpu; "auto": the first that loads)
+	Device  int    // which device of that backend
+	Threads int    // 0: all cores
+	// LoadProgress, when set, hears how many weight bytes a GPU backend
+	// has uploaded (for a progress line).
+	LoadProgress func(done, total int64)
+	Compile      CompileOptions // used when opening a .gguf directly
 }
 
 // Model is a loaded plan with its mapped weights, tokenizer and compiled
@@ -115,7 +118,7 @@ func build(plan *Plan, f *gguf.File, weights string, o Options) (*Model, error) 
 		var prog backends.Program
 		if err == nil {
 			prog, err = exec.Load(plan.Graph, f, backends.LoadOptions{MaxTokens: plan.Run.Batch, Threads: o.Threads, Packed: plan.Packed,
-				ModelFile: weights, PackedFile: plan.sidePath, Device: o.Device, CacheFile: plan.cacheFile(name)})
+				ModelFile: weights, PackedFile: plan.sidePath, Device: o.Device, CacheFile: plan.cacheFile(name), Progress: o.LoadProgress})
 		}
 		if err == nil {
 			return &Model{Plan: plan, File: f, Tokenizer: tok, Backend: name, BackendNotes: notes, prog: prog}, nil

@@ -21,16 +21,19 @@ type Executable struct {
 	d          *Device
 	ownsDevice bool
 	beforeFree func() // stores the pipeline cache (Load)
-	g          *graph.Graph
-	order      []int
-	vals       []value
-	maxTokens  int
-	arenaElems int64 // activation arena, float32 elements
-	q8Words    int64 // Q8_0 activation scratch, words
-	logits     int   // output node
-	attention  []int // Attention nodes, in KV-cache order
-	ropes      []ropeParams
-	weights    []*Buffer
+
+	weightBytes, uploaded int64                   // for Progress
+	progress              func(done, total int64) // LoadOptions.Progress
+	g                     *graph.Graph
+	order                 []int
+	vals                  []value
+	maxTokens             int
+	arenaElems            int64 // activation arena, float32 elements
+	q8Words               int64 // Q8_0 activation scratch, words
+	logits                int   // output node
+	attention             []int // Attention nodes, in KV-cache order
+	ropes                 []ropeParams
+	weights               []*Buffer
 
 	mu      sync.Mutex
 	kernels map[string]*Kernel
@@ -94,6 +97,10 @@ func LoadOn(d *Device, g *graph.Graph, w backends.Weights, o backends.LoadOption
 			e = nil
 		}
 	}()
+	if err := e.checkMemory(w); err != nil {
+		return e, err
+	}
+	e.progress = o.Progress
 	for _, id := range order {
 		n := g.Nodes[id]
 		if err := (Backend{}).Supports(n, g); err != nil {
@@ -203,6 +210,9 @@ func (e *Executable) upload(v *value, w backends.Weights) error {
 	}
 	if err := e.d.Upload(b, 0, data); err != nil {
 		return fmt.Errorf("weight %q: %w", n.Tensor, err)
+	}
+	if e.uploaded += int64(len(data)); e.progress != nil {
+		e.progress(e.uploaded, e.weightBytes)
 	}
 	v.kind, v.w = kindWeight, b
 	return nil
@@ -348,4 +358,24 @@ func (e *Executable) free() {
 		e.d.Close()
 	}
 	e.d = nil
+}
+
+// checkMemory refuses a model whose weights alone exceed the device's
+// largest device-local heap, saying both sizes, before anything is
+// uploaded.
+func (e *Executable) checkMemory(w backends.Weights) error {
+	for _, n := range e.g.Nodes {
+		if n.Op != "Weight" {
+			continue
+		}
+		if t, ok := w.Tensor(n.Tensor); ok {
+			e.weightBytes += int64(len(w.TensorData(t)))
+		}
+	}
+	have := int64(e.d.info.DeviceLocalBytes)
+	if have > 0 && e.weightBytes > have {
+		return fmt.Errorf("the weights need %.2f GiB of device memory, but %s has %.2f GiB: use --backend cpu, or a smaller or more quantized model",
+			float64(e.weightBytes)/(1<<30), e.d.info.Name, float64(have)/(1<<30))
+	}
+	return nil
 }

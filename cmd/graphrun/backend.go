@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	goruntime "runtime"
 
 	"github.com/weft-ml/weft/backends"
@@ -27,10 +28,31 @@ func addBackendFlags(fs *flag.FlagSet) backendFlags {
 // placed for the chosen backend.
 func (b backendFlags) options(o runtime.Options) runtime.Options {
 	o.Backend, o.Device = *b.backend, *b.device
+	o.LoadProgress = uploadProgress(os.Stderr)
 	if o.Backend != runtime.AutoBackend {
 		o.Compile.Backend = o.Backend
 	}
 	return o
+}
+
+// uploadProgress shows the upload of weights of 64 MiB and more to a
+// device on one stderr line, in steps of 5%.
+func uploadProgress(w io.Writer) func(done, total int64) {
+	shown := -1
+	return func(done, total int64) {
+		if total < 64<<20 {
+			return
+		}
+		pct := int(100 * done / total)
+		if pct/5 == shown/5 && done < total {
+			return
+		}
+		shown = pct
+		fmt.Fprintf(w, "\ruploading weights: %3d%% (%d of %d MiB)", pct, done>>20, total>>20)
+		if done >= total {
+			fmt.Fprintln(w)
+		}
+	}
 }
 
 // noteBackend says on stderr which backend runs the model when it was not
