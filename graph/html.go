@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"sort"
 	"strings"
 )
 
@@ -38,7 +39,7 @@ func WriteHTML(w io.Writer, views []View) error {
 	if len(views) > 1 {
 		b.WriteString(`<button onclick="show(-1)">side by side</button>`)
 	}
-	b.WriteString(legend() + `</div><div id="views">`)
+	b.WriteString(legend(views) + `</div><div id="views">`)
 	for i, v := range views {
 		fmt.Fprintf(&b, `<div class="view" id="v%d"><h2>%s</h2>`, i, html.EscapeString(v.Title))
 		if err := drawSVG(&b, v.Graph); err != nil {
@@ -210,13 +211,31 @@ func clip(s string, n int) string {
 	return s
 }
 
-func legend() string {
+// legend names the op colours and the border colour of each backend the
+// views place nodes on (cpu always).
+func legend(views []View) string {
 	var b strings.Builder
 	b.WriteString(`<span class="legend">`)
 	for _, op := range []string{"MatMul", "RMSNorm", "Attention", "Mul", "Part"} {
 		fmt.Fprintf(&b, `<span style="background:%s">%s</span>`, opColor(op), op)
 	}
-	fmt.Fprintf(&b, `<span style="border:2px solid %s">cpu</span><span style="border:2px solid %s">gpu</span><span class="lf">★ fused</span></span>`, BackendColor("cpu"), BackendColor("gpu"))
+	placed := map[string]bool{"cpu": true}
+	for _, v := range views {
+		for _, n := range v.Graph.Nodes {
+			if n.Backend != "" {
+				placed[n.Backend] = true
+			}
+		}
+	}
+	names := make([]string, 0, len(placed))
+	for name := range placed {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(&b, `<span style="border:2px solid %s">%s</span>`, BackendColor(name), html.EscapeString(name))
+	}
+	b.WriteString(`<span class="lf">★ fused</span></span>`)
 	return b.String()
 }
 

@@ -215,7 +215,7 @@ var autoOrder = []string{"vulkan", hostBackend}
 // for a device backend runs only there (its graph holds that backend's
 // copies and layouts); a plan for the host alone runs anywhere.
 func (o Options) candidates(plan *Plan) ([]string, error) {
-	placed := plan.deviceBackend()
+	placed := plan.DeviceBackend()
 	switch {
 	case placed != "" && o.Backend == AutoBackend:
 		return []string{placed}, nil
@@ -237,9 +237,9 @@ func (p *Plan) cacheFile(backend string) string {
 	return p.path + "." + backend + ".cache"
 }
 
-// deviceBackend is the backend other than the host that the plan's nodes
+// DeviceBackend is the backend other than the host that the plan's nodes
 // are placed on, or "".
-func (p *Plan) deviceBackend() string {
+func (p *Plan) DeviceBackend() string {
 	for _, n := range p.Graph.Nodes {
 		if n.Backend != "" && n.Backend != hostBackend {
 			return n.Backend

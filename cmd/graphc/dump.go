@@ -132,7 +132,7 @@ func compileSource(path string, o runtime.CompileOptions) (*runtime.Plan, error)
 		if err != nil {
 			return nil, err
 		}
-		o.Ctx, o.Batch, o.KVType = p.Run.Ctx, p.Run.Batch, p.Run.KVType
+		o.Ctx, o.Batch, o.KVType, o.Backend = p.Run.Ctx, p.Run.Batch, p.Run.KVType, p.DeviceBackend()
 		if path = p.Model.AbsPath; path == "" {
 			path = p.Model.Path
 		}
