@@ -4,7 +4,7 @@ BIN       := bin
 # Packages cheap enough to run under the race detector on a 2-core machine.
 RACE_PKGS := ./gguf/... ./graph/... ./runtime/...
 
-.PHONY: build test lint vet fmt-check unit race demo bench generate check-generated bench-kernels purego fuzz clean
+.PHONY: device-build build test lint vet fmt-check unit race demo bench generate check-generated bench-kernels purego fuzz clean
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -65,3 +65,16 @@ fuzz:
 
 clean:
 	rm -rf $(BIN)
+
+# Binaries and fixtures for .ci/device.sh on the GPU machine (see that
+# script): stripped tools and Vulkan test binaries in out/dev, the
+# stories260K models, references and the llama vocabulary in out/shared.
+device-build:
+	@mkdir -p out/dev out/shared/models out/shared/tokenizer
+	$(GO) build -ldflags="-s -w" -o out/dev/ ./cmd/...
+	$(GO) test -c -ldflags="-s -w" -o out/dev/vulkan.test ./backends/vulkan
+	$(GO) test -c -ldflags="-s -w" -o out/dev/shaders.test ./shaders
+	$(GO) test -c -ldflags="-s -w" -o out/dev/vk.test ./backends/vulkan/vk
+	cp -r ../shared/reference out/shared/
+	cp ../shared/models/stories260K*.gguf ../shared/models/README.md out/shared/models/
+	cp ../shared/tokenizer/ggml-vocab-llama-spm.gguf out/shared/tokenizer/
