@@ -1,6 +1,3 @@
-// Package all registers every built-in backend. Importing it (as runtime
-// does) makes them available to backends.Lookup; a new backend adds one
-// import line here.
 package all
 
 import (
