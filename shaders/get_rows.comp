@@ -2,7 +2,7 @@
 // W[ids[t],:] widened to float32, one workgroup per output row t < n.
 // ids are read from the step buffer at word idsoff; the host has checked
 // them. Variants by table type: W_F32 (a weight or an activation, from
-// element woff), W_F16, W_Q8_0, W_Q4_0 (woff 0).
+// element woff), and every other weight type of quant.glsl (woff 0).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 

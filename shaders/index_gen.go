@@ -36,6 +36,12 @@ var spvQuantizeQ8K []byte
 //go:embed spv/round_f16.spv
 var spvRoundF16 []byte
 
+//go:embed spv/quantize_q8_1.spv
+var spvQuantizeQ81 []byte
+
+//go:embed spv/round_bf16.spv
+var spvRoundBf16 []byte
+
 //go:embed spv/rope_f32.spv
 var spvRopeF32 []byte
 
@@ -156,6 +162,69 @@ var spvMatvecAddQ50 []byte
 //go:embed spv/matvec_gateup_q5_0.spv
 var spvMatvecGateupQ50 []byte
 
+//go:embed spv/get_rows_bf16.spv
+var spvGetRowsBf16 []byte
+
+//go:embed spv/matmul_bf16.spv
+var spvMatmulBf16 []byte
+
+//go:embed spv/matmul_add_bf16.spv
+var spvMatmulAddBf16 []byte
+
+//go:embed spv/matmul_gateup_bf16.spv
+var spvMatmulGateupBf16 []byte
+
+//go:embed spv/matvec_bf16.spv
+var spvMatvecBf16 []byte
+
+//go:embed spv/matvec_add_bf16.spv
+var spvMatvecAddBf16 []byte
+
+//go:embed spv/matvec_gateup_bf16.spv
+var spvMatvecGateupBf16 []byte
+
+//go:embed spv/get_rows_q4_1.spv
+var spvGetRowsQ41 []byte
+
+//go:embed spv/matmul_q4_1.spv
+var spvMatmulQ41 []byte
+
+//go:embed spv/matmul_add_q4_1.spv
+var spvMatmulAddQ41 []byte
+
+//go:embed spv/matmul_gateup_q4_1.spv
+var spvMatmulGateupQ41 []byte
+
+//go:embed spv/matvec_q4_1.spv
+var spvMatvecQ41 []byte
+
+//go:embed spv/matvec_add_q4_1.spv
+var spvMatvecAddQ41 []byte
+
+//go:embed spv/matvec_gateup_q4_1.spv
+var spvMatvecGateupQ41 []byte
+
+//go:embed spv/get_rows_q5_1.spv
+var spvGetRowsQ51 []byte
+
+//go:embed spv/matmul_q5_1.spv
+var spvMatmulQ51 []byte
+
+//go:embed spv/matmul_add_q5_1.spv
+var spvMatmulAddQ51 []byte
+
+//go:embed spv/matmul_gateup_q5_1.spv
+var spvMatmulGateupQ51 []byte
+
+//go:embed spv/matvec_q5_1.spv
+var spvMatvecQ51 []byte
+
+//go:embed spv/matvec_add_q5_1.spv
+var spvMatvecAddQ51 []byte
+
+//go:embed spv/matvec_gateup_q5_1.spv
+var spvMatvecGateupQ51 []byte
+
 //go:embed spv/get_rows_q4_k.spv
 var spvGetRowsQ4K []byte
 
@@ -266,6 +335,22 @@ var kernels = []Kernel{{
 	Name:      "round_f16",
 	PushBytes: 16,
 	SPIRV:     spvRoundF16,
+	Source:    "quantize_q8.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  2,
+	Defines:   []string{"Q8_1"},
+	Name:      "quantize_q8_1",
+	PushBytes: 16,
+	SPIRV:     spvQuantizeQ81,
+	Source:    "quantize_q8.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  2,
+	Defines:   []string{"ROUND_BF16"},
+	Name:      "round_bf16",
+	PushBytes: 16,
+	SPIRV:     spvRoundBf16,
 	Source:    "quantize_q8.comp",
 	Workgroup: 64,
 }, {
@@ -585,6 +670,174 @@ var kernels = []Kernel{{
 	Name:      "matvec_gateup_q5_0",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGateupQ50,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_BF16"},
+	Name:      "get_rows_bf16",
+	PushBytes: 20,
+	SPIRV:     spvGetRowsBf16,
+	Source:    "get_rows.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_BF16"},
+	Name:      "matmul_bf16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulBf16,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_BF16", "ADD"},
+	Name:      "matmul_add_bf16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulAddBf16,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_BF16", "GATEUP"},
+	Name:      "matmul_gateup_bf16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulGateupBf16,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_BF16"},
+	Name:      "matvec_bf16",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBf16,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_BF16", "ADD"},
+	Name:      "matvec_add_bf16",
+	PushBytes: 28,
+	SPIRV:     spvMatvecAddBf16,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_BF16", "GATEUP"},
+	Name:      "matvec_gateup_bf16",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupBf16,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q4_1"},
+	Name:      "get_rows_q4_1",
+	PushBytes: 20,
+	SPIRV:     spvGetRowsQ41,
+	Source:    "get_rows.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q4_1"},
+	Name:      "matmul_q4_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulQ41,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_1", "ADD"},
+	Name:      "matmul_add_q4_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulAddQ41,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_1", "GATEUP"},
+	Name:      "matmul_gateup_q4_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulGateupQ41,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q4_1"},
+	Name:      "matvec_q4_1",
+	PushBytes: 28,
+	SPIRV:     spvMatvecQ41,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_1", "ADD"},
+	Name:      "matvec_add_q4_1",
+	PushBytes: 28,
+	SPIRV:     spvMatvecAddQ41,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_1", "GATEUP"},
+	Name:      "matvec_gateup_q4_1",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ41,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q5_1"},
+	Name:      "get_rows_q5_1",
+	PushBytes: 20,
+	SPIRV:     spvGetRowsQ51,
+	Source:    "get_rows.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q5_1"},
+	Name:      "matmul_q5_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulQ51,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_1", "ADD"},
+	Name:      "matmul_add_q5_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulAddQ51,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_1", "GATEUP"},
+	Name:      "matmul_gateup_q5_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulGateupQ51,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q5_1"},
+	Name:      "matvec_q5_1",
+	PushBytes: 28,
+	SPIRV:     spvMatvecQ51,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_1", "ADD"},
+	Name:      "matvec_add_q5_1",
+	PushBytes: 28,
+	SPIRV:     spvMatvecAddQ51,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_1", "GATEUP"},
+	Name:      "matvec_gateup_q5_1",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ51,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {

@@ -6,7 +6,8 @@
 // NT tokens, with no barriers: workgroup x·WG + i takes row x·WG + i, and
 // rows beyond the x dispatch limit continue in y.
 //
-// Variants by weight type (W_F32, W_F16, W_Q8_0, W_Q4_0, W_Q5_0) and epilogue:
+// Variants by weight type (W_F32, W_F16, W_BF16, W_Q8_0, W_Q4_0, W_Q5_0,
+// W_Q4_1, W_Q5_1) and epilogue:
 //   (none)  d = W·x
 //   ADD     d = W·x + e                  (MatMulAdd; d may alias e)
 //   GATEUP  d = silu(W·x) · (U·x)        (MatMulGateUpSwiGLU; U at binding 3)
@@ -17,8 +18,11 @@
 // Q5_0 weights take activations quantized to Q8_0 blocks beforehand by
 // quantize_q8 (binding 1 is then that scratch: per block one word holding
 // the float value of its binary16 scale, then 8 words of int8), with an
-// integer sum per block and ggml's float operand order per block. Only the
-// order of the float sums differs from the CPU.
+// integer sum per block and ggml's float operand order per block. BF16
+// weights take activations rounded to bfloat16 (ROUND_BF16); Q4_1 and
+// Q5_1 take Q8_1 blocks (quantize_q8_1: 10 words, the float values of the
+// binary16 d and s = d·Σq, then 8 words of int8) and add ggml's m·s term
+// per block. Only the order of the float sums differs from the CPU.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 
@@ -37,6 +41,13 @@ layout(push_constant) uniform Push {
 layout(binding = 0) readonly buffer Wt { uint w[]; };
 #if defined(W_Q8_0) || defined(W_Q4_0) || defined(W_Q5_0)
 #define QUANT_ACT
+#define ABW 9u // words per activation block (quantize_q8_0)
+#elif defined(W_Q4_1) || defined(W_Q5_1)
+#define QUANT_ACT
+#define Q8_1_ACT
+#define ABW 10u // words per activation block (quantize_q8_1: d, s, 8 words)
+#endif
+#ifdef QUANT_ACT
 layout(binding = 1) readonly buffer Xq { uint xq[]; };
 #else
 layout(binding = 1) readonly buffer X { float x[]; };
@@ -100,6 +111,21 @@ void main() {
             for (uint k = 0u; k < 4u; k++) {
                 wq[k] = wu32(s, wb + 6u + 4u * k);
             }
+#elif defined(W_Q4_1) || defined(W_Q5_1)
+#if defined(W_Q4_1)
+            const uint wb = (row * nb + b) * 20u;
+            const uint qs = wb + 4u;
+#else
+            const uint wb = (row * nb + b) * 24u;
+            const uint qh = wu32(s, wb + 4u);
+            const uint qs = wb + 8u;
+#endif
+            const uint dm = wu32(s, wb);
+            const float dw = f16_to_f32(dm & 0xffffu), mw = f16_to_f32(dm >> 16);
+            uint wq[4];
+            for (uint k = 0u; k < 4u; k++) {
+                wq[k] = wu32(s, qs + 4u * k);
+            }
 #else
             const uint wb = (row * nb + b) * 18u;
             const float dw = f16_to_f32(wu16(s, wb));
@@ -109,7 +135,7 @@ void main() {
             }
 #endif
             for (uint j = 0u; j < nt; j++) {
-                const uint ab = pc.xoff + ((t0 + j) * nb + b) * 9u;
+                const uint ab = pc.xoff + ((t0 + j) * nb + b) * ABW;
                 const float da = uintBitsToFloat(xq[ab]);
                 int isum = 0;
 #if defined(W_Q8_0)
@@ -132,6 +158,25 @@ void main() {
                     }
                 }
                 acc[s * NT + j] += (dw * da) * float(isum);
+#elif defined(W_Q4_1) || defined(W_Q5_1)
+                const float sa = uintBitsToFloat(xq[ab + 1u]);
+                for (uint k = 0u; k < 4u; k++) {
+                    const uint lo = xq[ab + 2u + k];      // activations 4k..4k+3
+                    const uint hi = xq[ab + 6u + k];      // activations 16+4k..
+                    for (uint i = 0u; i < 4u; i++) {
+                        const uint q = (wq[k] >> (8u * i)) & 0xffu;
+#if defined(W_Q5_1)
+                        const int ql = int((q & 15u) | (((qh >> (4u * k + i)) & 1u) << 4));
+                        const int qu = int((q >> 4) | (((qh >> (16u + 4u * k + i)) & 1u) << 4));
+#else
+                        const int ql = int(q & 15u), qu = int(q >> 4);
+#endif
+                        isum += ql * sbyte(lo, i) + qu * sbyte(hi, i);
+                    }
+                }
+                // ggml's (d·da)·isum + m·s, rounded after each operation.
+                precise float v = (dw * da) * float(isum) + mw * sa;
+                acc[s * NT + j] += v;
 #else
                 for (uint k = 0u; k < 4u; k++) {
                     const uint lo = xq[ab + 1u + k];      // activations 4k..4k+3
@@ -154,6 +199,8 @@ void main() {
             const float wv = uintBitsToFloat(wword(s, i));
 #elif defined(W_F16)
             const float wv = f16_to_f32(wu16(s, 2u * i));
+#elif defined(W_BF16)
+            const float wv = uintBitsToFloat(wu16(s, 2u * i) << 16);
 #else
 #error "define a weight type"
 #endif

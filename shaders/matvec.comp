@@ -3,12 +3,13 @@
 // but a workgroup of WG invocations (a power of two) cooperates on one
 // weight row for up to NT tokens (gl_WorkGroupID.z is the token block):
 // invocation i takes chunks i, i+WG, … of 32 weights (single weights for
-// F32/F16), so neighbouring invocations read neighbouring weight bytes,
+// F32/F16/BF16), so neighbouring invocations read neighbouring weight bytes,
 // and the partial sums are reduced through shared memory (no assumption
 // about the subgroup size). Workgroup x takes row x; rows beyond the x
 // dispatch limit continue in y.
 //
-// Weight types: W_F32, W_F16, W_Q8_0, W_Q4_0, W_Q5_0 as in matmul.comp, and the
+// Weight types: W_F32, W_F16, W_BF16, W_Q8_0, W_Q4_0, W_Q5_0, W_Q4_1, W_Q5_1
+// as in matmul.comp, and the
 // K-quants W_Q4_K, W_Q5_K, W_Q6_K, which take activations quantized to
 // Q8_K by quantize_q8k (binding 1 is then that scratch: per 256 values 73
 // words, the GGUF Q8_K block). Per 32-value chunk the integer sums are
@@ -34,6 +35,12 @@ layout(binding = 0) readonly buffer Wt { uint w[]; };
 #if defined(W_Q8_0) || defined(W_Q4_0) || defined(W_Q5_0)
 #define QUANT_ACT
 #define Q8_0_ACT
+#define ABW 9u // words per activation block (quantize_q8_0)
+#elif defined(W_Q4_1) || defined(W_Q5_1)
+#define QUANT_ACT
+#define Q8_0_ACT // the same 32-value loop, Q8_1 activation blocks
+#define Q8_1_ACT
+#define ABW 10u // words per activation block (quantize_q8_1: d, s, 8 words)
 #elif defined(W_Q4_K) || defined(W_Q5_K) || defined(W_Q6_K)
 #define QUANT_ACT
 #define Q8_K_ACT
@@ -120,6 +127,21 @@ void main() {
             for (uint k = 0u; k < 4u; k++) {
                 wq[k] = wu32(s, wb + 6u + 4u * k);
             }
+#elif defined(W_Q4_1) || defined(W_Q5_1)
+#if defined(W_Q4_1)
+            const uint wb = (row * nb + b) * 20u;
+            const uint qs = wb + 4u;
+#else
+            const uint wb = (row * nb + b) * 24u;
+            const uint qh = wu32(s, wb + 4u);
+            const uint qs = wb + 8u;
+#endif
+            const uint dm = wu32(s, wb);
+            const float dw = f16_to_f32(dm & 0xffffu), mw = f16_to_f32(dm >> 16);
+            uint wq[4];
+            for (uint k = 0u; k < 4u; k++) {
+                wq[k] = wu32(s, qs + 4u * k);
+            }
 #else
             const uint wb = (row * nb + b) * 18u;
             const float dw = f16_to_f32(wu16(s, wb));
@@ -129,7 +151,7 @@ void main() {
             }
 #endif
             for (uint j = 0u; j < nt; j++) {
-                const uint ab = pc.xoff + ((t0 + j) * nb + b) * 9u;
+                const uint ab = pc.xoff + ((t0 + j) * nb + b) * ABW;
                 const float da = uintBitsToFloat(xq[ab]);
                 int isum = 0;
 #if defined(W_Q8_0)
@@ -152,6 +174,25 @@ void main() {
                     }
                 }
                 acc[s * NT + j] += (dw * da) * float(isum);
+#elif defined(W_Q4_1) || defined(W_Q5_1)
+                const float sa = uintBitsToFloat(xq[ab + 1u]);
+                for (uint k = 0u; k < 4u; k++) {
+                    const uint lo = xq[ab + 2u + k];      // activations 4k..4k+3
+                    const uint hi = xq[ab + 6u + k];      // activations 16+4k..
+                    for (uint i = 0u; i < 4u; i++) {
+                        const uint q = (wq[k] >> (8u * i)) & 0xffu;
+#if defined(W_Q5_1)
+                        const int ql = int((q & 15u) | (((qh >> (4u * k + i)) & 1u) << 4));
+                        const int qu = int((q >> 4) | (((qh >> (16u + 4u * k + i)) & 1u) << 4));
+#else
+                        const int ql = int(q & 15u), qu = int(q >> 4);
+#endif
+                        isum += ql * sbyte(lo, i) + qu * sbyte(hi, i);
+                    }
+                }
+                // ggml's (d·da)·isum + m·s, rounded after each operation.
+                precise float v = (dw * da) * float(isum) + mw * sa;
+                acc[s * NT + j] += v;
 #else
                 for (uint k = 0u; k < 4u; k++) {
                     const uint lo = xq[ab + 1u + k];
@@ -237,14 +278,18 @@ void main() {
         }
     }
 #else
-#if defined(W_F16)
-    // Even rows: a word (two binary16 weights) per invocation and step.
+#if defined(W_F16) || defined(W_BF16)
+    // Even rows: a word (two 16-bit weights) per invocation and step.
     const bool pairs = (pc.ncols & 1u) == 0u;
     if (pairs) {
         for (uint k = 2u * l; k < pc.ncols; k += 2u * WG) {
             for (uint s = 0u; s < NW; s++) {
                 const uint wv = wword(s, (row * pc.ncols + k) >> 1);
+#if defined(W_F16)
                 const float w0 = f16_to_f32(wv & 0xffffu), w1 = f16_to_f32(wv >> 16);
+#else
+                const float w0 = uintBitsToFloat(wv << 16), w1 = uintBitsToFloat(wv & 0xffff0000u);
+#endif
                 for (uint j = 0u; j < nt; j++) {
                     const uint xi = pc.xoff + (t0 + j) * pc.ncols + k;
                     acc[s * NT + j] += w0 * x[xi] + w1 * x[xi + 1u];
@@ -262,6 +307,8 @@ void main() {
             const float wv = uintBitsToFloat(wword(s, i));
 #elif defined(W_F16)
             const float wv = f16_to_f32(wu16(s, 2u * i));
+#elif defined(W_BF16)
+            const float wv = uintBitsToFloat(wu16(s, 2u * i) << 16);
 #else
 #error "define a weight type"
 #endif

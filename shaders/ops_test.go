@@ -60,19 +60,23 @@ func pad4(b []byte) []byte {
 	return b
 }
 
-var weightTypes = []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ5_0,
-	gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K}
+var weightTypes = []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ5_0,
+	gguf.TypeQ4_1, gguf.TypeQ5_1, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K}
 
 func typeName(t gguf.TensorType) string {
-	return map[gguf.TensorType]string{gguf.TypeF32: "f32", gguf.TypeF16: "f16", gguf.TypeQ8_0: "q8_0", gguf.TypeQ4_0: "q4_0", gguf.TypeQ5_0: "q5_0",
-		gguf.TypeQ4_K: "q4_k", gguf.TypeQ5_K: "q5_k", gguf.TypeQ6_K: "q6_k"}[t]
+	return map[gguf.TensorType]string{gguf.TypeF32: "f32", gguf.TypeF16: "f16", gguf.TypeBF16: "bf16", gguf.TypeQ8_0: "q8_0", gguf.TypeQ4_0: "q4_0", gguf.TypeQ5_0: "q5_0",
+		gguf.TypeQ4_1: "q4_1", gguf.TypeQ5_1: "q5_1", gguf.TypeQ4_K: "q4_k", gguf.TypeQ5_K: "q5_k", gguf.TypeQ6_K: "q6_k"}[t]
 }
+
+// q8_1 reports the weight types that take Q8_1 activations (quantize_q8_1).
+func q8_1(t gguf.TensorType) bool { return t == gguf.TypeQ4_1 || t == gguf.TypeQ5_1 }
 
 // kQuant reports a K-quant (256-value super-blocks, Q8_K activations).
 func kQuant(t gguf.TensorType) bool { return t.BlockSize() == 256 }
 
-// GetRows widens rows exactly (an int8 or nibble times a binary16 scale is
-// exact in float32): the results must be bit-identical to ref.GetRows.
+// GetRows widens rows as the CPU does (an int8 or nibble times a binary16
+// scale is exact in float32; Q4_1/Q5_1's q·d + m rounds as in Go): the
+// results must be bit-identical to ref.GetRows.
 func TestGetRows(t *testing.T) {
 	e := newEnv(t)
 	for _, wt := range weightTypes {
@@ -123,9 +127,24 @@ func decodeQ8(words []uint32) []byte {
 	return out
 }
 
-// Q8_0 activation quantization must give exactly the CPU's blocks (the
-// scale's division is corrected to round correctly; halves round away
-// from zero).
+// decodeQ8_1 reads quantize_q8_1's blocks (d and s as float words, 8 words
+// of int8) back into GGUF Q8_1 bytes.
+func decodeQ8_1(words []uint32) []byte {
+	var out []byte
+	for b := 0; b+10 <= len(words); b += 10 {
+		for _, w := range words[b : b+2] {
+			out = binary.LittleEndian.AppendUint16(out, quant.FP32ToFP16(math.Float32frombits(w)))
+		}
+		for _, w := range words[b+2 : b+10] {
+			out = binary.LittleEndian.AppendUint32(out, w)
+		}
+	}
+	return out
+}
+
+// Q8_0 and Q8_1 activation quantization must give exactly the CPU's blocks
+// (the scale's division is corrected to round correctly; halves round away
+// from zero; Q8_1's s is Σq times the unrounded d, rounded to binary16).
 func TestQuantizeQ8(t *testing.T) {
 	e := newEnv(t)
 	for _, c := range []struct{ ntok, cols int }{{1, 32}, {3, 288}, {5, 2048}, {33, 2048}} {
@@ -139,16 +158,24 @@ func TestQuantizeQ8(t *testing.T) {
 		for i := 64; i < 96 && i < len(x); i++ {
 			x[i] = 0 // one all-zero block (d = 0)
 		}
-		want := make([]byte, c.ntok*c.cols/32*34)
-		require.NoError(t, quant.Quantize(gguf.TypeQ8_0, x, want))
-		const xoff, qoff = 5, 9
-		nw := c.ntok * c.cols / 32 * 9
-		xb, qb := e.place(xoff, x), e.out(qoff+nw)
-		e.run("quantize_q8_0", [3]uint32{3, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
-		raw := make([]byte, 4*nw)
-		require.NoError(t, e.d.Download(raw, qb, 4*qoff))
-		words := unsafe.Slice((*uint32)(unsafe.Pointer(&raw[0])), nw)
-		require.Equal(t, want, decodeQ8(words), "%d×%d", c.ntok, c.cols)
+		for _, k := range []struct {
+			name   string
+			t      gguf.TensorType
+			bytes  int // per block, GGUF
+			words  int // per block, scratch
+			decode func([]uint32) []byte
+		}{{"quantize_q8_0", gguf.TypeQ8_0, 34, 9, decodeQ8}, {"quantize_q8_1", gguf.TypeQ8_1, 36, 10, decodeQ8_1}} {
+			want := make([]byte, c.ntok*c.cols/32*k.bytes)
+			require.NoError(t, quant.Quantize(k.t, x, want))
+			const xoff, qoff = 5, 9
+			nw := c.ntok * c.cols / 32 * k.words
+			xb, qb := e.place(xoff, x), e.out(qoff+nw)
+			e.run(k.name, [3]uint32{3, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
+			raw := make([]byte, 4*nw)
+			require.NoError(t, e.d.Download(raw, qb, 4*qoff))
+			words := unsafe.Slice((*uint32)(unsafe.Pointer(&raw[0])), nw)
+			require.Equal(t, want, k.decode(words), "%s %d×%d", k.name, c.ntok, c.cols)
+		}
 	}
 }
 
@@ -249,13 +276,18 @@ func TestMatMul(t *testing.T) {
 				const xoff, doff, roff = 5, 3, 7
 				wb, ub, db := e.buf(len(rawW), rawW), e.buf(len(rawU), rawU), e.out(doff+c.rows*c.ntok+4)
 				xb, aoff := e.place(xoff, x), xoff
-				if wt == gguf.TypeF16 {
+				if wt == gguf.TypeF16 || wt == gguf.TypeBF16 {
 					const qoff = 2
 					qb := e.out(qoff + c.ntok*c.cols)
-					e.run("round_f16", [3]uint32{2, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
+					e.run("round_"+typeName(wt), [3]uint32{2, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
 					xb, aoff = qb, qoff
 				}
 				switch {
+				case q8_1(wt):
+					const qoff = 2
+					qb := e.out(qoff + c.ntok*c.cols/32*10)
+					e.run("quantize_q8_1", [3]uint32{2, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
+					xb, aoff = qb, qoff
 				case kQuant(wt):
 					const qoff = 2
 					qb := e.out(qoff + c.ntok*c.cols/256*73)

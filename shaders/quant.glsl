@@ -3,7 +3,7 @@
 //   Q8_0: 34 bytes per 32 values: d (f16) | 32 int8
 //   Q4_0: 18 bytes per 32 values: d (f16) | 16 bytes, value j in the low
 //         nibble of byte j, value j+16 in the high nibble, minus 8.
-//   Q5_0, Q4_K, Q5_K, Q6_K: see w_value below.
+//   BF16, Q5_0, Q4_1, Q5_1, Q4_K, Q5_K, Q6_K: see w_value below.
 // Every block starts at an even byte, so a 16-bit field never straddles
 // two words.
 
@@ -50,6 +50,32 @@ float w_value(uint i) {
     const uint q = w_byte(b + 6u + (j & 15u));
     const uint h = (w_u32(b + 2u) >> j) & 1u;
     return float(int((j < 16u ? (q & 15u) : (q >> 4)) | (h << 4)) - 16) * f16_to_f32(w_u16(b));
+}
+#elif defined(W_BF16)
+#define BLOCK 1u
+float w_value(uint i) { return uintBitsToFloat(w_u16(2u * i) << 16); }
+#elif defined(W_Q4_1) || defined(W_Q5_1)
+// Q4_1: 20 bytes per 32 values: d, m (f16) | 16 bytes of nibbles as Q4_0.
+// Q5_1: 24 bytes: d, m | qh (u32, bit j is value j's fifth bit) | 16
+// bytes of nibbles. Value q·d + m, rounded after each operation.
+#define BLOCK 32u
+#ifdef W_Q4_1
+#define BLOCK_BYTES 20u
+#define QS 4u
+#else
+#define BLOCK_BYTES 24u
+#define QS 8u
+#endif
+float w_value(uint i) {
+    const uint b = (i / 32u) * BLOCK_BYTES;
+    const uint j = i % 32u;
+    const uint q = w_byte(b + QS + (j & 15u));
+    uint v = j < 16u ? (q & 15u) : (q >> 4);
+#ifdef W_Q5_1
+    v |= ((w_u32(b + 4u) >> j) & 1u) << 4;
+#endif
+    precise float r = float(v) * f16_to_f32(w_u16(b)) + f16_to_f32(w_u16(b + 2u));
+    return r;
 }
 #elif defined(W_Q4_K) || defined(W_Q5_K)
 // Q4_K: 144 bytes per 256 values: d, dmin (f16) | 12 bytes of 6-bit scales

@@ -1,8 +1,11 @@
 // Activations to Q8_0 blocks for the Q8_0/Q4_0 matmuls, as the CPU backend
 // quantizes them (quant.QuantizeRow, ggml's quantize_row_q8_0): per block
 // of 32, d = max|x|/127, q = round(x/d) with halves away from zero, d kept
-// as binary16 (variant ROUND_F16: see main). Block b of token t is written at word qoff + (t·nb + b)·9:
-// the float value of the binary16 d, then the 32 int8 in 8 words.
+// as binary16 (variants ROUND_F16, ROUND_BF16: see main). Block b of token
+// t is written at word qoff + (t·nb + b)·BW: the float value of the
+// binary16 d, then the 32 int8 in 8 words (BW = 9). Variant Q8_1 (for the
+// Q4_1/Q5_1 matmuls, quant's Q8_1): BW = 10, with the float value of the
+// binary16 s = Σq · d (d before its rounding, as the CPU) after d.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 
@@ -20,14 +23,27 @@ layout(binding = 1) writeonly buffer Q { uint q[]; };
 #include "half.glsl"
 
 void main() {
-#ifdef ROUND_F16
+#if defined(ROUND_F16) || defined(ROUND_BF16)
     // Variant ROUND_F16: the activations rounded to binary16 (kept as
     // float32 values) for the F16 matmuls, at word qoff + t·ncols + k.
+    // ROUND_BF16: rounded to bfloat16 for the BF16 matmuls, as
+    // quant.FP32ToBF16 (nearest even, NaNs made quiet).
     const uint n = pc.ncols * pc.ntok;
     for (uint i = gl_GlobalInvocationID.x; i < n; i += gl_NumWorkGroups.x * WG) {
+#ifdef ROUND_F16
         q[pc.qoff + i] = floatBitsToUint(round_f16(x[pc.xoff + i]));
+#else
+        const uint u = floatBitsToUint(x[pc.xoff + i]);
+        q[pc.qoff + i] = (u & 0x7fffffffu) > 0x7f800000u ? (u | 0x00400000u) & 0xffff0000u
+                                                         : ((u + 0x7fffu + ((u >> 16) & 1u)) >> 16) << 16;
+#endif
     }
     return;
+#endif
+#ifdef Q8_1
+#define BW 10u
+#else
+#define BW 9u
 #endif
     const uint nb = pc.ncols / 32u;
     const uint stride = gl_NumWorkGroups.x * WG;
@@ -40,15 +56,22 @@ void main() {
         }
         const float dv = div_rn(amax, 127.0);
         const float id = dv != 0.0 ? div_rn(1.0, dv) : 0.0;
-        const uint o = pc.qoff + i * 9u;
+        const uint o = pc.qoff + i * BW;
         q[o] = floatBitsToUint(round_f16(dv));
+        int sum = 0;
         for (uint k = 0u; k < 8u; k++) {
             uint word = 0u;
             for (uint j = 0u; j < 4u; j++) {
                 precise float v = x[base + 4u * k + j] * id;
-                word |= (uint(int(round_away(v))) & 0xffu) << (8u * j);
+                const int qv = int(round_away(v));
+                sum += qv;
+                word |= (uint(qv) & 0xffu) << (8u * j);
             }
-            q[o + 1u + k] = word;
+            q[o + BW - 8u + k] = word;
         }
+#ifdef Q8_1
+        precise float sd = float(sum) * dv;
+        q[o + 1u] = floatBitsToUint(round_f16(sd));
+#endif
     }
 }

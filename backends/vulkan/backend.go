@@ -38,6 +38,7 @@ const maxHeadDim = 256
 var weightKernel = map[gguf.TensorType]string{
 	gguf.TypeF32: "f32", gguf.TypeF16: "f16", gguf.TypeQ8_0: "q8_0", gguf.TypeQ4_0: "q4_0", gguf.TypeQ5_0: "q5_0",
 	gguf.TypeQ4_K: "q4_k", gguf.TypeQ5_K: "q5_k", gguf.TypeQ6_K: "q6_k",
+	gguf.TypeBF16: "bf16", gguf.TypeQ4_1: "q4_1", gguf.TypeQ5_1: "q5_1",
 }
 
 // rowMatmul reports the weight types matmul.comp (one invocation per row,
@@ -45,14 +46,19 @@ var weightKernel = map[gguf.TensorType]string{
 func rowMatmul(t gguf.TensorType) bool { return t.BlockSize() < 256 }
 
 // actKind names the activations a matmul weight type takes: float32,
-// binary16-rounded, Q8_0 blocks (quantize_q8_0) or Q8_K blocks
-// (quantize_q8_k), as the CPU backend pairs them (quant.VecDotType).
+// binary16-rounded, bfloat16-rounded, Q8_0 blocks (quantize_q8_0), Q8_1
+// blocks (quantize_q8_1) or Q8_K blocks (quantize_q8_k), as the CPU
+// backend pairs them (quant.VecDotType).
 func actKind(t gguf.TensorType) string {
 	switch {
 	case t == gguf.TypeF32:
 		return "f32"
 	case t == gguf.TypeF16:
 		return "f16"
+	case t == gguf.TypeBF16:
+		return "bf16"
+	case t == gguf.TypeQ4_1 || t == gguf.TypeQ5_1:
+		return "q8_1"
 	case t.BlockSize() == 256:
 		return "q8_k"
 	}

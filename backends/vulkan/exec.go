@@ -164,9 +164,9 @@ func (e *Executable) prepare(n *graph.Node, w backends.Weights) error {
 		return fmt.Errorf("result of type %s", n.Type.DType)
 	}
 	v.kind, v.active = kindArena, true
-	// The activation scratch: Q8_0 blocks (9 words per 32 values), Q8_K
-	// blocks (73 words per 256) or binary16-rounded values (one word
-	// each). A node's weights take one kind of activations (Supports), so
+	// The activation scratch: Q8_0 blocks (9 words per 32 values), Q8_1
+	// blocks (10 words per 32), Q8_K blocks (73 words per 256) or
+	// binary16- or bfloat16-rounded values (one word each). A node's weights take one kind of activations (Supports), so
 	// one conversion serves them all.
 	for _, id := range ops.MatMulWeights(n) {
 		wt := e.g.Nodes[id]
@@ -174,9 +174,11 @@ func (e *Executable) prepare(n *graph.Node, w backends.Weights) error {
 		switch actKind(wt.Type.DType) {
 		case "q8_0":
 			e.q8Words = max(e.q8Words, int64(e.maxTokens)*cols/32*9)
+		case "q8_1":
+			e.q8Words = max(e.q8Words, int64(e.maxTokens)*cols/32*10)
 		case "q8_k":
 			e.q8Words = max(e.q8Words, int64(e.maxTokens)*cols/256*73)
-		case "f16":
+		case "f16", "bf16":
 			e.q8Words = max(e.q8Words, int64(e.maxTokens)*cols)
 		}
 	}

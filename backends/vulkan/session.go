@@ -455,13 +455,19 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	ntok := r.rows(r.in(v, 0))
 	ws := ops.MatMulWeights(n)
 	cols := r.in(v, 0).width
-	// Block-quantized weights take Q8_0 or Q8_K activations, quantized
-	// once; F16 weights take binary16-rounded activations (one kind of
+	// Block-quantized weights take Q8_0, Q8_1 or Q8_K activations,
+	// quantized once; F16 and BF16 weights take binary16- or
+	// bfloat16-rounded activations (one kind of
 	// activations per node, checked by Supports).
 	wt0 := r.s.e.g.Nodes[ws[0]].Type.DType
 	switch actKind(wt0) {
 	case "q8_0":
 		if err := r.dispatch("quantize_q8_0", strided(ntok*cols/32, 64), []uint32{uint32(cols), uint32(ntok), xoff, 0}, x, Whole(r.s.scratch)); err != nil {
+			return err
+		}
+		r.p.Barrier()
+	case "q8_1":
+		if err := r.dispatch("quantize_q8_1", strided(ntok*cols/32, 64), []uint32{uint32(cols), uint32(ntok), xoff, 0}, x, Whole(r.s.scratch)); err != nil {
 			return err
 		}
 		r.p.Barrier()
@@ -471,8 +477,8 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 			return err
 		}
 		r.p.Barrier()
-	case "f16":
-		if err := r.dispatch("round_f16", strided(ntok*cols, 64), []uint32{uint32(cols), uint32(ntok), xoff, 0}, x, Whole(r.s.scratch)); err != nil {
+	case "f16", "bf16":
+		if err := r.dispatch("round_"+actKind(wt0), strided(ntok*cols, 64), []uint32{uint32(cols), uint32(ntok), xoff, 0}, x, Whole(r.s.scratch)); err != nil {
 			return err
 		}
 		r.p.Barrier()

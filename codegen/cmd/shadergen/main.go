@@ -44,6 +44,8 @@ var variants = []variant{
 	{"quantize_q8_0", "quantize_q8.comp", nil, 2, 16, 64},
 	{"quantize_q8_k", "quantize_q8k.comp", nil, 2, 16, 64},
 	{"round_f16", "quantize_q8.comp", []string{"ROUND_F16"}, 2, 16, 64},
+	{"quantize_q8_1", "quantize_q8.comp", []string{"Q8_1"}, 2, 16, 64},
+	{"round_bf16", "quantize_q8.comp", []string{"ROUND_BF16"}, 2, 16, 64},
 	{"rope_f32", "rope.comp", nil, 4, 36, 64},
 	{"kv_store_f16", "kv_store.comp", []string{"KV_F16"}, 5, 20, 64},
 	{"kv_store_f32", "kv_store.comp", []string{"KV_F32"}, 5, 20, 64},
@@ -59,6 +61,7 @@ var weightTypes = []struct {
 	rowMatmul    bool
 }{
 	{"f32", "W_F32", true}, {"f16", "W_F16", true}, {"q8_0", "W_Q8_0", true}, {"q4_0", "W_Q4_0", true}, {"q5_0", "W_Q5_0", true},
+	{"bf16", "W_BF16", true}, {"q4_1", "W_Q4_1", true}, {"q5_1", "W_Q5_1", true},
 	{"q4_k", "W_Q4_K", false}, {"q5_k", "W_Q5_K", false}, {"q6_k", "W_Q6_K", false},
 }
 
