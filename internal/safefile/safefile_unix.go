@@ -61,7 +61,7 @@ func Reserve(f *os.File, size int64) error {
 			return fmt.Errorf("not enough disk space in %s: need %s, %s free", dir, Bytes(size), Bytes(free))
 		}
 	}
-	err := unix.Fallocate(int(f.Fd()), 0, 0, size)
+	err := allocate(f, size)
 	if err == nil {
 		return nil
 	}
