@@ -70,10 +70,10 @@ func perSecond(n int, d time.Duration) float64 {
 // wrapping ErrClosed. onToken and o.PromptLogits run while Generate holds
 // the session: calling the session from them returns ErrSessionBusy.
 func (s *Session) Generate(ctx context.Context, prompt string, o GenerateOptions, onToken func(id int32, text string) error) (*Result, error) {
-	if err := s.acquire(); err != nil {
+	if err := s.claim(); err != nil {
 		return nil, err
 	}
-	defer s.release()
+	defer s.unclaim()
 	if s.m.isClosed() {
 		return nil, ErrClosed
 	}

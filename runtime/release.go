@@ -52,10 +52,10 @@ func (m *Model) releaseAll() error {
 // with ErrSessionBusy while another goroutine's call runs on it. Sessions
 // not closed are released by Model.Close.
 func (s *Session) Close() error {
-	if err := s.acquire(); err != nil {
+	if err := s.claim(); err != nil {
 		return err
 	}
-	defer s.release()
+	defer s.unclaim()
 	m := s.m
 	m.life.RLock()
 	defer m.life.RUnlock()

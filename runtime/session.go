@@ -43,7 +43,7 @@ type Session struct {
 	st      backends.State // replaced by a releasedState on Close (release.go)
 	ctx     int            // KV cache positions
 	cost    tokenCost      // sizes cancellable chunks
-	busy    atomic.Bool    // held by the running call (see acquire)
+	busy    atomic.Bool    // held by the running call (see claim)
 	pos     atomic.Int64   // len(history), readable from any goroutine
 	history []int32
 	rowIdx  []int32 // scratch for output-row indices
@@ -77,16 +77,17 @@ func (m *Model) NewSession(o SessionOptions) (*Session, error) {
 	return s, nil
 }
 
-// acquire marks the session in use by the calling goroutine, or returns
-// ErrSessionBusy; a nil return must be paired with release.
-func (s *Session) acquire() error {
+// claim marks the session in use by the calling goroutine, or returns
+// ErrSessionBusy; a nil return must be paired with unclaim. (Releasing
+// the session's memory is Close, in release.go.)
+func (s *Session) claim() error {
 	if !s.busy.CompareAndSwap(false, true) {
 		return ErrSessionBusy
 	}
 	return nil
 }
 
-func (s *Session) release() { s.busy.Store(false) }
+func (s *Session) unclaim() { s.busy.Store(false) }
 
 // Model returns the session's model.
 func (s *Session) Model() *Model { return s.m }
@@ -107,10 +108,10 @@ func (s *Session) History() []int32 { return s.history[:len(s.history):len(s.his
 // It fails with ErrSessionBusy while another call runs, and with
 // ErrClosed once the model is closed.
 func (s *Session) Reset() error {
-	if err := s.acquire(); err != nil {
+	if err := s.claim(); err != nil {
 		return err
 	}
-	defer s.release()
+	defer s.unclaim()
 	if s.m.isClosed() {
 		return ErrClosed
 	}
@@ -141,10 +142,10 @@ func (s *Session) Eval(tokens []int32, all bool) ([]float32, error) {
 // that cancellation takes effect quickly; the logits do not depend on how
 // the tokens are split.
 func (s *Session) EvalContext(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
-	if err := s.acquire(); err != nil {
+	if err := s.claim(); err != nil {
 		return nil, err
 	}
-	defer s.release()
+	defer s.unclaim()
 	return s.eval(ctx, tokens, all)
 }
 
@@ -277,10 +278,10 @@ func nextChunk(d time.Duration, n, batch, floor int) int {
 // allocates nothing, so a decode loop of Step and a sample.Sampler runs
 // without garbage.
 func (s *Session) Step(id int32) ([]float32, error) {
-	if err := s.acquire(); err != nil {
+	if err := s.claim(); err != nil {
 		return nil, err
 	}
-	defer s.release()
+	defer s.unclaim()
 	return s.step(id)
 }
 
