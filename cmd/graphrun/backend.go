@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	goruntime "runtime"
 
 	"github.com/weft-ml/weft/backends"
@@ -26,9 +25,9 @@ func addBackendFlags(fs *flag.FlagSet) backendFlags {
 
 // options fills the backend choice into o; a GGUF compiled in memory is
 // placed for the chosen backend.
-func (b backendFlags) options(o runtime.Options) runtime.Options {
+func (b backendFlags) options(o runtime.Options, stderr io.Writer) runtime.Options {
 	o.Backend, o.Device = *b.backend, *b.device
-	o.LoadProgress = uploadProgress(os.Stderr)
+	o.LoadProgress = uploadProgress(stderr)
 	if o.Backend != runtime.AutoBackend {
 		o.Compile.Backend = o.Backend
 	}

@@ -80,7 +80,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errUsage
 	}
 	batch := max(*p, 1)
-	m, err := openModel(ctx, pos[0], where.options(runtime.Options{Threads: *threads, Compile: runtime.CompileOptions{Batch: batch, Ctx: max(*p, *n) + 1}}))
+	m, err := openModel(ctx, pos[0], where.options(runtime.Options{Threads: *threads, Compile: runtime.CompileOptions{Batch: batch, Ctx: max(*p, *n) + 1}}, stderr))
 	if errors.Is(err, errLoadCancelled) {
 		fmt.Fprintln(stderr, "graphrun bench: stopped while loading the model: nothing measured")
 		return nil

@@ -137,7 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return listDevices(stdout)
 	}
 	start := time.Now()
-	m, err := openModel(ctx, c.model, c.where.options(runtime.Options{Threads: c.threads}))
+	m, err := openModel(ctx, c.model, c.where.options(runtime.Options{Threads: c.threads}, stderr))
 	if errors.Is(err, errLoadCancelled) {
 		report(stdout, stderr, c, time.Since(start), &runtime.Result{StopReason: "cancelled"})
 		return nil
