@@ -261,6 +261,30 @@ var spvMatvecAddQ6K []byte
 //go:embed spv/matvec_gateup_q6_k.spv
 var spvMatvecGateupQ6K []byte
 
+//go:embed spv/get_rows_q2_k.spv
+var spvGetRowsQ2K []byte
+
+//go:embed spv/matvec_q2_k.spv
+var spvMatvecQ2K []byte
+
+//go:embed spv/matvec_add_q2_k.spv
+var spvMatvecAddQ2K []byte
+
+//go:embed spv/matvec_gateup_q2_k.spv
+var spvMatvecGateupQ2K []byte
+
+//go:embed spv/get_rows_q3_k.spv
+var spvGetRowsQ3K []byte
+
+//go:embed spv/matvec_q3_k.spv
+var spvMatvecQ3K []byte
+
+//go:embed spv/matvec_add_q3_k.spv
+var spvMatvecAddQ3K []byte
+
+//go:embed spv/matvec_gateup_q3_k.spv
+var spvMatvecGateupQ3K []byte
+
 // kernels lists every compiled variant, in the generator's order.
 var kernels = []Kernel{{
 	Bindings:  3,
@@ -934,6 +958,70 @@ var kernels = []Kernel{{
 	Name:      "matvec_gateup_q6_k",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGateupQ6K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q2_K"},
+	Name:      "get_rows_q2_k",
+	PushBytes: 20,
+	SPIRV:     spvGetRowsQ2K,
+	Source:    "get_rows.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q2_K"},
+	Name:      "matvec_q2_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecQ2K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q2_K", "ADD"},
+	Name:      "matvec_add_q2_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecAddQ2K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q2_K", "GATEUP"},
+	Name:      "matvec_gateup_q2_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ2K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q3_K"},
+	Name:      "get_rows_q3_k",
+	PushBytes: 20,
+	SPIRV:     spvGetRowsQ3K,
+	Source:    "get_rows.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q3_K"},
+	Name:      "matvec_q3_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecQ3K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q3_K", "ADD"},
+	Name:      "matvec_add_q3_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecAddQ3K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q3_K", "GATEUP"},
+	Name:      "matvec_gateup_q3_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ3K,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }}

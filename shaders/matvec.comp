@@ -10,12 +10,12 @@
 //
 // Weight types: W_F32, W_F16, W_BF16, W_Q8_0, W_Q4_0, W_Q5_0, W_Q4_1, W_Q5_1
 // as in matmul.comp, and the
-// K-quants W_Q4_K, W_Q5_K, W_Q6_K, which take activations quantized to
-// Q8_K by quantize_q8k (binding 1 is then that scratch: per 256 values 73
-// words, the GGUF Q8_K block). Per 32-value chunk the integer sums are
-// exact; the float terms follow ggml's operand order per super-block,
-// (d·dy)·Σ(scale·isum) and (dmin·dy)·Σ(min·bsum), taken per chunk. Only
-// the order of the float sums differs from the CPU.
+// K-quants W_Q2_K, W_Q3_K, W_Q4_K, W_Q5_K, W_Q6_K, which take activations
+// quantized to Q8_K by quantize_q8k (binding 1 is then that scratch: per
+// 256 values 73 words, the GGUF Q8_K block). Per 32-value chunk the
+// integer sums are exact; the float terms follow ggml's operand order per
+// super-block, (d·dy)·Σ(scale·isum) and (dmin·dy)·Σ(min·bsum), taken per
+// chunk. Only the order of the float sums differs from the CPU.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 
@@ -41,7 +41,7 @@ layout(binding = 0) readonly buffer Wt { uint w[]; };
 #define Q8_0_ACT // the same 32-value loop, Q8_1 activation blocks
 #define Q8_1_ACT
 #define ABW 10u // words per activation block (quantize_q8_1: d, s, 8 words)
-#elif defined(W_Q4_K) || defined(W_Q5_K) || defined(W_Q6_K)
+#elif defined(W_Q2_K) || defined(W_Q3_K) || defined(W_Q4_K) || defined(W_Q5_K) || defined(W_Q6_K)
 #define QUANT_ACT
 #define Q8_K_ACT
 #endif
@@ -244,6 +244,70 @@ void main() {
                 const uint bs = xq[ab + 65u + j];
                 const int bsum = bitfieldExtract(int(bs), 0, 16) + bitfieldExtract(int(bs), 16, 16);
                 precise float v = (dw * dy) * float(int(sm.x) * isum) - (dmin * dy) * float(int(sm.y) * bsum);
+                acc[s * NT + t] += v;
+            }
+#elif defined(W_Q2_K) || defined(W_Q3_K)
+            // Chunk j holds two 16-value groups (2j, 2j+1) with their own
+            // scales, so the integer sum is kept per group, as for Q6_K.
+            // Its 2-bit levels are bits 2·(j%4) of the 32 bytes of half j/4.
+#if defined(W_Q2_K)
+            // 84-byte blocks (word-aligned): scale/min nibbles at 0, levels
+            // at 16, d and dmin at 80.
+            const uint wb = (row * nsb + sb) * 84u;
+            const uint dd = wword(s, (wb + 80u) >> 2);
+            const float dw = f16_to_f32(dd & 0xffffu), dmin = f16_to_f32(dd >> 16);
+            const uint scw = wu16(s, wb + 2u * j);
+            const int sc0 = int(scw & 15u), sc1 = int((scw >> 8) & 15u);
+            const int m0 = int((scw >> 4) & 15u), m1 = int(scw >> 12);
+            uint wq[8];
+            for (uint k = 0u; k < 8u; k++) {
+                wq[k] = (wword(s, ((wb + 16u) >> 2) + (j >> 2) * 8u + k) >> (2u * (j & 3u))) & 0x03030303u;
+            }
+#else
+            // 110-byte blocks (only 2-byte aligned): high bits at 0 (bit j
+            // of each byte is chunk j's), levels at 32, scales at 96, d at
+            // 108. Level lo | hi<<2, biased by 4.
+            const uint wb = (row * nsb + sb) * 110u;
+            const float dw = f16_to_f32(wu16(s, wb + 108u));
+            // Groups 2j and 2j+1: low nibbles in bytes (2j)%8 and
+            // (2j)%8 + 1 (high nibbles from j = 4 on), top bit pairs in bytes
+            // 8 + 2·(j%2) and the next, at bits 2·(j/2).
+            const uint lw = wu16(s, wb + 96u + ((2u * j) & 7u)) >> (4u * (j >> 2));
+            const uint hw = wu16(s, wb + 104u + 2u * (j & 1u)) >> (2u * (j >> 1));
+            const int sc0 = int((lw & 15u) | ((hw & 3u) << 4)) - 32;
+            const int sc1 = int(((lw >> 8) & 15u) | (((hw >> 8) & 3u) << 4)) - 32;
+            uint wq[8];
+            for (uint k = 0u; k < 8u; k++) {
+                wq[k] = ((wu32(s, wb + 32u + (j >> 2) * 32u + 4u * k) >> (2u * (j & 3u))) & 0x03030303u) |
+                        (((wu32(s, wb + 4u * k) >> j) & 0x01010101u) << 2);
+            }
+#endif
+            for (uint t = 0u; t < nt; t++) {
+                const uint ab = pc.xoff + ((t0 + t) * nsb + sb) * 73u;
+                const float dy = uintBitsToFloat(xq[ab]);
+                int is0 = 0, is1 = 0;
+                for (uint k = 0u; k < 4u; k++) {
+                    const uint a0 = xq[ab + 1u + 8u * j + k];
+                    const uint a1 = xq[ab + 5u + 8u * j + k];
+                    for (uint i = 0u; i < 4u; i++) {
+#if defined(W_Q2_K)
+                        is0 += int(ubyte(wq[k], i)) * sbyte(a0, i);
+                        is1 += int(ubyte(wq[k + 4u], i)) * sbyte(a1, i);
+#else
+                        is0 += (int(ubyte(wq[k], i)) - 4) * sbyte(a0, i);
+                        is1 += (int(ubyte(wq[k + 4u], i)) - 4) * sbyte(a1, i);
+#endif
+                    }
+                }
+#if defined(W_Q2_K)
+                // The mins against the activations' 16-value sums (word 65
+                // + j holds groups 2j and 2j+1), as ggml's summs.
+                const uint bs = xq[ab + 65u + j];
+                const int summ = m0 * bitfieldExtract(int(bs), 0, 16) + m1 * bitfieldExtract(int(bs), 16, 16);
+                precise float v = (dw * dy) * float(sc0 * is0 + sc1 * is1) - (dmin * dy) * float(summ);
+#else
+                precise float v = (dw * dy) * float(sc0 * is0 + sc1 * is1);
+#endif
                 acc[s * NT + t] += v;
             }
 #else // W_Q6_K: 210-byte blocks (only 2-byte aligned).

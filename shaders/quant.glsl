@@ -3,7 +3,7 @@
 //   Q8_0: 34 bytes per 32 values: d (f16) | 32 int8
 //   Q4_0: 18 bytes per 32 values: d (f16) | 16 bytes, value j in the low
 //         nibble of byte j, value j+16 in the high nibble, minus 8.
-//   BF16, Q5_0, Q4_1, Q5_1, Q4_K, Q5_K, Q6_K: see w_value below.
+//   BF16, Q5_0, Q4_1, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K: see w_value below.
 // Every block starts at an even byte, so a 16-bit field never straddles
 // two words.
 
@@ -76,6 +76,41 @@ float w_value(uint i) {
 #endif
     precise float r = float(v) * f16_to_f32(w_u16(b)) + f16_to_f32(w_u16(b + 2u));
     return r;
+}
+#elif defined(W_Q2_K)
+// Q2_K: 84 bytes per 256 values: 16 scale bytes (low nibble the scale,
+// high nibble the min of 16 values) | 64 bytes of 2-bit levels (value i:
+// byte 16 + i/128·32 + i%32, bits 2·(i%128/32)) | d, dmin (f16). Value
+// (d·sc)·q − dmin·m as the CPU rounds it; d·sc and the product with q are
+// exact in float32 (11 + 4 + 2 significant bits), so only the subtraction
+// rounds.
+#define BLOCK 256u
+#define BLOCK_BYTES 84u
+float w_value(uint i) {
+    const uint b = (i / 256u) * BLOCK_BYTES;
+    const uint r = i % 256u;
+    const uint q = (w_byte(b + 16u + (r / 128u) * 32u + r % 32u) >> (2u * ((r % 128u) / 32u))) & 3u;
+    const uint sm = w_byte(b + r / 16u);
+    precise float v = f16_to_f32(w_u16(b + 80u)) * float(sm & 15u) * float(q) - f16_to_f32(w_u16(b + 82u)) * float(sm >> 4);
+    return v;
+}
+#elif defined(W_Q3_K)
+// Q3_K: 110 bytes per 256 values: 32 bytes of high bits (value i: bit i/32
+// of byte i%32; clear means minus 4) | 64 bytes of 2-bit levels as Q2_K |
+// 12 bytes of 6-bit scales biased by 32 (low nibbles in bytes 0..7, byte
+// j%8 with the high nibble for j ≥ 8; top bit pairs in byte 8 + j%4 at
+// bits 2·(j/4)) | d (f16). Value d·sc·q, exact in float32.
+#define BLOCK 256u
+#define BLOCK_BYTES 110u
+float w_value(uint i) {
+    const uint b = (i / 256u) * BLOCK_BYTES;
+    const uint r = i % 256u, j = r / 16u;
+    const uint lo = (w_byte(b + 32u + (r / 128u) * 32u + r % 32u) >> (2u * ((r % 128u) / 32u))) & 3u;
+    const uint hi = (w_byte(b + r % 32u) >> (r / 32u)) & 1u;
+    const uint sl = (w_byte(b + 96u + (j & 7u)) >> (4u * (j >> 3))) & 15u;
+    const uint sh = (w_byte(b + 104u + (j & 3u)) >> (2u * (j >> 2))) & 3u;
+    precise float v = f16_to_f32(w_u16(b + 108u)) * float(int(sl | (sh << 4)) - 32) * float(int(lo | (hi << 2)) - 4);
+    return v;
 }
 #elif defined(W_Q4_K) || defined(W_Q5_K)
 // Q4_K: 144 bytes per 256 values: d, dmin (f16) | 12 bytes of 6-bit scales

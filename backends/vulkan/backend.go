@@ -37,7 +37,7 @@ const maxHeadDim = 256
 // row-gather shaders read.
 var weightKernel = map[gguf.TensorType]string{
 	gguf.TypeF32: "f32", gguf.TypeF16: "f16", gguf.TypeQ8_0: "q8_0", gguf.TypeQ4_0: "q4_0", gguf.TypeQ5_0: "q5_0",
-	gguf.TypeQ4_K: "q4_k", gguf.TypeQ5_K: "q5_k", gguf.TypeQ6_K: "q6_k",
+	gguf.TypeQ2_K: "q2_k", gguf.TypeQ3_K: "q3_k", gguf.TypeQ4_K: "q4_k", gguf.TypeQ5_K: "q5_k", gguf.TypeQ6_K: "q6_k",
 	gguf.TypeBF16: "bf16", gguf.TypeQ4_1: "q4_1", gguf.TypeQ5_1: "q5_1",
 }
 

@@ -17,14 +17,8 @@ import (
 // bounds, and every case it refuses must be declared here.
 func TestConformance(t *testing.T) {
 	vulkantest.Open(t).Close() // skips without a device
-	var unsupported []string
-	for _, op := range []string{ops.GetRows, ops.MatMul, ops.MatMulAdd, ops.MatMulQKV, ops.MatMulGateUpSwiGLU} {
-		for _, v := range []string{"Q2_K", "Q3_K"} {
-			unsupported = append(unsupported, op+"/"+v)
-		}
-	}
 	// Q4_0, F16 and Q4_1 take different activations (Q8_0, binary16, Q8_1).
-	unsupported = append(unsupported, ops.MatMulQKV+"/Q4_0+F16+Q4_1")
+	unsupported := []string{ops.MatMulQKV + "/Q4_0+F16+Q4_1"}
 	// No shaders for these ops (Dequantize is fused away by the passes;
 	// Copy of a computed value would cross backends).
 	unsupported = append(unsupported, ops.LayerNorm, ops.LayerNormMul, ops.LayerNormMulAdd, ops.Scale, ops.GELU, ops.Copy, ops.Dequantize)

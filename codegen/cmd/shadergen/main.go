@@ -63,6 +63,7 @@ var weightTypes = []struct {
 	{"f32", "W_F32", true}, {"f16", "W_F16", true}, {"q8_0", "W_Q8_0", true}, {"q4_0", "W_Q4_0", true}, {"q5_0", "W_Q5_0", true},
 	{"bf16", "W_BF16", true}, {"q4_1", "W_Q4_1", true}, {"q5_1", "W_Q5_1", true},
 	{"q4_k", "W_Q4_K", false}, {"q5_k", "W_Q5_K", false}, {"q6_k", "W_Q6_K", false},
+	{"q2_k", "W_Q2_K", false}, {"q3_k", "W_Q3_K", false},
 }
 
 func init() {
