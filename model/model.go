@@ -25,10 +25,18 @@ type Params struct {
 	RopeBase      float32 `json:"rope_base"`
 	RopeFreqScale float32 `json:"rope_freq_scale"`
 	RopeDims      int     `json:"rope_dims"`
+
+	// Read from the file and checked, not needed after lowering.
+	valueDim   int
+	ropeFactor float32
 }
 
 // KVWidth is the width of one token's K (or V) row in a layer's cache.
 func (p Params) KVWidth() int { return p.KVHeads * p.HeadDim }
+
+// QWidth is the width of the query projection (heads × head dimension;
+// not always the embedding length: Gemma 7B has 16 heads of 256 on 3072).
+func (p Params) QWidth() int { return p.Heads * p.HeadDim }
 
 // Lowered is a model's graph plus its parameters.
 type Lowered struct {
@@ -36,74 +44,129 @@ type Lowered struct {
 	Params Params
 }
 
-// LowerFunc builds the graph of one architecture.
-type LowerFunc func(f *gguf.File) (*Lowered, error)
+// Arch is one architecture: the hyperparameters it reads, the tensors it
+// has and how it lowers itself from the building blocks of Lowering.
+// Adding an architecture is a file with one Arch and one Register call.
+type Arch struct {
+	// Name is the general.architecture value, also the key prefix.
+	Name string
+	// Keys are read from "<Name>.<key>" (see commonKeys).
+	Keys []Key
+	// Check, if set, validates the parameters once the keys are read.
+	Check func(p *Params) error
+	// Refuse, if set, rejects a file with a feature the lowering does not
+	// handle (phi2's fused attn_qkv, Llama 3.1's rope_freqs) with an error
+	// that says so, before the tensors are checked.
+	Refuse func(f *gguf.File, p Params) error
+	// Tensors lists every tensor Lower may read, with its shape for p
+	// (p.VocabSize is known by then). Lower reads only declared tensors.
+	Tensors func(p Params) []Tensor
+	// Lower builds the graph.
+	Lower func(l *Lowering) error
+}
 
-var lowerings = map[string]LowerFunc{}
+var archs = map[string]*Arch{}
 
-// Register adds a lowering for an architecture name.
-func Register(arch string, fn LowerFunc) { lowerings[arch] = fn }
+// Register adds an architecture; registering a name twice is an error.
+func Register(a Arch) error {
+	if a.Name == "" || a.Tensors == nil || a.Lower == nil {
+		return fmt.Errorf("architecture %q: name, Tensors and Lower are required", a.Name)
+	}
+	if _, dup := archs[a.Name]; dup {
+		return fmt.Errorf("architecture %q is registered twice", a.Name)
+	}
+	archs[a.Name] = &a
+	return nil
+}
+
+// mustRegister registers a built-in architecture from init: a failure is
+// a programming error that every test catches.
+func mustRegister(a Arch) {
+	if err := Register(a); err != nil {
+		panic(err)
+	}
+}
 
 // Architectures lists the supported architecture names.
 func Architectures() []string {
-	names := make([]string, 0, len(lowerings))
-	for n := range lowerings {
+	names := make([]string, 0, len(archs))
+	for n := range archs {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	return names
 }
 
+// Supported reports whether weft lowers architecture name.
+func Supported(name string) bool { _, ok := archs[name]; return ok }
+
+// UnsupportedError is Lower's error for an architecture it does not know.
+type UnsupportedError struct{ Arch string }
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("unsupported architecture %q (supported: %s)", e.Arch, strings.Join(Architectures(), ", "))
+}
+
 // Lower builds the graph of the model in f.
 func Lower(f *gguf.File) (*Lowered, error) {
-	arch := f.Architecture()
-	if arch == "" {
+	name := f.Architecture()
+	if name == "" {
 		return nil, fmt.Errorf("model has no general.architecture key")
 	}
-	fn, ok := lowerings[arch]
+	a, ok := archs[name]
 	if !ok {
-		return nil, fmt.Errorf("unsupported architecture %q (supported: %s)", arch, strings.Join(Architectures(), ", "))
+		return nil, &UnsupportedError{Arch: name}
 	}
-	l, err := fn(f)
+	l, err := lower(f, a)
 	if err != nil {
-		return nil, fmt.Errorf("lowering %s: %w", arch, err)
+		return nil, fmt.Errorf("lowering %s: %w", name, err)
 	}
 	if err := l.Graph.Verify(); err != nil {
-		return nil, fmt.Errorf("lowering %s produced an invalid graph: %w", arch, err)
+		return nil, fmt.Errorf("lowering %s produced an invalid graph: %w", name, err)
 	}
 	return l, nil
 }
 
-// weights reads weight tensors from a file, checking shapes as it goes.
-type weights struct {
-	f *gguf.File
-	b *graph.Builder
+func lower(f *gguf.File, a *Arch) (*Lowered, error) {
+	p, err := readParams(f, a)
+	if err != nil {
+		return nil, err
+	}
+	if p.VocabSize, err = vocabSize(f); err != nil {
+		return nil, err
+	}
+	if a.Refuse != nil {
+		if err := a.Refuse(f, p); err != nil {
+			return nil, err
+		}
+	}
+	decls, err := checkTensors(f, a.Tensors(p))
+	if err != nil {
+		return nil, err
+	}
+	l := newLowering(f, p, decls)
+	if err := a.Lower(l); err != nil {
+		return nil, err
+	}
+	if err := l.b.Err(); err != nil {
+		return nil, err
+	}
+	g, err := l.b.Graph()
+	if err != nil {
+		return nil, err
+	}
+	return &Lowered{Graph: g, Params: p}, nil
 }
 
-// matrix declares the weight tensor name, which must be [rows, cols] in
-// weft order (GGUF dims [cols, rows]).
-func (w weights) matrix(name string, rows, cols int) (int, error) {
-	t, ok := w.f.Tensor(name)
+// vocabSize is the row count of the token embedding, which every
+// architecture here has (its shape is checked with the other tensors).
+func vocabSize(f *gguf.File) (int, error) {
+	emb, ok := f.Tensor("token_embd.weight")
 	if !ok {
-		return -1, fmt.Errorf("missing tensor %q", name)
+		return 0, fmt.Errorf("missing tensor %q", "token_embd.weight")
 	}
-	if len(t.Dims) != 2 || t.Dims[0] != uint64(cols) || t.Dims[1] != uint64(rows) {
-		return -1, fmt.Errorf("tensor %q has GGUF dims %v, want [%d %d]", name, t.Dims, cols, rows)
+	if len(emb.Dims) != 2 || emb.Dims[1] == 0 || emb.Dims[1] > maxDim*4 {
+		return 0, fmt.Errorf("tensor %q has GGUF dims %v, want [embedding_length, vocabulary size]", "token_embd.weight", emb.Dims)
 	}
-	return w.b.Weight(name, graph.Type{DType: t.Type, Shape: graph.S(rows, cols)}), nil
-}
-
-// vector declares a 1-D F32 weight of length n (norm weights, biases).
-func (w weights) vector(name string, n int) (int, error) {
-	t, ok := w.f.Tensor(name)
-	if !ok {
-		return -1, fmt.Errorf("missing tensor %q", name)
-	}
-	if len(t.Dims) != 1 || t.Dims[0] != uint64(n) {
-		return -1, fmt.Errorf("tensor %q has GGUF dims %v, want [%d]", name, t.Dims, n)
-	}
-	if t.Type != gguf.TypeF32 {
-		return -1, fmt.Errorf("tensor %q has type %s, want F32", name, t.Type)
-	}
-	return w.b.Weight(name, graph.Type{DType: graph.F32, Shape: graph.S(n)}), nil
+	return int(emb.Dims[1]), nil
 }
