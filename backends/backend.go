@@ -70,6 +70,12 @@ type LoadOptions struct {
 	// Progress, when set, hears how many of the weights' bytes a backend
 	// that copies them (to a GPU) has copied so far.
 	Progress func(done, total int64)
+	// Placed asks the backend to load only the nodes placed on it
+	// (graph.Node.Backend): the graph's other nodes run elsewhere, and
+	// values cross through Copy nodes and an Exchange (see split.go). Its
+	// States then implement SplitState. Unset, the backend runs every
+	// node of the graph itself.
+	Placed bool
 }
 
 // ErrWeightsChanged is matched (errors.Is) by the errors a backend returns

@@ -12,6 +12,7 @@ import (
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/internal/hugepage"
 	"github.com/weft-ml/weft/model/tokenizer"
+	"github.com/weft-ml/weft/ops"
 )
 
 // Options configure Open.
@@ -114,14 +115,11 @@ func build(plan *Plan, f *gguf.File, weights string, o Options) (*Model, error) 
 	}
 	var notes []string
 	for i, name := range names {
-		exec, err := backends.Lookup(name)
-		var prog backends.Program
+		lo := backends.LoadOptions{MaxTokens: plan.Run.Batch, Threads: o.Threads, Packed: plan.Packed,
+			ModelFile: weights, PackedFile: plan.sidePath, Device: o.Device, CacheFile: plan.cacheFile(name), Progress: o.LoadProgress}
+		prog, err := load(plan, name, f, lo)
 		if err == nil {
-			prog, err = exec.Load(plan.Graph, f, backends.LoadOptions{MaxTokens: plan.Run.Batch, Threads: o.Threads, Packed: plan.Packed,
-				ModelFile: weights, PackedFile: plan.sidePath, Device: o.Device, CacheFile: plan.cacheFile(name), Progress: o.LoadProgress})
-		}
-		if err == nil {
-			return &Model{Plan: plan, File: f, Tokenizer: tok, Backend: name, BackendNotes: notes, prog: prog}, nil
+			return &Model{Plan: plan, File: f, Tokenizer: tok, Backend: name, BackendNotes: append(notes, splitNotes(plan)...), prog: prog}, nil
 		}
 		if o.Backend != AutoBackend || i == len(names)-1 {
 			return nil, loadError(plan, weights, name, err)
@@ -129,6 +127,42 @@ func build(plan *Plan, f *gguf.File, weights string, o Options) (*Model, error) 
 		notes = append(notes, fmt.Sprintf("backend %s not used (%v): falling back to %s", name, err, names[i+1]))
 	}
 	return nil, errors.New("no backend to run on")
+}
+
+// load loads the plan on backend name; a plan whose nodes are placed on
+// several backends (an op the device cannot run went to the CPU) loads on
+// each of them, run split by split (backends.LoadSplits).
+func load(plan *Plan, name string, f *gguf.File, o backends.LoadOptions) (backends.Program, error) {
+	if len(backends.SplitBackends(plan.Graph)) > 1 && name == plan.DeviceBackend() {
+		return backends.LoadSplits(plan.Graph, f, o)
+	}
+	exec, err := backends.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return exec.Load(plan.Graph, f, o)
+}
+
+// splitNotes says which nodes of a plan placed on several backends run
+// off its device backend, and why.
+func splitNotes(plan *Plan) []string {
+	g := plan.Graph
+	if len(backends.SplitBackends(g)) < 2 {
+		return nil
+	}
+	dev := plan.DeviceBackend()
+	var off []string
+	for _, sp := range g.Splits {
+		if sp.Backend == dev {
+			continue
+		}
+		for _, id := range sp.Nodes {
+			if n := g.Nodes[id]; n.Op != ops.Copy && len(off) < 3 {
+				off = append(off, fmt.Sprintf("%s %q (%s)", n.Op, n.Name, n.Cause))
+			}
+		}
+	}
+	return []string{fmt.Sprintf("the plan runs in %d splits on %s; off %s, e.g. %s", len(g.Splits), strings.Join(backends.SplitBackends(g), " and "), dev, strings.Join(off, "; "))}
 }
 
 // loadError explains a failed Load: the host backend checks the plan's

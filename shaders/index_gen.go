@@ -18,6 +18,9 @@ var spvSiluF32 []byte
 //go:embed spv/swiglu_f32.spv
 var spvSwigluF32 []byte
 
+//go:embed spv/copy_f32.spv
+var spvCopyF32 []byte
+
 //go:embed spv/rms_norm_f32.spv
 var spvRmsNormF32 []byte
 
@@ -315,6 +318,14 @@ var kernels = []Kernel{{
 	Name:      "swiglu_f32",
 	PushBytes: 16,
 	SPIRV:     spvSwigluF32,
+	Source:    "silu.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  2,
+	Defines:   []string{"COPY"},
+	Name:      "copy_f32",
+	PushBytes: 16,
+	SPIRV:     spvCopyF32,
 	Source:    "silu.comp",
 	Workgroup: 256,
 }, {

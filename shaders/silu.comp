@@ -1,5 +1,6 @@
 // SiLU (ops/ref SiLU): d[i] = x[i] / (1 + exp(-x[i])); variant SWIGLU
-// multiplies by u[i] as well (ops/ref SwiGLU). Operands start at element
+// multiplies by u[i] as well (ops/ref SwiGLU); variant COPY copies
+// (d[i] = x[i], a Copy within one backend). Operands start at element
 // offsets; d may alias x.
 #version 450
 
@@ -23,8 +24,10 @@ void main() {
     const uint stride = gl_NumWorkGroups.x * WG;
     for (uint i = gl_GlobalInvocationID.x; i < pc.n; i += stride) {
         const float v = x[pc.xoff + i];
-#ifdef SWIGLU
+#if defined(SWIGLU)
         d[pc.doff + i] = (v / (1.0 + exp(-v))) * u[pc.uoff + i];
+#elif defined(COPY)
+        d[pc.doff + i] = v;
 #else
         d[pc.doff + i] = v / (1.0 + exp(-v));
 #endif

@@ -10,12 +10,15 @@ import (
 
 func init() { backends.Register(Backend{}) }
 
+// name is the CPU backend's name, as placement records it.
+const name = "cpu"
+
 // Backend is the CPU backend as the compiler and runtime see it: what it
 // supports, its weight layouts (layout.go) and Load.
 type Backend struct{}
 
 // Name returns "cpu".
-func (Backend) Name() string { return "cpu" }
+func (Backend) Name() string { return name }
 
 // Supports accepts every node the CPU backend has a kernel for.
 func (Backend) Supports(n *graph.Node, g *graph.Graph) error {
@@ -40,7 +43,7 @@ func (Backend) Load(g *graph.Graph, w backends.Weights, o backends.LoadOptions) 
 	if o.Device != 0 {
 		return nil, fmt.Errorf("the cpu backend has one device, not device %d", o.Device)
 	}
-	p, err := Compile(g, w, Options{MaxTokens: o.MaxTokens, Threads: o.Threads, Packed: o.Packed, ModelFile: o.ModelFile, PackedFile: o.PackedFile})
+	p, err := Compile(g, w, Options{MaxTokens: o.MaxTokens, Threads: o.Threads, Packed: o.Packed, ModelFile: o.ModelFile, PackedFile: o.PackedFile, Placed: o.Placed})
 	if err != nil {
 		return nil, err
 	}
@@ -63,4 +66,8 @@ type session struct{ *State }
 
 func (s session) Run(b backends.Batch) ([]float32, error) {
 	return s.State.Run(b.Tokens, b.Positions, b.Rows)
+}
+
+func (s session) RunSplit(i int, b backends.Batch, x *backends.Exchange) ([]float32, error) {
+	return s.State.RunSplit(i, b.Tokens, b.Positions, b.Rows, x)
 }

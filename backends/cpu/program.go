@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"slices"
 
+	"github.com/weft-ml/weft/backends"
 	"github.com/weft-ml/weft/backends/cpu/simd"
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
@@ -33,6 +34,11 @@ type Options struct {
 	// mapped from, for the error when one changes under a running
 	// program (see FaultError).
 	ModelFile, PackedFile string
+	// Placed compiles only the nodes placed on the CPU (graph.Node.Backend):
+	// the others run on other backends, and values cross through Copy
+	// nodes (backends.LoadSplits). The States then run one split at a
+	// time (State.RunSplit).
+	Placed bool
 }
 
 // value is a compiled node: where its data lives and how to compute it.
@@ -63,6 +69,8 @@ type Program struct {
 	tileBytes int64     // per-thread tile scratch (tileScratch), 0 if unused
 	logits    int       // output node ID
 	files     [2]string // the model file and the repacked weights' file, for FaultError
+	placed    bool      // Options.Placed: only the CPU's nodes are compiled
+	exported  []bool    // placed: nodes whose values a Copy on another backend reads
 }
 
 // OptionError is an Options value out of range (threads): the caller's
@@ -95,14 +103,20 @@ func Compile(g *graph.Graph, w WeightSource, o Options) (p *Program, err error) 
 	if err := g.Verify(); err != nil {
 		return nil, err
 	}
-	if err := checkGraph(g); err != nil {
+	if err := checkGraph(g, o.Placed); err != nil {
 		return nil, err
 	}
 	order, err := g.TopoOrder()
+	if o.Placed {
+		order, err = backends.SplitOrder(g)
+	}
 	if err != nil {
 		return nil, err
 	}
-	p = &Program{g: g, order: order, vals: make([]value, len(g.Nodes)), maxTokens: o.MaxTokens, threads: o.Threads, logits: g.Outputs["logits"], files: [2]string{o.ModelFile, o.PackedFile}}
+	p = &Program{g: g, order: order, vals: make([]value, len(g.Nodes)), maxTokens: o.MaxTokens, threads: o.Threads, logits: g.Outputs["logits"], files: [2]string{o.ModelFile, o.PackedFile}, placed: o.Placed}
+	if o.Placed {
+		p.exported = backends.Exported(g, name)
+	}
 	// Binding decodes F32 vectors from the mapped model file.
 	prev := debug.SetPanicOnFault(true)
 	defer func() {
@@ -125,6 +139,9 @@ func Compile(g *graph.Graph, w WeightSource, o Options) (p *Program, err error) 
 func (p *Program) compileNode(n *graph.Node, w WeightSource, o Options) error {
 	v := &p.vals[n.ID]
 	*v = value{node: n, slot: -1, width: int(n.Type.Shape.Inner().N), kv: -1}
+	if p.placed && (backends.Foreign(n, name) || n.Op == "Weight" && !p.readHere(n)) {
+		return nil // another backend's
+	}
 	switch n.Op {
 	case "Input":
 		return nil
@@ -134,6 +151,9 @@ func (p *Program) compileNode(n *graph.Node, w WeightSource, o Options) error {
 	k, ok := kernels[n.Op]
 	if !ok {
 		return fmt.Errorf("%s: no CPU kernel for op %s", describe(n), n.Op)
+	}
+	if p.placed && backends.Imported(p.g, n, name) {
+		k = runImport
 	}
 	v.run = k
 	if n.Op == ops.Attention {
@@ -159,6 +179,16 @@ func (p *Program) compileNode(n *graph.Node, w WeightSource, o Options) error {
 		}
 	}
 	return nil
+}
+
+// readHere reports whether a node the CPU runs reads weight w.
+func (p *Program) readHere(w *graph.Node) bool {
+	for _, n := range p.g.Nodes {
+		if !backends.Foreign(n, name) && slices.Contains(n.Inputs, w.ID) {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *Program) bindWeight(v *value, w WeightSource, packed []byte) error {

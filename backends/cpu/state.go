@@ -27,11 +27,12 @@ type State struct {
 	rowsT       int // bound T
 	rowsR       int // bound R
 	pos0        int
-	attnScratch []attnBuf      // per-thread attention scratch
-	tileBufs    [][]float32    // per-thread matmul tile scratch
-	jobs        jobs           // reusable parallel work descriptions
-	parts       [][]matmulPart // per node: its matmul parts, reused
-	broken      error          // set when a Run failed midway: every later Run returns it
+	attnScratch []attnBuf          // per-thread attention scratch
+	tileBufs    [][]float32        // per-thread matmul tile scratch
+	jobs        jobs               // reusable parallel work descriptions
+	parts       [][]matmulPart     // per node: its matmul parts, reused
+	broken      error              // set when a Run failed midway: every later Run returns it
+	x           *backends.Exchange // during RunSplit: values crossing backends
 }
 
 // NewState allocates buffers for a session with a KV cache of ctx
@@ -87,11 +88,52 @@ func (s *State) KVBytes() int64 {
 // half-written, so the State is broken: every later Run returns the same
 // error.
 func (s *State) Run(tokens, positions, rows []int32) (logits []float32, err error) {
+	if s.p.placed {
+		return nil, fmt.Errorf("this program runs part of a graph: run it one split at a time (RunSplit)")
+	}
+	if err := s.run(s.p.order, tokens, positions, rows); err != nil {
+		return nil, err
+	}
+	out := &s.p.vals[s.p.logits]
+	return s.f32(out)[:len(rows)*out.width], nil
+}
+
+// RunSplit evaluates split i of a graph compiled with Options.Placed (see
+// backends.SplitState): values of other backends come from x, and the
+// values other backends read from this split go to x, as slices of the
+// State's buffers that stay valid until their last reader has run. It
+// returns the logits when the split computes them, else nil.
+func (s *State) RunSplit(i int, tokens, positions, rows []int32, x *backends.Exchange) ([]float32, error) {
+	g := s.p.g
+	if !s.p.placed || i < 0 || i >= len(g.Splits) || g.Splits[i].Backend != name {
+		return nil, fmt.Errorf("split %d is not one of the CPU's splits of this program", i)
+	}
+	nodes := g.Splits[i].Nodes
+	s.x = x
+	defer func() { s.x = nil }()
+	if err := s.run(nodes, tokens, positions, rows); err != nil {
+		return nil, err
+	}
+	var logits []float32
+	for _, id := range nodes {
+		v := &s.p.vals[id]
+		if s.p.exported[id] {
+			x.Put(id, s.f32(v))
+		}
+		if id == s.p.logits {
+			logits = s.f32(v)[:len(rows)*v.width]
+		}
+	}
+	return logits, nil
+}
+
+// run binds a batch and runs nodes in order.
+func (s *State) run(nodes []int, tokens, positions, rows []int32) (err error) {
 	if s.broken != nil {
-		return nil, s.broken
+		return s.broken
 	}
 	if err := s.bind(tokens, positions, rows); err != nil {
-		return nil, err
+		return err
 	}
 	node := -1
 	prev := debug.SetPanicOnFault(true) // once per Run: the workers keep it set (see pool.work)
@@ -99,21 +141,35 @@ func (s *State) Run(tokens, positions, rows []int32) (logits []float32, err erro
 		debug.SetPanicOnFault(prev)
 		if r := recover(); r != nil {
 			s.broken = s.p.fault(r, node)
-			logits, err = nil, s.broken
+			err = s.broken
 		}
 	}()
-	for _, id := range s.p.order {
+	for _, id := range nodes {
 		v := &s.p.vals[id]
 		if v.run == nil {
 			continue
 		}
 		node = id
 		if err := v.run(s, v); err != nil {
-			return nil, fmt.Errorf("%s: %w", describe(v.node), err)
+			return fmt.Errorf("%s: %w", describe(v.node), err)
 		}
 	}
-	out := &s.p.vals[s.p.logits]
-	return s.f32(out)[:len(rows)*out.width], nil
+	return nil
+}
+
+// runImport is the kernel of a Copy of a value another backend computed
+// (Options.Placed): it takes the value from the step's Exchange.
+func runImport(s *State, v *value) error {
+	dst := s.f32(v)
+	if s.x == nil {
+		return fmt.Errorf("no exchange to import from")
+	}
+	src, err := s.x.Get(v.node.Inputs[0], len(dst))
+	if err != nil {
+		return err
+	}
+	copy(dst, src)
+	return nil
 }
 
 // Broken returns the error that broke the State (see Run), or nil.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/weft-ml/weft/backends"
 	"github.com/weft-ml/weft/graph"
 	"github.com/weft-ml/weft/ops"
 	"github.com/weft-ml/weft/quant"
@@ -96,7 +97,11 @@ func computed(n *graph.Node) bool {
 // output. Sizes, the memory plan and the weights themselves are checked
 // as they are bound (Compile) and allocated (NewState). A plan that
 // passes cannot make a kernel index outside a buffer.
-func checkGraph(g *graph.Graph) error {
+//
+// With placed set (Options.Placed) the nodes of other backends are
+// theirs to check: only the CPU's own nodes are, and a value another
+// backend computes is a valid operand of a Copy.
+func checkGraph(g *graph.Graph, placed bool) error {
 	bound := map[int]string{}
 	for _, in := range graphInputs {
 		id, ok := g.Inputs[in.name]
@@ -121,7 +126,10 @@ func checkGraph(g *graph.Graph) error {
 		}
 	}
 	for _, n := range g.Nodes {
-		if err := checkNode(g, n, bound); err != nil {
+		if placed && backends.Foreign(n, name) {
+			continue
+		}
+		if err := checkNode(g, n, bound, placed); err != nil {
 			return err
 		}
 	}
@@ -129,13 +137,13 @@ func checkGraph(g *graph.Graph) error {
 	if !ok {
 		return fmt.Errorf("graph has no \"logits\" output")
 	}
-	if n := g.Node(out); n == nil || !computed(n) {
+	if n := g.Node(out); n == nil || !computed(n) && !(placed && backends.Foreign(n, name)) {
 		return fmt.Errorf("graph output \"logits\" is node %d, which is not a computed value", out)
 	}
 	return nil
 }
 
-func checkNode(g *graph.Graph, n *graph.Node, bound map[int]string) error {
+func checkNode(g *graph.Graph, n *graph.Node, bound map[int]string, placed bool) error {
 	if err := checkShape(n); err != nil {
 		return err
 	}
@@ -165,6 +173,9 @@ func checkNode(g *graph.Graph, n *graph.Node, bound map[int]string) error {
 		return fmt.Errorf("%s: %d operands, the CPU kernel reads %d", describe(n), len(n.Inputs), len(want))
 	}
 	for i, id := range n.Inputs {
+		if placed && backends.Imported(g, n, name) {
+			break // its type is its input's, and checked above
+		}
 		if err := checkOperand(g.Nodes[id], want[i]); err != nil {
 			return fmt.Errorf("%s: operand %d: %w", describe(n), i, err)
 		}

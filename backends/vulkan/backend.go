@@ -19,6 +19,9 @@ import (
 
 func init() { backends.Register(Backend{}) }
 
+// name is the Vulkan backend's name, as placement records it.
+const name = "vulkan"
+
 // Backend is the Vulkan backend as the compiler and runtime see it. Load
 // opens device LoadOptions.Device (graphrun --device; an index into
 // Devices), or WEFT_VULKAN_DEVICE when that is 0, with the validation
@@ -27,7 +30,7 @@ func init() { backends.Register(Backend{}) }
 type Backend struct{}
 
 // Name returns "vulkan".
-func (Backend) Name() string { return "vulkan" }
+func (Backend) Name() string { return name }
 
 // maxHeadDim is the largest attention head the attention shader takes
 // (4 values per invocation of a 64-wide workgroup).
@@ -74,8 +77,10 @@ func (Backend) Supports(n *graph.Node, g *graph.Graph) error {
 	case "Input":
 		return nil
 	case ops.Copy:
-		if in(0).Op != "Input" {
-			return fmt.Errorf("copies of computed values between backends are not implemented on Vulkan")
+		// A graph input, or a value another backend computed (uploaded
+		// at the start of the split that reads it).
+		if t := in(0).Type.DType; in(0).Op == "Weight" || in(0).Op != "Input" && t != gguf.TypeF32 {
+			return fmt.Errorf("Copy of a %s %s: Vulkan takes graph inputs and computed F32 values", t, in(0).Op)
 		}
 		return nil
 	case "Weight":

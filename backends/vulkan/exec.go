@@ -35,20 +35,24 @@ type Executable struct {
 	ropes                 []ropeParams
 	weights               []*Buffer
 
+	placed   bool   // LoadOptions.Placed: only the nodes placed here are loaded
+	exported []bool // placed: nodes whose values a Copy on another backend reads
+
 	mu      sync.Mutex
 	kernels map[string]*Kernel
 }
 
 // value is where a node's data lives.
 type value struct {
-	n      *graph.Node
-	width  int     // elements per row
-	kind   valKind // where it lives
-	off    int64   // arena: element offset; input: word offset in the step buffer
-	w      *Buffer // weights
-	kv     int     // Attention: index of its KV cache pair
-	rope   int     // RoPE: index into ropes
-	active bool    // computed by a kernel (not a view, input or weight)
+	n       *graph.Node
+	width   int     // elements per row
+	kind    valKind // where it lives
+	off     int64   // arena: element offset; input: word offset in the step buffer
+	w       *Buffer // weights
+	kv      int     // Attention: index of its KV cache pair
+	rope    int     // RoPE: index into ropes
+	active  bool    // computed by a kernel (not a view, input or weight)
+	import_ bool    // a Copy of a value another backend computed: uploaded from the Exchange
 }
 
 type valKind int
@@ -72,9 +76,11 @@ type ropeParams struct {
 // batch, maxTokens words each.
 func (e *Executable) stepWords() int64 { return 3 * int64(e.maxTokens) }
 
-// LoadOn loads g onto d: every node of g runs here (placement is not
-// consulted; a mixed CPU/Vulkan graph is the runtime's to split). Weights
-// are read from w's GGUF bytes, whatever Layout the plan gave them.
+// LoadOn loads g onto d. Every node of g runs here (placement is not
+// consulted) unless o.Placed: then only the nodes placed on "vulkan" are
+// loaded, and values cross to and from the other backends' splits through
+// Copy nodes (Session.RunSplit). Weights are read from w's GGUF bytes,
+// whatever Layout the plan gave them.
 func LoadOn(d *Device, g *graph.Graph, w backends.Weights, o backends.LoadOptions) (e *Executable, err error) {
 	if o.MaxTokens <= 0 {
 		o.MaxTokens = 512
@@ -83,6 +89,9 @@ func LoadOn(d *Device, g *graph.Graph, w backends.Weights, o backends.LoadOption
 		return nil, err
 	}
 	order, err := g.TopoOrder()
+	if o.Placed {
+		order, err = backends.SplitOrder(g)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +99,10 @@ func LoadOn(d *Device, g *graph.Graph, w backends.Weights, o backends.LoadOption
 	if !ok {
 		return nil, errors.New("graph has no \"logits\" output")
 	}
-	e = &Executable{d: d, g: g, order: order, vals: make([]value, len(g.Nodes)), maxTokens: o.MaxTokens, logits: out, kernels: map[string]*Kernel{}}
+	e = &Executable{d: d, g: g, order: order, vals: make([]value, len(g.Nodes)), maxTokens: o.MaxTokens, logits: out, kernels: map[string]*Kernel{}, placed: o.Placed}
+	if o.Placed {
+		e.exported = backends.Exported(g, name)
+	}
 	defer func() {
 		if err != nil {
 			e.free()
@@ -103,6 +115,10 @@ func LoadOn(d *Device, g *graph.Graph, w backends.Weights, o backends.LoadOption
 	e.progress = o.Progress
 	for _, id := range order {
 		n := g.Nodes[id]
+		if e.placed && (backends.Foreign(n, name) || n.Op == "Weight" && !e.readHere(n)) {
+			e.vals[id] = value{n: n, kv: -1, rope: -1} // another backend's
+			continue
+		}
 		if err := (Backend{}).Supports(n, g); err != nil {
 			return e, fmt.Errorf("node %d (%s %q): %w", n.ID, n.Op, n.Name, err)
 		}
@@ -110,11 +126,21 @@ func LoadOn(d *Device, g *graph.Graph, w backends.Weights, o backends.LoadOption
 			return e, fmt.Errorf("node %d (%s %q): %w", n.ID, n.Op, n.Name, err)
 		}
 	}
-	if e.vals[out].kind != kindArena || !e.vals[out].active {
+	if (e.vals[out].kind != kindArena || !e.vals[out].active) && !(e.placed && backends.Foreign(g.Nodes[out], name)) {
 		return e, errors.New("the logits output is not a computed value")
 	}
 	e.planArena()
 	return e, nil
+}
+
+// readHere reports whether a node placed on Vulkan reads weight w.
+func (e *Executable) readHere(w *graph.Node) bool {
+	for _, n := range e.g.Nodes {
+		if !backends.Foreign(n, name) && slices.Contains(n.Inputs, w.ID) {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *Executable) prepare(n *graph.Node, w backends.Weights) error {
@@ -140,14 +166,20 @@ func (e *Executable) prepare(n *graph.Node, w backends.Weights) error {
 		v.kind = kindArena
 		return nil
 	case ops.Copy:
-		// A graph input copied to this backend: the host writes it into
-		// the step buffer, which the shaders read directly.
 		src := &e.vals[n.Inputs[0]]
-		if src.kind != kindInput {
-			return fmt.Errorf("a copy of computed value %q: running part of a graph on another backend is not implemented", src.n.Name)
+		switch {
+		case src.kind == kindInput:
+			// A graph input copied to this backend: the host writes it
+			// into the step buffer, which the shaders read directly.
+			v.kind, v.off = kindInput, src.off
+			return nil
+		case e.placed && backends.Imported(e.g, n, name):
+			// Computed by another backend: uploaded into the arena
+			// before this split runs (Session.RunSplit).
+			v.import_ = true
+		case src.kind != kindArena && src.kind != kindLogits:
+			return fmt.Errorf("a copy of %s %q, which is neither a graph input nor a computed value", src.n.Op, src.n.Name)
 		}
-		v.kind, v.off = kindInput, src.off
-		return nil
 	case ops.Attention:
 		v.kv = len(e.attention)
 		e.attention = append(e.attention, n.ID)

@@ -3,6 +3,7 @@
 package vulkan_test
 
 import (
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -52,14 +53,6 @@ func load(t testing.TB, d *vulkan.Device, g *graph.Graph, f *gguf.File, maxToken
 	return e
 }
 
-func newSession(t testing.TB, e *vulkan.Executable, ctx int, kv backends.KVType) *vulkan.Session {
-	t.Helper()
-	s, err := e.NewSession(backends.StateOptions{Ctx: ctx, KVType: kv})
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, s.Close()) })
-	return s
-}
-
 func seq(lo, n int) []int32 {
 	s := make([]int32, n)
 	for i := range s {
@@ -72,12 +65,14 @@ func seq(lo, n int) []int32 {
 // every row's logits, then the greedy tokens teacher-forced one at a time.
 // Stored rows must lie within bar (‖Δ‖/‖ref‖); top-5 sets must share at
 // least 3 ids everywhere; trained models must reproduce every greedy token.
-func checkReference(t *testing.T, e *vulkan.Executable, ref *reference.Reference, bar float64, trained bool) (worstAbs float64, min5, n5, atLeast4 int) {
+func checkReference(t *testing.T, e backends.Program, ref *reference.Reference, bar float64, trained bool) (worstAbs float64, min5, n5, atLeast4 int) {
 	kv := backends.KVF16
 	if ref.KVType == "f32" {
 		kv = backends.KVF32
 	}
-	s := newSession(t, e, 2048, kv)
+	s, err := e.NewState(backends.StateOptions{Ctx: 2048, KVType: kv})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, s.(io.Closer).Close()) })
 	v := ref.NVocab
 	ids := ref.PromptTokens
 	start := time.Now()
@@ -135,13 +130,20 @@ func truncate(s string, n int) string {
 // checkModel compares one shared model with every reference prompt and
 // KV type (in -short mode only the first prompt).
 func checkModel(t *testing.T, d *vulkan.Device, name string, maxTokens int) {
+	checkModelWith(t, name, func(path string) backends.Program {
+		g, f := compileFor(t, path, maxTokens)
+		return load(t, d, g, f, maxTokens)
+	})
+}
+
+// checkModelWith is checkModel with the model loaded by load.
+func checkModelWith(t *testing.T, name string, load func(path string) backends.Program) {
 	refDir := testenv.Shared(t, "reference")
 	path := filepath.Join(testenv.Shared(t, "models"), name+".gguf")
 	if _, err := os.Stat(path); err != nil {
 		t.Skipf("shared model %s not found (%v): this test needs the project's ../shared/models", name, err)
 	}
-	g, f := compileFor(t, path, maxTokens)
-	e := load(t, d, g, f, maxTokens)
+	e := load(path)
 	prompts, _ := filepath.Glob(filepath.Join(refDir, name+".p[0-9].json"))
 	trained := strings.HasPrefix(name, "stories260K")
 	require.NotEmpty(t, prompts)

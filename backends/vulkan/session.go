@@ -30,10 +30,17 @@ type Session struct {
 	kc, vc                           []*Buffer
 	tableOff                         []int64 // per RoPE parameter set
 
-	steps map[[2]int]*Program
-	order [][2]int // recording order, oldest first
+	steps map[stepKey]*Program
+	order []stepKey // recording order, oldest first
 	res   []float32
+	// exports holds, per node, the host copy of a value that another
+	// backend's split reads (LoadOptions.Placed).
+	exports map[int][]float32
 }
+
+// stepKey is a recorded step shape: a split (-1: the whole graph), its
+// tokens and its output rows.
+type stepKey struct{ split, tokens, rows int }
 
 // maxRecorded bounds the recorded step shapes a Session keeps; decode is
 // one shape, prefill batches add one each.
@@ -49,7 +56,7 @@ func (e *Executable) NewSession(o backends.StateOptions) (s *Session, err error)
 	if o.Ctx <= 0 {
 		return nil, fmt.Errorf("context size %d must be positive", o.Ctx)
 	}
-	s = &Session{e: e, ctx: o.Ctx, kvType: o.KVType, steps: map[[2]int]*Program{}}
+	s = &Session{e: e, ctx: o.Ctx, kvType: o.KVType, steps: map[stepKey]*Program{}, exports: map[int][]float32{}}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -174,11 +181,79 @@ func (s *Session) Close() error {
 // Run evaluates a batch and returns the logits of the rows asked for,
 // [len(Rows)][vocab]; the slice is the Session's until the next Run.
 func (s *Session) Run(b backends.Batch) ([]float32, error) {
+	if s.e != nil && s.e.placed {
+		return nil, errors.New("vulkan: this program runs part of a graph: run it one split at a time (RunSplit)")
+	}
+	if err := s.begin(b); err != nil {
+		return nil, err
+	}
+	if err := s.submit(stepKey{-1, len(b.Tokens), len(b.Rows)}); err != nil {
+		return nil, err
+	}
+	return s.logits(len(b.Rows)), nil
+}
+
+// RunSplit evaluates split i of a graph loaded with LoadOptions.Placed
+// (backends.SplitState): values other backends computed are uploaded from
+// x into the arena first, and the values other backends read are
+// downloaded into x after. It returns the logits when the split computes
+// them, else nil.
+func (s *Session) RunSplit(i int, b backends.Batch, x *backends.Exchange) ([]float32, error) {
+	if err := s.begin(b); err != nil {
+		return nil, err
+	}
+	e := s.e
+	if !e.placed || i < 0 || i >= len(e.g.Splits) || e.g.Splits[i].Backend != name {
+		return nil, fmt.Errorf("vulkan: split %d is not one of this program's splits", i)
+	}
+	nodes := e.g.Splits[i].Nodes
+	r := &recorder{s: s, T: len(b.Tokens), R: len(b.Rows)}
+	for _, id := range nodes {
+		if v := &e.vals[id]; v.import_ {
+			src, err := x.Get(v.n.Inputs[0], r.rows(v)*v.width)
+			if err != nil {
+				return nil, err
+			}
+			if err := e.d.UploadF32(s.arena, v.off, src); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := s.submit(stepKey{i, r.T, r.R}); err != nil {
+		return nil, err
+	}
+	var logits []float32
+	for _, id := range nodes {
+		v := &e.vals[id]
+		switch {
+		case id == e.logits:
+			logits = s.logits(r.R)
+			if e.exported[id] {
+				x.Put(id, logits)
+			}
+		case e.exported[id]:
+			buf := s.exports[id]
+			if buf == nil {
+				buf = make([]float32, maxElems(v.n.Type, e.maxTokens))
+				s.exports[id] = buf
+			}
+			buf = buf[:r.rows(v)*v.width]
+			if err := e.d.DownloadF32(buf, s.arena, v.off); err != nil {
+				return nil, err
+			}
+			x.Put(id, buf)
+		}
+	}
+	return logits, nil
+}
+
+// begin checks a batch and writes it into the step buffer.
+func (s *Session) begin(b backends.Batch) error {
 	if s.e == nil {
-		return nil, errors.New("vulkan: Run on a closed session")
+		return errors.New("vulkan: Run on a closed session")
 	}
 	if err := s.check(b); err != nil {
-		return nil, err
+		return err
 	}
 	e := s.e
 	words := unsafe.Slice((*uint32)(unsafe.Pointer(&s.step.Mapped()[0])), e.stepWords())
@@ -190,12 +265,17 @@ func (s *Session) Run(b backends.Batch) ([]float32, error) {
 	for i, r := range b.Rows {
 		words[2*m+i] = uint32(r)
 	}
-	key := [2]int{len(b.Tokens), len(b.Rows)}
+	return nil
+}
+
+// submit runs the command buffer of step shape key, recording it first
+// if it is new (keeping the maxRecorded newest), and waits for it.
+func (s *Session) submit(key stepKey) error {
 	p, ok := s.steps[key]
 	if !ok {
 		var err error
-		if p, err = s.record(key[0], key[1]); err != nil {
-			return nil, err
+		if p, err = s.record(key); err != nil {
+			return err
 		}
 		if len(s.order) >= maxRecorded {
 			old := s.order[0]
@@ -206,15 +286,17 @@ func (s *Session) Run(b backends.Batch) ([]float32, error) {
 		s.steps[key] = p
 		s.order = append(s.order, key)
 	}
-	if err := p.Run(); err != nil {
-		return nil, err
-	}
-	n := len(b.Rows) * e.vals[e.logits].width
+	return p.Run()
+}
+
+// logits reads the logits of R rows back from the read-back buffer.
+func (s *Session) logits(R int) []float32 {
+	n := R * s.e.vals[s.e.logits].width
 	mapped := s.out.Mapped()
 	for i := range s.res[:n] {
 		s.res[i] = math.Float32frombits(binary.LittleEndian.Uint32(mapped[4*i:]))
 	}
-	return s.res[:n], nil
+	return s.res[:n]
 }
 
 // check validates a batch as the CPU backend does.
@@ -265,17 +347,21 @@ type recorder struct {
 	T, R int
 }
 
-// record records every dispatch of a step of T tokens and R output rows
-// into one command buffer, with a barrier after each node.
-func (s *Session) record(T, R int) (*Program, error) {
+// record records every dispatch of a step shape (the whole graph, or one
+// split) into one command buffer, with a barrier after each node.
+func (s *Session) record(key stepKey) (*Program, error) {
 	p, err := s.e.d.NewProgram()
 	if err != nil {
 		return nil, err
 	}
-	r := &recorder{s: s, p: p, T: T, R: R}
-	for _, id := range s.e.order {
+	r := &recorder{s: s, p: p, T: key.tokens, R: key.rows}
+	nodes := s.e.order
+	if key.split >= 0 {
+		nodes = s.e.g.Splits[key.split].Nodes
+	}
+	for _, id := range nodes {
 		v := &s.e.vals[id]
-		if !v.active {
+		if !v.active || v.import_ {
 			continue
 		}
 		if err := r.node(v); err != nil {
@@ -383,10 +469,10 @@ func (r *recorder) node(v *value) error {
 		nb := r.rows(r.in(v, 1)) * r.in(v, 1).width
 		name := map[string]string{ops.Add: "add_f32", ops.Mul: "mul_f32"}[n.Op]
 		return r.dispatch(name, strided(total, 256), []uint32{uint32(total), uint32(nb), xoff, yoff, doff}, x, y, dst)
-	case ops.SiLU:
+	case ops.SiLU, ops.Copy:
 		x, xoff := r.operand(n.Inputs[0])
 		total := rows * v.width
-		return r.dispatch("silu_f32", strided(total, 256), []uint32{uint32(total), xoff, doff, 0}, x, dst)
+		return r.dispatch(map[string]string{ops.SiLU: "silu_f32", ops.Copy: "copy_f32"}[n.Op], strided(total, 256), []uint32{uint32(total), xoff, doff, 0}, x, dst)
 	case ops.SwiGLU:
 		x, xoff := r.operand(n.Inputs[0])
 		u, uoff := r.operand(n.Inputs[1])

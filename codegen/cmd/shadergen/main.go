@@ -38,6 +38,7 @@ var variants = []variant{
 	{"mul_f32", "binary.comp", []string{"OP_MUL"}, 3, 20, 256},
 	{"silu_f32", "silu.comp", nil, 2, 16, 256},
 	{"swiglu_f32", "silu.comp", []string{"SWIGLU"}, 3, 16, 256},
+	{"copy_f32", "silu.comp", []string{"COPY"}, 2, 16, 256},
 	{"rms_norm_f32", "rms_norm.comp", nil, 2, 24, 128},
 	{"rms_norm_mul_f32", "rms_norm.comp", []string{"MUL_WEIGHT"}, 3, 24, 128},
 	{"softmax_f32", "softmax.comp", nil, 2, 20, 128},
