@@ -1,0 +1,161 @@
+package model
+
+import (
+	"math"
+
+	"github.com/weft-ml/weft/graph"
+	"github.com/weft-ml/weft/ops"
+)
+
+// The building blocks every architecture lowers itself from. Each one
+// emits the ops llama.cpp's graph has at that point, in its order of
+// operations, so that results round as llama.cpp's do (c392e5094:
+// llm_build_norm, llm_build_ffn, llm_build_kqv in src/llama.cpp). Optional
+// biases are taken when the tensor is present, as llama.cpp does.
+
+// NormKind selects RMSNorm (llama, qwen2, gemma) or LayerNorm (phi2).
+type NormKind uint8
+
+const (
+	RMSNorm NormKind = iota
+	LayerNorm
+)
+
+// Embed looks the tokens up in token_embd.weight ("inp_embd") and, when
+// scale is not 0, multiplies them by it ("inp_scaled": gemma's √n_embd).
+func (l *Lowering) Embed(scale float32) int {
+	x := l.Op(ops.GetRows, "inp_embd", nil, l.W("token_embd.weight"), l.tokens)
+	if scale != 0 {
+		x = l.Op(ops.Scale, "inp_scaled", graph.Attrs{"scale": float64(scale)}, x)
+	}
+	return x
+}
+
+// Norm normalises x and multiplies by tensor+".weight", then adds
+// tensor+".bias" when the file has it: llm_build_norm. tensor and name
+// are prefixed with the layer (Name); the nodes are name, name_w, name_b.
+func (l *Lowering) Norm(x int, kind NormKind, tensor, name string) int {
+	op := ops.RMSNorm
+	if kind == LayerNorm {
+		op = ops.LayerNorm
+	}
+	tensor, name = l.Name(tensor), l.Name(name)
+	wt := l.W(tensor + ".weight")
+	n := l.Op(op, name, graph.Attrs{"eps": float64(l.P.NormEps)}, x)
+	n = l.Op(ops.Mul, name+"_w", nil, n, wt)
+	if l.Has(tensor + ".bias") {
+		n = l.Op(ops.Add, name+"_b", nil, n, l.W(tensor+".bias"))
+	}
+	return n
+}
+
+// Linear is x·Wᵀ with W = tensor+".weight", plus tensor+".bias" when the
+// file has it (the bias is added after the product, as ggml_add does).
+// The nodes are Name(name) and Name(name)+"_b".
+func (l *Lowering) Linear(x int, tensor, name string) int {
+	return l.linearWith(x, l.Name(tensor), l.Name(tensor)+".weight", l.Name(name))
+}
+
+// linearWith is Linear with the full tensor prefix, the weight and the
+// node name given (the output may read the token embedding).
+func (l *Lowering) linearWith(x int, tensor, weight, name string) int {
+	y := l.Op(ops.MatMul, name, nil, x, l.W(weight))
+	if l.Has(tensor + ".bias") {
+		y = l.Op(ops.Add, name+"_b", nil, y, l.W(tensor+".bias"))
+	}
+	return y
+}
+
+// Attention is how an architecture's self-attention differs from llama's.
+type Attention struct {
+	// NeoX rotates pairs (i, i+dims/2) instead of (2i, 2i+1).
+	NeoX bool
+	// ScaleQ multiplies q by 1/√head_dim after RoPE and leaves the scores
+	// unscaled (phi2, gemma), instead of scaling the scores (llama, qwen2).
+	// The two round differently.
+	ScaleQ bool
+}
+
+// SelfAttention is the attention sub-block on the normalised input h:
+// q, k, v projections with optional biases, RoPE on q and k (over
+// P.RopeDims of each head), grouped-query causal attention over the
+// layer's KV cache, and the output projection with an optional bias.
+func (l *Lowering) SelfAttention(h int, a Attention) int {
+	p := l.P
+	q := l.Linear(h, "attn_q", "q")
+	k := l.Linear(h, "attn_k", "k")
+	v := l.Linear(h, "attn_v", "v")
+	q = l.Op(ops.RoPE, l.Name("q_rope"), l.ropeAttrs(p.Heads, a.NeoX), q, l.pos)
+	scale := float32(1 / math.Sqrt(float64(p.HeadDim)))
+	if a.ScaleQ {
+		q = l.Op(ops.Scale, l.Name("q_scaled"), graph.Attrs{"scale": float64(scale)}, q)
+		scale = 1
+	}
+	k = l.Op(ops.RoPE, l.Name("k_rope"), l.ropeAttrs(p.KVHeads, a.NeoX), k, l.pos)
+	attn := l.Op(ops.Attention, l.Name("attn"), graph.Attrs{
+		"heads": float64(p.Heads), "kv_heads": float64(p.KVHeads), "head_dim": float64(p.HeadDim),
+		"scale": float64(scale),
+	}, q, k, v, l.pos)
+	return l.Linear(attn, "attn_output", "attn_out")
+}
+
+func (l *Lowering) ropeAttrs(heads int, neox bool) graph.Attrs {
+	n := 0.0
+	if neox {
+		n = 1
+	}
+	return graph.Attrs{
+		"heads": float64(heads), "head_dim": float64(l.P.HeadDim), "dims": float64(l.P.RopeDims),
+		"base": float64(l.P.RopeBase), "freq_scale": float64(l.P.RopeFreqScale), "neox": n,
+	}
+}
+
+// FFN is how an architecture's feed-forward block differs from llama's.
+type FFN struct {
+	// Act is ops.SiLU or ops.GELU.
+	Act string
+	// Gated computes act(gate·h) ⊙ (up·h) (llama, qwen2, gemma); otherwise
+	// act(up·h) (phi2).
+	Gated bool
+}
+
+// FeedForward is llm_build_ffn on the normalised input h: the up (and
+// gate) projections with optional biases, the activation, and the down
+// projection with an optional bias.
+func (l *Lowering) FeedForward(h int, f FFN) int {
+	actName := "ffn_silu"
+	if f.Act == ops.GELU {
+		actName = "ffn_gelu"
+	}
+	var cur int
+	if f.Gated {
+		gate := l.Linear(h, "ffn_gate", "ffn_gate")
+		up := l.Linear(h, "ffn_up", "ffn_up")
+		cur = l.Op(f.Act, l.Name(actName), nil, gate)
+		cur = l.Op(ops.Mul, l.Name("ffn_gate_par"), nil, cur, up)
+	} else {
+		up := l.Linear(h, "ffn_up", "ffn_up")
+		cur = l.Op(f.Act, l.Name(actName), nil, up)
+	}
+	return l.Linear(cur, "ffn_down", "ffn_out")
+}
+
+// Output selects the rows whose logits are wanted ("out_rows"),
+// normalises them with output_norm ("result_norm") and multiplies by
+// output.weight, or by the token embedding when the model ties them
+// ("result_output"), adding output.bias when present. Selecting before the
+// final norm gives the same rows as llama.cpp's inp_out_ids selection
+// inside the last layer: every op after it works row by row.
+func (l *Lowering) Output(x int, norm NormKind) {
+	l.SetLayer(-1)
+	x = l.Op(ops.SelectRows, "out_rows", nil, x, l.rows)
+	x = l.Norm(x, norm, "output_norm", "result_norm")
+	weight := "token_embd.weight"
+	if l.Has("output.weight") {
+		weight = "output.weight"
+	}
+	logits := l.linearWith(x, "output", weight, "result_output")
+	if l.Err() == nil {
+		l.b.Output("logits", logits)
+	}
+}
