@@ -3,6 +3,9 @@
 // ids are read from the step buffer at word idsoff; the host has checked
 // them. Variants by table type: W_F32 (a weight or an activation, from
 // element woff), and every other weight type of quant.glsl (woff 0).
+// A table larger than the device's storage-buffer range lies in several
+// buffers: this one holds rows [rbase, rbase+rcount), and output rows
+// whose ids fall outside are left to the other buffers' dispatches.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 
@@ -12,6 +15,7 @@ layout(constant_id = 0) const uint WG = 64;
 layout(push_constant) uniform Push {
     uint cols, n;
     uint idsoff, woff, doff;
+    uint rbase, rcount;
 } pc;
 
 layout(binding = 0) readonly buffer Wt { uint w[]; };
@@ -26,7 +30,11 @@ void main() {
     if (t >= pc.n) {
         return;
     }
-    const uint src = pc.woff + step[pc.idsoff + t] * pc.cols;
+    const uint id = step[pc.idsoff + t] - pc.rbase; // wraps below rbase
+    if (id >= pc.rcount) {
+        return;
+    }
+    const uint src = pc.woff + id * pc.cols;
     for (uint c = gl_LocalInvocationID.x; c < pc.cols; c += WG) {
         d[pc.doff + t * pc.cols + c] = w_value(src + c);
     }

@@ -97,8 +97,17 @@ func TestGetRows(t *testing.T) {
 			const idsoff, doff = 3, 7
 			wb, sb, db := e.buf(len(raw), raw), e.words(idw, idsoff), e.out(doff+len(want)+9)
 			name := "get_rows_" + typeName(wt)
-			e.run(name, e.rows(len(ids)), pushWords(cols, len(ids), idsoff, 0, doff), wb, sb, db)
+			e.run(name, e.rows(len(ids)), pushWords(cols, len(ids), idsoff, 0, doff, 0, vocab), wb, sb, db)
 			require.Equal(t, want, e.readAt(db, doff, len(want)), "%s cols=%d", name, cols)
+			// The table in two buffers (a weight larger than the
+			// storage-buffer range): rows [0, 20) and [20, 37).
+			const cut = 20
+			rb := len(raw) / vocab
+			lo, hi := e.buf(cut*rb, raw[:cut*rb]), e.buf(len(raw)-cut*rb, raw[cut*rb:])
+			db = e.out(doff + len(want) + 9)
+			e.run(name, e.rows(len(ids)), pushWords(cols, len(ids), idsoff, 0, doff, 0, cut), lo, sb, db)
+			e.run(name, e.rows(len(ids)), pushWords(cols, len(ids), idsoff, 0, doff, cut, vocab-cut), hi, sb, db)
+			require.Equal(t, want, e.readAt(db, doff, len(want)), "%s cols=%d in two buffers", name, cols)
 		}
 	}
 	// SelectRows: an F32 table inside a larger buffer.
@@ -110,7 +119,7 @@ func TestGetRows(t *testing.T) {
 		want = append(want, x[r*13:(r+1)*13]...)
 	}
 	xb, sb, db := e.place(woff, x), e.words(rows, 0), e.out(len(want))
-	e.run("get_rows_f32", e.rows(len(rows)), pushWords(13, len(rows), 0, woff, 0), xb, sb, db)
+	e.run("get_rows_f32", e.rows(len(rows)), pushWords(13, len(rows), 0, woff, 0, 0, 9), xb, sb, db)
 	require.Equal(t, want, e.read(db, len(want)), "select rows")
 }
 

@@ -44,15 +44,16 @@ type Executable struct {
 
 // value is where a node's data lives.
 type value struct {
-	n       *graph.Node
-	width   int     // elements per row
-	kind    valKind // where it lives
-	off     int64   // arena: element offset; input: word offset in the step buffer
-	w       *Buffer // weights
-	kv      int     // Attention: index of its KV cache pair
-	rope    int     // RoPE: index into ropes
-	active  bool    // computed by a kernel (not a view, input or weight)
-	import_ bool    // a Copy of a value another backend computed: uploaded from the Exchange
+	n         *graph.Node
+	width     int       // elements per row
+	kind      valKind   // where it lives
+	off       int64     // arena: element offset; input: word offset in the step buffer
+	w         []*Buffer // weight: one buffer, or row chunks (weightChunks)
+	chunkRows int       // weight: rows per buffer of w
+	kv        int       // Attention: index of its KV cache pair
+	rope      int       // RoPE: index into ropes
+	active    bool      // computed by a kernel (not a view, input or weight)
+	import_   bool      // a Copy of a value another backend computed: uploaded from the Exchange
 }
 
 type valKind int
@@ -228,28 +229,66 @@ func (e *Executable) upload(v *value, w backends.Weights) error {
 		return fmt.Errorf("weight %q has type %s in the file, %s in the graph", n.Tensor, t.Type, n.Type.DType)
 	}
 	data := w.TensorData(t)
-	limit := int64(e.d.info.MaxStorageBufferRange)
-	size := (int64(len(data)) + 3) &^ 3
-	if size > limit {
-		return fmt.Errorf("weight %q: %d MiB exceeds %s's storage-buffer range of %d MiB (splitting large weights is not implemented yet)",
-			n.Tensor, size>>20, e.d.info.Name, limit>>20)
-	}
-	b, err := e.d.Alloc(max(size, 4))
+	parts, rows, err := weightChunks(n, int64(len(data)), e.weightLimit())
 	if err != nil {
-		return fmt.Errorf("weight %q: %w", n.Tensor, err)
+		return fmt.Errorf("weight %q: %w on %s", n.Tensor, err, e.d.info.Name)
 	}
-	e.weights = append(e.weights, b)
-	if len(data)%4 != 0 {
-		data = append(slices.Clip(data), make([]byte, 4-len(data)%4)...)
+	v.kind, v.chunkRows = kindWeight, rows
+	for i, part := range parts {
+		chunk := data[part[0]:part[1]]
+		b, err := e.d.Alloc(max((int64(len(chunk))+3)&^3, 4))
+		if err != nil {
+			return fmt.Errorf("weight %q: %w", n.Tensor, err)
+		}
+		e.weights = append(e.weights, b)
+		v.w = append(v.w, b)
+		if len(chunk)%4 != 0 {
+			chunk = append(slices.Clip(chunk), make([]byte, 4-len(chunk)%4)...)
+		}
+		if err := e.d.Upload(b, 0, chunk); err != nil {
+			return fmt.Errorf("weight %q (part %d of %d): %w", n.Tensor, i+1, len(parts), err)
+		}
+		if e.uploaded += int64(len(chunk)); e.progress != nil {
+			e.progress(e.uploaded, e.weightBytes)
+		}
 	}
-	if err := e.d.Upload(b, 0, data); err != nil {
-		return fmt.Errorf("weight %q: %w", n.Tensor, err)
-	}
-	if e.uploaded += int64(len(data)); e.progress != nil {
-		e.progress(e.uploaded, e.weightBytes)
-	}
-	v.kind, v.w = kindWeight, b
 	return nil
+}
+
+// weightLimit is the largest buffer a weight may take: the device's
+// storage-buffer range (lavapipe: 128 MiB), or less in tests.
+func (e *Executable) weightLimit() int64 {
+	if testWeightLimit > 0 {
+		return testWeightLimit
+	}
+	return int64(e.d.info.MaxStorageBufferRange)
+}
+
+// testWeightLimit, when positive, replaces the storage-buffer range for
+// weights, so tests split small models' weights.
+var testWeightLimit int64
+
+// weightChunks cuts a weight of size bytes into byte ranges that fit a
+// buffer of limit bytes: whole rows, a multiple of 4 rows per chunk (so
+// every chunk starts on a word), each read by its own dispatch of the
+// matmul and row-gather shaders. rows is the rows per chunk.
+func weightChunks(n *graph.Node, size, limit int64) (parts [][2]int64, rows int, err error) {
+	if (size+3)&^3 <= limit || len(n.Type.Shape) != 2 {
+		if (size+3)&^3 > limit {
+			return nil, 0, fmt.Errorf("%d MiB exceeds the storage-buffer range of %d MiB", size>>20, limit>>20)
+		}
+		return [][2]int64{{0, size}}, int(n.Type.Shape[0].N), nil
+	}
+	total := n.Type.Shape[0].N
+	rowBytes := size / total
+	per := (limit - 4) / rowBytes &^ 3
+	if per <= 0 {
+		return nil, 0, fmt.Errorf("4 rows of %d bytes exceed the storage-buffer range of %d bytes", rowBytes, limit)
+	}
+	for r := int64(0); r < total; r += per {
+		parts = append(parts, [2]int64{r * rowBytes, min(r+per, total) * rowBytes})
+	}
+	return parts, int(per), nil
 }
 
 // maxElems is the number of elements of t for a batch of maxTokens.

@@ -400,7 +400,7 @@ func (r *recorder) operand(id int) (Range, uint32) {
 	case kindInput:
 		return Whole(s.step), uint32(v.off)
 	case kindWeight:
-		return Whole(v.w), 0
+		return Whole(v.w[0]), 0 // a vector (a matrix's chunks are the matmul's and GetRows's)
 	case kindLogits:
 		return Whole(s.out), 0
 	}
@@ -442,13 +442,20 @@ func (r *recorder) node(v *value) error {
 	}
 	switch n.Op {
 	case ops.GetRows, ops.SelectRows:
-		table, toff := r.operand(n.Inputs[0])
 		_, idsoff := r.operand(n.Inputs[1])
-		kind := "f32"
-		if n.Op == ops.GetRows {
-			kind = weightKernel[r.in(v, 0).n.Type.DType]
+		if t := r.in(v, 0); t.kind == kindWeight {
+			// One dispatch per row chunk of the table; each writes the
+			// output rows whose ids it holds.
+			for c, wb := range t.w {
+				push := []uint32{uint32(v.width), uint32(rows), idsoff, 0, doff, uint32(c * t.chunkRows), uint32(t.chunkRows)}
+				if err := r.dispatch("get_rows_"+weightKernel[t.n.Type.DType], rowGroups(rows), push, Whole(wb), Whole(r.s.step), dst); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
-		return r.dispatch("get_rows_"+kind, rowGroups(rows), []uint32{uint32(v.width), uint32(rows), idsoff, toff, doff},
+		table, toff := r.operand(n.Inputs[0])
+		return r.dispatch("get_rows_f32", rowGroups(rows), []uint32{uint32(v.width), uint32(rows), idsoff, toff, doff, 0, math.MaxUint32},
 			table, Whole(r.s.step), dst)
 	case ops.RMSNorm, ops.RMSNormMul:
 		x, xoff := r.operand(n.Inputs[0])
@@ -592,44 +599,51 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		gx, gy := r.s.e.d.RowGroups(uint32(n))
 		return [3]uint32{gx, gy, uint32((ntok + matmulTokens - 1) / matmulTokens)}
 	}
-	wnode := func(i int) (*graph.Node, Range) {
-		w := &r.s.e.vals[ws[i]]
-		return w.n, Whole(w.w)
+	// Each dispatch covers one row chunk of the weights (weightChunks):
+	// its rows, its output columns from row0 on, every token's row of
+	// the output (and residual) rowsW apart.
+	chunked := func(kernel string, w, other *value, dst Range, doff uint32, res Range, roff uint32) error {
+		rowsW := int(w.n.Type.Shape[0].N)
+		xa, xaoff := act(w.n.Type.DType)
+		for c, wb := range w.w {
+			row0 := c * w.chunkRows
+			rows := min(w.chunkRows, rowsW-row0)
+			bufs := []Range{Whole(wb), xa, dst}
+			switch {
+			case other != nil:
+				bufs = append(bufs, Whole(other.w[c]))
+			case res.Buf != nil:
+				bufs = append(bufs, res)
+			}
+			push := []uint32{uint32(cols), uint32(rows), uint32(ntok), xaoff, doff + uint32(row0), roff + uint32(row0), uint32(rowsW)}
+			if err := r.dispatch(kernel, groups(rows), push, bufs...); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
+	w := func(i int) *value { return &r.s.e.vals[ws[i]] }
+	kind := weightKernel[wt0]
 	switch n.Op {
-	case ops.MatMul, ops.MatMulAdd:
-		wn, wb := wnode(0)
-		rowsW := int(wn.Type.Shape[0].N)
-		xa, xaoff := act(wn.Type.DType)
-		push := []uint32{uint32(cols), uint32(rowsW), uint32(ntok), xaoff, doff, 0, uint32(rowsW)}
-		if n.Op == ops.MatMul {
-			return r.dispatch(shader+"_"+weightKernel[wn.Type.DType], groups(rowsW), push, wb, xa, dst)
-		}
+	case ops.MatMul:
+		return chunked(shader+"_"+kind, w(0), nil, dst, doff, Range{}, 0)
+	case ops.MatMulAdd:
 		res, roff := r.operand(n.Inputs[2])
-		push[5] = roff
-		return r.dispatch(shader+"_add_"+weightKernel[wn.Type.DType], groups(rowsW), push, wb, xa, dst, res)
+		return chunked(shader+"_add_"+kind, w(0), nil, dst, doff, res, roff)
 	case ops.MatMulGateUpSwiGLU:
-		gn, gb := wnode(0)
-		un, ub := wnode(1)
-		if gn.Type.DType != un.Type.DType || !gn.Type.Shape.Equal(un.Type.Shape) {
-			return fmt.Errorf("gate %s and up %s differ", gn.Type, un.Type)
+		g, u := w(0), w(1)
+		if g.n.Type.DType != u.n.Type.DType || !g.n.Type.Shape.Equal(u.n.Type.Shape) {
+			return fmt.Errorf("gate %s and up %s differ", g.n.Type, u.n.Type)
 		}
-		rowsW := int(gn.Type.Shape[0].N)
-		xa, xaoff := act(gn.Type.DType)
-		return r.dispatch(shader+"_gateup_"+weightKernel[gn.Type.DType], groups(rowsW),
-			[]uint32{uint32(cols), uint32(rowsW), uint32(ntok), xaoff, doff, 0, uint32(rowsW)}, gb, xa, dst, ub)
+		return chunked(shader+"_gateup_"+kind, g, u, dst, doff, Range{}, 0)
 	case ops.MatMulQKV:
 		// Part i is [maxTokens, rows_i] after the parts before it.
 		off := doff
 		for i := range ws {
-			wn, wb := wnode(i)
-			rowsW := int(wn.Type.Shape[0].N)
-			xa, xaoff := act(wn.Type.DType)
-			if err := r.dispatch(shader+"_"+weightKernel[wn.Type.DType], groups(rowsW),
-				[]uint32{uint32(cols), uint32(rowsW), uint32(ntok), xaoff, off, 0, uint32(rowsW)}, wb, xa, dst); err != nil {
+			if err := chunked(shader+"_"+weightKernel[w(i).n.Type.DType], w(i), nil, dst, off, Range{}, 0); err != nil {
 				return err
 			}
-			off += uint32(rowsW * r.s.e.maxTokens)
+			off += uint32(int(w(i).n.Type.Shape[0].N) * r.s.e.maxTokens)
 		}
 		return nil
 	}

@@ -69,7 +69,7 @@ var weightTypes = []struct {
 
 func init() {
 	for _, w := range weightTypes {
-		variants = append(variants, variant{"get_rows_" + w.name, "get_rows.comp", []string{w.define}, 3, 20, 64})
+		variants = append(variants, variant{"get_rows_" + w.name, "get_rows.comp", []string{w.define}, 3, 28, 64})
 		if w.rowMatmul {
 			variants = append(variants,
 				variant{"matmul_" + w.name, "matmul.comp", []string{w.define}, 3, 28, 64},

@@ -1,0 +1,12 @@
+//go:build linux && (amd64 || arm64)
+
+package vulkan
+
+// SetWeightLimit makes weights larger than limit bytes lie in row chunks
+// of at most limit bytes, as weights larger than the device's
+// storage-buffer range do; it returns a function restoring the limit.
+func SetWeightLimit(limit int64) (restore func()) {
+	old := testWeightLimit
+	testWeightLimit = limit
+	return func() { testWeightLimit = old }
+}
