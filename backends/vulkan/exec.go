@@ -438,7 +438,7 @@ func (e *Executable) free() {
 // uploaded.
 func (e *Executable) checkMemory(w backends.Weights) error {
 	for _, n := range e.g.Nodes {
-		if n.Op != "Weight" {
+		if n.Op != "Weight" || e.placed && !e.readHere(n) {
 			continue
 		}
 		if t, ok := w.Tensor(n.Tensor); ok {
@@ -451,4 +451,43 @@ func (e *Executable) checkMemory(w backends.Weights) error {
 			float64(e.weightBytes)/(1<<30), e.d.info.Name, float64(have)/(1<<30))
 	}
 	return nil
+}
+
+// kvBytes is the device memory of a session's KV cache of ctx positions.
+func (e *Executable) kvBytes(ctx int, kv backends.KVType) int64 {
+	elem := int64(4)
+	if kv == backends.KVF16 {
+		elem = 2
+	}
+	var n int64
+	for _, id := range e.attention {
+		a := e.g.Nodes[id].Attrs
+		n += 2 * int64(ctx) * int64(a.Int("kv_heads")*a.Int("head_dim")) * elem
+	}
+	return n
+}
+
+// checkSessionMemory refuses, before allocating anything, a session whose
+// KV cache and activations do not fit in the device's largest heap
+// beside the weights, saying every size and what to change.
+func (e *Executable) checkSessionMemory(ctx int, kv backends.KVType) error {
+	have := int64(e.d.info.DeviceLocalBytes)
+	kvb, act := e.kvBytes(ctx, kv), 4*(e.arenaElems+e.q8Words)
+	if have == 0 || e.weightBytes+kvb+act <= have {
+		return nil
+	}
+	hint := "use a smaller --ctx"
+	if kv == backends.KVF32 {
+		hint += " or --kv-type f16"
+	}
+	return fmt.Errorf("vulkan: a session of %d positions needs %s of device memory (KV cache %s, activations %s for %d tokens), but %s has %s beside the weights' %s: %s, or --backend cpu",
+		ctx, mib(kvb+act), mib(kvb), mib(act), e.maxTokens, e.d.info.Name, mib(max(have-e.weightBytes, 0)), mib(e.weightBytes), hint)
+}
+
+// mib formats a byte count in MiB (GiB from 10 GiB on).
+func mib(n int64) string {
+	if n >= 10<<30 {
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	}
+	return fmt.Sprintf("%d MiB", (n+(1<<20)-1)>>20)
 }

@@ -64,6 +64,9 @@ func (e *Executable) NewSession(o backends.StateOptions) (s *Session, err error)
 		}
 	}()
 	d := e.d
+	if err := e.checkSessionMemory(o.Ctx, o.KVType); err != nil {
+		return s, err
+	}
 	limit := int64(d.info.MaxStorageBufferRange)
 	if 4*e.arenaElems > limit {
 		return s, fmt.Errorf("vulkan: the activation arena (%d MiB for %d tokens) exceeds %s's storage-buffer range of %d MiB: use a smaller batch",
