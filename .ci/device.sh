@@ -1,5 +1,6 @@
 #!/bin/bash
-# At most 8 files come back from $OUT: 4 bench JSONs, tests, cache, vulkaninfo.
+# At most 8 files come back from $OUT: 4 bench JSONs, tests, cache, vulkaninfo,
+# the GPU profile.
 # Vulkan on the GPU machine (../shared/DEVICE.md): loader, validation layer,
 # the Vulkan tests, the pipeline cache across two starts, and graphrun bench
 # --backend vulkan on TinyLlama-shaped models made there. Prepare with
@@ -31,4 +32,7 @@ for t in q4_0 q4_k_m q8_0 f16; do
   timeout 120 $B/graphrun bench /tmp/m_$t.gguf --backend vulkan -p 512 -n 128 -r 5 --json > $OUT/bench_$t.json 2> /tmp/bench_$t.err
   tail -c 300 /tmp/bench_$t.err | tr '\r' '\n' | tail -2
 done
+for t in q4_0 q8_0; do
+  WEFT_VULKAN_PROFILE=1 timeout 120 $B/graphrun bench /tmp/m_$t.gguf --backend vulkan -p 512 -n 128 -r 1 2>&1 | grep -A40 "^model\|vulkan profile" | grep -v "^  .*  0\.[0-9]%"
+done > $OUT/profile.txt
 cat $OUT/cache.txt; cat $OUT/tests.txt | tail -60

@@ -113,6 +113,8 @@ type Program struct {
 	ended  bool
 	err    error // first recording error
 	n      int   // dispatches recorded
+	bars   int   // barriers recorded
+	prof   *profile
 }
 
 // Descriptor sets come from pools of setsPerPool sets with up to
@@ -237,9 +239,13 @@ func (p *Program) Barrier() {
 	if p.err != nil || p.ended {
 		return
 	}
+	p.bars++
 	p.d.dev.CmdPipelineBarrier(p.cb, vk.StageComputeShader, vk.StageComputeShader, &vk.Barrier{
 		SrcAccess: vk.AccessShaderWrite, DstAccess: vk.AccessShaderRead | vk.AccessShaderWrite}, nil)
 }
+
+// Barriers returns the number of barriers recorded between dispatches.
+func (p *Program) Barriers() int { return p.bars }
 
 // End finishes recording (with a barrier that makes the results visible to
 // later transfers and runs).
@@ -301,6 +307,9 @@ func (p *Program) Close() {
 	}
 	dev.DestroyFence(p.fence)
 	dev.DestroyCommandPool(p.pool)
+	if p.prof != nil {
+		dev.DestroyQueryPool(p.prof.pool)
+	}
 	p.d = nil
 }
 

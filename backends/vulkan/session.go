@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"unsafe"
 
 	"github.com/weft-ml/weft/backends"
@@ -36,7 +37,13 @@ type Session struct {
 	// exports holds, per node, the host copy of a value that another
 	// backend's split reads (LoadOptions.Placed).
 	exports map[int][]float32
+	// prof, when WEFT_VULKAN_PROFILE=1, sums every node's device time;
+	// it is printed on stderr when the session closes.
+	prof *Profiler
 }
+
+// ProfileEnv turns on the GPU profile of every Session (=1).
+const ProfileEnv = "WEFT_VULKAN_PROFILE"
 
 // stepKey is a recorded step shape: a split (-1: the whole graph), its
 // tokens and its output rows.
@@ -57,6 +64,9 @@ func (e *Executable) NewSession(o backends.StateOptions) (s *Session, err error)
 		return nil, fmt.Errorf("context size %d must be positive", o.Ctx)
 	}
 	s = &Session{e: e, ctx: o.Ctx, kvType: o.KVType, steps: map[stepKey]*Program{}, exports: map[int][]float32{}}
+	if os.Getenv(ProfileEnv) == "1" {
+		s.prof = &Profiler{}
+	}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -174,6 +184,9 @@ func (s *Session) Close() error {
 	for _, p := range s.steps {
 		p.Close()
 	}
+	if s.prof != nil {
+		s.prof.Write(os.Stderr)
+	}
 	for _, b := range append(append([]*Buffer{s.arena, s.scratch, s.step, s.out, s.table}, s.kc...), s.vc...) {
 		b.Free()
 	}
@@ -289,7 +302,17 @@ func (s *Session) submit(key stepKey) error {
 		s.steps[key] = p
 		s.order = append(s.order, key)
 	}
-	return p.Run()
+	if err := p.Run(); err != nil {
+		return err
+	}
+	if s.prof != nil {
+		phase := fmt.Sprintf("batches of %d tokens", key.tokens)
+		if key.tokens == 1 {
+			phase = "decode"
+		}
+		return s.prof.Add(phase, p, 1)
+	}
+	return nil
 }
 
 // logits reads the logits of R rows back from the read-back buffer.
@@ -357,6 +380,12 @@ func (s *Session) record(key stepKey) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.prof != nil {
+		if err := p.Profile(); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
 	r := &recorder{s: s, p: p, T: key.tokens, R: key.rows}
 	nodes := s.e.order
 	if key.split >= 0 {
@@ -371,6 +400,7 @@ func (s *Session) record(key stepKey) (*Program, error) {
 			p.Close()
 			return nil, fmt.Errorf("node %d (%s %q): %w", id, v.n.Op, v.n.Name, err)
 		}
+		p.Stamp(profileLabel(v, func(id int) *value { return &s.e.vals[id] }))
 		p.Barrier()
 	}
 	if err := p.End(); err != nil {
