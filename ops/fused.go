@@ -15,8 +15,14 @@ const (
 	MatMulQKV = "MatMulQKV"
 	// MatMulGateUpSwiGLU (x, wg, wu) -> silu(x·wgᵀ) * (x·wuᵀ).
 	MatMulGateUpSwiGLU = "MatMulGateUpSwiGLU"
+	// MatMulGateUpGeGLU (x, wg, wu) -> gelu(x·wgᵀ) * (x·wuᵀ): the GELU-gated
+	// feed-forward of Gemma, with GELU's binary16 table.
+	MatMulGateUpGeGLU = "MatMulGateUpGeGLU"
 	// MatMulAdd (x, w, r) -> x·wᵀ + r: a matmul with its residual add folded in.
 	MatMulAdd = "MatMulAdd"
+	// MatMulBias (x, w, b F32[N]) -> x·wᵀ + b: a matmul with its bias row
+	// added to each product (the projections of qwen2 and phi2).
+	MatMulBias = "MatMulBias"
 	// RMSNormMul (x, w) -> RMSNorm(x) * w, attribute eps.
 	RMSNormMul = "RMSNormMul"
 	// LayerNormMul (x, w) -> LayerNorm(x) * w, attribute eps.
@@ -32,7 +38,7 @@ const (
 )
 
 // Fused lists the fused ops, for tools that mark them.
-var Fused = []string{MatMulQKV, MatMulGateUpSwiGLU, MatMulAdd, RMSNormMul, LayerNormMul, LayerNormMulAdd}
+var Fused = []string{MatMulQKV, MatMulGateUpSwiGLU, MatMulGateUpGeGLU, MatMulAdd, MatMulBias, RMSNormMul, LayerNormMul, LayerNormMulAdd}
 
 // IsFused reports whether op is one of the fused ops.
 func IsFused(op string) bool {
@@ -48,7 +54,9 @@ func init() {
 	for _, d := range []graph.OpDef{
 		{Name: MatMulQKV, Arity: 4, Infer: inferMatMulParts},
 		{Name: MatMulGateUpSwiGLU, Arity: 3, Infer: inferGateUp},
+		{Name: MatMulGateUpGeGLU, Arity: 3, Infer: inferGateUp},
 		{Name: MatMulAdd, Arity: 3, Infer: inferMatMulAdd},
+		{Name: MatMulBias, Arity: 3, Infer: inferMatMulBias},
 		{Name: RMSNormMul, Arity: 2, Infer: inferNormMul},
 		{Name: LayerNormMul, Arity: 2, Infer: inferNormMul},
 		{Name: LayerNormMulAdd, Arity: 3, Infer: inferNormMulAdd},
@@ -102,6 +110,19 @@ func inferMatMulAdd(in []graph.Type, a graph.Attrs) (graph.Type, error) {
 	return t, nil
 }
 
+// inferMatMulBias accepts only a 1-D bias of the product's width: the
+// kernels read it as one row.
+func inferMatMulBias(in []graph.Type, a graph.Attrs) (graph.Type, error) {
+	t, err := inferMatMul(in[:2], a)
+	if err != nil {
+		return graph.Type{}, err
+	}
+	if b := in[2]; b.DType != graph.F32 || len(b.Shape) != 1 || b.Shape[0] != t.Shape[1] {
+		return graph.Type{}, fmt.Errorf("bias %s is not an F32 vector of the product's width %s", b, t.Shape[1])
+	}
+	return t, nil
+}
+
 func inferNormMul(in []graph.Type, a graph.Attrs) (graph.Type, error) {
 	if _, err := unaryF32(in[:1], a); err != nil {
 		return graph.Type{}, err
@@ -150,13 +171,14 @@ func inferDequantize(in []graph.Type, _ graph.Attrs) (graph.Type, error) {
 }
 
 // MatMulWeights returns the weight operands (node IDs) of a matmul-family
-// node: the second input of MatMul and MatMulAdd, every input after the
-// activations of MatMulQKV and MatMulGateUpSwiGLU; nil for other ops.
+// node: the second input of MatMul, MatMulAdd and MatMulBias, every input
+// after the activations of MatMulQKV and the gate-up ops; nil for other
+// ops.
 func MatMulWeights(n *graph.Node) []int {
 	switch n.Op {
-	case MatMul, MatMulAdd:
+	case MatMul, MatMulAdd, MatMulBias:
 		return n.Inputs[1:2]
-	case MatMulQKV, MatMulGateUpSwiGLU:
+	case MatMulQKV, MatMulGateUpSwiGLU, MatMulGateUpGeGLU:
 		return n.Inputs[1:]
 	}
 	return nil

@@ -71,7 +71,7 @@ func (c Config) supports(n *graph.Node, g *graph.Graph) bool {
 
 // Names lists every pass in pipeline order.
 func Names() []string {
-	return []string{"simplify", "fuse-dequant", "fuse-qkv", "fuse-gateup", "fuse-norm", "fuse-residual", "placement", "weight-layout", "memory-plan"}
+	return []string{"simplify", "fuse-dequant", "fuse-qkv", "fuse-gateup", "fuse-norm", "fuse-residual", "fuse-bias", "placement", "weight-layout", "memory-plan"}
 }
 
 // Make returns the pass called name.
@@ -89,6 +89,8 @@ func Make(name string, c Config) (Pass, error) {
 		return New(name, func(g *graph.Graph) (Change, error) { return fuseNorm(g, c) }), nil
 	case "fuse-residual":
 		return New(name, func(g *graph.Graph) (Change, error) { return fuseResidual(g, c) }), nil
+	case "fuse-bias":
+		return New(name, func(g *graph.Graph) (Change, error) { return fuseBias(g, c) }), nil
 	case "placement":
 		return New(name, func(g *graph.Graph) (Change, error) { return place(g, c) }), nil
 	case "weight-layout":

@@ -37,14 +37,20 @@ func fuseQKV(g *graph.Graph, c Config) (Change, error) {
 	return ch, nil
 }
 
-// projection finds the MatMul behind an attention operand (through one
-// RoPE) whose only reader leads there.
+// projection finds the MatMul behind an attention operand (through q's
+// Scale, RoPE, then a bias Add) whose only reader leads there. A bias
+// stays a separate Add reading the projection's Part.
 func projection(g *graph.Graph, users [][]int, id int) (int, bool) {
-	if n := g.Nodes[id]; n.Op == ops.RoPE {
-		if single(g, users, n.Inputs[0]) != id {
-			return -1, false
+	for _, through := range []string{ops.Scale, ops.RoPE} {
+		if n := g.Nodes[id]; n.Op == through {
+			if single(g, users, n.Inputs[0]) != id {
+				return -1, false
+			}
+			id = n.Inputs[0]
 		}
-		id = n.Inputs[0]
+	}
+	if mm, _, ok := biasAdd(g, users, g.Nodes[id]); ok {
+		id = mm
 	}
 	return id, g.Nodes[id].Op == ops.MatMul
 }
@@ -91,40 +97,45 @@ func fuseParts(g *graph.Graph, e *editor, c Config, mms [3]int) (int, error) {
 }
 
 // fuseGateUp turns silu(x·gateᵀ) * (x·upᵀ), written as SiLU then Mul or
-// as SwiGLU, into one MatMulGateUpSwiGLU.
+// as SwiGLU, into one MatMulGateUpSwiGLU, and gelu(x·gateᵀ) * (x·upᵀ)
+// into one MatMulGateUpGeGLU.
 func fuseGateUp(g *graph.Graph, c Config) (Change, error) {
 	users := g.Users()
 	var found []fusion
 	for _, n := range g.Nodes {
-		gate, up, members, ok := gateUp(g, users, n)
+		fused, gate, up, members, ok := gateUp(g, users, n)
 		if !ok || g.Nodes[gate].Inputs[0] != g.Nodes[up].Inputs[0] || gate == up {
 			continue
 		}
 		inputs := []int{g.Nodes[gate].Inputs[0], g.Nodes[gate].Inputs[1], g.Nodes[up].Inputs[1]}
 		name := fusedName(g.Nodes[gate].Name, g.Nodes[up].Name)
-		found = append(found, fusion{root: n.ID, members: members, node: &graph.Node{Op: ops.MatMulGateUpSwiGLU, Inputs: inputs, Name: name}})
+		found = append(found, fusion{root: n.ID, members: members, node: &graph.Node{Op: fused, Inputs: inputs, Name: name}})
 	}
 	return applyFusions(g, c, found)
 }
 
-// gateUp matches the two forms at their final node n.
-func gateUp(g *graph.Graph, users [][]int, n *graph.Node) (gate, up int, members []int, ok bool) {
+// gatedActs maps an activation to the fused gate-up op that applies it.
+var gatedActs = map[string]string{ops.SiLU: ops.MatMulGateUpSwiGLU, ops.GELU: ops.MatMulGateUpGeGLU}
+
+// gateUp matches the forms at their final node n and names the fused op.
+func gateUp(g *graph.Graph, users [][]int, n *graph.Node) (fused string, gate, up int, members []int, ok bool) {
 	isMM := func(id, reader int) bool { return g.Nodes[id].Op == ops.MatMul && single(g, users, id) == reader }
 	switch n.Op {
 	case ops.SwiGLU:
 		gate, up = n.Inputs[0], n.Inputs[1]
-		return gate, up, []int{gate, up, n.ID}, isMM(gate, n.ID) && isMM(up, n.ID)
+		return ops.MatMulGateUpSwiGLU, gate, up, []int{gate, up, n.ID}, isMM(gate, n.ID) && isMM(up, n.ID)
 	case ops.Mul:
 		for side := 0; side < 2; side++ {
 			s, u := n.Inputs[side], n.Inputs[1-side]
-			if g.Nodes[s].Op != ops.SiLU || single(g, users, s) != n.ID {
+			fused, ok := gatedActs[g.Nodes[s].Op]
+			if !ok || single(g, users, s) != n.ID {
 				continue
 			}
 			gate = g.Nodes[s].Inputs[0]
 			if isMM(gate, s) && isMM(u, n.ID) {
-				return gate, u, []int{gate, u, s, n.ID}, true
+				return fused, gate, u, []int{gate, u, s, n.ID}, true
 			}
 		}
 	}
-	return -1, -1, nil, false
+	return "", -1, -1, nil, false
 }

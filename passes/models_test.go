@@ -29,7 +29,7 @@ func TestOptimisedLogitsMatchO0(t *testing.T) {
 	refDir := testenv.Shared(t, "reference")
 	for _, path := range models {
 		name := strings.TrimSuffix(filepath.Base(path), ".gguf")
-		t.Run(name, func(t *testing.T) { compareModel(t, path, name, refDir) })
+		t.Run(name, func(t *testing.T) { compareModel(t, path, name, refDir, []string{"p1", "p2", "p3"}) })
 	}
 }
 
@@ -38,13 +38,13 @@ type prompt struct {
 	GreedyTokens []int32 `json:"greedy_tokens"`
 }
 
-func compareModel(t *testing.T, path, name, refDir string) {
+func compareModel(t *testing.T, path, name, refDir string, prompts []string) *runtime.Model {
 	opt := open(t, path, runtime.CompileOptions{Batch: 16})
 	base := open(t, path, runtime.CompileOptions{Batch: 16, Passes: []string{"placement", "weight-layout"}})
 	if len(opt.Plan.Graph.Nodes) >= len(base.Plan.Graph.Nodes) || opt.Plan.Graph.Memory == nil {
 		t.Fatalf("passes did not run: %d nodes optimised, %d at -O0", len(opt.Plan.Graph.Nodes), len(base.Plan.Graph.Nodes))
 	}
-	for _, p := range []string{"p1", "p2", "p3"} {
+	for _, p := range prompts {
 		var ref prompt
 		data, err := os.ReadFile(filepath.Join(refDir, name+"."+p+".json"))
 		if err != nil {
@@ -66,6 +66,7 @@ func compareModel(t *testing.T, path, name, refDir string) {
 			t.Errorf("%s: greedy tokens %v, llama.cpp %v", p, got.tokens, ref.GreedyTokens)
 		}
 	}
+	return opt
 }
 
 func open(t *testing.T, path string, o runtime.CompileOptions) *runtime.Model {

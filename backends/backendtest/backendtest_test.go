@@ -87,7 +87,7 @@ func (p subsetProgram) NewState(o backends.StateOptions) (backends.State, error)
 // match the reference.
 func TestSubsetBackend(t *testing.T) {
 	unsupported := append([]string{ops.Mul + "/row2d", ops.Add + "/row2d", ops.Attention + "/f32"}, subsetOps...)
-	for _, op := range []string{ops.GetRows, ops.MatMul, ops.MatMulAdd, ops.MatMulGateUpSwiGLU, ops.MatMulQKV} {
+	for _, op := range []string{ops.GetRows, ops.MatMul, ops.MatMulAdd, ops.MatMulBias, ops.MatMulGateUpSwiGLU, ops.MatMulGateUpGeGLU, ops.MatMulQKV} {
 		for _, dt := range subsetTypes {
 			unsupported = append(unsupported, op+"/"+dt.String())
 		}

@@ -70,7 +70,10 @@
 //	RoPE                               |x₀|+|x₁| of the rotated pair             2⁻¹²
 //	MatMul, MatMulQKV, Part            Σₖ|wₖ·aₖ|                                 2⁻¹⁴
 //	MatMulAdd                          Σₖ|wₖ·aₖ| + |r| + |want|                  2⁻¹⁴
+//	MatMulBias                         Σₖ|wₖ·aₖ| + |b| + |want|                  2⁻¹⁴
 //	MatMulGateUpSwiGLU                 1.1·Σ_g·|u| + |silu(g)|·Σ_u + |want|      2⁻¹⁴
+//	MatMulGateUpGeGLU                  1.13·Σ_g·|u| + |gelu(g)|·Σ_u + |want|     2⁻¹⁴
+//	                                   + 2⁴·(|g| + |gelu(g)|)·|u| (binary16 steps)
 //	Attention                          derived bound (below)                     1
 //
 // In the matmul scales w is the dequantized weight and a the activation

@@ -147,41 +147,95 @@ func testMatMulAdd(t *testing.T, s *suite) {
 	}
 }
 
-func testGateUp(t *testing.T, s *suite) {
+// testMatMulBias tests x·wᵀ + b with a bias row of the product's width,
+// at every weight type and the default shape's largest output row count.
+func testMatMulBias(t *testing.T, s *suite) {
 	for _, dt := range weightTypes {
 		t.Run(typeName(dt), func(t *testing.T) {
 			ks, ns := s.matmulShapes(dt)
-			k, n := ks[len(ks)-1], ns[len(ns)-1]
+			k, n := ks[0], ns[len(ns)-1]
 			t.Run(fmt.Sprintf("K=%d,N=%d", k, n), func(t *testing.T) {
 				b := s.builder(t)
 				x := b.activation("x", k, actDist)
-				wg := b.weight("gate", dt, spread, n, k)
-				wu := b.weight("up", dt, spread, n, k)
-				out := b.op(ops.MatMulGateUpSwiGLU, "gate_up", nil, x, wg, wu)
-				p := b.finish(out, out, ops.MatMulGateUpSwiGLU, typeName(dt))
+				w := b.weight("w", dt, spread, n, k)
+				bias := b.weight("b", gguf.TypeF32, unit, n)
+				out := b.op(ops.MatMulBias, "matmul_bias", nil, x, w, bias)
+				p := b.finish(out, out, ops.MatMulBias, typeName(dt))
 				s.runStateless(t, p, func(tokens []int32, _ int) ([]float32, []float64) {
-					xs, nt := b.gather("x", tokens), len(tokens)
-					g := refMatMul(t, b.ws["gate"], dt, xs, nt)
-					u := refMatMul(t, b.ws["up"], dt, xs, nt)
-					want := make([]float32, len(g))
-					for r := 0; r < len(g); r += n {
-						ref.SwiGLU(want[r:r+n], g[r:r+n], u[r:r+n])
-					}
-					// Scale: silu'(g) ≤ 1.1 carries the gate's error, silu(g)
-					// the up product's; |want| covers the exponential.
-					sg, su := termScale(t, b.ws["gate"], dt, xs, nt), termScale(t, b.ws["up"], dt, xs, nt)
-					silu := make([]float32, len(g))
-					for r := 0; r < len(g); r += n {
-						ref.SiLU(silu[r:r+n], g[r:r+n])
-					}
-					scale := make([]float64, len(g))
+					xs, bs := b.gather("x", tokens), b.ws["b"].vals
+					want := refMatMul(t, b.ws["w"], dt, xs, len(tokens))
+					ref.Add(want, want, bs)
+					scale := termScale(t, b.ws["w"], dt, xs, len(tokens))
 					for i := range scale {
-						scale[i] = 1.1*sg[i]*math.Abs(float64(u[i])) + math.Abs(float64(silu[i]))*su[i] + math.Abs(float64(want[i]))
+						scale[i] += math.Abs(float64(want[i])) + math.Abs(float64(bs[i%n]))
 					}
 					return want, scale
 				})
 			})
 		})
+	}
+}
+
+// gateAct is one gated feed-forward: the fused op, the activation and
+// its error scale per element (how far act moves for the gate's error,
+// and its own rounding).
+type gateAct struct {
+	op  string
+	act func(dst, x []float32)
+	// scale returns the bound's terms for gate product g (error scale sg)
+	// with activation a = act(g), times |u|, plus a's error times su.
+	scale func(g, a, u, sg, su float64) float64
+}
+
+var (
+	// silu'(g) ≤ 1.1 carries the gate's error, silu(g) the up product's.
+	swiGLU = gateAct{ops.MatMulGateUpSwiGLU, ref.SiLU, func(g, a, u, sg, su float64) float64 {
+		return 1.1*sg*math.Abs(u) + math.Abs(a)*su
+	}}
+	// gelu'(g) ≤ 1.13 carries the gate's error; the table rounds g and
+	// its result to binary16, so a gate off by an ulp may move a by one
+	// binary16 step of g and of a: 2⁻¹⁰·(|g|+|a|)·|u|, written as 2⁴
+	// units of the matmul bound 2⁻¹⁴.
+	geGLU = gateAct{ops.MatMulGateUpGeGLU, ref.GELU, func(g, a, u, sg, su float64) float64 {
+		return 1.13*sg*math.Abs(u) + math.Abs(a)*su + 16*(math.Abs(g)+math.Abs(a))*math.Abs(u)
+	}}
+)
+
+// testGateUp tests a fused gated feed-forward, act(x·wgᵀ)·(x·wuᵀ).
+func testGateUp(ga gateAct) func(t *testing.T, s *suite) {
+	return func(t *testing.T, s *suite) {
+		for _, dt := range weightTypes {
+			t.Run(typeName(dt), func(t *testing.T) {
+				ks, ns := s.matmulShapes(dt)
+				k, n := ks[len(ks)-1], ns[len(ns)-1]
+				t.Run(fmt.Sprintf("K=%d,N=%d", k, n), func(t *testing.T) {
+					b := s.builder(t)
+					x := b.activation("x", k, actDist)
+					wg := b.weight("gate", dt, spread, n, k)
+					wu := b.weight("up", dt, spread, n, k)
+					out := b.op(ga.op, "gate_up", nil, x, wg, wu)
+					p := b.finish(out, out, ga.op, typeName(dt))
+					s.runStateless(t, p, func(tokens []int32, _ int) ([]float32, []float64) {
+						xs, nt := b.gather("x", tokens), len(tokens)
+						g := refMatMul(t, b.ws["gate"], dt, xs, nt)
+						u := refMatMul(t, b.ws["up"], dt, xs, nt)
+						act := make([]float32, len(g))
+						for r := 0; r < len(g); r += n {
+							ga.act(act[r:r+n], g[r:r+n]) // row by row, as ggml
+						}
+						want := make([]float32, len(g))
+						ref.Mul(want, act, u)
+						// |want| covers the activation's own rounding.
+						sg, su := termScale(t, b.ws["gate"], dt, xs, nt), termScale(t, b.ws["up"], dt, xs, nt)
+						scale := make([]float64, len(g))
+						for i := range scale {
+							scale[i] = ga.scale(float64(g[i]), float64(act[i]), float64(u[i]), sg[i], su[i]) + math.Abs(float64(want[i]))
+						}
+						return want, scale
+					})
+				})
+			})
+		}
 	}
 }
 

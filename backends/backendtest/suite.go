@@ -109,7 +109,9 @@ var defaults = map[string]Tolerance{
 	ops.MatMul:             {Rel: 0x1p-14},
 	ops.MatMulQKV:          {Rel: 0x1p-14},
 	ops.MatMulAdd:          {Rel: 0x1p-14},
+	ops.MatMulBias:         {Rel: 0x1p-14},
 	ops.MatMulGateUpSwiGLU: {Rel: 0x1p-14},
+	ops.MatMulGateUpGeGLU:  {Rel: 0x1p-14},
 	// Attention: m is itself the bound for two implementations that round
 	// Q and P to binary16 (f16 cache) at the same points and differ only
 	// in summation order and the last bits of exp (see attnRef.bound).
@@ -220,7 +222,9 @@ func catalogue() []opCase {
 		{ops.RoPE, testRoPE},
 		{ops.MatMul, testMatMul},
 		{ops.MatMulAdd, testMatMulAdd},
-		{ops.MatMulGateUpSwiGLU, testGateUp},
+		{ops.MatMulBias, testMatMulBias},
+		{ops.MatMulGateUpSwiGLU, testGateUp(swiGLU)},
+		{ops.MatMulGateUpGeGLU, testGateUp(geGLU)},
 		{ops.MatMulQKV, testQKV},
 		{ops.Part, testPart},
 		{ops.Attention, testAttention},

@@ -14,8 +14,10 @@ import (
 
 func init() {
 	kernels[ops.MatMulQKV] = runMatMulQKV
-	kernels[ops.MatMulGateUpSwiGLU] = runMatMulGateUp
+	kernels[ops.MatMulGateUpSwiGLU] = runMatMulGateUp(simd.SiLU)
+	kernels[ops.MatMulGateUpGeGLU] = runMatMulGateUp(simd.GELU)
 	kernels[ops.MatMulAdd] = runMatMulAdd
+	kernels[ops.MatMulBias] = runMatMulBias
 	kernels[ops.RMSNormMul] = normMul(ref.RMSNorm)
 	kernels[ops.LayerNormMul] = normMul(ref.LayerNorm)
 	kernels[ops.LayerNormMulAdd] = runLayerNormMulAdd
@@ -254,19 +256,21 @@ func runMatMulQKV(s *State, v *value) error {
 	return nil
 }
 
-// runMatMulGateUp computes silu(gate)·up tile by tile in one parallel
+// runMatMulGateUp computes act(gate)·up tile by tile in one parallel
 // pass. SiLU works on groups of 16 from the start of each row, and tiles
 // start at multiples of 16, so applying it per tile gives the bits of the
 // unfused SiLU over whole rows (the sub-16 tail lands in the last tile
-// either way).
-func runMatMulGateUp(s *State, v *value) error {
-	parts, err := s.quantizeParts(v, ops.MatMulWeights(v.node))
-	if err != nil {
-		return err
+// either way); GELU is element by element.
+func runMatMulGateUp(act func(dst, x []float32)) kernel {
+	return func(s *State, v *value) error {
+		parts, err := s.quantizeParts(v, ops.MatMulWeights(v.node))
+		if err != nil {
+			return err
+		}
+		s.jobs.gateUp = gateUpJob{s: s, act: act, gate: &parts[0], up: &parts[1], nTok: s.rows(s.input(v, 0)), dst: s.f32(v)}
+		parallelTiles(parts[0].tiles(), s.p.threads, &s.jobs.gateUp)
+		return nil
 	}
-	s.jobs.gateUp = gateUpJob{s: s, gate: &parts[0], up: &parts[1], nTok: s.rows(s.input(v, 0)), dst: s.f32(v)}
-	parallelTiles(parts[0].tiles(), s.p.threads, &s.jobs.gateUp)
-	return nil
 }
 
 // SiLU's vector groups must not straddle tiles (see runMatMulGateUp).
@@ -281,6 +285,18 @@ func runMatMulAdd(s *State, v *value) error {
 	}
 	s.jobs.add = addJob{s: s, m: &parts[0], nTok: s.rows(s.input(v, 0)), dst: s.f32(v), res: s.f32(s.input(v, 2))}
 	parallelTiles(parts[0].tiles(), s.p.threads, &s.jobs.add)
+	return nil
+}
+
+// runMatMulBias adds the bias row to each tile of products, written in
+// place: x·wᵀ then + b, the two roundings of ggml's mul_mat and add.
+func runMatMulBias(s *State, v *value) error {
+	parts, err := s.quantizeParts(v, ops.MatMulWeights(v.node))
+	if err != nil {
+		return err
+	}
+	s.jobs.bias = biasJob{m: &parts[0], nTok: s.rows(s.input(v, 0)), dst: s.f32(v), bias: s.f32(s.input(v, 2))}
+	parallelTiles(parts[0].tiles(), s.p.threads, &s.jobs.bias)
 	return nil
 }
 

@@ -16,6 +16,7 @@ type jobs struct {
 	gateUp gateUpJob
 	norm   normJob
 	add    addJob
+	bias   biasJob
 	attn   attnJob
 }
 
@@ -81,9 +82,10 @@ func (j *qkvJob) run(_, lo, hi int) {
 	}
 }
 
-// gateUpJob computes dst = silu(gate)·up one tile at a time.
+// gateUpJob computes dst = act(gate)·up one tile at a time.
 type gateUpJob struct {
 	s        *State
+	act      func(dst, x []float32) // simd.SiLU or simd.GELU
 	gate, up *matmulPart
 	nTok     int
 	dst      []float32
@@ -96,7 +98,7 @@ func (j *gateUpJob) run(w, lo, hi int) {
 		j.up.tile(k, j.nTok, tmp, matmulTile)
 		for t := 0; t < j.nTok; t++ {
 			row := j.dst[t*rows+r0 : t*rows+r1]
-			simd.SiLU(row, row)
+			j.act(row, row)
 			simd.Mul(row, row, tmp[t*matmulTile:t*matmulTile+r1-r0])
 		}
 	}
@@ -116,6 +118,24 @@ func (j *addJob) run(w, lo, hi int) {
 		r0, r1 := m.tile(k, j.nTok, tmp, matmulTile)
 		for t := 0; t < j.nTok; t++ {
 			simd.Add(j.dst[t*m.rows+r0:t*m.rows+r1], tmp[t*matmulTile:t*matmulTile+r1-r0], j.res[t*m.rows+r0:t*m.rows+r1])
+		}
+	}
+}
+
+// biasJob computes tiles of products in place and adds the bias row.
+type biasJob struct {
+	m         *matmulPart
+	nTok      int
+	dst, bias []float32
+}
+
+func (j *biasJob) run(_, lo, hi int) {
+	m := j.m
+	for k := lo; k < hi; k++ {
+		r0, r1 := m.tile(k, j.nTok, j.dst[k*matmulTile:], m.rows)
+		for t := 0; t < j.nTok; t++ {
+			row := j.dst[t*m.rows+r0 : t*m.rows+r1]
+			simd.Add(row, row, j.bias[r0:r1])
 		}
 	}
 }

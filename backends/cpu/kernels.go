@@ -21,7 +21,7 @@ var kernels = map[string]kernel{
 	ops.Add:        binaryOp(simd.Add),
 	ops.Scale:      runScale,
 	ops.SiLU:       perRow(simd.SiLU),
-	ops.GELU:       unary(ref.GELU),
+	ops.GELU:       unary(simd.GELU),
 	ops.SwiGLU:     perRow2(simd.SwiGLU),
 	ops.MatMul:     runMatMul,
 	ops.RoPE:       runRoPE,

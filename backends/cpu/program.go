@@ -173,7 +173,7 @@ func (p *Program) compileNode(n *graph.Node, w WeightSource, o Options) error {
 		return fmt.Errorf("%s: %w", describe(n), err)
 	}
 	p.actBytes = max(p.actBytes, need)
-	if n.Op == ops.MatMulGateUpSwiGLU || n.Op == ops.MatMulAdd {
+	if n.Op == ops.MatMulGateUpSwiGLU || n.Op == ops.MatMulGateUpGeGLU || n.Op == ops.MatMulAdd {
 		if p.tileBytes, ok = safemath.Product(matmulTile, int64(p.maxTokens), 4); !ok {
 			return fmt.Errorf("%s: tile scratch for a batch of %d tokens overflows: use a smaller batch", describe(n), p.maxTokens)
 		}

@@ -20,6 +20,7 @@ func TestConformance(t *testing.T) {
 	// Q4_0, F16 and Q4_1 take different activations (Q8_0, binary16, Q8_1).
 	unsupported := []string{ops.MatMulQKV + "/Q4_0+F16+Q4_1"}
 	// No shaders for these ops (Dequantize is fused away by the passes).
-	unsupported = append(unsupported, ops.LayerNorm, ops.LayerNormMul, ops.LayerNormMulAdd, ops.Scale, ops.GELU, ops.Dequantize)
+	unsupported = append(unsupported, ops.LayerNorm, ops.LayerNormMul, ops.LayerNormMulAdd, ops.Scale, ops.GELU, ops.Dequantize,
+		ops.MatMulBias, ops.MatMulGateUpGeGLU)
 	backendtest.Run(t, vulkan.Backend{}, backendtest.Options{Unsupported: unsupported})
 }

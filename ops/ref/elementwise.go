@@ -61,7 +61,7 @@ func SwiGLU(dst, gate, up []float32) {
 // GELU is ggml's tanh-approximated GELU in its default CPU build
 // (GGML_GELU_FP16): 0 at or below -10, identity at or above 10, and in
 // between the value of a binary16 lookup table indexed by x rounded to
-// binary16. The table entry is computed here on demand.
+// binary16 (GELUTableEntry, computed here on demand).
 func GELU(dst, x []float32) {
 	for i, v := range x {
 		switch {
@@ -70,18 +70,26 @@ func GELU(dst, x []float32) {
 		case v >= 10:
 			dst[i] = v
 		default:
-			dst[i] = roundHalf(geluTanh(roundHalf(v)))
+			dst[i] = GELUTableEntry(floatToHalf(v))
 		}
 	}
 }
+
+// GELUTableEntry is entry h of ggml's ggml_table_gelu_f16, widened to
+// float32: the tanh GELU of the binary16 value h, rounded to binary16.
+// Fast kernels tabulate it.
+func GELUTableEntry(h uint16) float32 { return roundHalf(geluTanh(halfToFloat(h))) }
 
 const (
 	geluCoefA     = 0.044715
 	geluSqrt2OvPi = 0.79788456080286535587989211986876
 )
 
-// geluTanh is ggml_gelu_f32, evaluated in float32 in ggml's operand order.
+// geluTanh is ggml_gelu_f32, evaluated in float32 in ggml's operand order
+// with every product rounded (the conversions keep a compiler from fusing
+// a multiply and an add).
 func geluTanh(x float32) float32 {
-	inner := float32(geluSqrt2OvPi) * x * (1 + float32(geluCoefA)*x*x)
-	return 0.5 * x * (1 + float32(math.Tanh(float64(inner))))
+	x3 := float32(float32(float32(geluCoefA)*x) * x)
+	inner := float32(float32(geluSqrt2OvPi)*x) * float32(1+x3)
+	return float32(0.5*x) * float32(1+float32(math.Tanh(float64(inner))))
 }

@@ -34,7 +34,8 @@ type impl struct {
 	mul, add   func(nc int, dst, a, b *float32) // nil: pure Go
 	scaleMax   func(nc int, row *float32, scale float32) (float32, bool)
 	scale      func(nc int, row *float32, s float32)
-	lanes      int // floats per chunk of mul, add, scaleMax and scale
+	lanes      int // floats per chunk of mul, add, scaleMax, scale and gelu
+	gelu       func(nc int, dst, x, table *float32)
 }
 
 const pureGo = "purego"

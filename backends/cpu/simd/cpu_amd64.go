@@ -60,6 +60,8 @@ type kernelSet struct {
 	scaleMax func(nc int, row *float32, scale float32) (float32, bool)
 	scale    func(nc int, row *float32, s float32)
 	lanes    int
+	// gelu: dst = GELU(x) over nc chunks of lanes floats, by table.
+	gelu func(nc int, dst, x, table *float32)
 }
 
 // supported reports whether this CPU runs the named variant. Every
@@ -111,5 +113,6 @@ func wrapSet(s *kernelSet) *impl {
 	v.silu, v.softmaxExp = s.silu, s.softmaxExp
 	v.mul, v.add, v.lanes = s.mul, s.add, s.lanes
 	v.scaleMax, v.scale = s.scaleMax, s.scale
+	v.gelu = s.gelu
 	return v
 }

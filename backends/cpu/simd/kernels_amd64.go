@@ -89,6 +89,10 @@ func scaleMaxAVX2(nc int, row *float32, scale float32) (maxv float32, nan bool)
 // scaleF32AVX2 multiplies nc chunks of 8 floats at row by s.
 func scaleF32AVX2(nc int, row *float32, s float32)
 
+// geluF32AVX2 sets dst = GELU(x) by table lookup for nc chunks of 8 floats,
+// bit-identical to ops/ref.GELU.
+func geluF32AVX2(nc int, dst *float32, x *float32, table *float32)
+
 // dotQ8_0AVX512 returns the dot product of nb weight blocks at w with Q8_0 blocks at a.
 func dotQ8_0AVX512(nb int, w *byte, a *byte) float32
 
@@ -330,3 +334,7 @@ func scaleMaxAVX512(nc int, row *float32, scale float32) (maxv float32, nan bool
 
 // scaleF32AVX512 multiplies nc chunks of 16 floats at row by s.
 func scaleF32AVX512(nc int, row *float32, s float32)
+
+// geluF32AVX512 sets dst = GELU(x) by table lookup for nc chunks of 16 floats,
+// bit-identical to ops/ref.GELU.
+func geluF32AVX512(nc int, dst *float32, x *float32, table *float32)

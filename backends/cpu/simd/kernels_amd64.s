@@ -193,6 +193,12 @@ DATA expBias<>+24(SB)/4, $0x0000007f
 DATA expBias<>+28(SB)/4, $0x0000007f
 GLOBL expBias<>(SB), RODATA|NOPTR, $32
 
+DATA neg10<>+0(SB)/4, $(-10.0)
+GLOBL neg10<>(SB), RODATA|NOPTR, $4
+
+DATA pos10<>+0(SB)/4, $(10.0)
+GLOBL pos10<>(SB), RODATA|NOPTR, $4
+
 DATA lowNibble32<>+0(SB)/4, $0x0f0f0f0f
 GLOBL lowNibble32<>(SB), RODATA|NOPTR, $4
 
@@ -2560,6 +2566,39 @@ loop:
 	ADDQ    $0x00000020, CX
 	DECQ    AX
 	JNZ     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func geluF32AVX2(nc int, dst *float32, x *float32, table *float32)
+// Requires: AVX, AVX2, F16C
+TEXT ·geluF32AVX2(SB), NOSPLIT, $0-32
+	MOVQ         nc+0(FP), AX
+	MOVQ         dst+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVQ         table+24(FP), BX
+	VBROADCASTSS neg10<>+0(SB), Y0
+	VBROADCASTSS pos10<>+0(SB), Y1
+	TESTQ        AX, AX
+	JZ           done
+
+loop:
+	VMOVUPS    (DX), Y2
+	VCVTPS2PH  $0x00, Y2, X3
+	VPMOVZXWD  X3, Y3
+	VPCMPEQD   Y5, Y5, Y5
+	VXORPS     Y4, Y4, Y4
+	VGATHERDPS Y5, (BX)(Y3*4), Y4
+	VCMPPS     $0x1d, Y1, Y2, Y3
+	VBLENDVPS  Y3, Y2, Y4, Y4
+	VCMPPS     $0x12, Y0, Y2, Y2
+	VANDNPS    Y4, Y2, Y4
+	VMOVUPS    Y4, (CX)
+	ADDQ       $0x00000020, DX
+	ADDQ       $0x00000020, CX
+	DECQ       AX
+	JNZ        loop
 
 done:
 	VZEROUPPER
@@ -23474,6 +23513,39 @@ loop:
 	ADDQ    $0x00000040, CX
 	DECQ    AX
 	JNZ     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func geluF32AVX512(nc int, dst *float32, x *float32, table *float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·geluF32AVX512(SB), NOSPLIT, $0-32
+	MOVQ         nc+0(FP), AX
+	MOVQ         dst+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVQ         table+24(FP), BX
+	VBROADCASTSS neg10<>+0(SB), Z0
+	VBROADCASTSS pos10<>+0(SB), Z1
+	VXORPS       Z2, Z2, Z2
+	TESTQ        AX, AX
+	JZ           done
+
+loop:
+	VMOVUPS    (DX), Z3
+	VCVTPS2PH  $0x00, Z3, Y4
+	VPMOVZXWD  Y4, Z4
+	KXNORW     K1, K1, K1
+	VGATHERDPS (BX)(Z4*4), K1, Z5
+	VCMPPS     $0x1d, Z1, Z3, K2
+	VMOVAPS    Z3, K2, Z5
+	VCMPPS     $0x12, Z0, Z3, K2
+	VMOVAPS    Z2, K2, Z5
+	VMOVUPS    Z5, (CX)
+	ADDQ       $0x00000040, DX
+	ADDQ       $0x00000040, CX
+	DECQ       AX
+	JNZ        loop
 
 done:
 	VZEROUPPER

@@ -39,6 +39,7 @@ var asmKernels = []kernelSet{{
 		one:   dotQ6_KAVX2,
 		w:     gguf.TypeQ6_K,
 	}},
+	gelu: geluF32AVX2,
 	gemms: []gemmKernel{{
 		chunk: 32,
 		tiles: []gemmTile{gemmQ8_04x1AVX2, gemmQ8_04x2AVX2},
@@ -99,6 +100,7 @@ var asmKernels = []kernelSet{{
 		one:   dotQ6_KAVX2,
 		w:     gguf.TypeQ6_K,
 	}},
+	gelu: geluF32AVX512,
 	gemms: []gemmKernel{{
 		chunk: 32,
 		tiles: []gemmTile{gemmQ8_04x1AVX512, gemmQ8_04x2AVX512, gemmQ8_04x3AVX512, gemmQ8_04x4AVX512},

@@ -34,6 +34,7 @@ func main() {
 		genExpKernels(v, &reg)
 		genBinaryKernels(v, &reg)
 		genSoftmaxSteps(v, &reg)
+		genGELUKernel(v, &reg)
 	}
 	if *tableOut != "" {
 		if err := writeTable(*tableOut, &reg); err != nil {

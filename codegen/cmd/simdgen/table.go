@@ -40,7 +40,8 @@ type registry struct {
 type elemEntry struct {
 	silu, softmaxExp, mul, add string
 	scaleMax, scale            string
-	lanes                      int // floats per chunk of mul, add, scaleMax and scale
+	lanes                      int // floats per chunk of mul, add, scaleMax, scale and gelu
+	gelu                       string
 }
 
 func (r *registry) see(v variant) {
@@ -81,6 +82,13 @@ func (r *registry) elem(v variant, silu, softmaxExp string) {
 	r.see(v)
 	e := r.elems[v.name]
 	e.silu, e.softmaxExp = silu, softmaxExp
+	r.elems[v.name] = e
+}
+
+func (r *registry) gelu(v variant, gelu string) {
+	r.see(v)
+	e := r.elems[v.name]
+	e.gelu = gelu
 	r.elems[v.name] = e
 }
 
@@ -181,6 +189,9 @@ func writeTable(path string, r *registry) error {
 			set[jen.Id("lanes")] = jen.Lit(e.lanes)
 			set[jen.Id("scaleMax")] = jen.Id(e.scaleMax)
 			set[jen.Id("scale")] = jen.Id(e.scale)
+		}
+		if e := r.elems[name]; e.gelu != "" {
+			set[jen.Id("gelu")] = jen.Id(e.gelu)
 		}
 		sets = append(sets, jen.Values(set))
 	}
