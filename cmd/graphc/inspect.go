@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/model"
 	"github.com/weft-ml/weft/model/synth"
 )
 
@@ -20,7 +21,7 @@ func init() {
 	register(&command{
 		name:    "inspect",
 		usage:   "MODEL.gguf [--json]",
-		summary: "show a GGUF model's architecture, hyperparameters, tokenizer and tensors",
+		summary: "show a GGUF model's architecture (and whether weft runs it), hyperparameters, tokenizer and tensors",
 		run:     runInspect,
 	})
 }
@@ -81,14 +82,45 @@ type tensorJSON struct {
 
 type inspectDoc struct {
 	Architecture string         `json:"architecture"`
+	Weft         weftSupport    `json:"weft"`
 	Metadata     map[string]any `json:"metadata"`
 	Tensors      []tensorJSON   `json:"tensors"`
+}
+
+// weftSupport says whether weft runs a file: its architecture among the
+// supported ones (listed), and the lowering's error, which names the
+// missing or misshapen tensor or key, if any.
+type weftSupport struct {
+	Architectures []string `json:"architectures"`
+	Supported     bool     `json:"supported"`
+	Error         string   `json:"error,omitempty"`
+}
+
+// supportOf lowers f (metadata and tensor table only: no weight is read).
+func supportOf(f *gguf.File) weftSupport {
+	s := weftSupport{Architectures: model.Architectures(), Supported: model.Supported(f.Architecture())}
+	if _, err := model.Lower(f); err != nil {
+		s.Error = err.Error()
+	}
+	return s
+}
+
+// text is the support line of inspect's text output.
+func (s weftSupport) text(arch string) string {
+	list := strings.Join(s.Architectures, ", ")
+	switch {
+	case !s.Supported:
+		return fmt.Sprintf("not supported: weft runs %s (%s)", list, s.Error)
+	case s.Error != "":
+		return fmt.Sprintf("%s is supported, but this file cannot be lowered: %s", arch, s.Error)
+	}
+	return fmt.Sprintf("supported (weft runs %s)", list)
 }
 
 // inspectJSON describes f; tensor offsets are relative to the data section,
 // as GGUF stores them.
 func inspectJSON(f *gguf.File) inspectDoc {
-	doc := inspectDoc{Architecture: f.Architecture(), Metadata: map[string]any{}, Tensors: []tensorJSON{}}
+	doc := inspectDoc{Architecture: f.Architecture(), Weft: supportOf(f), Metadata: map[string]any{}, Tensors: []tensorJSON{}}
 	for _, kv := range f.KV {
 		doc.Metadata[kv.Key] = jsonValue(kv.Value)
 	}
@@ -168,6 +200,7 @@ func inspectText(w io.Writer, path string, f *gguf.File) error {
 	arch := f.Architecture()
 	fmt.Fprintf(w, "%s: GGUF v%d, %d bytes, alignment %d, data at byte %d\n", path, f.Version, f.Size(), f.Alignment, f.DataOffset)
 	fmt.Fprintf(w, "architecture: %s\n", arch)
+	fmt.Fprintf(w, "weft:         %s\n", supportOf(f).text(arch))
 	if name := f.String("general.name", ""); name != "" {
 		fmt.Fprintf(w, "name:         %s\n", name)
 	}

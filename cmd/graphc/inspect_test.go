@@ -113,7 +113,9 @@ func TestInspectJSONSchema(t *testing.T) {
 	if err := inspect([]string{"--json", path}, &out); err != nil {
 		t.Fatal(err)
 	}
-	want := `{"architecture":"llama","metadata":{"f":0.1,"general.architecture":"llama",` +
+	want := `{"architecture":"llama",` +
+		`"weft":{"architectures":["gemma","llama","phi2","qwen2"],"supported":true,"error":"lowering llama: missing hyperparameter llama.embedding_length"},` +
+		`"metadata":{"f":0.1,"general.architecture":"llama",` +
 		`"long":{"elem":"int32","len":17,"type":"array"},"nested":[[7]],"short":["a","b"]},` +
 		`"tensors":[{"name":"w","type":"Q8_0","shape":[32,2],"offset":0,"bytes":68},` +
 		`{"name":"n","type":"F32","shape":[3],"offset":96,"bytes":12}]}`
