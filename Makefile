@@ -41,10 +41,13 @@ demo: build
 	$(BIN)/graphc compile testdata/stories260K.gguf -o out/stories260K.plan
 	$(BIN)/graphrun out/stories260K.plan --prompt "Once upon a time" -n 200 --seed 42
 
-# TinyLlama-shaped models of four weight types, weft beside llama.cpp when
-# LLAMA_BENCH=/path/to/llama-bench is set; writes docs/benchmarks.md and .svg.
+# TinyLlama-shaped models of four weight types and Qwen2.5-0.5B- and
+# Phi-2-shaped Q4_0 models (BENCHES=SHAPE:TYPE,… picks others), weft beside
+# llama.cpp when LLAMA_BENCH=/path/to/llama-bench is set; writes
+# docs/benchmarks.md and .svg.
+BENCHES ?=
 bench: build
-	$(GO) run ./internal/cmd/benchdoc -bin $(BIN) -models out/bench -out docs/benchmarks.md
+	$(GO) run ./internal/cmd/benchdoc -bin $(BIN) -models out/bench -out docs/benchmarks.md $(if $(BENCHES),-benches $(BENCHES))
 
 # Kernel micro-benchmarks (GB/s, GFLOP/s).
 bench-kernels:

@@ -15,15 +15,22 @@ import (
 func init() {
 	register(&command{
 		name:    "synth",
-		usage:   "-o OUT.gguf --shape tinyllama-1.1b|15m|260k|7b --type q4_0|q4_k_m|q8_0|f16|… [--seed N] [--vocab VOCAB.gguf] [--dim --ffn --layers --heads --kv-heads --vocab-size --ctx N]",
-		summary: "write a llama model with deterministic random weights",
+		usage:   "-o OUT.gguf --shape tinyllama-1.1b|15m|260k|7b|qwen2-0.5b|phi2 --type q4_0|q4_k_m|q8_0|f16|… [--seed N] [--vocab VOCAB.gguf] [--dim --ffn --layers --heads --kv-heads --vocab-size --ctx N]",
+		summary: "write a llama, qwen2 or phi2 model with deterministic random weights",
 		run:     runSynth,
 	})
 }
 
 // defaultVocab is the tokenizer used when --vocab is not given, relative to
-// the working directory (the repository root).
+// the working directory (the repository root); defaultVocabs has the
+// other architectures' (the fixtures' vocabularies: Qwen's 151,936 tokens,
+// GPT-2's 50,257).
 const defaultVocab = "../shared/tokenizer/ggml-vocab-llama-spm.gguf"
+
+var defaultVocabs = map[string]string{
+	"qwen2": "../shared/models-arch/synth-qwen2-f32.gguf",
+	"phi2":  "../shared/models-arch/synth-phi2-f32.gguf",
+}
 
 type synthFlags struct {
 	out, shape, typ, vocab string
@@ -35,9 +42,9 @@ type synthFlags struct {
 func newSynthFlags(fs *flag.FlagSet) *synthFlags {
 	f := &synthFlags{sizes: map[string]*int{}}
 	fs.StringVar(&f.out, "o", "", "output GGUF file (required)")
-	fs.StringVar(&f.shape, "shape", "", "preset shape: tinyllama-1.1b, 15m, 260k, 7b")
+	fs.StringVar(&f.shape, "shape", "", "preset shape: tinyllama-1.1b, 15m, 260k, 7b (llama), qwen2-0.5b, phi2")
 	fs.StringVar(&f.typ, "type", "f16", "file type: f32, f16, bf16, q4_0, q8_0, q4_k_m, …")
-	fs.StringVar(&f.vocab, "vocab", "", "GGUF file whose tokenizer.* keys are copied (default "+defaultVocab+")")
+	fs.StringVar(&f.vocab, "vocab", "", "GGUF file whose tokenizer.* keys are copied (default "+defaultVocab+"; for qwen2 and phi2 the ../shared/models-arch fixture)")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
 	fs.IntVar(&f.threads, "threads", 2, "conversion goroutines")
 	for _, name := range []string{"dim", "ffn", "layers", "heads", "kv-heads", "vocab-size", "ctx"} {
@@ -103,6 +110,9 @@ func (f *synthFlags) options() (synth.Options, func(), error) {
 	path := f.vocab
 	if path == "" {
 		path = defaultVocab
+		if p, ok := defaultVocabs[s.Arch]; ok {
+			path = p
+		}
 		if _, err := os.Stat(path); err != nil {
 			abs, _ := filepath.Abs(path)
 			return synth.Options{}, noop, fmt.Errorf("default vocabulary %s not found: give --vocab VOCAB.gguf", abs)

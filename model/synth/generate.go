@@ -23,8 +23,8 @@ type Options struct {
 // quantizationVersion is ggml's GGML_QNT_VERSION, stored by llama-quantize.
 const quantizationVersion = 2
 
-// Write streams a llama model with deterministic random weights to w: the
-// same options always give the same bytes.
+// Write streams a model with deterministic random weights to w: the same
+// options always give the same bytes.
 func Write(w io.Writer, o Options) error {
 	kv, specs, err := Build(o)
 	if err != nil {
@@ -62,30 +62,30 @@ func Build(o Options) ([]gguf.KV, []gguf.TensorSpec, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return append(llamaKV(o), tok...), specs, nil
+	return append(modelKV(o), tok...), specs, nil
 }
 
-func llamaKV(o Options) []gguf.KV {
+// modelKV is the general and hyperparameter metadata: the shape's sizes
+// under "<arch>." plus the architecture's own keys.
+func modelKV(o Options) []gguf.KV {
 	s, name := o.Shape, o.Name
 	if name == "" {
 		name = "weft-synth"
 	}
-	u32 := func(k string, v int) gguf.KV { return gguf.KV{Key: k, Value: gguf.ValueOf(uint32(v))} }
-	return []gguf.KV{
-		{Key: "general.architecture", Value: gguf.ValueOf("llama")},
+	a, _ := s.spec()
+	arch := s.arch()
+	kv := []gguf.KV{
+		{Key: "general.architecture", Value: gguf.ValueOf(arch)},
 		{Key: "general.name", Value: gguf.ValueOf(name)},
-		u32("llama.context_length", s.Ctx),
-		u32("llama.embedding_length", s.Dim),
-		u32("llama.block_count", s.Layers),
-		u32("llama.feed_forward_length", s.FFN),
-		u32("llama.attention.head_count", s.Heads),
-		u32("llama.attention.head_count_kv", s.KVHeads),
-		u32("llama.rope.dimension_count", s.HeadDim()),
-		{Key: "llama.attention.layer_norm_rms_epsilon", Value: gguf.ValueOf(float32(1e-5))},
-		{Key: "llama.rope.freq_base", Value: gguf.ValueOf(float32(10000))},
-		u32("general.file_type", int(o.Type.ID)),
-		u32("general.quantization_version", quantizationVersion),
+		u32(arch+".context_length", s.Ctx),
+		u32(arch+".embedding_length", s.Dim),
+		u32(arch+".block_count", s.Layers),
+		u32(arch+".feed_forward_length", s.FFN),
+		u32(arch+".attention.head_count", s.Heads),
+		u32(arch+".attention.head_count_kv", s.KVHeads),
 	}
+	kv = append(kv, a.keys(s)...)
+	return append(kv, u32("general.file_type", int(o.Type.ID)), u32("general.quantization_version", quantizationVersion))
 }
 
 // tokenizerKV copies every tokenizer.* key of vocab, checking that its
@@ -128,8 +128,9 @@ func (o Options) tensorSpecs() ([]gguf.TensorSpec, error) {
 	return specs, nil
 }
 
-// stream returns the writer of tensor i: norms are all ones, other weights
-// random from a stream seeded by the seed, the tensor's index and the row.
+// stream returns the writer of tensor i: norm weights are all ones, other
+// weights and biases random from a stream seeded by the seed, the tensor's
+// index and the row.
 func (o Options) stream(i, n int, ts tensorShape, t gguf.TensorType) func(io.Writer) error {
 	cols := int(ts.dims[0])
 	rows := 1
@@ -141,7 +142,7 @@ func (o Options) stream(i, n int, ts tensorShape, t gguf.TensorType) func(io.Wri
 		p.fillWeights(dst)
 		return nil
 	}
-	if len(ts.dims) == 1 {
+	if len(ts.dims) == 1 && !strings.HasSuffix(ts.name, ".bias") {
 		fill = func(_ int, dst []float32) error {
 			for k := range dst {
 				dst[k] = 1

@@ -5,18 +5,52 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
 type config struct {
 	bin, models, out, llamaBench string
-	types                        []string
+	benches                      []bench
 	p, n, r, rounds, threads     int
 	bandwidth                    float64 // GB/s, for the decode floor
 }
 
+// bench is one model measured: a graphc synth shape and a weight type.
+type bench struct{ shape, typ string }
+
+// label names a bench in the report: the weight type, prefixed with the
+// shape's architecture for the shapes beside the TinyLlama one.
+func (b bench) label() string {
+	if b.shape == defaultShape {
+		return b.typ
+	}
+	return b.shape + " " + b.typ
+}
+
+const defaultShape = "tinyllama-1.1b"
+
+// defaultBenches: the TinyLlama shape in four weight types, then a
+// Qwen2.5-0.5B-shaped and a Phi-2-shaped model (see model/synth's
+// presets) in Q4_0, to compare their share of llama.cpp with llama's.
+const defaultBenches = "tinyllama-1.1b:q4_0,tinyllama-1.1b:q4_k_m,tinyllama-1.1b:q8_0,tinyllama-1.1b:f16,qwen2-0.5b:q4_0,phi2:q4_0"
+
+// parseBenches reads a comma-separated list of SHAPE:TYPE.
+func parseBenches(list string) ([]bench, error) {
+	var out []bench
+	for _, item := range strings.Split(list, ",") {
+		shape, typ, ok := strings.Cut(strings.TrimSpace(item), ":")
+		if !ok || shape == "" || typ == "" {
+			return nil, fmt.Errorf("bad -benches entry %q: want SHAPE:TYPE, e.g. phi2:q4_0", item)
+		}
+		out = append(out, bench{shape, typ})
+	}
+	return out, nil
+}
+
 func main() {
-	c := config{types: []string{"q4_0", "q4_k_m", "q8_0", "f16"}}
+	var c config
+	benches := flag.String("benches", defaultBenches, "models to measure, SHAPE:TYPE[,…] (graphc synth shapes and types)")
 	flag.StringVar(&c.bin, "bin", "bin", "folder holding graphc and graphrun")
 	flag.StringVar(&c.models, "models", "out/bench", "folder for the synthesised models")
 	flag.StringVar(&c.out, "out", "docs/benchmarks.md", "markdown report (an .svg chart is written beside it)")
@@ -28,6 +62,11 @@ func main() {
 	flag.IntVar(&c.threads, "threads", 2, "threads")
 	flag.Float64Var(&c.bandwidth, "bandwidth", 47, "memory bandwidth in GB/s for the decode floor (ANCHORS.md: 44-50 on the 2-core machine)")
 	flag.Parse()
+	var err error
+	if c.benches, err = parseBenches(*benches); err != nil {
+		fmt.Fprintln(os.Stderr, "benchdoc:", err)
+		os.Exit(2)
+	}
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "benchdoc:", err)
 		os.Exit(1)
@@ -39,12 +78,12 @@ func run(c config) error {
 		return err
 	}
 	var rows []row
-	for _, t := range c.types {
-		path := filepath.Join(c.models, "tinyllama-1.1b-"+t+".gguf")
-		if err := ensureModel(c, path, t); err != nil {
+	for _, b := range c.benches {
+		path := filepath.Join(c.models, b.shape+"-"+b.typ+".gguf")
+		if err := ensureModel(c, path, b); err != nil {
 			return err
 		}
-		r, err := measure(c, path, t)
+		r, err := measure(c, path, b)
 		if err != nil {
 			return err
 		}

@@ -24,9 +24,9 @@ type env struct {
 	Commit    string   `json:"commit"`
 }
 
-// row is one weight type's results.
+// row is one model's results.
 type row struct {
-	typ            string
+	bench          bench
 	bytes          int64
 	weftPP, weftTG stat
 	peerPP, peerTG stat // llama.cpp; no runs when not run
@@ -36,12 +36,12 @@ type row struct {
 	env            env
 }
 
-func ensureModel(c config, path, typ string) error {
+func ensureModel(c config, path string, b bench) error {
 	if _, err := os.Stat(path); err == nil {
 		return nil
 	}
 	fmt.Fprintf(os.Stderr, "synthesising %s\n", path)
-	cmd := exec.Command(filepath.Join(c.bin, "graphc"), "synth", "-o", path, "--shape", "tinyllama-1.1b", "--type", typ)
+	cmd := exec.Command(filepath.Join(c.bin, "graphc"), "synth", "-o", path, "--shape", b.shape, "--type", b.typ)
 	cmd.Stderr = os.Stderr
 	return cmd.Run()
 }
@@ -51,12 +51,12 @@ func ensureModel(c config, path, typ string) error {
 // this shared machine's memory bandwidth. It summarises each side's runs
 // over all rounds, and the ratios as medians of each round's paired
 // ratio (weft's median over llama.cpp's), which cancels slow drift.
-func measure(c config, path, typ string) (row, error) {
+func measure(c config, path string, b bench) (row, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return row{}, err
 	}
-	r := row{typ: typ, bytes: st.Size()}
+	r := row{bench: b, bytes: st.Size()}
 	var weftPP, weftTG, peerPP, peerTG, bw, ppRatios, tgRatios []float64
 	for round := 1; round <= c.rounds; round++ {
 		var w, p sample
