@@ -33,16 +33,48 @@ layout(binding = 4) writeonly buffer O { float o[]; };
 
 shared float qs[4 * WG];
 shared float ps[WG];
+// Scores of up to MAXS positions are kept from the first pass (beyond,
+// the second pass computes them again).
+#define MAXS 2048u
+shared float sc[MAXS];
 
 #if defined(KV_F16)
 float kval(uint i) { return f16_to_f32((kc[i >> 1] >> ((i & 1u) * 16u)) & 0xffffu); }
 float vval(uint i) { return f16_to_f32((vc[i >> 1] >> ((i & 1u) * 16u)) & 0xffffu); }
+vec2 kpair(uint w) { return unpackHalf2x16(kc[w]); }
 #elif defined(KV_F32)
 float kval(uint i) { return uintBitsToFloat(kc[i]); }
 float vval(uint i) { return uintBitsToFloat(vc[i]); }
+vec2 kpair(uint w) { return vec2(uintBitsToFloat(kc[2u * w]), uintBitsToFloat(kc[2u * w + 1u])); }
 #else
 #error "define KV_F16 or KV_F32"
 #endif
+
+// score is q·k of the K row starting at element kb, summed in order
+// (as the CPU does). The loads of 8 pairs are issued together: a decode
+// step is bound by their latency, not by arithmetic. hd is even
+// (Supports) and kb too, so pairs never straddle a row.
+float score(uint kb, uint hd) {
+    float dot = 0.0;
+    const uint w0 = kb >> 1, hw = hd >> 1;
+    uint i = 0u;
+    for (; i + 8u <= hw; i += 8u) {
+        vec2 k[8];
+        for (uint u = 0u; u < 8u; u++) {
+            k[u] = kpair(w0 + i + u);
+        }
+        for (uint u = 0u; u < 8u; u++) {
+            dot += qs[2u * (i + u)] * k[u].x;
+            dot += qs[2u * (i + u) + 1u] * k[u].y;
+        }
+    }
+    for (; i < hw; i++) {
+        const vec2 k = kpair(w0 + i);
+        dot += qs[2u * i] * k.x;
+        dot += qs[2u * i + 1u] * k.y;
+    }
+    return dot;
+}
 
 void main() {
     const uint h = gl_WorkGroupID.x, t = gl_WorkGroupID.y;
@@ -62,14 +94,13 @@ void main() {
     barrier();
 
     const float ninf = uintBitsToFloat(0xff800000u);
+    const bool keep = visible <= MAXS;
     float m = ninf, s = 0.0;
     for (uint j = tid; j < visible; j += WG) {
-        const uint kb = j * width + kvh * hd;
-        float dot = 0.0;
-        for (uint i = 0u; i < hd; i++) {
-            dot += qs[i] * kval(kb + i);
+        const float x = score(j * width + kvh * hd, hd) * pc.scale;
+        if (keep) {
+            sc[j] = x;
         }
-        const float x = dot * pc.scale;
         if (x > m) {
             s = s * exp(m - x) + 1.0;
             m = x;
@@ -86,12 +117,8 @@ void main() {
         const uint j = c0 + tid;
         float p = 0.0;
         if (j < visible) {
-            const uint kb = j * width + kvh * hd;
-            float dot = 0.0;
-            for (uint i = 0u; i < hd; i++) {
-                dot += qs[i] * kval(kb + i);
-            }
-            p = exp(dot * pc.scale - mx) * inv;
+            const float x = keep ? sc[j] : score(j * width + kvh * hd, hd) * pc.scale;
+            p = exp(x - mx) * inv;
 #if defined(KV_F16)
             p = round_f16(p);
 #endif
@@ -102,8 +129,20 @@ void main() {
         for (uint k = 0u; k < 4u; k++) {
             const uint dd = tid + k * WG;
             if (dd < hd) {
-                for (uint jj = 0u; jj < n; jj++) {
-                    acc[k] += ps[jj] * vval((c0 + jj) * width + kvh * hd + dd);
+                const uint vb = c0 * width + kvh * hd + dd;
+                uint jj = 0u;
+                // 8 loads at a time, summed in order.
+                for (; jj + 8u <= n; jj += 8u) {
+                    float v[8];
+                    for (uint u = 0u; u < 8u; u++) {
+                        v[u] = vval(vb + (jj + u) * width);
+                    }
+                    for (uint u = 0u; u < 8u; u++) {
+                        acc[k] += ps[jj + u] * v[u];
+                    }
+                }
+                for (; jj < n; jj++) {
+                    acc[k] += ps[jj] * vval(vb + jj * width);
                 }
             }
         }

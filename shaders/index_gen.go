@@ -334,7 +334,7 @@ var kernels = []Kernel{{
 	PushBytes: 24,
 	SPIRV:     spvRmsNormF32,
 	Source:    "rms_norm.comp",
-	Workgroup: 128,
+	Workgroup: 512,
 }, {
 	Bindings:  3,
 	Defines:   []string{"MUL_WEIGHT"},
@@ -342,7 +342,7 @@ var kernels = []Kernel{{
 	PushBytes: 24,
 	SPIRV:     spvRmsNormMulF32,
 	Source:    "rms_norm.comp",
-	Workgroup: 128,
+	Workgroup: 512,
 }, {
 	Bindings:  2,
 	Name:      "softmax_f32",

@@ -392,6 +392,8 @@ func TestAttention(t *testing.T) {
 	for _, f16 := range []bool{true, false} {
 		for _, c := range []struct{ heads, kvHeads, hd, pos0, ntok int }{
 			{8, 8, 8, 0, 5}, {6, 2, 48, 37, 30}, {4, 1, 64, 130, 1}, {2, 2, 256, 3, 2}, {9, 3, 80, 64, 7},
+			{3, 1, 6, 11, 2},    // K pairs left over after the 8-pair loads
+			{4, 2, 64, 2100, 3}, // more positions than the shader keeps scores of
 		} {
 			n := c.pos0 + c.ntok
 			w := c.kvHeads * c.hd

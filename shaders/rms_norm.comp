@@ -9,7 +9,7 @@
 #extension GL_GOOGLE_include_directive : require
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 0) const uint WG = 128;
+layout(constant_id = 0) const uint WG = 512; // a decode step normalises one row: wide, so each invocation loads few values
 
 layout(push_constant) uniform Push {
     uint ncols;

@@ -144,8 +144,8 @@ func (Backend) Supports(n *graph.Node, g *graph.Graph) error {
 			return fmt.Errorf("%d query heads cannot share %d KV heads", heads, kv)
 		case hd <= 0 || hd > maxHeadDim:
 			return fmt.Errorf("head dimension %d: the Vulkan attention shader takes up to %d", hd, maxHeadDim)
-		case kv*hd%2 != 0:
-			return fmt.Errorf("KV row of %d values: the Vulkan KV store needs an even count", kv*hd)
+		case hd%2 != 0:
+			return fmt.Errorf("head dimension %d: the Vulkan attention shader reads K in pairs and needs an even one", hd)
 		}
 		return nil
 	}
