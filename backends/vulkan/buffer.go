@@ -162,8 +162,10 @@ func checkRange(b *Buffer, off, n int64) error {
 	return nil
 }
 
-// Upload copies src into dst at byte offset off (through a host-visible
-// staging buffer) and waits for the copy.
+// Upload copies src into dst at byte offset off through the staging
+// ring (staging.go). It returns once src is in staging memory: the copy is
+// ordered before every later submission, and Download, WaitUploads and
+// Close wait for it.
 func (d *Device) Upload(dst *Buffer, off int64, src []byte) error {
 	if err := checkRange(dst, off, int64(len(src))); err != nil {
 		return err
@@ -171,19 +173,7 @@ func (d *Device) Upload(dst *Buffer, off int64, src []byte) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for len(src) > 0 {
-		st, err := d.hostBuf(&d.staging, int64(len(src)), vk.MemoryHostCoherent, vk.MemoryDeviceLocal)
-		if err != nil {
-			return err
-		}
-		n := copy(st.data, src)
-		if !st.coherent {
-			if err := d.dev.FlushMappedMemory(st.mem, 0, vk.WholeSize); err != nil {
-				return err
-			}
-		}
-		err = d.transfer(func(cb vk.CommandBuffer) {
-			d.dev.CmdCopyBuffer(cb, st.buf, dst.buf, []vk.BufferCopy{{SrcOffset: 0, DstOffset: uint64(off), Size: uint64(n)}})
-		}, false)
+		n, err := d.uploadChunk(dst, off, src)
 		if err != nil {
 			return err
 		}
@@ -200,6 +190,9 @@ func (d *Device) Download(dst []byte, src *Buffer, off int64) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err := d.waitUploads(); err != nil {
+		return err
+	}
 	for len(dst) > 0 {
 		rb, err := d.hostBuf(&d.reading, int64(len(dst)), vk.MemoryHostCached, 0)
 		if err != nil {

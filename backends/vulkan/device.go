@@ -112,8 +112,9 @@ type Device struct {
 	pool    vk.CommandPool
 	xfer    vk.CommandBuffer
 	fence   vk.Fence
-	staging *hostBuffer // host-visible coherent, for uploads
-	reading *hostBuffer // host-visible (cached if possible), for downloads
+	ring    [ringSlots]ringSlot // staging buffers for uploads (staging.go)
+	next    int                 // the ring slot to use next
+	reading *hostBuffer         // host-visible (cached if possible), for downloads
 
 	cache vk.PipelineCache // every kernel's pipeline goes through it (Open)
 
@@ -228,14 +229,19 @@ func (d *Device) Close() error {
 	if d == nil || d.dev == nil {
 		return nil
 	}
-	err := d.dev.WaitIdle()
+	d.mu.Lock()
+	err := d.waitUploads()
+	d.mu.Unlock()
+	if werr := d.dev.WaitIdle(); err == nil {
+		err = werr
+	}
 	d.closeDevice()
 	return err
 }
 
 func (d *Device) closeDevice() {
 	d.dev.DestroyPipelineCache(d.cache)
-	d.staging.free(d.dev)
+	d.freeRing()
 	d.reading.free(d.dev)
 	d.dev.DestroyFence(d.fence)
 	d.dev.DestroyCommandPool(d.pool)

@@ -131,7 +131,9 @@ func LoadOn(d *Device, g *graph.Graph, w backends.Weights, o backends.LoadOption
 		return e, errors.New("the logits output is not a computed value")
 	}
 	e.planArena()
-	return e, nil
+	// Weights stream through the staging ring: the last copies may still
+	// be running, and their errors are Load's.
+	return e, e.d.WaitUploads()
 }
 
 // readHere reports whether a node placed on Vulkan reads weight w.
@@ -420,6 +422,7 @@ func (e *Executable) free() {
 	if e.beforeFree != nil {
 		e.beforeFree()
 	}
+	_ = e.d.WaitUploads() // no copy may still write a buffer freed below
 	for _, k := range e.kernels {
 		k.Close()
 	}

@@ -10,3 +10,6 @@ func SetWeightLimit(limit int64) (restore func()) {
 	testWeightLimit = limit
 	return func() { testWeightLimit = old }
 }
+
+// RingBytes is what the staging ring holds.
+const RingBytes = ringSlots * ringChunk
