@@ -21,11 +21,26 @@ var spvSwigluF32 []byte
 //go:embed spv/copy_f32.spv
 var spvCopyF32 []byte
 
+//go:embed spv/gelu_f32.spv
+var spvGeluF32 []byte
+
+//go:embed spv/scale_f32.spv
+var spvScaleF32 []byte
+
 //go:embed spv/rms_norm_f32.spv
 var spvRmsNormF32 []byte
 
 //go:embed spv/rms_norm_mul_f32.spv
 var spvRmsNormMulF32 []byte
+
+//go:embed spv/layer_norm_f32.spv
+var spvLayerNormF32 []byte
+
+//go:embed spv/layer_norm_mul_f32.spv
+var spvLayerNormMulF32 []byte
+
+//go:embed spv/layer_norm_mul_add_f32.spv
+var spvLayerNormMulAddF32 []byte
 
 //go:embed spv/softmax_f32.spv
 var spvSoftmaxF32 []byte
@@ -72,6 +87,12 @@ var spvMatmulAddF32 []byte
 //go:embed spv/matmul_gateup_f32.spv
 var spvMatmulGateupF32 []byte
 
+//go:embed spv/matmul_bias_f32.spv
+var spvMatmulBiasF32 []byte
+
+//go:embed spv/matmul_geglu_f32.spv
+var spvMatmulGegluF32 []byte
+
 //go:embed spv/matvec_f32.spv
 var spvMatvecF32 []byte
 
@@ -80,6 +101,12 @@ var spvMatvecAddF32 []byte
 
 //go:embed spv/matvec_gateup_f32.spv
 var spvMatvecGateupF32 []byte
+
+//go:embed spv/matvec_bias_f32.spv
+var spvMatvecBiasF32 []byte
+
+//go:embed spv/matvec_geglu_f32.spv
+var spvMatvecGegluF32 []byte
 
 //go:embed spv/get_rows_f16.spv
 var spvGetRowsF16 []byte
@@ -93,6 +120,12 @@ var spvMatmulAddF16 []byte
 //go:embed spv/matmul_gateup_f16.spv
 var spvMatmulGateupF16 []byte
 
+//go:embed spv/matmul_bias_f16.spv
+var spvMatmulBiasF16 []byte
+
+//go:embed spv/matmul_geglu_f16.spv
+var spvMatmulGegluF16 []byte
+
 //go:embed spv/matvec_f16.spv
 var spvMatvecF16 []byte
 
@@ -101,6 +134,12 @@ var spvMatvecAddF16 []byte
 
 //go:embed spv/matvec_gateup_f16.spv
 var spvMatvecGateupF16 []byte
+
+//go:embed spv/matvec_bias_f16.spv
+var spvMatvecBiasF16 []byte
+
+//go:embed spv/matvec_geglu_f16.spv
+var spvMatvecGegluF16 []byte
 
 //go:embed spv/get_rows_q8_0.spv
 var spvGetRowsQ80 []byte
@@ -114,6 +153,12 @@ var spvMatmulAddQ80 []byte
 //go:embed spv/matmul_gateup_q8_0.spv
 var spvMatmulGateupQ80 []byte
 
+//go:embed spv/matmul_bias_q8_0.spv
+var spvMatmulBiasQ80 []byte
+
+//go:embed spv/matmul_geglu_q8_0.spv
+var spvMatmulGegluQ80 []byte
+
 //go:embed spv/matvec_q8_0.spv
 var spvMatvecQ80 []byte
 
@@ -122,6 +167,12 @@ var spvMatvecAddQ80 []byte
 
 //go:embed spv/matvec_gateup_q8_0.spv
 var spvMatvecGateupQ80 []byte
+
+//go:embed spv/matvec_bias_q8_0.spv
+var spvMatvecBiasQ80 []byte
+
+//go:embed spv/matvec_geglu_q8_0.spv
+var spvMatvecGegluQ80 []byte
 
 //go:embed spv/get_rows_q4_0.spv
 var spvGetRowsQ40 []byte
@@ -135,6 +186,12 @@ var spvMatmulAddQ40 []byte
 //go:embed spv/matmul_gateup_q4_0.spv
 var spvMatmulGateupQ40 []byte
 
+//go:embed spv/matmul_bias_q4_0.spv
+var spvMatmulBiasQ40 []byte
+
+//go:embed spv/matmul_geglu_q4_0.spv
+var spvMatmulGegluQ40 []byte
+
 //go:embed spv/matvec_q4_0.spv
 var spvMatvecQ40 []byte
 
@@ -143,6 +200,12 @@ var spvMatvecAddQ40 []byte
 
 //go:embed spv/matvec_gateup_q4_0.spv
 var spvMatvecGateupQ40 []byte
+
+//go:embed spv/matvec_bias_q4_0.spv
+var spvMatvecBiasQ40 []byte
+
+//go:embed spv/matvec_geglu_q4_0.spv
+var spvMatvecGegluQ40 []byte
 
 //go:embed spv/get_rows_q5_0.spv
 var spvGetRowsQ50 []byte
@@ -156,6 +219,12 @@ var spvMatmulAddQ50 []byte
 //go:embed spv/matmul_gateup_q5_0.spv
 var spvMatmulGateupQ50 []byte
 
+//go:embed spv/matmul_bias_q5_0.spv
+var spvMatmulBiasQ50 []byte
+
+//go:embed spv/matmul_geglu_q5_0.spv
+var spvMatmulGegluQ50 []byte
+
 //go:embed spv/matvec_q5_0.spv
 var spvMatvecQ50 []byte
 
@@ -164,6 +233,12 @@ var spvMatvecAddQ50 []byte
 
 //go:embed spv/matvec_gateup_q5_0.spv
 var spvMatvecGateupQ50 []byte
+
+//go:embed spv/matvec_bias_q5_0.spv
+var spvMatvecBiasQ50 []byte
+
+//go:embed spv/matvec_geglu_q5_0.spv
+var spvMatvecGegluQ50 []byte
 
 //go:embed spv/get_rows_bf16.spv
 var spvGetRowsBf16 []byte
@@ -177,6 +252,12 @@ var spvMatmulAddBf16 []byte
 //go:embed spv/matmul_gateup_bf16.spv
 var spvMatmulGateupBf16 []byte
 
+//go:embed spv/matmul_bias_bf16.spv
+var spvMatmulBiasBf16 []byte
+
+//go:embed spv/matmul_geglu_bf16.spv
+var spvMatmulGegluBf16 []byte
+
 //go:embed spv/matvec_bf16.spv
 var spvMatvecBf16 []byte
 
@@ -185,6 +266,12 @@ var spvMatvecAddBf16 []byte
 
 //go:embed spv/matvec_gateup_bf16.spv
 var spvMatvecGateupBf16 []byte
+
+//go:embed spv/matvec_bias_bf16.spv
+var spvMatvecBiasBf16 []byte
+
+//go:embed spv/matvec_geglu_bf16.spv
+var spvMatvecGegluBf16 []byte
 
 //go:embed spv/get_rows_q4_1.spv
 var spvGetRowsQ41 []byte
@@ -198,6 +285,12 @@ var spvMatmulAddQ41 []byte
 //go:embed spv/matmul_gateup_q4_1.spv
 var spvMatmulGateupQ41 []byte
 
+//go:embed spv/matmul_bias_q4_1.spv
+var spvMatmulBiasQ41 []byte
+
+//go:embed spv/matmul_geglu_q4_1.spv
+var spvMatmulGegluQ41 []byte
+
 //go:embed spv/matvec_q4_1.spv
 var spvMatvecQ41 []byte
 
@@ -206,6 +299,12 @@ var spvMatvecAddQ41 []byte
 
 //go:embed spv/matvec_gateup_q4_1.spv
 var spvMatvecGateupQ41 []byte
+
+//go:embed spv/matvec_bias_q4_1.spv
+var spvMatvecBiasQ41 []byte
+
+//go:embed spv/matvec_geglu_q4_1.spv
+var spvMatvecGegluQ41 []byte
 
 //go:embed spv/get_rows_q5_1.spv
 var spvGetRowsQ51 []byte
@@ -219,6 +318,12 @@ var spvMatmulAddQ51 []byte
 //go:embed spv/matmul_gateup_q5_1.spv
 var spvMatmulGateupQ51 []byte
 
+//go:embed spv/matmul_bias_q5_1.spv
+var spvMatmulBiasQ51 []byte
+
+//go:embed spv/matmul_geglu_q5_1.spv
+var spvMatmulGegluQ51 []byte
+
 //go:embed spv/matvec_q5_1.spv
 var spvMatvecQ51 []byte
 
@@ -227,6 +332,12 @@ var spvMatvecAddQ51 []byte
 
 //go:embed spv/matvec_gateup_q5_1.spv
 var spvMatvecGateupQ51 []byte
+
+//go:embed spv/matvec_bias_q5_1.spv
+var spvMatvecBiasQ51 []byte
+
+//go:embed spv/matvec_geglu_q5_1.spv
+var spvMatvecGegluQ51 []byte
 
 //go:embed spv/get_rows_q4_k.spv
 var spvGetRowsQ4K []byte
@@ -240,6 +351,12 @@ var spvMatvecAddQ4K []byte
 //go:embed spv/matvec_gateup_q4_k.spv
 var spvMatvecGateupQ4K []byte
 
+//go:embed spv/matvec_bias_q4_k.spv
+var spvMatvecBiasQ4K []byte
+
+//go:embed spv/matvec_geglu_q4_k.spv
+var spvMatvecGegluQ4K []byte
+
 //go:embed spv/get_rows_q5_k.spv
 var spvGetRowsQ5K []byte
 
@@ -251,6 +368,12 @@ var spvMatvecAddQ5K []byte
 
 //go:embed spv/matvec_gateup_q5_k.spv
 var spvMatvecGateupQ5K []byte
+
+//go:embed spv/matvec_bias_q5_k.spv
+var spvMatvecBiasQ5K []byte
+
+//go:embed spv/matvec_geglu_q5_k.spv
+var spvMatvecGegluQ5K []byte
 
 //go:embed spv/get_rows_q6_k.spv
 var spvGetRowsQ6K []byte
@@ -264,6 +387,12 @@ var spvMatvecAddQ6K []byte
 //go:embed spv/matvec_gateup_q6_k.spv
 var spvMatvecGateupQ6K []byte
 
+//go:embed spv/matvec_bias_q6_k.spv
+var spvMatvecBiasQ6K []byte
+
+//go:embed spv/matvec_geglu_q6_k.spv
+var spvMatvecGegluQ6K []byte
+
 //go:embed spv/get_rows_q2_k.spv
 var spvGetRowsQ2K []byte
 
@@ -276,6 +405,12 @@ var spvMatvecAddQ2K []byte
 //go:embed spv/matvec_gateup_q2_k.spv
 var spvMatvecGateupQ2K []byte
 
+//go:embed spv/matvec_bias_q2_k.spv
+var spvMatvecBiasQ2K []byte
+
+//go:embed spv/matvec_geglu_q2_k.spv
+var spvMatvecGegluQ2K []byte
+
 //go:embed spv/get_rows_q3_k.spv
 var spvGetRowsQ3K []byte
 
@@ -287,6 +422,12 @@ var spvMatvecAddQ3K []byte
 
 //go:embed spv/matvec_gateup_q3_k.spv
 var spvMatvecGateupQ3K []byte
+
+//go:embed spv/matvec_bias_q3_k.spv
+var spvMatvecBiasQ3K []byte
+
+//go:embed spv/matvec_geglu_q3_k.spv
+var spvMatvecGegluQ3K []byte
 
 // kernels lists every compiled variant, in the generator's order.
 var kernels = []Kernel{{
@@ -330,6 +471,22 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  2,
+	Defines:   []string{"GELU"},
+	Name:      "gelu_f32",
+	PushBytes: 16,
+	SPIRV:     spvGeluF32,
+	Source:    "silu.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  2,
+	Defines:   []string{"SCALE"},
+	Name:      "scale_f32",
+	PushBytes: 16,
+	SPIRV:     spvScaleF32,
+	Source:    "silu.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  2,
 	Name:      "rms_norm_f32",
 	PushBytes: 24,
 	SPIRV:     spvRmsNormF32,
@@ -342,6 +499,29 @@ var kernels = []Kernel{{
 	PushBytes: 24,
 	SPIRV:     spvRmsNormMulF32,
 	Source:    "rms_norm.comp",
+	Workgroup: 512,
+}, {
+	Bindings:  2,
+	Name:      "layer_norm_f32",
+	PushBytes: 28,
+	SPIRV:     spvLayerNormF32,
+	Source:    "layer_norm.comp",
+	Workgroup: 512,
+}, {
+	Bindings:  3,
+	Defines:   []string{"MUL_WEIGHT"},
+	Name:      "layer_norm_mul_f32",
+	PushBytes: 28,
+	SPIRV:     spvLayerNormMulF32,
+	Source:    "layer_norm.comp",
+	Workgroup: 512,
+}, {
+	Bindings:  4,
+	Defines:   []string{"MUL_ADD"},
+	Name:      "layer_norm_mul_add_f32",
+	PushBytes: 28,
+	SPIRV:     spvLayerNormMulAddF32,
+	Source:    "layer_norm.comp",
 	Workgroup: 512,
 }, {
 	Bindings:  2,
@@ -460,6 +640,22 @@ var kernels = []Kernel{{
 	Source:    "matmul.comp",
 	Workgroup: 64,
 }, {
+	Bindings:  4,
+	Defines:   []string{"W_F32", "BIAS"},
+	Name:      "matmul_bias_f32",
+	PushBytes: 28,
+	SPIRV:     spvMatmulBiasF32,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_F32", "GEGLU"},
+	Name:      "matmul_geglu_f32",
+	PushBytes: 28,
+	SPIRV:     spvMatmulGegluF32,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
 	Bindings:  3,
 	Defines:   []string{"W_F32"},
 	Name:      "matvec_f32",
@@ -481,6 +677,22 @@ var kernels = []Kernel{{
 	Name:      "matvec_gateup_f32",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGateupF32,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_F32", "BIAS"},
+	Name:      "matvec_bias_f32",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBiasF32,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_F32", "GEGLU"},
+	Name:      "matvec_geglu_f32",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGegluF32,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -516,6 +728,22 @@ var kernels = []Kernel{{
 	Source:    "matmul.comp",
 	Workgroup: 64,
 }, {
+	Bindings:  4,
+	Defines:   []string{"W_F16", "BIAS"},
+	Name:      "matmul_bias_f16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulBiasF16,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_F16", "GEGLU"},
+	Name:      "matmul_geglu_f16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulGegluF16,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
 	Bindings:  3,
 	Defines:   []string{"W_F16"},
 	Name:      "matvec_f16",
@@ -537,6 +765,22 @@ var kernels = []Kernel{{
 	Name:      "matvec_gateup_f16",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGateupF16,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_F16", "BIAS"},
+	Name:      "matvec_bias_f16",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBiasF16,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_F16", "GEGLU"},
+	Name:      "matvec_geglu_f16",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGegluF16,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -572,6 +816,22 @@ var kernels = []Kernel{{
 	Source:    "matmul.comp",
 	Workgroup: 64,
 }, {
+	Bindings:  4,
+	Defines:   []string{"W_Q8_0", "BIAS"},
+	Name:      "matmul_bias_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulBiasQ80,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q8_0", "GEGLU"},
+	Name:      "matmul_geglu_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulGegluQ80,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
 	Bindings:  3,
 	Defines:   []string{"W_Q8_0"},
 	Name:      "matvec_q8_0",
@@ -593,6 +853,22 @@ var kernels = []Kernel{{
 	Name:      "matvec_gateup_q8_0",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGateupQ80,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q8_0", "BIAS"},
+	Name:      "matvec_bias_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBiasQ80,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q8_0", "GEGLU"},
+	Name:      "matvec_geglu_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGegluQ80,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -628,6 +904,22 @@ var kernels = []Kernel{{
 	Source:    "matmul.comp",
 	Workgroup: 64,
 }, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_0", "BIAS"},
+	Name:      "matmul_bias_q4_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulBiasQ40,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_0", "GEGLU"},
+	Name:      "matmul_geglu_q4_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulGegluQ40,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
 	Bindings:  3,
 	Defines:   []string{"W_Q4_0"},
 	Name:      "matvec_q4_0",
@@ -649,6 +941,22 @@ var kernels = []Kernel{{
 	Name:      "matvec_gateup_q4_0",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGateupQ40,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_0", "BIAS"},
+	Name:      "matvec_bias_q4_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBiasQ40,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_0", "GEGLU"},
+	Name:      "matvec_geglu_q4_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGegluQ40,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -684,6 +992,22 @@ var kernels = []Kernel{{
 	Source:    "matmul.comp",
 	Workgroup: 64,
 }, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_0", "BIAS"},
+	Name:      "matmul_bias_q5_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulBiasQ50,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_0", "GEGLU"},
+	Name:      "matmul_geglu_q5_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulGegluQ50,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
 	Bindings:  3,
 	Defines:   []string{"W_Q5_0"},
 	Name:      "matvec_q5_0",
@@ -705,6 +1029,22 @@ var kernels = []Kernel{{
 	Name:      "matvec_gateup_q5_0",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGateupQ50,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_0", "BIAS"},
+	Name:      "matvec_bias_q5_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBiasQ50,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_0", "GEGLU"},
+	Name:      "matvec_geglu_q5_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGegluQ50,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -740,6 +1080,22 @@ var kernels = []Kernel{{
 	Source:    "matmul.comp",
 	Workgroup: 64,
 }, {
+	Bindings:  4,
+	Defines:   []string{"W_BF16", "BIAS"},
+	Name:      "matmul_bias_bf16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulBiasBf16,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_BF16", "GEGLU"},
+	Name:      "matmul_geglu_bf16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulGegluBf16,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
 	Bindings:  3,
 	Defines:   []string{"W_BF16"},
 	Name:      "matvec_bf16",
@@ -761,6 +1117,22 @@ var kernels = []Kernel{{
 	Name:      "matvec_gateup_bf16",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGateupBf16,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_BF16", "BIAS"},
+	Name:      "matvec_bias_bf16",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBiasBf16,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_BF16", "GEGLU"},
+	Name:      "matvec_geglu_bf16",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGegluBf16,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -796,6 +1168,22 @@ var kernels = []Kernel{{
 	Source:    "matmul.comp",
 	Workgroup: 64,
 }, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_1", "BIAS"},
+	Name:      "matmul_bias_q4_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulBiasQ41,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_1", "GEGLU"},
+	Name:      "matmul_geglu_q4_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulGegluQ41,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
 	Bindings:  3,
 	Defines:   []string{"W_Q4_1"},
 	Name:      "matvec_q4_1",
@@ -817,6 +1205,22 @@ var kernels = []Kernel{{
 	Name:      "matvec_gateup_q4_1",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGateupQ41,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_1", "BIAS"},
+	Name:      "matvec_bias_q4_1",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBiasQ41,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_1", "GEGLU"},
+	Name:      "matvec_geglu_q4_1",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGegluQ41,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -852,6 +1256,22 @@ var kernels = []Kernel{{
 	Source:    "matmul.comp",
 	Workgroup: 64,
 }, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_1", "BIAS"},
+	Name:      "matmul_bias_q5_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulBiasQ51,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_1", "GEGLU"},
+	Name:      "matmul_geglu_q5_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulGegluQ51,
+	Source:    "matmul.comp",
+	Workgroup: 64,
+}, {
 	Bindings:  3,
 	Defines:   []string{"W_Q5_1"},
 	Name:      "matvec_q5_1",
@@ -873,6 +1293,22 @@ var kernels = []Kernel{{
 	Name:      "matvec_gateup_q5_1",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGateupQ51,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_1", "BIAS"},
+	Name:      "matvec_bias_q5_1",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBiasQ51,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_1", "GEGLU"},
+	Name:      "matvec_geglu_q5_1",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGegluQ51,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -908,6 +1344,22 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_K", "BIAS"},
+	Name:      "matvec_bias_q4_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBiasQ4K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_K", "GEGLU"},
+	Name:      "matvec_geglu_q4_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGegluQ4K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
 	Bindings:  3,
 	Defines:   []string{"W_Q5_K"},
 	Name:      "get_rows_q5_k",
@@ -937,6 +1389,22 @@ var kernels = []Kernel{{
 	Name:      "matvec_gateup_q5_k",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGateupQ5K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_K", "BIAS"},
+	Name:      "matvec_bias_q5_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBiasQ5K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_K", "GEGLU"},
+	Name:      "matvec_geglu_q5_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGegluQ5K,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -972,6 +1440,22 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
+	Bindings:  4,
+	Defines:   []string{"W_Q6_K", "BIAS"},
+	Name:      "matvec_bias_q6_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBiasQ6K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q6_K", "GEGLU"},
+	Name:      "matvec_geglu_q6_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGegluQ6K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
 	Bindings:  3,
 	Defines:   []string{"W_Q2_K"},
 	Name:      "get_rows_q2_k",
@@ -1004,6 +1488,22 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
+	Bindings:  4,
+	Defines:   []string{"W_Q2_K", "BIAS"},
+	Name:      "matvec_bias_q2_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBiasQ2K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q2_K", "GEGLU"},
+	Name:      "matvec_geglu_q2_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGegluQ2K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
 	Bindings:  3,
 	Defines:   []string{"W_Q3_K"},
 	Name:      "get_rows_q3_k",
@@ -1033,6 +1533,22 @@ var kernels = []Kernel{{
 	Name:      "matvec_gateup_q3_k",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGateupQ3K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q3_K", "BIAS"},
+	Name:      "matvec_bias_q3_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBiasQ3K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q3_K", "GEGLU"},
+	Name:      "matvec_geglu_q3_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGegluQ3K,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }}

@@ -10,7 +10,9 @@
 // W_Q4_1, W_Q5_1) and epilogue:
 //   (none)  d = W·x
 //   ADD     d = W·x + e                  (MatMulAdd; d may alias e)
+//   BIAS    d = W·x + e[row]             (MatMulBias: one bias row for every token)
 //   GATEUP  d = silu(W·x) · (U·x)        (MatMulGateUpSwiGLU; U at binding 3)
+//   GEGLU   d = gelu(W·x) · (U·x)        (MatMulGateUpGeGLU, GELU of gelu.glsl)
 //
 // Numerics follow the CPU backend (llama.cpp): F32 weights take float32
 // activations; F16 weights take activations rounded to binary16 beforehand
@@ -53,21 +55,25 @@ layout(binding = 1) readonly buffer Xq { uint xq[]; };
 layout(binding = 1) readonly buffer X { float x[]; };
 #endif
 layout(binding = 2) buffer D { float d[]; };
-#if defined(ADD)
+#if defined(ADD) || defined(BIAS)
 layout(binding = 3) readonly buffer E { float e[]; };
-#elif defined(GATEUP)
+#elif defined(GATEUP) || defined(GEGLU)
 layout(binding = 3) readonly buffer Ut { uint u[]; };
 #define NW 2u
+#define TWO_WEIGHTS
 #endif
 #ifndef NW
 #define NW 1u
 #endif
 
 #include "half.glsl"
+#ifdef GEGLU
+#include "gelu.glsl"
+#endif
 
 // word i of weight s (0: W, 1: U).
 uint wword(uint s, uint i) {
-#ifdef GATEUP
+#ifdef TWO_WEIGHTS
     return s == 0u ? w[i] : u[i];
 #else
     return w[i];
@@ -215,9 +221,13 @@ void main() {
         const float v = acc[j];
 #if defined(ADD)
         d[pc.doff + o] = v + e[pc.eoff + o];
+#elif defined(BIAS)
+        d[pc.doff + o] = v + e[pc.eoff + row];
 #elif defined(GATEUP)
         const float g = v;
         d[pc.doff + o] = (g / (1.0 + exp(-g))) * acc[NT + j];
+#elif defined(GEGLU)
+        d[pc.doff + o] = gelu_f16table(v) * acc[NT + j];
 #else
         d[pc.doff + o] = v;
 #endif

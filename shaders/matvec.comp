@@ -1,5 +1,6 @@
 // Matrix × vector (decode, and small batches) for the matmul family: the
-// same products, epilogues, push constants and bindings as matmul.comp,
+// same products, epilogues (ADD, BIAS, GATEUP, GEGLU), push constants and
+// bindings as matmul.comp,
 // but a workgroup of WG invocations (a power of two) cooperates on one
 // weight row for up to NT tokens (gl_WorkGroupID.z is the token block):
 // invocation i takes chunks i, i+WG, … of 32 weights (single weights for
@@ -51,23 +52,27 @@ layout(binding = 1) readonly buffer Xq { uint xq[]; };
 layout(binding = 1) readonly buffer X { float x[]; };
 #endif
 layout(binding = 2) buffer D { float d[]; };
-#if defined(ADD)
+#if defined(ADD) || defined(BIAS)
 layout(binding = 3) readonly buffer E { float e[]; };
-#elif defined(GATEUP)
+#elif defined(GATEUP) || defined(GEGLU)
 layout(binding = 3) readonly buffer Ut { uint u[]; };
 #define NW 2u
+#define TWO_WEIGHTS
 #endif
 #ifndef NW
 #define NW 1u
 #endif
 
 #include "half.glsl"
+#ifdef GEGLU
+#include "gelu.glsl"
+#endif
 
 shared float red[NT * NW * WG];
 
 // word i of weight s (0: W, 1: U).
 uint wword(uint s, uint i) {
-#ifdef GATEUP
+#ifdef TWO_WEIGHTS
     return s == 0u ? w[i] : u[i];
 #else
     return w[i];
@@ -404,9 +409,13 @@ void main() {
         const float v = red[l * WG];
 #if defined(ADD)
         d[pc.doff + o] = v + e[pc.eoff + o];
+#elif defined(BIAS)
+        d[pc.doff + o] = v + e[pc.eoff + row];
 #elif defined(GATEUP)
         const float g = v;
         d[pc.doff + o] = (g / (1.0 + exp(-g))) * red[(NT + l) * WG];
+#elif defined(GEGLU)
+        d[pc.doff + o] = gelu_f16table(v) * red[(NT + l) * WG];
 #else
         d[pc.doff + o] = v;
 #endif

@@ -1,16 +1,29 @@
 // SiLU (ops/ref SiLU): d[i] = x[i] / (1 + exp(-x[i])); variant SWIGLU
 // multiplies by u[i] as well (ops/ref SwiGLU); variant COPY copies
-// (d[i] = x[i], a Copy within one backend). Operands start at element
-// offsets; d may alias x.
+// (d[i] = x[i], a Copy within one backend); variant GELU is ggml's
+// table GELU (gelu.glsl); variant SCALE multiplies by a float (ops/ref
+// Scale; the last push word holds it). Operands start at element offsets;
+// d may alias x.
 #version 450
+#extension GL_GOOGLE_include_directive : require
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 256;
 
 layout(push_constant) uniform Push {
     uint n;
-    uint xoff, doff, uoff;
+    uint xoff, doff;
+#ifdef SCALE
+    float s;
+#else
+    uint uoff;
+#endif
 } pc;
+
+#ifdef GELU
+#include "half.glsl"
+#include "gelu.glsl"
+#endif
 
 layout(binding = 0) readonly buffer X { float x[]; };
 #ifdef SWIGLU
@@ -28,6 +41,10 @@ void main() {
         d[pc.doff + i] = (v / (1.0 + exp(-v))) * u[pc.uoff + i];
 #elif defined(COPY)
         d[pc.doff + i] = v;
+#elif defined(GELU)
+        d[pc.doff + i] = gelu_f16table(v);
+#elif defined(SCALE)
+        d[pc.doff + i] = v * pc.s;
 #else
         d[pc.doff + i] = v / (1.0 + exp(-v));
 #endif

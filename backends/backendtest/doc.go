@@ -64,7 +64,7 @@
 //	Add                                |a| + |b|                                 2⁻²³
 //	SiLU, SwiGLU                       |want|                                    2⁻¹⁶
 //	Softmax                            |want|                                    2⁻¹⁵
-//	GELU                               |want| (Abs 2⁻²⁴)                         2⁻¹⁰
+//	GELU                               |want| + 2⁻¹³·|x| (Abs 2⁻²⁴)             2⁻¹⁰
 //	RMSNorm(Mul)                       |x|/rms (·|w|)                            2⁻¹⁴
 //	LayerNorm(Mul, MulAdd)             (|x|+|mean|)/std (·|w|, +|want|)          2⁻¹⁴
 //	RoPE                               |x₀|+|x₁| of the rotated pair             2⁻¹²

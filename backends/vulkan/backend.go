@@ -107,12 +107,21 @@ func (Backend) Supports(n *graph.Node, g *graph.Graph) error {
 			return fmt.Errorf("RMSNormMul with a %s weight: the Vulkan shader takes F32", in(1).Type.DType)
 		}
 		return nil
+	case ops.GELU, ops.Scale, ops.LayerNorm, ops.LayerNormMul, ops.LayerNormMulAdd:
+		// gelu_f32 and scale_f32 (silu.comp), layer_norm*.comp: F32
+		// operands, norm weight and bias 1-D.
+		for i := range n.Inputs {
+			if t := in(i).Type; t.DType != gguf.TypeF32 || (i > 0 && len(t.Shape) != 1) {
+				return fmt.Errorf("%s with operand %d of %s: the Vulkan shader takes F32 (weights 1-D)", n.Op, i, t)
+			}
+		}
+		return nil
 	case ops.Part:
 		if in(0).Op != ops.MatMulQKV {
 			return fmt.Errorf("Part of %s: Vulkan lays out only MatMulQKV's parts", in(0).Op)
 		}
 		return nil
-	case ops.MatMul, ops.MatMulAdd, ops.MatMulQKV, ops.MatMulGateUpSwiGLU:
+	case ops.MatMul, ops.MatMulAdd, ops.MatMulQKV, ops.MatMulGateUpSwiGLU, ops.MatMulBias, ops.MatMulGateUpGeGLU:
 		ws := ops.MatMulWeights(n)
 		for _, id := range ws {
 			if err := weightOperand(g.Nodes[id], "matmul weight"); err != nil {
@@ -124,10 +133,13 @@ func (Backend) Supports(n *graph.Node, g *graph.Graph) error {
 				return fmt.Errorf("weights of types %s and %s in one node take different activations", a, b)
 			}
 		}
-		if n.Op == ops.MatMulGateUpSwiGLU {
+		if n.Op == ops.MatMulGateUpSwiGLU || n.Op == ops.MatMulGateUpGeGLU {
 			if gt, ut := g.Nodes[ws[0]].Type, g.Nodes[ws[1]].Type; gt.DType != ut.DType || !gt.Shape.Equal(ut.Shape) {
 				return fmt.Errorf("gate %s and up %s differ", gt, ut)
 			}
+		}
+		if b := in(len(n.Inputs) - 1); n.Op == ops.MatMulBias && (b.Type.DType != gguf.TypeF32 || len(b.Type.Shape) != 1) {
+			return fmt.Errorf("MatMulBias with a %s bias: the Vulkan shaders take a 1-D F32 row", b.Type)
 		}
 		return nil
 	case ops.RoPE:

@@ -19,8 +19,7 @@ func TestConformance(t *testing.T) {
 	vulkantest.Open(t).Close() // skips without a device
 	// Q4_0, F16 and Q4_1 take different activations (Q8_0, binary16, Q8_1).
 	unsupported := []string{ops.MatMulQKV + "/Q4_0+F16+Q4_1"}
-	// No shaders for these ops (Dequantize is fused away by the passes).
-	unsupported = append(unsupported, ops.LayerNorm, ops.LayerNormMul, ops.LayerNormMulAdd, ops.Scale, ops.GELU, ops.Dequantize,
-		ops.MatMulBias, ops.MatMulGateUpGeGLU)
+	// No shader for Dequantize: the passes fuse it away.
+	unsupported = append(unsupported, ops.Dequantize)
 	backendtest.Run(t, vulkan.Backend{}, backendtest.Options{Unsupported: unsupported})
 }

@@ -530,6 +530,27 @@ func (r *recorder) node(v *value) error {
 		return r.attention(v, dst, doff)
 	case ops.MatMul, ops.MatMulAdd, ops.MatMulQKV, ops.MatMulGateUpSwiGLU:
 		return r.matmul(v, dst, doff)
+	case ops.GELU:
+		x, xoff := r.operand(n.Inputs[0])
+		total := rows * v.width
+		return r.dispatch("gelu_f32", strided(total, 256), []uint32{uint32(total), xoff, doff, 0}, x, dst)
+	case ops.Scale:
+		x, xoff := r.operand(n.Inputs[0])
+		total := rows * v.width
+		return r.dispatch("scale_f32", strided(total, 256), []uint32{uint32(total), xoff, doff, f32bits(a.Float("scale"))}, x, dst)
+	case ops.LayerNorm, ops.LayerNormMul, ops.LayerNormMulAdd:
+		x, xoff := r.operand(n.Inputs[0])
+		push := []uint32{uint32(v.width), uint32(rows), f32bits(a.Float("eps")), xoff, doff, 0, 0}
+		bufs := []Range{x, dst}
+		for i := 1; i < len(n.Inputs); i++ { // the weight, then the bias
+			b, off := r.operand(n.Inputs[i])
+			push[4+i] = off
+			bufs = append(bufs, b)
+		}
+		kernel := map[string]string{ops.LayerNorm: "layer_norm_f32", ops.LayerNormMul: "layer_norm_mul_f32", ops.LayerNormMulAdd: "layer_norm_mul_add_f32"}[n.Op]
+		return r.dispatch(kernel, rowGroups(rows), push, bufs...)
+	case ops.MatMulBias, ops.MatMulGateUpGeGLU:
+		return r.matmul(v, dst, doff)
 	}
 	return fmt.Errorf("no Vulkan shader for %s", n.Op)
 }
@@ -669,6 +690,17 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 			return fmt.Errorf("gate %s and up %s differ", g.n.Type, u.n.Type)
 		}
 		return chunked(shader+"_gateup_"+kind, g, u, dst, doff, Range{}, 0)
+	case ops.MatMulBias:
+		// The bias row's element offset goes where the residual's would;
+		// each chunk adds its own rows' biases (eoff + row0).
+		b, boff := r.operand(n.Inputs[2])
+		return chunked(shader+"_bias_"+kind, w(0), nil, dst, doff, b, boff)
+	case ops.MatMulGateUpGeGLU:
+		g, u := w(0), w(1)
+		if g.n.Type.DType != u.n.Type.DType || !g.n.Type.Shape.Equal(u.n.Type.Shape) {
+			return fmt.Errorf("gate %s and up %s differ", g.n.Type, u.n.Type)
+		}
+		return chunked(shader+"_geglu_"+kind, g, u, dst, doff, Range{}, 0)
 	case ops.MatMulQKV:
 		// Part i is [maxTokens, rows_i] after the parts before it.
 		off := doff

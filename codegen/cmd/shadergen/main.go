@@ -39,8 +39,13 @@ var variants = []variant{
 	{"silu_f32", "silu.comp", nil, 2, 16, 256},
 	{"swiglu_f32", "silu.comp", []string{"SWIGLU"}, 3, 16, 256},
 	{"copy_f32", "silu.comp", []string{"COPY"}, 2, 16, 256},
+	{"gelu_f32", "silu.comp", []string{"GELU"}, 2, 16, 256},
+	{"scale_f32", "silu.comp", []string{"SCALE"}, 2, 16, 256},
 	{"rms_norm_f32", "rms_norm.comp", nil, 2, 24, 512},
 	{"rms_norm_mul_f32", "rms_norm.comp", []string{"MUL_WEIGHT"}, 3, 24, 512},
+	{"layer_norm_f32", "layer_norm.comp", nil, 2, 28, 512},
+	{"layer_norm_mul_f32", "layer_norm.comp", []string{"MUL_WEIGHT"}, 3, 28, 512},
+	{"layer_norm_mul_add_f32", "layer_norm.comp", []string{"MUL_ADD"}, 4, 28, 512},
 	{"softmax_f32", "softmax.comp", nil, 2, 20, 128},
 	{"quantize_q8_0", "quantize_q8.comp", nil, 2, 16, 64},
 	{"quantize_q8_k", "quantize_q8k.comp", nil, 2, 16, 64},
@@ -75,12 +80,16 @@ func init() {
 				variant{"matmul_" + w.name, "matmul.comp", []string{w.define}, 3, 28, 64},
 				variant{"matmul_add_" + w.name, "matmul.comp", []string{w.define, "ADD"}, 4, 28, 64},
 				variant{"matmul_gateup_" + w.name, "matmul.comp", []string{w.define, "GATEUP"}, 4, 28, 64},
+				variant{"matmul_bias_" + w.name, "matmul.comp", []string{w.define, "BIAS"}, 4, 28, 64},
+				variant{"matmul_geglu_" + w.name, "matmul.comp", []string{w.define, "GEGLU"}, 4, 28, 64},
 			)
 		}
 		variants = append(variants,
 			variant{"matvec_" + w.name, "matvec.comp", []string{w.define}, 3, 28, 64},
 			variant{"matvec_add_" + w.name, "matvec.comp", []string{w.define, "ADD"}, 4, 28, 64},
 			variant{"matvec_gateup_" + w.name, "matvec.comp", []string{w.define, "GATEUP"}, 4, 28, 64},
+			variant{"matvec_bias_" + w.name, "matvec.comp", []string{w.define, "BIAS"}, 4, 28, 64},
+			variant{"matvec_geglu_" + w.name, "matvec.comp", []string{w.define, "GEGLU"}, 4, 28, 64},
 		)
 	}
 }
