@@ -311,12 +311,13 @@ func normMul(norm func(dst, x []float32, n int, eps float32)) kernel {
 	}
 }
 
-// normJob is normMul's work on rows [lo, hi).
+// normJob is normMul's work on rows [lo, hi); with b set it also adds the
+// bias (LayerNormMulAdd).
 type normJob struct {
-	norm      func(dst, x []float32, n int, eps float32)
-	x, w, dst []float32
-	n         int
-	eps       float32
+	norm         func(dst, x []float32, n int, eps float32)
+	x, w, b, dst []float32
+	n            int
+	eps          float32
 }
 
 func (j *normJob) run(_, lo, hi int) {
@@ -324,16 +325,17 @@ func (j *normJob) run(_, lo, hi int) {
 		row := j.dst[r : r+j.n]
 		j.norm(row, j.x[r:r+j.n], j.n, j.eps)
 		simd.Mul(row, row, j.w)
+		if j.b != nil {
+			simd.Add(row, row, j.b)
+		}
 	}
 }
 
+// runLayerNormMulAdd is LayerNorm·w + b, rows shared among the threads
+// as in normMul.
 func runLayerNormMulAdd(s *State, v *value) error {
-	x, w, b, dst := s.f32(s.input(v, 0)), s.f32(s.input(v, 1)), s.f32(s.input(v, 2)), s.f32(v)
-	n, eps := v.width, v.node.Attrs.Float("eps")
-	for r := 0; r+n <= len(x); r += n {
-		ref.LayerNorm(dst[r:r+n], x[r:r+n], n, eps)
-		simd.Mul(dst[r:r+n], dst[r:r+n], w)
-		simd.Add(dst[r:r+n], dst[r:r+n], b)
-	}
+	s.jobs.norm = normJob{norm: ref.LayerNorm, x: s.f32(s.input(v, 0)), w: s.f32(s.input(v, 1)), b: s.f32(s.input(v, 2)),
+		dst: s.f32(v), n: v.width, eps: v.node.Attrs.Float("eps")}
+	parallelFor(len(s.jobs.norm.x)/v.width, s.p.threads, 16, &s.jobs.norm)
 	return nil
 }
