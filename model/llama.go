@@ -1,6 +1,11 @@
 package model
 
-import "github.com/weft-ml/weft/ops"
+import (
+	"fmt"
+
+	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/ops"
+)
 
 // llama: RMSNorm, normal RoPE, SiLU-gated FFN, scores scaled by
 // 1/√head_dim; output tied when output.weight is absent (Llama 3.2). The
@@ -9,6 +14,15 @@ func init() {
 	mustRegister(Arch{
 		Name: "llama",
 		Keys: commonKeys(keyRMSEps),
+		Refuse: func(f *gguf.File, _ Params) error {
+			// Llama 3.1 and later scale RoPE's frequencies per pair by this
+			// tensor (llama.cpp divides each angle by its factor); weft's
+			// RoPE has no factors yet, and ignoring them gives wrong logits.
+			if _, ok := f.Tensor("rope_freqs.weight"); ok {
+				return fmt.Errorf("tensor %q (Llama 3.1-style RoPE frequency factors) is not supported yet", "rope_freqs.weight")
+			}
+			return nil
+		},
 		Tensors: func(p Params) []Tensor {
 			return append(globalTensors(p, tiedOrUntied, NoBias, NoBias), PerLayer(p, func(pre string) []Tensor {
 				ts := norm(pre+"attn_norm", p.Embd, NoBias)

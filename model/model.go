@@ -148,7 +148,7 @@ func lower(f *gguf.File, a *Arch) (*Lowered, error) {
 	if err := a.Lower(l); err != nil {
 		return nil, err
 	}
-	if err := l.b.Err(); err != nil {
+	if err := l.Err(); err != nil { // in case Lower did not return it
 		return nil, err
 	}
 	g, err := l.b.Graph()
