@@ -33,6 +33,18 @@ var spvRmsNormF32 []byte
 //go:embed spv/rms_norm_mul_f32.spv
 var spvRmsNormMulF32 []byte
 
+//go:embed spv/rms_norm_mul_q8_0.spv
+var spvRmsNormMulQ80 []byte
+
+//go:embed spv/rms_norm_mul_q8_1.spv
+var spvRmsNormMulQ81 []byte
+
+//go:embed spv/rms_norm_mul_f16.spv
+var spvRmsNormMulF16 []byte
+
+//go:embed spv/rms_norm_mul_bf16.spv
+var spvRmsNormMulBf16 []byte
+
 //go:embed spv/layer_norm_f32.spv
 var spvLayerNormF32 []byte
 
@@ -488,7 +500,7 @@ var kernels = []Kernel{{
 }, {
 	Bindings:  2,
 	Name:      "rms_norm_f32",
-	PushBytes: 24,
+	PushBytes: 28,
 	SPIRV:     spvRmsNormF32,
 	Source:    "rms_norm.comp",
 	Workgroup: 512,
@@ -496,8 +508,40 @@ var kernels = []Kernel{{
 	Bindings:  3,
 	Defines:   []string{"MUL_WEIGHT"},
 	Name:      "rms_norm_mul_f32",
-	PushBytes: 24,
+	PushBytes: 28,
 	SPIRV:     spvRmsNormMulF32,
+	Source:    "rms_norm.comp",
+	Workgroup: 512,
+}, {
+	Bindings:  4,
+	Defines:   []string{"MUL_WEIGHT", "Q8_0"},
+	Name:      "rms_norm_mul_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvRmsNormMulQ80,
+	Source:    "rms_norm.comp",
+	Workgroup: 512,
+}, {
+	Bindings:  4,
+	Defines:   []string{"MUL_WEIGHT", "Q8_1"},
+	Name:      "rms_norm_mul_q8_1",
+	PushBytes: 28,
+	SPIRV:     spvRmsNormMulQ81,
+	Source:    "rms_norm.comp",
+	Workgroup: 512,
+}, {
+	Bindings:  4,
+	Defines:   []string{"MUL_WEIGHT", "ROUND_F16"},
+	Name:      "rms_norm_mul_f16",
+	PushBytes: 28,
+	SPIRV:     spvRmsNormMulF16,
+	Source:    "rms_norm.comp",
+	Workgroup: 512,
+}, {
+	Bindings:  4,
+	Defines:   []string{"MUL_WEIGHT", "ROUND_BF16"},
+	Name:      "rms_norm_mul_bf16",
+	PushBytes: 28,
+	SPIRV:     spvRmsNormMulBf16,
 	Source:    "rms_norm.comp",
 	Workgroup: 512,
 }, {

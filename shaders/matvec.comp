@@ -2,7 +2,9 @@
 // same products, epilogues (ADD, BIAS, GATEUP, GEGLU), push constants and
 // bindings as matmul.comp,
 // but a workgroup of WG invocations (a power of two) cooperates on one
-// weight row for up to NT tokens (gl_WorkGroupID.z is the token block):
+// weight row for up to NT tokens (gl_WorkGroupID.z is the token block;
+// NT is specialization constant 1: 8, or 1 for a decode step, whose
+// variant needs far fewer registers and so runs more rows at once):
 // invocation i takes chunks i, i+WG, … of 32 weights (single weights for
 // F32/F16/BF16), so neighbouring invocations read neighbouring weight bytes,
 // and the partial sums are reduced through shared memory (no assumption
@@ -22,7 +24,7 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
-#define NT 8u
+layout(constant_id = 1) const uint NT = 8u;
 
 layout(push_constant) uniform Push {
     uint ncols, nrows, ntok;

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -245,7 +246,8 @@ func TestMatMul(t *testing.T) {
 		if wt.BlockSize() == 1 {
 			cases = append(cases, struct{ rows, cols, ntok int }{7, 33, 2}) // odd rows of float weights
 		}
-		kernels := []string{"matmul", "matvec"}
+		// matvec#1: the decode variant (one token per workgroup).
+		kernels := []string{"matmul", "matvec", "matvec#1"}
 		if kQuant(wt) {
 			kernels = kernels[1:]
 		}
@@ -308,11 +310,22 @@ func TestMatMul(t *testing.T) {
 					e.run("quantize_q8_0", [3]uint32{2, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
 					xb, aoff = qb, qoff
 				}
+				base, nt := kern, 8
+				if b, ok := strings.CutSuffix(kern, "#1"); ok {
+					base, nt = b, 1
+				}
+				name := func(epilogue string) string {
+					n := base + epilogue + "_" + typeName(wt)
+					if nt == 1 {
+						n += "#1"
+					}
+					return n
+				}
 				g := e.rows((c.rows + 63) / 64) // matmul: one invocation per weight row
-				if kern == "matvec" {
+				if base == "matvec" {
 					g = e.rows(c.rows) // one workgroup per weight row
 				}
-				g[2] = uint32((c.ntok + 7) / 8)
+				g[2] = uint32((c.ntok + nt - 1) / nt)
 				push := pushWords(c.cols, c.rows, c.ntok, aoff, doff, roff, c.rows)
 				label := fmt.Sprintf("%s %s %dx%d ntok=%d", kern, typeName(wt), c.rows, c.cols, c.ntok)
 
@@ -328,17 +341,17 @@ func TestMatMul(t *testing.T) {
 					}
 					t.Logf("%s %s: max |error|/tolerance = %.2g", what, label, worst)
 				}
-				e.run(kern+"_"+typeName(wt), g, push, wb, xb, db)
+				e.run(name(""), g, push, wb, xb, db)
 				check("matmul", gate, func(i int) float64 { return 1e-7 + tol*magW[i] })
 
 				rb := e.place(roff, res)
 				want := make([]float32, len(gate))
 				ref.Add(want, gate, res)
-				e.run(kern+"_add_"+typeName(wt), g, push, wb, xb, db, rb)
+				e.run(name("_add"), g, push, wb, xb, db, rb)
 				check("matmul+add", want, func(i int) float64 { return 1e-7 + tol*magW[i] })
 
 				ref.SwiGLU(want, gate, up)
-				e.run(kern+"_gateup_"+typeName(wt), g, push, wb, xb, db, ub)
+				e.run(name("_gateup"), g, push, wb, xb, db, ub)
 				check("matmul gate·up", want, func(i int) float64 {
 					// silu'(x) ≤ 1.1: the gate's error passes through scaled by |up|,
 					// the up's by |silu(gate)| ≤ |gate|+0.3; exp adds a few ulp.

@@ -21,6 +21,12 @@ layout(binding = 0) readonly buffer X { float x[]; };
 layout(binding = 1) writeonly buffer Q { uint q[]; };
 
 #include "half.glsl"
+#ifdef Q8_1
+#define BW 10u
+#elif !defined(ROUND_F16) && !defined(ROUND_BF16)
+#define BW 9u
+#endif
+#include "quantize.glsl"
 
 void main() {
 #if defined(ROUND_F16) || defined(ROUND_BF16)
@@ -33,45 +39,19 @@ void main() {
 #ifdef ROUND_F16
         q[pc.qoff + i] = floatBitsToUint(round_f16(x[pc.xoff + i]));
 #else
-        const uint u = floatBitsToUint(x[pc.xoff + i]);
-        q[pc.qoff + i] = (u & 0x7fffffffu) > 0x7f800000u ? (u | 0x00400000u) & 0xffff0000u
-                                                         : ((u + 0x7fffu + ((u >> 16) & 1u)) >> 16) << 16;
+        q[pc.qoff + i] = bf16_bits(x[pc.xoff + i]);
 #endif
     }
-    return;
-#endif
-#ifdef Q8_1
-#define BW 10u
 #else
-#define BW 9u
-#endif
     const uint nb = pc.ncols / 32u;
     const uint stride = gl_NumWorkGroups.x * WG;
     for (uint i = gl_GlobalInvocationID.x; i < nb * pc.ntok; i += stride) {
         const uint base = pc.xoff + (i / nb) * pc.ncols + (i % nb) * 32u;
-        float amax = 0.0;
+        float v[32];
         for (uint j = 0u; j < 32u; j++) {
-            const float a = abs(x[base + j]);
-            amax = amax > a ? amax : a;
+            v[j] = x[base + j];
         }
-        const float dv = div_rn(amax, 127.0);
-        const float id = dv != 0.0 ? div_rn(1.0, dv) : 0.0;
-        const uint o = pc.qoff + i * BW;
-        q[o] = floatBitsToUint(round_f16(dv));
-        int sum = 0;
-        for (uint k = 0u; k < 8u; k++) {
-            uint word = 0u;
-            for (uint j = 0u; j < 4u; j++) {
-                precise float v = x[base + 4u * k + j] * id;
-                const int qv = int(round_away(v));
-                sum += qv;
-                word |= (uint(qv) & 0xffu) << (8u * j);
-            }
-            q[o + BW - 8u + k] = word;
-        }
-#ifdef Q8_1
-        precise float sd = float(sum) * dv;
-        q[o + 1u] = floatBitsToUint(round_f16(sd));
-#endif
+        store_q8_block(pc.qoff + i * BW, v);
     }
+#endif
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -38,13 +40,22 @@ func newEnv(t *testing.T) *env {
 	return &env{t: t, d: d, rng: rand.New(rand.NewPCG(seed, 0x5eed)), ks: map[string]*vulkan.Kernel{}}
 }
 
+// kernel returns the named kernel; NAME#V sets specialization constant 1
+// to V (matvec's NT).
 func (e *env) kernel(name string) *vulkan.Kernel {
 	if k := e.ks[name]; k != nil {
 		return k
 	}
-	s, err := shaders.Lookup(name)
+	base, v, specialized := strings.Cut(name, "#")
+	s, err := shaders.Lookup(base)
 	require.NoError(e.t, err)
-	k, err := e.d.NewKernel(vulkan.KernelSpec{Name: s.Name, SPIRV: s.SPIRV, Bindings: s.Bindings, PushBytes: s.PushBytes, Workgroup: uint32(s.Workgroup)})
+	var spec []uint32
+	if specialized {
+		n, err := strconv.Atoi(v)
+		require.NoError(e.t, err)
+		spec = []uint32{uint32(n)}
+	}
+	k, err := e.d.NewKernel(vulkan.KernelSpec{Name: s.Name, SPIRV: s.SPIRV, Bindings: s.Bindings, PushBytes: s.PushBytes, Workgroup: uint32(s.Workgroup), Spec: spec})
 	require.NoError(e.t, err)
 	e.t.Cleanup(k.Close)
 	e.ks[name] = k
@@ -216,7 +227,7 @@ func TestSiLU(t *testing.T) {
 func TestRMSNorm(t *testing.T) {
 	e := newEnv(t)
 	const eps = 1e-5
-	for _, c := range []struct{ rows, cols int }{{1, 1}, {3, 7}, {5, 333}, {2, 4099}, {3, 8193}} {
+	for _, c := range []struct{ rows, cols int }{{1, 1}, {3, 7}, {5, 333}, {2, 4099}, {3, 8193}, {1, 2048}, {4, 96}} {
 		x := e.random(c.rows * c.cols)
 		w := e.random(c.cols)
 		want := make([]float32, len(x))
@@ -225,15 +236,39 @@ func TestRMSNorm(t *testing.T) {
 		ref.Mul(wantW, want, w)
 
 		xb, db := e.f32(x), e.out(len(x))
-		e.run("rms_norm_f32", e.rows(c.rows), pushWords(c.cols, c.rows, float32(eps), 0, 0, 0), xb, db)
+		e.run("rms_norm_f32", e.rows(c.rows), pushWords(c.cols, c.rows, float32(eps), 0, 0, 0, 0), xb, db)
 		requireClose(t, fmt.Sprintf("rms_norm %dx%d", c.rows, c.cols), e.read(db, len(x)), want, 1e-6, 2e-6)
 
 		wb, dw := e.f32(w), e.out(len(x))
-		e.run("rms_norm_mul_f32", e.rows(c.rows), pushWords(c.cols, c.rows, float32(eps), 0, 0, 0), xb, dw, wb)
+		e.run("rms_norm_mul_f32", e.rows(c.rows), pushWords(c.cols, c.rows, float32(eps), 0, 0, 0, 0), xb, dw, wb)
 		requireClose(t, fmt.Sprintf("rms_norm·w %dx%d", c.rows, c.cols), e.read(dw, len(x)), wantW, 1e-6, 2e-6)
 
+		// Fused with the activations' quantization or rounding: the same
+		// bits as rms_norm_mul_f32 then quantize_q8_0/q8_1 or round_*.
+		for _, kind := range []string{"q8_0", "q8_1", "f16", "bf16"} {
+			words := c.rows * c.cols // f16, bf16: a word per value
+			switch {
+			case kind == "q8_0" && c.cols%32 == 0:
+				words = c.rows * c.cols / 32 * 9
+			case kind == "q8_1" && c.cols%32 == 0:
+				words = c.rows * c.cols / 32 * 10
+			case kind == "q8_0" || kind == "q8_1":
+				continue // whole blocks only
+			}
+			sep := "quantize_" + kind
+			if kind == "f16" || kind == "bf16" {
+				sep = "round_" + kind
+			}
+			const qoff = 3
+			qa, qb, df := e.out(qoff+words), e.out(qoff+words), e.out(len(x))
+			e.run(sep, [3]uint32{4, 1, 1}, pushWords(c.cols, c.rows, 0, qoff), dw, qa)
+			e.run("rms_norm_mul_"+kind, e.rows(c.rows), pushWords(c.cols, c.rows, float32(eps), 0, 0, 0, qoff), xb, df, wb, qb)
+			require.Equal(t, e.read(dw, len(x)), e.read(df, len(x)), "rms_norm_mul_%s %dx%d: values", kind, c.rows, c.cols)
+			require.Equal(t, f32Bits(e.readAt(qa, qoff, words)), f32Bits(e.readAt(qb, qoff, words)), "rms_norm_mul_%s %dx%d: activations", kind, c.rows, c.cols)
+		}
+
 		// In place.
-		e.run("rms_norm_f32", e.rows(c.rows), pushWords(c.cols, c.rows, float32(eps), 0, 0, 0), xb, xb)
+		e.run("rms_norm_f32", e.rows(c.rows), pushWords(c.cols, c.rows, float32(eps), 0, 0, 0, 0), xb, xb)
 		requireClose(t, fmt.Sprintf("rms_norm in place %dx%d", c.rows, c.cols), e.read(xb, len(x)), want, 1e-6, 2e-6)
 	}
 }
@@ -278,4 +313,13 @@ func unsafeBytes(v []float32) []byte {
 		return nil
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
+}
+
+// f32Bits returns the bits of v (words that are not float values).
+func f32Bits(v []float32) []uint32 {
+	out := make([]uint32, len(v))
+	for i, f := range v {
+		out[i] = math.Float32bits(f)
+	}
+	return out
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/weft-ml/weft/backends"
@@ -35,8 +37,12 @@ type Executable struct {
 	ropes                 []ropeParams
 	weights               []*Buffer
 
-	placed   bool   // LoadOptions.Placed: only the nodes placed here are loaded
-	exported []bool // placed: nodes whose values a Copy on another backend reads
+	// normQuant names, per RMSNormMul node whose every reader is a matmul
+	// taking one kind of activations, that kind: the norm writes them
+	// itself (fusedNormQuant).
+	normQuant map[int]string
+	placed    bool   // LoadOptions.Placed: only the nodes placed here are loaded
+	exported  []bool // placed: nodes whose values a Copy on another backend reads
 
 	mu      sync.Mutex
 	kernels map[string]*Kernel
@@ -131,6 +137,7 @@ func LoadOn(d *Device, g *graph.Graph, w backends.Weights, o backends.LoadOption
 		return e, errors.New("the logits output is not a computed value")
 	}
 	e.planArena()
+	e.normQuant = fusedNormQuant(g, e.order, func(id int) bool { return e.vals[id].active && !e.vals[id].import_ })
 	// Weights stream through the staging ring: the last copies may still
 	// be running, and their errors are Load's.
 	return e, e.d.WaitUploads()
@@ -387,17 +394,28 @@ func (e *Executable) ActivationBytes() int64 { return 4 * (e.arenaElems + e.q8Wo
 func (e *Executable) Device() *Device { return e.d }
 
 // kernel returns the named shader's pipeline, created on first use.
+// NAME#V is NAME with specialization constant 1 set to V (matvec's tokens
+// per workgroup).
 func (e *Executable) kernel(name string) (*Kernel, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if k := e.kernels[name]; k != nil {
 		return k, nil
 	}
-	s, err := shaders.Lookup(name)
+	base, v, specialized := strings.Cut(name, "#")
+	s, err := shaders.Lookup(base)
 	if err != nil {
 		return nil, err
 	}
-	k, err := e.d.NewKernel(KernelSpec{Name: s.Name, SPIRV: s.SPIRV, Bindings: s.Bindings, PushBytes: s.PushBytes, Workgroup: uint32(s.Workgroup)})
+	var spec []uint32
+	if specialized {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("kernel %q: %w", name, err)
+		}
+		spec = []uint32{uint32(n)}
+	}
+	k, err := e.d.NewKernel(KernelSpec{Name: s.Name, SPIRV: s.SPIRV, Bindings: s.Bindings, PushBytes: s.PushBytes, Workgroup: uint32(s.Workgroup), Spec: spec})
 	if err != nil {
 		return nil, err
 	}
@@ -493,4 +511,40 @@ func mib(n int64) string {
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 	}
 	return fmt.Sprintf("%d MiB", (n+(1<<20)-1)>>20)
+}
+
+// fusedNormQuant finds the RMSNormMul nodes whose results only matmuls
+// read, as their activations input, all taking Q8_0, Q8_1, binary16- or
+// bfloat16-rounded activations of one kind: the norm shader writes those
+// activations as well (rms_norm_mul_KIND) and the matmuls skip their
+// quantization dispatch. Q8_K activations (K-quant weights) are still
+// quantized apart. here reports whether this backend runs a node.
+func fusedNormQuant(g *graph.Graph, order []int, here func(int) bool) map[int]string {
+	users := g.Users()
+	out := map[int]string{}
+	for _, id := range order {
+		n := g.Nodes[id]
+		if n.Op != ops.RMSNormMul || !here(id) || id == g.Outputs["logits"] || len(users[id]) == 0 || n.Type.Shape.Inner().N%32 != 0 {
+			continue
+		}
+		kind := ""
+		for _, u := range users[id] {
+			un := g.Nodes[u]
+			ws := ops.MatMulWeights(un)
+			if len(ws) == 0 || !here(u) || un.Inputs[0] != id {
+				kind = ""
+				break
+			}
+			k := actKind(g.Nodes[ws[0]].Type.DType)
+			if k != "q8_0" && k != "q8_1" && k != "f16" && k != "bf16" || kind != "" && k != kind {
+				kind = ""
+				break
+			}
+			kind = k
+		}
+		if kind != "" {
+			out[id] = kind
+		}
+	}
+	return out
 }

@@ -371,6 +371,9 @@ type recorder struct {
 	s    *Session
 	p    *Program
 	T, R int
+	// scratch is the node whose activations the scratch buffer holds
+	// (quantized or rounded for its matmuls), or -1.
+	scratch int
 }
 
 // record records every dispatch of a step shape (the whole graph, or one
@@ -386,7 +389,7 @@ func (s *Session) record(key stepKey) (*Program, error) {
 			return nil, err
 		}
 	}
-	r := &recorder{s: s, p: p, T: key.tokens, R: key.rows}
+	r := &recorder{s: s, p: p, T: key.tokens, R: key.rows, scratch: -1}
 	nodes := s.e.order
 	if key.split >= 0 {
 		nodes = s.e.g.Splits[key.split].Nodes
@@ -494,11 +497,16 @@ func (r *recorder) node(v *value) error {
 		x, xoff := r.operand(n.Inputs[0])
 		push := []uint32{uint32(v.width), uint32(rows), f32bits(a.Float("eps")), xoff, doff, 0}
 		if n.Op == ops.RMSNorm {
-			return r.dispatch("rms_norm_f32", rowGroups(rows), push, x, dst)
+			return r.dispatch("rms_norm_f32", rowGroups(rows), append(push, 0), x, dst)
 		}
 		w, woff := r.operand(n.Inputs[1])
 		push[5] = woff
-		return r.dispatch("rms_norm_mul_f32", rowGroups(rows), push, x, dst, w)
+		if kind := r.s.e.normQuant[n.ID]; kind != "" {
+			// Its matmuls' activations too (fusedNormQuant).
+			r.scratch = n.ID
+			return r.dispatch("rms_norm_mul_"+kind, rowGroups(rows), append(push, 0), x, dst, w, Whole(r.s.scratch))
+		}
+		return r.dispatch("rms_norm_mul_f32", rowGroups(rows), append(push, 0), x, dst, w)
 	case ops.Softmax:
 		x, xoff := r.operand(n.Inputs[0])
 		return r.dispatch("softmax_f32", rowGroups(rows), []uint32{uint32(v.width), uint32(rows), f32bits(a.Float("scale")), xoff, doff}, x, dst)
@@ -582,6 +590,7 @@ func (r *recorder) attention(v *value, dst Range, doff uint32) error {
 		k, vv, Whole(r.s.step), kc, vc); err != nil {
 		return err
 	}
+	r.p.Stamp("KVStore")
 	r.p.Barrier()
 	return r.dispatch("attention_"+kvt, [3]uint32{uint32(heads), uint32(r.T), 1},
 		[]uint32{uint32(heads), uint32(kvHeads), uint32(hd), uint32(r.T), qoff, doff, posoff, f32bits(a.Float("scale"))},
@@ -607,28 +616,20 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	// bfloat16-rounded activations (one kind of
 	// activations per node, checked by Supports).
 	wt0 := r.s.e.g.Nodes[ws[0]].Type.DType
-	switch actKind(wt0) {
-	case "q8_0":
-		if err := r.dispatch("quantize_q8_0", strided(ntok*cols/32, 64), []uint32{uint32(cols), uint32(ntok), xoff, 0}, x, Whole(r.s.scratch)); err != nil {
+	if kind := actKind(wt0); kind != "f32" && r.scratch != n.Inputs[0] {
+		name, groups := "quantize_"+kind, strided(ntok*cols/32, 64)
+		switch kind {
+		case "q8_k":
+			groups = [3]uint32{uint32(min(ntok*cols/256, 65535)), 1, 1} // one workgroup per super-block
+		case "f16", "bf16":
+			name, groups = "round_"+kind, strided(ntok*cols, 64)
+		}
+		if err := r.dispatch(name, groups, []uint32{uint32(cols), uint32(ntok), xoff, 0}, x, Whole(r.s.scratch)); err != nil {
 			return err
 		}
+		r.p.Stamp(name)
 		r.p.Barrier()
-	case "q8_1":
-		if err := r.dispatch("quantize_q8_1", strided(ntok*cols/32, 64), []uint32{uint32(cols), uint32(ntok), xoff, 0}, x, Whole(r.s.scratch)); err != nil {
-			return err
-		}
-		r.p.Barrier()
-	case "q8_k":
-		// One workgroup per super-block.
-		if err := r.dispatch("quantize_q8_k", [3]uint32{uint32(min(ntok*cols/256, 65535)), 1, 1}, []uint32{uint32(cols), uint32(ntok), xoff, 0}, x, Whole(r.s.scratch)); err != nil {
-			return err
-		}
-		r.p.Barrier()
-	case "f16", "bf16":
-		if err := r.dispatch("round_"+actKind(wt0), strided(ntok*cols, 64), []uint32{uint32(cols), uint32(ntok), xoff, 0}, x, Whole(r.s.scratch)); err != nil {
-			return err
-		}
-		r.p.Barrier()
+		r.scratch = n.Inputs[0]
 	}
 	act := func(wt graph.DType) (Range, uint32) {
 		if wt != gguf.TypeF32 {
@@ -641,9 +642,14 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	// invocation per row in workgroups of matmulWG rows. Both take
 	// matmulTokens tokens per workgroup in z.
 	vec := ntok <= matmulTokens || !rowMatmul(wt0)
-	shader := "matmul"
+	shader, spec, perGroup := "matmul", "", matmulTokens
 	if vec {
 		shader = "matvec"
+	}
+	if vec && ntok == 1 {
+		// A decode step: the one-token variant holds 1/8 of the sums, so
+		// it needs fewer registers and more rows run at once.
+		spec, perGroup = "#1", 1
 	}
 	groups := func(rowsW int) [3]uint32 {
 		n := (rowsW + matmulWG - 1) / matmulWG
@@ -651,7 +657,7 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 			n = rowsW
 		}
 		gx, gy := r.s.e.d.RowGroups(uint32(n))
-		return [3]uint32{gx, gy, uint32((ntok + matmulTokens - 1) / matmulTokens)}
+		return [3]uint32{gx, gy, uint32((ntok + perGroup - 1) / perGroup)}
 	}
 	// Each dispatch covers one row chunk of the weights (weightChunks):
 	// its rows, its output columns from row0 on, every token's row of
@@ -670,7 +676,7 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 				bufs = append(bufs, res)
 			}
 			push := []uint32{uint32(cols), uint32(rows), uint32(ntok), xaoff, doff + uint32(row0), roff + uint32(row0), uint32(rowsW)}
-			if err := r.dispatch(kernel, groups(rows), push, bufs...); err != nil {
+			if err := r.dispatch(kernel+spec, groups(rows), push, bufs...); err != nil {
 				return err
 			}
 		}
