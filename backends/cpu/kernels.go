@@ -98,6 +98,9 @@ func runGetRows(s *State, v *value) error {
 			return fmt.Errorf("token id %d at batch index %d is outside the vocabulary of %d", id, i, vocab)
 		}
 	}
+	if table.pack {
+		return simd.PackedGetRows(table.node.Type.DType, table.raw, vocab, v.width, ids, s.f32(v))
+	}
 	return ref.GetRows(s.f32(v), table.raw, table.node.Type.DType, v.width, ids)
 }
 

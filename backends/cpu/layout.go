@@ -34,7 +34,9 @@ func (packedLayout) Backend() string { return Backend{}.Name() }
 
 // Accepts takes a matrix of the layout's type whose columns fill whole
 // blocks, when this CPU has the packed kernels and every reader uses it as
-// a matmul weight (an embedding table read by GetRows stays as it is).
+// a matmul weight, or, for Q4_0 and Q8_0, as the table of a GetRows
+// (simd.PackedGetRows: a tied embedding is also the output projection, the
+// largest matmul of a small model). Other tables stay as they are.
 func (l packedLayout) Accepts(w *graph.Node, readers []*graph.Node) bool {
 	if os.Getenv(NoRepackEnv) == "1" || !simd.HasPackedKernels(l.t) {
 		return false
@@ -44,7 +46,8 @@ func (l packedLayout) Accepts(w *graph.Node, readers []*graph.Node) bool {
 		return false
 	}
 	for _, r := range readers {
-		if !slices.Contains(ops.MatMulWeights(r), w.ID) || r.Inputs[0] == w.ID {
+		table := r.Op == ops.GetRows && r.Inputs[0] == w.ID && (l.t == gguf.TypeQ4_0 || l.t == gguf.TypeQ8_0)
+		if !table && (!slices.Contains(ops.MatMulWeights(r), w.ID) || r.Inputs[0] == w.ID) {
 			return false
 		}
 	}
