@@ -44,6 +44,9 @@ var formats = map[gguf.TensorType]format{
 	gguf.TypeQ5_K: {dequantQ5K, quantQ5K, dotQ5K},
 	gguf.TypeQ6_K: {dequantQ6K, quantQ6K, dotQ6K},
 	gguf.TypeQ8_K: {dequantQ8K, quantQ8K, nil},
+
+	gguf.TypeIQ4_NL: {dequantIQ4NL, quantIQ4NL, dotIQ4NL},
+	gguf.TypeIQ4_XS: {dequantIQ4XS, quantIQ4XS, dotIQ4XS},
 }
 
 // formatTable indexes formats by type id so the hot path avoids a map.

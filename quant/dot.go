@@ -12,11 +12,11 @@ import (
 // without a dot product map to themselves.
 func VecDotType(w gguf.TensorType) gguf.TensorType {
 	switch w {
-	case gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ8_0:
+	case gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ8_0, gguf.TypeIQ4_NL:
 		return gguf.TypeQ8_0
 	case gguf.TypeQ4_1, gguf.TypeQ5_1:
 		return gguf.TypeQ8_1
-	case gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K:
+	case gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeIQ4_XS:
 		return gguf.TypeQ8_K
 	}
 	return w

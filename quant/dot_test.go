@@ -11,6 +11,7 @@ var dotTypes = []gguf.TensorType{
 	gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16,
 	gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ8_0,
 	gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K,
+	gguf.TypeIQ4_NL, gguf.TypeIQ4_XS,
 }
 
 func dequantAll(t *testing.T, typ gguf.TensorType, b []byte, n int) []float32 {
@@ -115,7 +116,7 @@ func TestVecDotTypeAndChecks(t *testing.T) {
 	pairs := map[gguf.TensorType]gguf.TensorType{
 		gguf.TypeQ4_0: gguf.TypeQ8_0, gguf.TypeQ5_0: gguf.TypeQ8_0, gguf.TypeQ8_0: gguf.TypeQ8_0,
 		gguf.TypeQ4_1: gguf.TypeQ8_1, gguf.TypeQ5_1: gguf.TypeQ8_1, gguf.TypeQ2_K: gguf.TypeQ8_K,
-		gguf.TypeQ6_K: gguf.TypeQ8_K, gguf.TypeF16: gguf.TypeF16, gguf.TypeBF16: gguf.TypeBF16, gguf.TypeF32: gguf.TypeF32,
+		gguf.TypeQ6_K: gguf.TypeQ8_K, gguf.TypeIQ4_NL: gguf.TypeQ8_0, gguf.TypeIQ4_XS: gguf.TypeQ8_K, gguf.TypeF16: gguf.TypeF16, gguf.TypeBF16: gguf.TypeBF16, gguf.TypeF32: gguf.TypeF32,
 	}
 	for w, a := range pairs {
 		if got := VecDotType(w); got != a {

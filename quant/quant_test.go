@@ -14,6 +14,7 @@ var allTypes = []gguf.TensorType{
 	gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16,
 	gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ8_0, gguf.TypeQ8_1,
 	gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeQ8_K,
+	gguf.TypeIQ4_NL, gguf.TypeIQ4_XS,
 }
 
 func newRand(t testing.TB) *rand.Rand {
@@ -46,6 +47,7 @@ var maxRelRMSE = map[gguf.TensorType]float64{ // 1.3× the worst of 3000 random 
 	gguf.TypeQ4_0: 0.25, gguf.TypeQ4_1: 0.19, gguf.TypeQ5_0: 0.14, gguf.TypeQ5_1: 0.095,
 	gguf.TypeQ8_0: 0.017, gguf.TypeQ8_1: 0.017,
 	gguf.TypeQ2_K: 0.65, gguf.TypeQ3_K: 0.30, gguf.TypeQ4_K: 0.15, gguf.TypeQ5_K: 0.078, gguf.TypeQ6_K: 0.047, gguf.TypeQ8_K: 0.038,
+	gguf.TypeIQ4_NL: 0.21, gguf.TypeIQ4_XS: 0.17,
 }
 
 func relRMSE(x, y []float32) float64 {
@@ -123,7 +125,7 @@ func TestZeroBlocks(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	for _, typ := range []gguf.TensorType{gguf.TypeIQ2_XXS, gguf.TypeIQ4_NL, gguf.TypeTQ1_0, gguf.TypeMXFP4, gguf.TypeI8, gguf.TypeF64, 99} {
+	for _, typ := range []gguf.TensorType{gguf.TypeIQ2_XXS, gguf.TypeIQ1_M, gguf.TypeTQ1_0, gguf.TypeMXFP4, gguf.TypeI8, gguf.TypeF64, 99} {
 		if Supported(typ) {
 			t.Errorf("%s reported supported", typ)
 		}
@@ -180,7 +182,8 @@ func TestLlamaCppAccuracy(t *testing.T) {
 	}
 	x, x2 := gen(0), gen(1)
 	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ8_0,
-		gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeF16, gguf.TypeBF16} {
+		gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeF16, gguf.TypeBF16,
+		gguf.TypeIQ4_NL, gguf.TypeIQ4_XS} {
 		maxErr, maxDot := 0.002, 0.02
 		switch typ {
 		case gguf.TypeQ2_K:
