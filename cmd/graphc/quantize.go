@@ -13,7 +13,7 @@ import (
 func init() {
 	register(&command{
 		name:    "quantize",
-		usage:   "IN.gguf OUT.gguf TYPE   (TYPE: F32, F16, BF16, Q4_0 … Q8_0, Q2_K … Q6_K, Q4_K_M, Q5_K_S, …)",
+		usage:   "IN.gguf OUT.gguf TYPE   (TYPE: F32, F16, BF16, Q4_0 … Q8_0, Q2_K … Q6_K, Q4_K_M, Q5_K_S, IQ4_NL, IQ4_XS, …)",
 		summary: "convert a llama model's weights to another type or mix, like llama-quantize",
 		run:     runQuantize,
 	})

@@ -18,23 +18,25 @@ type FileType struct {
 
 // llama_ftype values for the mixes weft supports.
 const (
-	ftypeF32   = 0
-	ftypeF16   = 1
-	ftypeQ4_0  = 2
-	ftypeQ4_1  = 3
-	ftypeQ8_0  = 7
-	ftypeQ5_0  = 8
-	ftypeQ5_1  = 9
-	ftypeQ2_K  = 10
-	ftypeQ3_KS = 11
-	ftypeQ3_KM = 12
-	ftypeQ3_KL = 13
-	ftypeQ4_KS = 14
-	ftypeQ4_KM = 15
-	ftypeQ5_KS = 16
-	ftypeQ5_KM = 17
-	ftypeQ6_K  = 18
-	ftypeBF16  = 32
+	ftypeF32    = 0
+	ftypeF16    = 1
+	ftypeQ4_0   = 2
+	ftypeQ4_1   = 3
+	ftypeQ8_0   = 7
+	ftypeQ5_0   = 8
+	ftypeQ5_1   = 9
+	ftypeQ2_K   = 10
+	ftypeQ3_KS  = 11
+	ftypeQ3_KM  = 12
+	ftypeQ3_KL  = 13
+	ftypeQ4_KS  = 14
+	ftypeQ4_KM  = 15
+	ftypeQ5_KS  = 16
+	ftypeQ5_KM  = 17
+	ftypeQ6_K   = 18
+	ftypeIQ4_NL = 25
+	ftypeIQ4_XS = 30
+	ftypeBF16   = 32
 )
 
 var fileTypes = []FileType{
@@ -55,6 +57,8 @@ var fileTypes = []FileType{
 	{"Q5_K_S", ftypeQ5_KS, gguf.TypeQ5_K},
 	{"Q5_K_M", ftypeQ5_KM, gguf.TypeQ5_K},
 	{"Q6_K", ftypeQ6_K, gguf.TypeQ6_K},
+	{"IQ4_NL", ftypeIQ4_NL, gguf.TypeIQ4_NL},
+	{"IQ4_XS", ftypeIQ4_XS, gguf.TypeIQ4_XS},
 }
 
 // aliases are llama-quantize's short names for the _M mixes.

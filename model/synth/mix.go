@@ -157,6 +157,10 @@ func (m *Mixer) attnV(t gguf.TensorType) gguf.TensorType {
 		if m.iAttnV < 4 {
 			t = gguf.TypeQ5_K
 		}
+	case ftypeIQ4_NL, ftypeIQ4_XS:
+		if m.gqa() >= 4 {
+			t = gguf.TypeQ5_K
+		}
 	}
 	if m.is70B() && (t == gguf.TypeQ3_K || t == gguf.TypeQ4_K) {
 		t = gguf.TypeQ5_K
@@ -177,7 +181,7 @@ func (m *Mixer) ffnDown(t gguf.TensorType) gguf.TensorType {
 		if useMoreBits(i, n) {
 			t = gguf.TypeQ6_K
 		}
-	case ftypeQ4_KS:
+	case ftypeQ4_KS, ftypeIQ4_NL, ftypeIQ4_XS: // the IQ4 rule holds without an importance matrix
 		if i < n/8 {
 			t = gguf.TypeQ5_K
 		}
@@ -216,21 +220,25 @@ func pick(cond bool, a, b gguf.TensorType) gguf.TensorType {
 	return b
 }
 
-// fallback replaces a K type by a 32-wide type when a row is not a whole
-// number of 256-element blocks, then by F16 if even that does not fit.
+// fallback replaces a 256-wide type by a 32-wide type when a row is not a
+// whole number of 256-element blocks, then by F16 if even that does not
+// fit, as llama_tensor_get_type does.
 func fallback(name string, nx uint64, t gguf.TensorType) (gguf.TensorType, error) {
 	if nx%t.BlockSize() == 0 {
 		return t, nil
 	}
 	switch t {
+	case gguf.TypeTQ1_0, gguf.TypeTQ2_0:
+		t = gguf.TypeQ4_0
+	case gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeIQ4_XS, gguf.TypeIQ3_S, gguf.TypeIQ3_XXS,
+		gguf.TypeIQ2_XXS, gguf.TypeIQ2_XS, gguf.TypeIQ2_S, gguf.TypeIQ1_S, gguf.TypeIQ1_M:
+		t = gguf.TypeIQ4_NL
 	case gguf.TypeQ4_K:
 		t = gguf.TypeQ5_0
 	case gguf.TypeQ5_K:
 		t = gguf.TypeQ5_1
 	case gguf.TypeQ6_K:
 		t = gguf.TypeQ8_0
-	case gguf.TypeQ2_K, gguf.TypeQ3_K:
-		return 0, fmt.Errorf("tensor %q: rows of %d are not whole %s blocks and llama.cpp's fallback IQ4_NL is unsupported", name, nx, t)
 	default:
 		return 0, fmt.Errorf("tensor %q: rows of %d are not whole %s blocks", name, nx, t)
 	}

@@ -3,7 +3,11 @@ package synth
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/weft-ml/weft/gguf"
 )
@@ -82,6 +86,33 @@ func TestMixTinyLlamaQ4KM(t *testing.T) {
 	}
 }
 
+// TestMixTinyLlamaIQ4 checks the IQ4_NL/IQ4_XS rules without an importance
+// matrix: with 8 query heads per KV head attn_v gets Q5_K, and so does
+// ffn_down in the first eighth of the layers (0 and 1 of 22).
+func TestMixTinyLlamaIQ4(t *testing.T) {
+	for _, name := range []string{"iq4_xs", "iq4_nl"} {
+		ft, err := ParseFileType(name)
+		require.NoError(t, err)
+		specs, err := Options{Shape: Presets["tinyllama-1.1b"], Type: ft}.tensorSpecs()
+		require.NoError(t, err)
+		for _, sp := range specs {
+			want := ft.Base
+			var layer int
+			var part string
+			fmt.Sscanf(sp.Name, "blk.%d.%s", &layer, &part)
+			switch {
+			case sp.Name == "output.weight":
+				want = gguf.TypeQ6_K
+			case strings.HasSuffix(sp.Name, "_norm.weight"):
+				want = gguf.TypeF32
+			case part == "attn_v.weight", part == "ffn_down.weight" && layer < 2:
+				want = gguf.TypeQ5_K
+			}
+			assert.Equal(t, want, sp.Type, "%s %s", name, sp.Name)
+		}
+	}
+}
+
 func TestMixFallbacks(t *testing.T) {
 	cases := []struct {
 		ft   string
@@ -94,7 +125,14 @@ func TestMixFallbacks(t *testing.T) {
 		{"q6_k", "blk.0.attn_q.weight", 288, "Q8_0"},
 		{"q6_k", "blk.0.attn_q.weight", 100, "F16"},
 		{"q4_0", "blk.0.attn_q.weight", 100, "error"},
-		{"q3_k_m", "blk.0.attn_q.weight", 288, "error"},
+		{"q3_k_m", "blk.0.attn_q.weight", 288, "IQ4_NL"},
+		{"q2_k", "blk.0.ffn_down.weight", 288, "IQ4_NL"}, // Q3_K in the mix, then its fallback
+		{"q2_k", "blk.0.attn_q.weight", 100, "F16"},
+		{"iq4_xs", "blk.0.attn_q.weight", 288, "IQ4_NL"},
+		{"iq4_xs", "blk.0.attn_q.weight", 512, "IQ4_XS"},
+		{"iq4_nl", "blk.0.attn_q.weight", 288, "IQ4_NL"},
+		{"iq4_nl", "blk.0.ffn_down.weight", 288, "IQ4_NL"}, // one layer: no first eighth
+		{"iq4_nl", "output.weight", 288, "Q8_0"},
 		{"q8_0", "output.weight", 288, "Q8_0"},
 		{"q4_0", "output.weight", 288, "Q8_0"}, // Q6_K, then its 288-row fallback
 		{"q4_0", "output.weight", 512, "Q6_K"},
