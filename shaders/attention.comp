@@ -20,6 +20,7 @@ layout(push_constant) uniform Push {
     uint heads, kvheads, hd, ntok;
     uint qoff, ooff, posoff;
     float scale;
+    uint aoff; // Q8_0, Q8_1: word offset of the output's activation blocks
 } pc;
 
 layout(binding = 0) readonly buffer Q { float q[]; };
@@ -31,6 +32,21 @@ layout(binding = 4) writeonly buffer O { float o[]; };
 #include "half.glsl"
 #include "reduce.glsl"
 
+// Variants Q8_0 and Q8_1 also write the output as the activation blocks
+// of the matmul that reads it (the output projection), as quantize_q8
+// would: a head of hd values (a multiple of 32) is hd/32 whole blocks of
+// its token's row.
+#if defined(Q8_0) || defined(Q8_1)
+layout(binding = 5) writeonly buffer A { uint qa[]; };
+#define QOUT qa
+#if defined(Q8_0)
+#define BW 9u
+#else
+#define BW 10u
+#endif
+#endif
+#include "quantize.glsl"
+
 shared float qs[4 * WG];
 shared float ps[WG];
 // Scores of up to MAXS positions are kept from the first pass (beyond,
@@ -41,7 +57,11 @@ shared float sc[MAXS];
 #if defined(KV_F16)
 float kval(uint i) { return f16_to_f32((kc[i >> 1] >> ((i & 1u) * 16u)) & 0xffffu); }
 float vval(uint i) { return f16_to_f32((vc[i >> 1] >> ((i & 1u) * 16u)) & 0xffffu); }
-vec2 kpair(uint w) { return unpackHalf2x16(kc[w]); }
+// Not unpackHalf2x16: NVIDIA's flushes binary16 subnormals to zero.
+vec2 kpair(uint w) {
+    const uint u = kc[w];
+    return vec2(f16_to_f32(u & 0xffffu), f16_to_f32(u >> 16));
+}
 #elif defined(KV_F32)
 float kval(uint i) { return uintBitsToFloat(kc[i]); }
 float vval(uint i) { return uintBitsToFloat(vc[i]); }
@@ -153,6 +173,19 @@ void main() {
         const uint dd = tid + k * WG;
         if (dd < hd) {
             o[obase + dd] = acc[k];
+#ifdef BW
+            qs[dd] = acc[k]; // q is no longer needed
+#endif
         }
     }
+#ifdef BW
+    barrier();
+    if (tid < hd / 32u) {
+        float v[32];
+        for (uint j = 0u; j < 32u; j++) {
+            v[j] = qs[32u * tid + j];
+        }
+        store_q8_block(pc.aoff + ((t * pc.heads + h) * hd / 32u + tid) * BW, v);
+    }
+#endif
 }

@@ -87,6 +87,18 @@ var spvAttentionF16 []byte
 //go:embed spv/attention_f32.spv
 var spvAttentionF32 []byte
 
+//go:embed spv/attention_f16_q8_0.spv
+var spvAttentionF16Q80 []byte
+
+//go:embed spv/attention_f32_q8_0.spv
+var spvAttentionF32Q80 []byte
+
+//go:embed spv/attention_f16_q8_1.spv
+var spvAttentionF16Q81 []byte
+
+//go:embed spv/attention_f32_q8_1.spv
+var spvAttentionF32Q81 []byte
+
 //go:embed spv/get_rows_f32.spv
 var spvGetRowsF32 []byte
 
@@ -639,7 +651,7 @@ var kernels = []Kernel{{
 	Bindings:  5,
 	Defines:   []string{"KV_F16"},
 	Name:      "attention_f16",
-	PushBytes: 32,
+	PushBytes: 36,
 	SPIRV:     spvAttentionF16,
 	Source:    "attention.comp",
 	Workgroup: 64,
@@ -647,8 +659,40 @@ var kernels = []Kernel{{
 	Bindings:  5,
 	Defines:   []string{"KV_F32"},
 	Name:      "attention_f32",
-	PushBytes: 32,
+	PushBytes: 36,
 	SPIRV:     spvAttentionF32,
+	Source:    "attention.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F16", "Q8_0"},
+	Name:      "attention_f16_q8_0",
+	PushBytes: 36,
+	SPIRV:     spvAttentionF16Q80,
+	Source:    "attention.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F32", "Q8_0"},
+	Name:      "attention_f32_q8_0",
+	PushBytes: 36,
+	SPIRV:     spvAttentionF32Q80,
+	Source:    "attention.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F16", "Q8_1"},
+	Name:      "attention_f16_q8_1",
+	PushBytes: 36,
+	SPIRV:     spvAttentionF16Q81,
+	Source:    "attention.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F32", "Q8_1"},
+	Name:      "attention_f32_q8_1",
+	PushBytes: 36,
+	SPIRV:     spvAttentionF32Q81,
 	Source:    "attention.comp",
 	Workgroup: 64,
 }, {

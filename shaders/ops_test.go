@@ -467,12 +467,33 @@ func TestAttention(t *testing.T) {
 
 			qb, ob := e.place(qoff, q), e.out(ooff+len(q)+2)
 			e.run("attention_"+kind, [3]uint32{uint32(c.heads), uint32(c.ntok), 1},
-				pushWords(c.heads, c.kvHeads, c.hd, c.ntok, qoff, ooff, posoff, scale), qb, sb, kc, vc, ob)
+				pushWords(c.heads, c.kvHeads, c.hd, c.ntok, qoff, ooff, posoff, scale, 0), qb, sb, kc, vc, ob)
 			abs, rel := 2e-6, 2e-5
 			if f16 {
 				abs, rel = 1e-4, 1e-3
 			}
-			requireClose(t, fmt.Sprintf("attention_%s %+v", kind, c), e.readAt(ob, ooff, len(q)), want, abs, rel)
+			got := e.readAt(ob, ooff, len(q))
+			requireClose(t, fmt.Sprintf("attention_%s %+v", kind, c), got, want, abs, rel)
+
+			// Fused with the output projection's activations: the same
+			// values, and the bits quantize_q8_0/q8_1 gives them.
+			if c.hd%32 != 0 {
+				continue
+			}
+			cols := c.heads * c.hd
+			for _, act := range []struct {
+				name string
+				bw   int
+			}{{"q8_0", 9}, {"q8_1", 10}} {
+				const aoff = 2
+				words := c.ntok * cols / 32 * act.bw
+				qa, qf, of := e.out(aoff+words), e.out(aoff+words), e.out(ooff+len(q)+2)
+				e.run("quantize_"+act.name, [3]uint32{3, 1, 1}, pushWords(cols, c.ntok, ooff, aoff), ob, qa)
+				e.run("attention_"+kind+"_"+act.name, [3]uint32{uint32(c.heads), uint32(c.ntok), 1},
+					pushWords(c.heads, c.kvHeads, c.hd, c.ntok, qoff, ooff, posoff, scale, aoff), qb, sb, kc, vc, of, qf)
+				require.Equal(t, f32Bits(got), f32Bits(e.readAt(of, ooff, len(q))), "attention_%s_%s %+v: values", kind, act.name, c)
+				require.Equal(t, f32Bits(e.readAt(qa, aoff, words)), f32Bits(e.readAt(qf, aoff, words)), "attention_%s_%s %+v: activations", kind, act.name, c)
+			}
 		}
 	}
 }

@@ -1,7 +1,12 @@
 // Activation quantization shared by quantize_q8.comp and the fused
 // RMSNorm·w variants of rms_norm.comp, so both give the same bits. The
-// including shader declares the output words q[] and, for Q8_0/Q8_1
-// blocks, BW (words per block: 9, or 10 with Q8_1). Needs half.glsl.
+// including shader declares the output words q[] (or names them QOUT)
+// and, for Q8_0/Q8_1 blocks, BW (words per block: 9, or 10 with Q8_1).
+// Needs half.glsl.
+
+#ifndef QOUT
+#define QOUT q
+#endif
 
 #ifdef BW
 // store_q8_block writes 32 values as one block at word o, as the CPU
@@ -17,7 +22,7 @@ void store_q8_block(uint o, float v[32]) {
     }
     const float dv = div_rn(amax, 127.0);
     const float id = dv != 0.0 ? div_rn(1.0, dv) : 0.0;
-    q[o] = floatBitsToUint(round_f16(dv));
+    QOUT[o] = floatBitsToUint(round_f16(dv));
     int sum = 0;
     for (uint k = 0u; k < 8u; k++) {
         uint word = 0u;
@@ -27,11 +32,11 @@ void store_q8_block(uint o, float v[32]) {
             sum += qv;
             word |= (uint(qv) & 0xffu) << (8u * j);
         }
-        q[o + BW - 8u + k] = word;
+        QOUT[o + BW - 8u + k] = word;
     }
     if (BW == 10u) {
         precise float sd = float(sum) * dv;
-        q[o + 1u] = floatBitsToUint(round_f16(sd));
+        QOUT[o + 1u] = floatBitsToUint(round_f16(sd));
     }
 }
 #endif

@@ -513,18 +513,27 @@ func mib(n int64) string {
 	return fmt.Sprintf("%d MiB", (n+(1<<20)-1)>>20)
 }
 
-// fusedNormQuant finds the RMSNormMul nodes whose results only matmuls
-// read, as their activations input, all taking Q8_0, Q8_1, binary16- or
-// bfloat16-rounded activations of one kind: the norm shader writes those
-// activations as well (rms_norm_mul_KIND) and the matmuls skip their
-// quantization dispatch. Q8_K activations (K-quant weights) are still
-// quantized apart. here reports whether this backend runs a node.
+// fusedNormQuant finds the nodes that write their readers' activations
+// themselves: an RMSNormMul whose results only matmuls read, as their
+// activations input, all taking Q8_0, Q8_1, binary16- or bfloat16-rounded
+// activations of one kind (rms_norm_mul_KIND), and an Attention whose
+// heads are whole blocks of 32 read only by such matmuls taking Q8_0 or
+// Q8_1 (attention_KV_KIND). Those matmuls skip their quantization
+// dispatch. Q8_K activations (K-quant weights) are still quantized apart.
+// here reports whether this backend runs a node.
 func fusedNormQuant(g *graph.Graph, order []int, here func(int) bool) map[int]string {
 	users := g.Users()
 	out := map[int]string{}
 	for _, id := range order {
 		n := g.Nodes[id]
-		if n.Op != ops.RMSNormMul || !here(id) || id == g.Outputs["logits"] || len(users[id]) == 0 || n.Type.Shape.Inner().N%32 != 0 {
+		kinds := []string{"q8_0", "q8_1", "f16", "bf16"}
+		switch {
+		case n.Op == ops.Attention && n.Attrs.Int("head_dim")%32 == 0:
+			kinds = kinds[:2]
+		case n.Op != ops.RMSNormMul || n.Type.Shape.Inner().N%32 != 0:
+			continue
+		}
+		if !here(id) || id == g.Outputs["logits"] || len(users[id]) == 0 {
 			continue
 		}
 		kind := ""
@@ -536,7 +545,7 @@ func fusedNormQuant(g *graph.Graph, order []int, here func(int) bool) map[int]st
 				break
 			}
 			k := actKind(g.Nodes[ws[0]].Type.DType)
-			if k != "q8_0" && k != "q8_1" && k != "f16" && k != "bf16" || kind != "" && k != kind {
+			if !slices.Contains(kinds, k) || kind != "" && k != kind {
 				kind = ""
 				break
 			}

@@ -13,3 +13,7 @@ func SetWeightLimit(limit int64) (restore func()) {
 
 // RingBytes is what the staging ring holds.
 const RingBytes = ringSlots * ringChunk
+
+// FusedActivations returns, per node that writes its readers'
+// activations itself, their kind.
+func FusedActivations(e *Executable) map[int]string { return e.normQuant }

@@ -592,9 +592,13 @@ func (r *recorder) attention(v *value, dst Range, doff uint32) error {
 	}
 	r.p.Stamp("KVStore")
 	r.p.Barrier()
-	return r.dispatch("attention_"+kvt, [3]uint32{uint32(heads), uint32(r.T), 1},
-		[]uint32{uint32(heads), uint32(kvHeads), uint32(hd), uint32(r.T), qoff, doff, posoff, f32bits(a.Float("scale"))},
-		q, Whole(r.s.step), kc, vc, dst)
+	push := []uint32{uint32(heads), uint32(kvHeads), uint32(hd), uint32(r.T), qoff, doff, posoff, f32bits(a.Float("scale")), 0}
+	if kind := r.s.e.normQuant[v.n.ID]; kind != "" {
+		// The output projection's activations too (fusedNormQuant).
+		r.scratch = v.n.ID
+		return r.dispatch("attention_"+kvt+"_"+kind, [3]uint32{uint32(heads), uint32(r.T), 1}, push, q, Whole(r.s.step), kc, vc, dst, Whole(r.s.scratch))
+	}
+	return r.dispatch("attention_"+kvt, [3]uint32{uint32(heads), uint32(r.T), 1}, push, q, Whole(r.s.step), kc, vc, dst)
 }
 
 // matmulTokens is the token block of one matmul workgroup (NT in
