@@ -14,6 +14,7 @@ import (
 // which must fall back to the reference.
 var dotTypes = []gguf.TensorType{
 	gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeQ4_K, gguf.TypeQ6_K,
+	gguf.TypeIQ4_NL, gguf.TypeIQ4_XS,
 	gguf.TypeQ5_0, gguf.TypeQ2_K,
 }
 
@@ -102,7 +103,7 @@ func checkRows(t *testing.T, r *rand.Rand, f RowsFunc, typ, at gguf.TensorType, 
 func TestIntegerSumsExact(t *testing.T) {
 	r := newRand(t)
 	forEachVariant(t, func(t *testing.T) {
-		for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
+		for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS} {
 			at := quant.VecDotType(typ)
 			for _, n := range awkwardLengths(typ) {
 				w, a := quantized(t, r, typ, n), quantized(t, r, at, n)
@@ -138,6 +139,12 @@ func setScalesOne(typ gguf.TensorType, b []byte) {
 		f16At = []int{0, 2}
 	case gguf.TypeQ6_K:
 		f16At = []int{208}
+	case gguf.TypeIQ4_XS: // and every sub-block scale 33, i.e. 1 after its −32
+		f16At = []int{0}
+		for off := 0; off < len(b); off += int(typ.BlockBytes()) {
+			binary.LittleEndian.PutUint16(b[off+2:], 0xaaaa)
+			copy(b[off+4:off+8], []byte{0x11, 0x11, 0x11, 0x11})
+		}
 	default:
 		f16At = []int{0}
 	}

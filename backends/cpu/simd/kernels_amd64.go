@@ -40,6 +40,16 @@ func dotQ4_KAVX2(nb int, w *byte, a *byte) float32
 // dotQ6_KAVX2 returns the dot product of nb Q6_K super-blocks at w with Q8_K blocks at a.
 func dotQ6_KAVX2(nb int, w *byte, a *byte) float32
 
+// dotIQ4_NLAVX2 returns the dot product of nb weight blocks at w with Q8_0 blocks at a.
+func dotIQ4_NLAVX2(nb int, w *byte, a *byte) float32
+
+// dotIQ4_NLRowsAVX2 stores in dst[0:4] the dot products of four weight rows,
+// stride bytes apart from w, with the nb Q8_0 blocks at a.
+func dotIQ4_NLRowsAVX2(nb int, w *byte, stride int, a *byte, dst *float32)
+
+// dotIQ4_XSAVX2 returns the dot product of nb IQ4_XS super-blocks at w with Q8_K blocks at a.
+func dotIQ4_XSAVX2(nb int, w *byte, a *byte) float32
+
 // gemmQ8_04x1AVX2 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
 // rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), Q8_0 blocks, nb of them.
 func gemmQ8_04x1AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
@@ -109,6 +119,13 @@ func dotQ4_0RowsAVX512(nb int, w *byte, stride int, a *byte, dst *float32)
 
 // dotF16AVX512 returns the dot product of nb chunks of 32 binary16 values at w and a.
 func dotF16AVX512(nb int, w *byte, a *byte) float32
+
+// dotIQ4_NLAVX512 returns the dot product of nb weight blocks at w with Q8_0 blocks at a.
+func dotIQ4_NLAVX512(nb int, w *byte, a *byte) float32
+
+// dotIQ4_NLRowsAVX512 stores in dst[0:4] the dot products of four weight rows,
+// stride bytes apart from w, with the nb Q8_0 blocks at a.
+func dotIQ4_NLRowsAVX512(nb int, w *byte, stride int, a *byte, dst *float32)
 
 // gemmQ8_04x1AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
 // rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), Q8_0 blocks, nb of them.

@@ -4,6 +4,189 @@
 
 #include "textflag.h"
 
+DATA iq4Levels<>+0(SB)/1, $-127
+DATA iq4Levels<>+1(SB)/1, $-104
+DATA iq4Levels<>+2(SB)/1, $-83
+DATA iq4Levels<>+3(SB)/1, $-65
+DATA iq4Levels<>+4(SB)/1, $-49
+DATA iq4Levels<>+5(SB)/1, $-35
+DATA iq4Levels<>+6(SB)/1, $-22
+DATA iq4Levels<>+7(SB)/1, $-10
+DATA iq4Levels<>+8(SB)/1, $+1
+DATA iq4Levels<>+9(SB)/1, $+13
+DATA iq4Levels<>+10(SB)/1, $+25
+DATA iq4Levels<>+11(SB)/1, $+38
+DATA iq4Levels<>+12(SB)/1, $+53
+DATA iq4Levels<>+13(SB)/1, $+69
+DATA iq4Levels<>+14(SB)/1, $+89
+DATA iq4Levels<>+15(SB)/1, $+113
+GLOBL iq4Levels<>(SB), RODATA|NOPTR, $16
+
+DATA iq4xsShiftLo<>+0(SB)/4, $0x00000000
+DATA iq4xsShiftLo<>+4(SB)/4, $0x00000004
+DATA iq4xsShiftLo<>+8(SB)/4, $0x00000008
+DATA iq4xsShiftLo<>+12(SB)/4, $0x0000000c
+DATA iq4xsShiftLo<>+16(SB)/4, $0x00000010
+DATA iq4xsShiftLo<>+20(SB)/4, $0x00000014
+DATA iq4xsShiftLo<>+24(SB)/4, $0x00000018
+DATA iq4xsShiftLo<>+28(SB)/4, $0x0000001c
+GLOBL iq4xsShiftLo<>(SB), RODATA|NOPTR, $32
+
+DATA iq4xsShiftHi<>+0(SB)/4, $0x00000000
+DATA iq4xsShiftHi<>+4(SB)/4, $0x00000002
+DATA iq4xsShiftHi<>+8(SB)/4, $0x00000004
+DATA iq4xsShiftHi<>+12(SB)/4, $0x00000006
+DATA iq4xsShiftHi<>+16(SB)/4, $0x00000008
+DATA iq4xsShiftHi<>+20(SB)/4, $0x0000000a
+DATA iq4xsShiftHi<>+24(SB)/4, $0x0000000c
+DATA iq4xsShiftHi<>+28(SB)/4, $0x0000000e
+GLOBL iq4xsShiftHi<>(SB), RODATA|NOPTR, $32
+
+DATA iq4xsMaskLo<>+0(SB)/4, $0x0000000f
+GLOBL iq4xsMaskLo<>(SB), RODATA|NOPTR, $4
+
+DATA iq4xsMaskHi<>+0(SB)/4, $0x00000030
+GLOBL iq4xsMaskHi<>(SB), RODATA|NOPTR, $4
+
+DATA iq4xsBias<>+0(SB)/4, $0x00000020
+GLOBL iq4xsBias<>(SB), RODATA|NOPTR, $4
+
+DATA iq4xsPair0<>+0(SB)/1, $0x00
+DATA iq4xsPair0<>+1(SB)/1, $0x01
+DATA iq4xsPair0<>+2(SB)/1, $0x00
+DATA iq4xsPair0<>+3(SB)/1, $0x01
+DATA iq4xsPair0<>+4(SB)/1, $0x00
+DATA iq4xsPair0<>+5(SB)/1, $0x01
+DATA iq4xsPair0<>+6(SB)/1, $0x00
+DATA iq4xsPair0<>+7(SB)/1, $0x01
+DATA iq4xsPair0<>+8(SB)/1, $0x00
+DATA iq4xsPair0<>+9(SB)/1, $0x01
+DATA iq4xsPair0<>+10(SB)/1, $0x00
+DATA iq4xsPair0<>+11(SB)/1, $0x01
+DATA iq4xsPair0<>+12(SB)/1, $0x00
+DATA iq4xsPair0<>+13(SB)/1, $0x01
+DATA iq4xsPair0<>+14(SB)/1, $0x00
+DATA iq4xsPair0<>+15(SB)/1, $0x01
+DATA iq4xsPair0<>+16(SB)/1, $0x02
+DATA iq4xsPair0<>+17(SB)/1, $0x03
+DATA iq4xsPair0<>+18(SB)/1, $0x02
+DATA iq4xsPair0<>+19(SB)/1, $0x03
+DATA iq4xsPair0<>+20(SB)/1, $0x02
+DATA iq4xsPair0<>+21(SB)/1, $0x03
+DATA iq4xsPair0<>+22(SB)/1, $0x02
+DATA iq4xsPair0<>+23(SB)/1, $0x03
+DATA iq4xsPair0<>+24(SB)/1, $0x02
+DATA iq4xsPair0<>+25(SB)/1, $0x03
+DATA iq4xsPair0<>+26(SB)/1, $0x02
+DATA iq4xsPair0<>+27(SB)/1, $0x03
+DATA iq4xsPair0<>+28(SB)/1, $0x02
+DATA iq4xsPair0<>+29(SB)/1, $0x03
+DATA iq4xsPair0<>+30(SB)/1, $0x02
+DATA iq4xsPair0<>+31(SB)/1, $0x03
+GLOBL iq4xsPair0<>(SB), RODATA|NOPTR, $32
+
+DATA iq4xsPair1<>+0(SB)/1, $0x04
+DATA iq4xsPair1<>+1(SB)/1, $0x05
+DATA iq4xsPair1<>+2(SB)/1, $0x04
+DATA iq4xsPair1<>+3(SB)/1, $0x05
+DATA iq4xsPair1<>+4(SB)/1, $0x04
+DATA iq4xsPair1<>+5(SB)/1, $0x05
+DATA iq4xsPair1<>+6(SB)/1, $0x04
+DATA iq4xsPair1<>+7(SB)/1, $0x05
+DATA iq4xsPair1<>+8(SB)/1, $0x04
+DATA iq4xsPair1<>+9(SB)/1, $0x05
+DATA iq4xsPair1<>+10(SB)/1, $0x04
+DATA iq4xsPair1<>+11(SB)/1, $0x05
+DATA iq4xsPair1<>+12(SB)/1, $0x04
+DATA iq4xsPair1<>+13(SB)/1, $0x05
+DATA iq4xsPair1<>+14(SB)/1, $0x04
+DATA iq4xsPair1<>+15(SB)/1, $0x05
+DATA iq4xsPair1<>+16(SB)/1, $0x06
+DATA iq4xsPair1<>+17(SB)/1, $0x07
+DATA iq4xsPair1<>+18(SB)/1, $0x06
+DATA iq4xsPair1<>+19(SB)/1, $0x07
+DATA iq4xsPair1<>+20(SB)/1, $0x06
+DATA iq4xsPair1<>+21(SB)/1, $0x07
+DATA iq4xsPair1<>+22(SB)/1, $0x06
+DATA iq4xsPair1<>+23(SB)/1, $0x07
+DATA iq4xsPair1<>+24(SB)/1, $0x06
+DATA iq4xsPair1<>+25(SB)/1, $0x07
+DATA iq4xsPair1<>+26(SB)/1, $0x06
+DATA iq4xsPair1<>+27(SB)/1, $0x07
+DATA iq4xsPair1<>+28(SB)/1, $0x06
+DATA iq4xsPair1<>+29(SB)/1, $0x07
+DATA iq4xsPair1<>+30(SB)/1, $0x06
+DATA iq4xsPair1<>+31(SB)/1, $0x07
+GLOBL iq4xsPair1<>(SB), RODATA|NOPTR, $32
+
+DATA iq4xsPair2<>+0(SB)/1, $0x08
+DATA iq4xsPair2<>+1(SB)/1, $0x09
+DATA iq4xsPair2<>+2(SB)/1, $0x08
+DATA iq4xsPair2<>+3(SB)/1, $0x09
+DATA iq4xsPair2<>+4(SB)/1, $0x08
+DATA iq4xsPair2<>+5(SB)/1, $0x09
+DATA iq4xsPair2<>+6(SB)/1, $0x08
+DATA iq4xsPair2<>+7(SB)/1, $0x09
+DATA iq4xsPair2<>+8(SB)/1, $0x08
+DATA iq4xsPair2<>+9(SB)/1, $0x09
+DATA iq4xsPair2<>+10(SB)/1, $0x08
+DATA iq4xsPair2<>+11(SB)/1, $0x09
+DATA iq4xsPair2<>+12(SB)/1, $0x08
+DATA iq4xsPair2<>+13(SB)/1, $0x09
+DATA iq4xsPair2<>+14(SB)/1, $0x08
+DATA iq4xsPair2<>+15(SB)/1, $0x09
+DATA iq4xsPair2<>+16(SB)/1, $0x0a
+DATA iq4xsPair2<>+17(SB)/1, $0x0b
+DATA iq4xsPair2<>+18(SB)/1, $0x0a
+DATA iq4xsPair2<>+19(SB)/1, $0x0b
+DATA iq4xsPair2<>+20(SB)/1, $0x0a
+DATA iq4xsPair2<>+21(SB)/1, $0x0b
+DATA iq4xsPair2<>+22(SB)/1, $0x0a
+DATA iq4xsPair2<>+23(SB)/1, $0x0b
+DATA iq4xsPair2<>+24(SB)/1, $0x0a
+DATA iq4xsPair2<>+25(SB)/1, $0x0b
+DATA iq4xsPair2<>+26(SB)/1, $0x0a
+DATA iq4xsPair2<>+27(SB)/1, $0x0b
+DATA iq4xsPair2<>+28(SB)/1, $0x0a
+DATA iq4xsPair2<>+29(SB)/1, $0x0b
+DATA iq4xsPair2<>+30(SB)/1, $0x0a
+DATA iq4xsPair2<>+31(SB)/1, $0x0b
+GLOBL iq4xsPair2<>(SB), RODATA|NOPTR, $32
+
+DATA iq4xsPair3<>+0(SB)/1, $0x0c
+DATA iq4xsPair3<>+1(SB)/1, $0x0d
+DATA iq4xsPair3<>+2(SB)/1, $0x0c
+DATA iq4xsPair3<>+3(SB)/1, $0x0d
+DATA iq4xsPair3<>+4(SB)/1, $0x0c
+DATA iq4xsPair3<>+5(SB)/1, $0x0d
+DATA iq4xsPair3<>+6(SB)/1, $0x0c
+DATA iq4xsPair3<>+7(SB)/1, $0x0d
+DATA iq4xsPair3<>+8(SB)/1, $0x0c
+DATA iq4xsPair3<>+9(SB)/1, $0x0d
+DATA iq4xsPair3<>+10(SB)/1, $0x0c
+DATA iq4xsPair3<>+11(SB)/1, $0x0d
+DATA iq4xsPair3<>+12(SB)/1, $0x0c
+DATA iq4xsPair3<>+13(SB)/1, $0x0d
+DATA iq4xsPair3<>+14(SB)/1, $0x0c
+DATA iq4xsPair3<>+15(SB)/1, $0x0d
+DATA iq4xsPair3<>+16(SB)/1, $0x0e
+DATA iq4xsPair3<>+17(SB)/1, $0x0f
+DATA iq4xsPair3<>+18(SB)/1, $0x0e
+DATA iq4xsPair3<>+19(SB)/1, $0x0f
+DATA iq4xsPair3<>+20(SB)/1, $0x0e
+DATA iq4xsPair3<>+21(SB)/1, $0x0f
+DATA iq4xsPair3<>+22(SB)/1, $0x0e
+DATA iq4xsPair3<>+23(SB)/1, $0x0f
+DATA iq4xsPair3<>+24(SB)/1, $0x0e
+DATA iq4xsPair3<>+25(SB)/1, $0x0f
+DATA iq4xsPair3<>+26(SB)/1, $0x0e
+DATA iq4xsPair3<>+27(SB)/1, $0x0f
+DATA iq4xsPair3<>+28(SB)/1, $0x0e
+DATA iq4xsPair3<>+29(SB)/1, $0x0f
+DATA iq4xsPair3<>+30(SB)/1, $0x0e
+DATA iq4xsPair3<>+31(SB)/1, $0x0f
+GLOBL iq4xsPair3<>(SB), RODATA|NOPTR, $32
+
 DATA low6<>+0(SB)/1, $0x3f
 GLOBL low6<>(SB), RODATA|NOPTR, $1
 
@@ -1359,6 +1542,306 @@ loop:
 	ADDQ         $0x00000124, DX
 	DECQ         AX
 	JNZ          loop
+
+done:
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X2, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+24(FP)
+	RET
+
+// func dotIQ4_NLAVX2(nb int, w *byte, a *byte) float32
+// Requires: AVX, AVX2, F16C, FMA3, SSE
+TEXT ·dotIQ4_NLAVX2(SB), NOSPLIT, $0-28
+	MOVQ           nb+0(FP), AX
+	MOVQ           w+8(FP), CX
+	MOVQ           a+16(FP), DX
+	VPBROADCASTW   onesWord<>+0(SB), Y0
+	VPBROADCASTB   lowNibble<>+0(SB), Y1
+	VBROADCASTI128 iq4Levels<>+0(SB), Y2
+	VXORPS         Y3, Y3, Y3
+	TESTQ          AX, AX
+	JZ             done
+
+loop:
+	VPBROADCASTW (DX), X4
+	VCVTPH2PS    X4, Y5
+	VMOVDQU      2(DX), Y4
+	VMOVDQU      2(CX), X6
+	VPSRLW       $0x04, X6, X7
+	VINSERTI128  $0x01, X7, Y6, Y6
+	VPAND        Y1, Y6, Y6
+	VPSHUFB      Y6, Y2, Y6
+	VPSIGNB      Y6, Y6, Y7
+	VPSIGNB      Y6, Y4, Y4
+	VPMADDUBSW   Y4, Y7, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VPBROADCASTW (CX), X6
+	VCVTPH2PS    X6, Y7
+	VMULPS       Y5, Y7, Y7
+	VFMADD231PS  Y7, Y4, Y3
+	ADDQ         $0x00000012, CX
+	ADDQ         $0x00000022, DX
+	DECQ         AX
+	JNZ          loop
+
+done:
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X3, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+24(FP)
+	RET
+
+// func dotIQ4_NLRowsAVX2(nb int, w *byte, stride int, a *byte, dst *float32)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·dotIQ4_NLRowsAVX2(SB), NOSPLIT, $0-40
+	MOVQ           nb+0(FP), AX
+	MOVQ           w+8(FP), CX
+	MOVQ           stride+16(FP), DX
+	LEAQ           (CX)(DX*1), BX
+	LEAQ           (BX)(DX*1), SI
+	LEAQ           (SI)(DX*1), DX
+	MOVQ           a+24(FP), DI
+	VPBROADCASTW   onesWord<>+0(SB), Y0
+	VPBROADCASTB   lowNibble<>+0(SB), Y1
+	VBROADCASTI128 iq4Levels<>+0(SB), Y2
+	VXORPS         Y3, Y3, Y3
+	VXORPS         Y4, Y4, Y4
+	VXORPS         Y5, Y5, Y5
+	VXORPS         Y6, Y6, Y6
+	XORQ           R8, R8
+	TESTQ          AX, AX
+	JZ             done
+
+loop:
+	VPBROADCASTW (DI), X7
+	VCVTPH2PS    X7, Y8
+	VMOVDQU      2(DI), Y7
+	VMOVDQU      2(CX)(R8*1), X9
+	VPSRLW       $0x04, X9, X10
+	VINSERTI128  $0x01, X10, Y9, Y9
+	VPAND        Y1, Y9, Y9
+	VPSHUFB      Y9, Y2, Y9
+	VPSIGNB      Y9, Y9, Y10
+	VPSIGNB      Y9, Y7, Y11
+	VPMADDUBSW   Y11, Y10, Y10
+	VPMADDWD     Y0, Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VPBROADCASTW (CX)(R8*1), X9
+	VCVTPH2PS    X9, Y11
+	VMULPS       Y8, Y11, Y11
+	VFMADD231PS  Y11, Y10, Y3
+	VMOVDQU      2(BX)(R8*1), X12
+	VPSRLW       $0x04, X12, X9
+	VINSERTI128  $0x01, X9, Y12, Y12
+	VPAND        Y1, Y12, Y12
+	VPSHUFB      Y12, Y2, Y12
+	VPSIGNB      Y12, Y12, Y10
+	VPSIGNB      Y12, Y7, Y11
+	VPMADDUBSW   Y11, Y10, Y10
+	VPMADDWD     Y0, Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VPBROADCASTW (BX)(R8*1), X9
+	VCVTPH2PS    X9, Y11
+	VMULPS       Y8, Y11, Y11
+	VFMADD231PS  Y11, Y10, Y4
+	VMOVDQU      2(SI)(R8*1), X13
+	VPSRLW       $0x04, X13, X9
+	VINSERTI128  $0x01, X9, Y13, Y13
+	VPAND        Y1, Y13, Y13
+	VPSHUFB      Y13, Y2, Y13
+	VPSIGNB      Y13, Y13, Y10
+	VPSIGNB      Y13, Y7, Y11
+	VPMADDUBSW   Y11, Y10, Y10
+	VPMADDWD     Y0, Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VPBROADCASTW (SI)(R8*1), X9
+	VCVTPH2PS    X9, Y11
+	VMULPS       Y8, Y11, Y11
+	VFMADD231PS  Y11, Y10, Y5
+	VMOVDQU      2(DX)(R8*1), X14
+	VPSRLW       $0x04, X14, X9
+	VINSERTI128  $0x01, X9, Y14, Y14
+	VPAND        Y1, Y14, Y14
+	VPSHUFB      Y14, Y2, Y14
+	VPSIGNB      Y14, Y14, Y10
+	VPSIGNB      Y14, Y7, Y7
+	VPMADDUBSW   Y7, Y10, Y7
+	VPMADDWD     Y0, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (DX)(R8*1), X9
+	VCVTPH2PS    X9, Y10
+	VMULPS       Y8, Y10, Y10
+	VFMADD231PS  Y10, Y7, Y6
+	ADDQ         $0x00000012, R8
+	ADDQ         $0x00000022, DI
+	DECQ         AX
+	JNZ          loop
+
+done:
+	MOVQ         dst+32(FP), AX
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X3, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X4, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X0
+	VADDPS       X5, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VEXTRACTF128 $0x01, Y6, X0
+	VADDPS       X6, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 12(AX)
+	VZEROUPPER
+	RET
+
+// func dotIQ4_XSAVX2(nb int, w *byte, a *byte) float32
+// Requires: AVX, AVX2, F16C, FMA3, SSE
+TEXT ·dotIQ4_XSAVX2(SB), NOSPLIT, $0-28
+	MOVQ           nb+0(FP), AX
+	MOVQ           w+8(FP), CX
+	MOVQ           a+16(FP), DX
+	VPBROADCASTB   lowNibble<>+0(SB), Y0
+	VBROADCASTI128 iq4Levels<>+0(SB), Y1
+	VXORPS         Y2, Y2, Y2
+	TESTQ          AX, AX
+	JZ             done
+
+loop:
+	VPBROADCASTD   4(CX), Y3
+	VPSRLVD        iq4xsShiftLo<>+0(SB), Y3, Y3
+	VPBROADCASTD   2(CX), Y4
+	VPSLLD         $0x04, Y4, Y4
+	VPSRLVD        iq4xsShiftHi<>+0(SB), Y4, Y4
+	VPBROADCASTD   iq4xsMaskLo<>+0(SB), Y5
+	VPAND          Y5, Y3, Y3
+	VPBROADCASTD   iq4xsMaskHi<>+0(SB), Y5
+	VPAND          Y5, Y4, Y4
+	VPOR           Y4, Y3, Y3
+	VPBROADCASTD   iq4xsBias<>+0(SB), Y5
+	VPSUBD         Y5, Y3, Y3
+	VPACKSSDW      Y3, Y3, Y3
+	VPERMQ         $0x88, Y3, Y3
+	VXORPS         Y4, Y4, Y4
+	VPSHUFB        iq4xsPair0<>+0(SB), Y3, Y5
+	VMOVDQU        8(CX), Y6
+	VPSRLW         $0x04, Y6, Y7
+	VPAND          Y0, Y6, Y6
+	VPAND          Y0, Y7, Y7
+	VPSHUFB        Y6, Y1, Y6
+	VBROADCASTI128 4(DX), Y8
+	VINSERTI128    $0x01, 36(DX), Y8, Y8
+	VPSIGNB        Y6, Y6, Y9
+	VPSIGNB        Y6, Y8, Y8
+	VPMADDUBSW     Y8, Y9, Y6
+	VPMADDWD       Y5, Y6, Y6
+	VPADDD         Y6, Y4, Y4
+	VPSHUFB        Y7, Y1, Y7
+	VBROADCASTI128 20(DX), Y6
+	VINSERTI128    $0x01, 52(DX), Y6, Y6
+	VPSIGNB        Y7, Y7, Y8
+	VPSIGNB        Y7, Y6, Y6
+	VPMADDUBSW     Y6, Y8, Y6
+	VPMADDWD       Y5, Y6, Y6
+	VPADDD         Y6, Y4, Y4
+	VPSHUFB        iq4xsPair1<>+0(SB), Y3, Y5
+	VMOVDQU        40(CX), Y6
+	VPSRLW         $0x04, Y6, Y7
+	VPAND          Y0, Y6, Y6
+	VPAND          Y0, Y7, Y7
+	VPSHUFB        Y6, Y1, Y6
+	VBROADCASTI128 68(DX), Y8
+	VINSERTI128    $0x01, 100(DX), Y8, Y8
+	VPSIGNB        Y6, Y6, Y9
+	VPSIGNB        Y6, Y8, Y8
+	VPMADDUBSW     Y8, Y9, Y6
+	VPMADDWD       Y5, Y6, Y6
+	VPADDD         Y6, Y4, Y4
+	VPSHUFB        Y7, Y1, Y7
+	VBROADCASTI128 84(DX), Y6
+	VINSERTI128    $0x01, 116(DX), Y6, Y6
+	VPSIGNB        Y7, Y7, Y8
+	VPSIGNB        Y7, Y6, Y6
+	VPMADDUBSW     Y6, Y8, Y6
+	VPMADDWD       Y5, Y6, Y6
+	VPADDD         Y6, Y4, Y4
+	VPSHUFB        iq4xsPair2<>+0(SB), Y3, Y5
+	VMOVDQU        72(CX), Y6
+	VPSRLW         $0x04, Y6, Y7
+	VPAND          Y0, Y6, Y6
+	VPAND          Y0, Y7, Y7
+	VPSHUFB        Y6, Y1, Y6
+	VBROADCASTI128 132(DX), Y8
+	VINSERTI128    $0x01, 164(DX), Y8, Y8
+	VPSIGNB        Y6, Y6, Y9
+	VPSIGNB        Y6, Y8, Y8
+	VPMADDUBSW     Y8, Y9, Y6
+	VPMADDWD       Y5, Y6, Y6
+	VPADDD         Y6, Y4, Y4
+	VPSHUFB        Y7, Y1, Y7
+	VBROADCASTI128 148(DX), Y6
+	VINSERTI128    $0x01, 180(DX), Y6, Y6
+	VPSIGNB        Y7, Y7, Y8
+	VPSIGNB        Y7, Y6, Y6
+	VPMADDUBSW     Y6, Y8, Y6
+	VPMADDWD       Y5, Y6, Y6
+	VPADDD         Y6, Y4, Y4
+	VPSHUFB        iq4xsPair3<>+0(SB), Y3, Y3
+	VMOVDQU        104(CX), Y5
+	VPSRLW         $0x04, Y5, Y6
+	VPAND          Y0, Y5, Y5
+	VPAND          Y0, Y6, Y6
+	VPSHUFB        Y5, Y1, Y5
+	VBROADCASTI128 196(DX), Y7
+	VINSERTI128    $0x01, 228(DX), Y7, Y7
+	VPSIGNB        Y5, Y5, Y8
+	VPSIGNB        Y5, Y7, Y7
+	VPMADDUBSW     Y7, Y8, Y5
+	VPMADDWD       Y3, Y5, Y5
+	VPADDD         Y5, Y4, Y4
+	VPSHUFB        Y6, Y1, Y6
+	VBROADCASTI128 212(DX), Y5
+	VINSERTI128    $0x01, 244(DX), Y5, Y5
+	VPSIGNB        Y6, Y6, Y7
+	VPSIGNB        Y6, Y5, Y5
+	VPMADDUBSW     Y5, Y7, Y5
+	VPMADDWD       Y3, Y5, Y5
+	VPADDD         Y5, Y4, Y4
+	VCVTDQ2PS      Y4, Y3
+	VPBROADCASTW   (CX), X4
+	VCVTPH2PS      X4, Y4
+	VBROADCASTSS   (DX), Y5
+	VMULPS         Y5, Y4, Y4
+	VFMADD231PS    Y4, Y3, Y2
+	ADDQ           $0x00000088, CX
+	ADDQ           $0x00000124, DX
+	DECQ           AX
+	JNZ            loop
 
 done:
 	VEXTRACTF128 $0x01, Y2, X0
@@ -2937,6 +3420,170 @@ done:
 	VADDSS        X1, X0, X0
 	VZEROUPPER
 	MOVSS         X0, ret+24(FP)
+	RET
+
+// func dotIQ4_NLAVX512(nb int, w *byte, a *byte) float32
+// Requires: AVX, AVX2, AVX512VL, AVX512VNNI, F16C, FMA3, SSE
+TEXT ·dotIQ4_NLAVX512(SB), NOSPLIT, $0-28
+	MOVQ           nb+0(FP), AX
+	MOVQ           w+8(FP), CX
+	MOVQ           a+16(FP), DX
+	VPBROADCASTB   lowNibble<>+0(SB), Y0
+	VBROADCASTI128 iq4Levels<>+0(SB), Y1
+	VXORPS         Y2, Y2, Y2
+	TESTQ          AX, AX
+	JZ             done
+
+loop:
+	VPBROADCASTW (DX), X3
+	VCVTPH2PS    X3, Y4
+	VMOVDQU      2(DX), Y3
+	VMOVDQU      2(CX), X5
+	VPSRLW       $0x04, X5, X6
+	VINSERTI128  $0x01, X6, Y5, Y5
+	VPAND        Y0, Y5, Y5
+	VPSHUFB      Y5, Y1, Y5
+	VPSIGNB      Y5, Y5, Y6
+	VPSIGNB      Y5, Y3, Y3
+	VPXOR        Y7, Y7, Y7
+	VPDPBUSD     Y3, Y6, Y7
+	VCVTDQ2PS    Y7, Y3
+	VPBROADCASTW (CX), X5
+	VCVTPH2PS    X5, Y6
+	VMULPS       Y4, Y6, Y6
+	VFMADD231PS  Y6, Y3, Y2
+	ADDQ         $0x00000012, CX
+	ADDQ         $0x00000022, DX
+	DECQ         AX
+	JNZ          loop
+
+done:
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X2, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+24(FP)
+	RET
+
+// func dotIQ4_NLRowsAVX512(nb int, w *byte, stride int, a *byte, dst *float32)
+// Requires: AVX, AVX2, AVX512VL, AVX512VNNI, F16C, FMA3
+TEXT ·dotIQ4_NLRowsAVX512(SB), NOSPLIT, $0-40
+	MOVQ           nb+0(FP), AX
+	MOVQ           w+8(FP), CX
+	MOVQ           stride+16(FP), DX
+	LEAQ           (CX)(DX*1), BX
+	LEAQ           (BX)(DX*1), SI
+	LEAQ           (SI)(DX*1), DX
+	MOVQ           a+24(FP), DI
+	VPBROADCASTB   lowNibble<>+0(SB), Y0
+	VBROADCASTI128 iq4Levels<>+0(SB), Y1
+	VXORPS         Y2, Y2, Y2
+	VXORPS         Y3, Y3, Y3
+	VXORPS         Y4, Y4, Y4
+	VXORPS         Y5, Y5, Y5
+	XORQ           R8, R8
+	TESTQ          AX, AX
+	JZ             done
+
+loop:
+	VPBROADCASTW (DI), X6
+	VCVTPH2PS    X6, Y7
+	VMOVDQU      2(DI), Y6
+	VMOVDQU      2(CX)(R8*1), X8
+	VPSRLW       $0x04, X8, X9
+	VINSERTI128  $0x01, X9, Y8, Y8
+	VPAND        Y0, Y8, Y8
+	VPSHUFB      Y8, Y1, Y8
+	VPSIGNB      Y8, Y8, Y9
+	VPSIGNB      Y8, Y6, Y10
+	VPXOR        Y11, Y11, Y11
+	VPDPBUSD     Y10, Y9, Y11
+	VCVTDQ2PS    Y11, Y9
+	VPBROADCASTW (CX)(R8*1), X8
+	VCVTPH2PS    X8, Y10
+	VMULPS       Y7, Y10, Y10
+	VFMADD231PS  Y10, Y9, Y2
+	VMOVDQU      2(BX)(R8*1), X12
+	VPSRLW       $0x04, X12, X8
+	VINSERTI128  $0x01, X8, Y12, Y12
+	VPAND        Y0, Y12, Y12
+	VPSHUFB      Y12, Y1, Y12
+	VPSIGNB      Y12, Y12, Y9
+	VPSIGNB      Y12, Y6, Y10
+	VPXOR        Y11, Y11, Y11
+	VPDPBUSD     Y10, Y9, Y11
+	VCVTDQ2PS    Y11, Y9
+	VPBROADCASTW (BX)(R8*1), X8
+	VCVTPH2PS    X8, Y10
+	VMULPS       Y7, Y10, Y10
+	VFMADD231PS  Y10, Y9, Y3
+	VMOVDQU      2(SI)(R8*1), X13
+	VPSRLW       $0x04, X13, X8
+	VINSERTI128  $0x01, X8, Y13, Y13
+	VPAND        Y0, Y13, Y13
+	VPSHUFB      Y13, Y1, Y13
+	VPSIGNB      Y13, Y13, Y9
+	VPSIGNB      Y13, Y6, Y10
+	VPXOR        Y11, Y11, Y11
+	VPDPBUSD     Y10, Y9, Y11
+	VCVTDQ2PS    Y11, Y9
+	VPBROADCASTW (SI)(R8*1), X8
+	VCVTPH2PS    X8, Y10
+	VMULPS       Y7, Y10, Y10
+	VFMADD231PS  Y10, Y9, Y4
+	VMOVDQU      2(DX)(R8*1), X14
+	VPSRLW       $0x04, X14, X8
+	VINSERTI128  $0x01, X8, Y14, Y14
+	VPAND        Y0, Y14, Y14
+	VPSHUFB      Y14, Y1, Y14
+	VPSIGNB      Y14, Y14, Y9
+	VPSIGNB      Y14, Y6, Y6
+	VPXOR        Y10, Y10, Y10
+	VPDPBUSD     Y6, Y9, Y10
+	VCVTDQ2PS    Y10, Y6
+	VPBROADCASTW (DX)(R8*1), X8
+	VCVTPH2PS    X8, Y9
+	VMULPS       Y7, Y9, Y9
+	VFMADD231PS  Y9, Y6, Y5
+	ADDQ         $0x00000012, R8
+	ADDQ         $0x00000022, DI
+	DECQ         AX
+	JNZ          loop
+
+done:
+	MOVQ         dst+32(FP), AX
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X2, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X3, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X4, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VEXTRACTF128 $0x01, Y5, X0
+	VADDPS       X5, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 12(AX)
+	VZEROUPPER
 	RET
 
 // func gemmQ8_04x1AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)

@@ -38,6 +38,15 @@ var asmKernels = []kernelSet{{
 		chunk: 256,
 		one:   dotQ6_KAVX2,
 		w:     gguf.TypeQ6_K,
+	}, {
+		chunk: 32,
+		one:   dotIQ4_NLAVX2,
+		rows:  dotIQ4_NLRowsAVX2,
+		w:     gguf.TypeIQ4_NL,
+	}, {
+		chunk: 256,
+		one:   dotIQ4_XSAVX2,
+		w:     gguf.TypeIQ4_XS,
 	}},
 	gelu: geluF32AVX2,
 	gemms: []gemmKernel{{
@@ -99,6 +108,15 @@ var asmKernels = []kernelSet{{
 		chunk: 256,
 		one:   dotQ6_KAVX2,
 		w:     gguf.TypeQ6_K,
+	}, {
+		chunk: 32,
+		one:   dotIQ4_NLAVX512,
+		rows:  dotIQ4_NLRowsAVX512,
+		w:     gguf.TypeIQ4_NL,
+	}, {
+		chunk: 256,
+		one:   dotIQ4_XSAVX2,
+		w:     gguf.TypeIQ4_XS,
 	}},
 	gelu: geluF32AVX512,
 	gemms: []gemmKernel{{

@@ -22,6 +22,8 @@ func main() {
 		genDotF16(v, &reg)
 		genDotQ4K(v, &reg)
 		genDotQ6K(v, &reg)
+		genDotIQ4NL(v, &reg)
+		genDotIQ4XS(v, &reg)
 		genGemmLegacy(v, &reg, gemmQ8_0)
 		genGemmLegacy(v, &reg, gemmQ4_0)
 		genGemmF16(v, &reg)
