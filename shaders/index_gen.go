@@ -453,6 +453,42 @@ var spvMatvecBiasQ3K []byte
 //go:embed spv/matvec_geglu_q3_k.spv
 var spvMatvecGegluQ3K []byte
 
+//go:embed spv/get_rows_iq4_nl.spv
+var spvGetRowsIq4Nl []byte
+
+//go:embed spv/matvec_iq4_nl.spv
+var spvMatvecIq4Nl []byte
+
+//go:embed spv/matvec_add_iq4_nl.spv
+var spvMatvecAddIq4Nl []byte
+
+//go:embed spv/matvec_gateup_iq4_nl.spv
+var spvMatvecGateupIq4Nl []byte
+
+//go:embed spv/matvec_bias_iq4_nl.spv
+var spvMatvecBiasIq4Nl []byte
+
+//go:embed spv/matvec_geglu_iq4_nl.spv
+var spvMatvecGegluIq4Nl []byte
+
+//go:embed spv/get_rows_iq4_xs.spv
+var spvGetRowsIq4Xs []byte
+
+//go:embed spv/matvec_iq4_xs.spv
+var spvMatvecIq4Xs []byte
+
+//go:embed spv/matvec_add_iq4_xs.spv
+var spvMatvecAddIq4Xs []byte
+
+//go:embed spv/matvec_gateup_iq4_xs.spv
+var spvMatvecGateupIq4Xs []byte
+
+//go:embed spv/matvec_bias_iq4_xs.spv
+var spvMatvecBiasIq4Xs []byte
+
+//go:embed spv/matvec_geglu_iq4_xs.spv
+var spvMatvecGegluIq4Xs []byte
+
 // kernels lists every compiled variant, in the generator's order.
 var kernels = []Kernel{{
 	Bindings:  3,
@@ -1637,6 +1673,102 @@ var kernels = []Kernel{{
 	Name:      "matvec_geglu_q3_k",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGegluQ3K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_IQ4_NL"},
+	Name:      "get_rows_iq4_nl",
+	PushBytes: 28,
+	SPIRV:     spvGetRowsIq4Nl,
+	Source:    "get_rows.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_IQ4_NL"},
+	Name:      "matvec_iq4_nl",
+	PushBytes: 28,
+	SPIRV:     spvMatvecIq4Nl,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ4_NL", "ADD"},
+	Name:      "matvec_add_iq4_nl",
+	PushBytes: 28,
+	SPIRV:     spvMatvecAddIq4Nl,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ4_NL", "GATEUP"},
+	Name:      "matvec_gateup_iq4_nl",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupIq4Nl,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ4_NL", "BIAS"},
+	Name:      "matvec_bias_iq4_nl",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBiasIq4Nl,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ4_NL", "GEGLU"},
+	Name:      "matvec_geglu_iq4_nl",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGegluIq4Nl,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_IQ4_XS"},
+	Name:      "get_rows_iq4_xs",
+	PushBytes: 28,
+	SPIRV:     spvGetRowsIq4Xs,
+	Source:    "get_rows.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_IQ4_XS"},
+	Name:      "matvec_iq4_xs",
+	PushBytes: 28,
+	SPIRV:     spvMatvecIq4Xs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ4_XS", "ADD"},
+	Name:      "matvec_add_iq4_xs",
+	PushBytes: 28,
+	SPIRV:     spvMatvecAddIq4Xs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ4_XS", "GATEUP"},
+	Name:      "matvec_gateup_iq4_xs",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupIq4Xs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ4_XS", "BIAS"},
+	Name:      "matvec_bias_iq4_xs",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBiasIq4Xs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ4_XS", "GEGLU"},
+	Name:      "matvec_geglu_iq4_xs",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGegluIq4Xs,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }}

@@ -12,8 +12,8 @@
 // dispatch limit continue in y.
 //
 // Weight types: W_F32, W_F16, W_BF16, W_Q8_0, W_Q4_0, W_Q5_0, W_Q4_1, W_Q5_1
-// as in matmul.comp, and the
-// K-quants W_Q2_K, W_Q3_K, W_Q4_K, W_Q5_K, W_Q6_K, which take activations
+// as in matmul.comp, W_IQ4_NL (Q8_0 activations, matvec only), and the
+// K-quants W_Q2_K, W_Q3_K, W_Q4_K, W_Q5_K, W_Q6_K and W_IQ4_XS, which take activations
 // quantized to Q8_K by quantize_q8k (binding 1 is then that scratch: per
 // 256 values 73 words, the GGUF Q8_K block). Per 32-value chunk the
 // integer sums are exact; the float terms follow ggml's operand order per
@@ -35,7 +35,7 @@ layout(push_constant) uniform Push {
 } pc;
 
 layout(binding = 0) readonly buffer Wt { uint w[]; };
-#if defined(W_Q8_0) || defined(W_Q4_0) || defined(W_Q5_0)
+#if defined(W_Q8_0) || defined(W_Q4_0) || defined(W_Q5_0) || defined(W_IQ4_NL)
 #define QUANT_ACT
 #define Q8_0_ACT
 #define ABW 9u // words per activation block (quantize_q8_0)
@@ -44,9 +44,13 @@ layout(binding = 0) readonly buffer Wt { uint w[]; };
 #define Q8_0_ACT // the same 32-value loop, Q8_1 activation blocks
 #define Q8_1_ACT
 #define ABW 10u // words per activation block (quantize_q8_1: d, s, 8 words)
-#elif defined(W_Q2_K) || defined(W_Q3_K) || defined(W_Q4_K) || defined(W_Q5_K) || defined(W_Q6_K)
+#elif defined(W_Q2_K) || defined(W_Q3_K) || defined(W_Q4_K) || defined(W_Q5_K) || defined(W_Q6_K) || defined(W_IQ4_XS)
 #define QUANT_ACT
 #define Q8_K_ACT
+#endif
+#if defined(W_IQ4_NL) || defined(W_IQ4_XS)
+// kvalues_iq4nl of llama.cpp's ggml-quants.c, as quant.IQ4Levels.
+const int IQ4_LEVELS[16] = int[16](-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
 #endif
 #ifdef QUANT_ACT
 layout(binding = 1) readonly buffer Xq { uint xq[]; };
@@ -200,6 +204,17 @@ void main() {
                 // ggml's (d·da)·isum + m·s, rounded after each operation.
                 precise float v = (dw * da) * float(isum) + mw * sa;
                 acc[s * NT + j] += v;
+#elif defined(W_IQ4_NL)
+                // Q4_0's layout; the indices pick levels from the table.
+                for (uint k = 0u; k < 4u; k++) {
+                    const uint lo = xq[ab + 1u + k];
+                    const uint hi = xq[ab + 5u + k];
+                    for (uint i = 0u; i < 4u; i++) {
+                        const uint q = ubyte(wq[k], i);
+                        isum += IQ4_LEVELS[q & 15u] * sbyte(lo, i) + IQ4_LEVELS[q >> 4] * sbyte(hi, i);
+                    }
+                }
+                acc[s * NT + j] += (da * dw) * float(isum);
 #else
                 for (uint k = 0u; k < 4u; k++) {
                     const uint lo = xq[ab + 1u + k];
@@ -315,6 +330,33 @@ void main() {
 #else
                 precise float v = (dw * dy) * float(sc0 * is0 + sc1 * is1);
 #endif
+                acc[s * NT + t] += v;
+            }
+#elif defined(W_IQ4_XS)
+            // 136-byte blocks (word-aligned): d, scales_h at 0, scales_l at
+            // 4, chunk j's 16 bytes of index pairs at 8 + 16j.
+            const uint wb = (row * nsb + sb) * 136u;
+            const uint dh = wword(s, wb >> 2);
+            const float dw = f16_to_f32(dh & 0xffffu);
+            const int ls = int(((ubyte(wword(s, (wb >> 2) + 1u), j >> 1) >> (4u * (j & 1u))) & 15u) | (((dh >> (16u + 2u * j)) & 3u) << 4)) - 32;
+            uint wq[4];
+            for (uint k = 0u; k < 4u; k++) {
+                wq[k] = wword(s, ((wb + 8u) >> 2) + 4u * j + k);
+            }
+            for (uint t = 0u; t < nt; t++) {
+                const uint ab = pc.xoff + ((t0 + t) * nsb + sb) * 73u;
+                const float dy = uintBitsToFloat(xq[ab]);
+                int isum = 0;
+                for (uint k = 0u; k < 4u; k++) {
+                    const uint lo = xq[ab + 1u + 8u * j + k];      // values 4k..4k+3 of the chunk
+                    const uint hi = xq[ab + 5u + 8u * j + k];      // values 16+4k..
+                    for (uint i = 0u; i < 4u; i++) {
+                        const uint q = ubyte(wq[k], i);
+                        isum += IQ4_LEVELS[q & 15u] * sbyte(lo, i) + IQ4_LEVELS[q >> 4] * sbyte(hi, i);
+                    }
+                }
+                // The CPU's (d·dy)·Σ(ls·isum) over the super-block, taken per chunk.
+                precise float v = (dw * dy) * float(ls * isum);
                 acc[s * NT + t] += v;
             }
 #else // W_Q6_K: 210-byte blocks (only 2-byte aligned).

@@ -62,11 +62,13 @@ func pad4(b []byte) []byte {
 }
 
 var weightTypes = []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ5_0,
-	gguf.TypeQ4_1, gguf.TypeQ5_1, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K}
+	gguf.TypeQ4_1, gguf.TypeQ5_1, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K,
+	gguf.TypeIQ4_NL, gguf.TypeIQ4_XS}
 
 func typeName(t gguf.TensorType) string {
 	return map[gguf.TensorType]string{gguf.TypeF32: "f32", gguf.TypeF16: "f16", gguf.TypeBF16: "bf16", gguf.TypeQ8_0: "q8_0", gguf.TypeQ4_0: "q4_0", gguf.TypeQ5_0: "q5_0",
-		gguf.TypeQ4_1: "q4_1", gguf.TypeQ5_1: "q5_1", gguf.TypeQ2_K: "q2_k", gguf.TypeQ3_K: "q3_k", gguf.TypeQ4_K: "q4_k", gguf.TypeQ5_K: "q5_k", gguf.TypeQ6_K: "q6_k"}[t]
+		gguf.TypeQ4_1: "q4_1", gguf.TypeQ5_1: "q5_1", gguf.TypeQ2_K: "q2_k", gguf.TypeQ3_K: "q3_k", gguf.TypeQ4_K: "q4_k", gguf.TypeQ5_K: "q5_k", gguf.TypeQ6_K: "q6_k",
+		gguf.TypeIQ4_NL: "iq4_nl", gguf.TypeIQ4_XS: "iq4_xs"}[t]
 }
 
 // q8_1 reports the weight types that take Q8_1 activations (quantize_q8_1).
@@ -74,6 +76,9 @@ func q8_1(t gguf.TensorType) bool { return t == gguf.TypeQ4_1 || t == gguf.TypeQ
 
 // kQuant reports a K-quant (256-value super-blocks, Q8_K activations).
 func kQuant(t gguf.TensorType) bool { return t.BlockSize() == 256 }
+
+// matvecOnly reports the weight types only matvec.comp reads.
+func matvecOnly(t gguf.TensorType) bool { return kQuant(t) || t == gguf.TypeIQ4_NL }
 
 // GetRows widens rows as the CPU does (an int8 or nibble times a binary16
 // scale is exact in float32; Q4_1/Q5_1's q·d + m rounds as in Go): the
@@ -248,7 +253,7 @@ func TestMatMul(t *testing.T) {
 		}
 		// matvec#1: the decode variant (one token per workgroup).
 		kernels := []string{"matmul", "matvec", "matvec#1"}
-		if kQuant(wt) {
+		if matvecOnly(wt) {
 			kernels = kernels[1:]
 		}
 		tol := 2e-6

@@ -3,7 +3,8 @@
 //   Q8_0: 34 bytes per 32 values: d (f16) | 32 int8
 //   Q4_0: 18 bytes per 32 values: d (f16) | 16 bytes, value j in the low
 //         nibble of byte j, value j+16 in the high nibble, minus 8.
-//   BF16, Q5_0, Q4_1, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K: see w_value below.
+//   BF16, Q5_0, Q4_1, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS:
+//   see w_value below.
 // Every block starts at an even byte, so a 16-bit field never straddles
 // two words.
 
@@ -158,6 +159,35 @@ float w_value(uint i) {
     precise float v = f16_to_f32(w_u16(b + 208u)) * float(sc) * float(int(lo | (hi << 4)) - 32);
     return v;
 }
+#elif defined(W_IQ4_NL) || defined(W_IQ4_XS)
+// IQ4_NL: 18 bytes per 32 values: d (f16) | 16 bytes of 4-bit indices as
+// Q4_0's nibbles. IQ4_XS: 136 bytes per 256 values: d (f16) | scales_h
+// (u16) | scales_l (4 bytes) | 128 bytes of indices, 16 per 32-value
+// sub-block ib, whose scale is nibble ib of scales_l with bits 2ib, 2ib+1
+// of scales_h on top, minus 32. A value is d·level or d·(ls−32)·level,
+// exact in float32 (at most 11 + 6 + 7 significant bits).
+const int IQ4_LEVELS[16] = int[16](-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+#ifdef W_IQ4_NL
+#define BLOCK 32u
+#define BLOCK_BYTES 18u
+float w_value(uint i) {
+    const uint b = (i / 32u) * BLOCK_BYTES;
+    const uint j = i % 32u;
+    const uint q = w_byte(b + 2u + (j & 15u));
+    return f16_to_f32(w_u16(b)) * float(IQ4_LEVELS[j < 16u ? (q & 15u) : (q >> 4)]);
+}
+#else
+#define BLOCK 256u
+#define BLOCK_BYTES 136u
+float w_value(uint i) {
+    const uint b = (i / 256u) * BLOCK_BYTES;
+    const uint r = i % 256u, ib = r / 32u, j = r % 32u;
+    const uint ls = ((w_byte(b + 4u + ib / 2u) >> (4u * (ib & 1u))) & 15u) | (((w_u16(b + 2u) >> (2u * ib)) & 3u) << 4);
+    const uint q = w_byte(b + 8u + 16u * ib + (j & 15u));
+    precise float dl = f16_to_f32(w_u16(b)) * float(int(ls) - 32);
+    return dl * float(IQ4_LEVELS[j < 16u ? (q & 15u) : (q >> 4)]);
+}
+#endif
 #else
 #error "define a weight type"
 #endif

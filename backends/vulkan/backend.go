@@ -42,11 +42,13 @@ var weightKernel = map[gguf.TensorType]string{
 	gguf.TypeF32: "f32", gguf.TypeF16: "f16", gguf.TypeQ8_0: "q8_0", gguf.TypeQ4_0: "q4_0", gguf.TypeQ5_0: "q5_0",
 	gguf.TypeQ2_K: "q2_k", gguf.TypeQ3_K: "q3_k", gguf.TypeQ4_K: "q4_k", gguf.TypeQ5_K: "q5_k", gguf.TypeQ6_K: "q6_k",
 	gguf.TypeBF16: "bf16", gguf.TypeQ4_1: "q4_1", gguf.TypeQ5_1: "q5_1",
+	gguf.TypeIQ4_NL: "iq4_nl", gguf.TypeIQ4_XS: "iq4_xs",
 }
 
 // rowMatmul reports the weight types matmul.comp (one invocation per row,
-// for batches) reads; matvec.comp reads every type of weightKernel.
-func rowMatmul(t gguf.TensorType) bool { return t.BlockSize() < 256 }
+// for batches) reads; matvec.comp reads every type of weightKernel. IQ4_NL
+// has 32-value blocks but only a matvec shader so far.
+func rowMatmul(t gguf.TensorType) bool { return t.BlockSize() < 256 && t != gguf.TypeIQ4_NL }
 
 // actKind names the activations a matmul weight type takes: float32,
 // binary16-rounded, bfloat16-rounded, Q8_0 blocks (quantize_q8_0), Q8_1

@@ -78,6 +78,7 @@ var weightTypes = []struct {
 	{"bf16", "W_BF16", true}, {"q4_1", "W_Q4_1", true}, {"q5_1", "W_Q5_1", true},
 	{"q4_k", "W_Q4_K", false}, {"q5_k", "W_Q5_K", false}, {"q6_k", "W_Q6_K", false},
 	{"q2_k", "W_Q2_K", false}, {"q3_k", "W_Q3_K", false},
+	{"iq4_nl", "W_IQ4_NL", false}, {"iq4_xs", "W_IQ4_XS", false},
 }
 
 func init() {
