@@ -47,6 +47,17 @@ var formats = map[gguf.TensorType]format{
 
 	gguf.TypeIQ4_NL: {dequantIQ4NL, quantIQ4NL, dotIQ4NL},
 	gguf.TypeIQ4_XS: {dequantIQ4XS, quantIQ4XS, dotIQ4XS},
+	gguf.TypeTQ1_0:  {dequantTQ1, quantTQ1, dotTQ1},
+	gguf.TypeTQ2_0:  {dequantTQ2, quantTQ2, dotTQ2},
+
+	// Read-only: see WriteError.
+	gguf.TypeIQ2_XXS: {dequantIQ2XXS, nil, dotIQ2XXS},
+	gguf.TypeIQ2_XS:  {dequantIQ2XS, nil, dotIQ2XS},
+	gguf.TypeIQ2_S:   {dequantIQ2S, nil, dotIQ2S},
+	gguf.TypeIQ3_XXS: {dequantIQ3XXS, nil, dotIQ3XXS},
+	gguf.TypeIQ3_S:   {dequantIQ3S, nil, dotIQ3S},
+	gguf.TypeIQ1_S:   {dequantIQ1S, nil, dotIQ1S},
+	gguf.TypeIQ1_M:   {dequantIQ1M, nil, dotIQ1M},
 }
 
 // formatTable indexes formats by type id so the hot path avoids a map.
@@ -66,10 +77,31 @@ func formatOf(t gguf.TensorType) (f format, ok bool) {
 	return f, f.dequant != nil
 }
 
-// Supported reports whether Dequantize and Quantize handle type t.
+// Supported reports whether Dequantize handles type t (and, for the types
+// weights come in, VecDot). Quantize handles the subset Writable reports.
 func Supported(t gguf.TensorType) bool {
 	_, ok := formatOf(t)
 	return ok
+}
+
+// Writable reports whether Quantize handles type t.
+func Writable(t gguf.TensorType) bool {
+	f, ok := formatOf(t)
+	return ok && f.quant != nil
+}
+
+// ErrReadOnly is wrapped by the errors of Quantize for the types weft
+// reads but does not write.
+var ErrReadOnly = errors.New("read-only tensor type")
+
+// WriteError explains why Quantize refuses type t.
+func WriteError(t gguf.TensorType) error {
+	if !Supported(t) {
+		return UnsupportedError("", t)
+	}
+	return fmt.Errorf("%w %s: weft reads it but cannot write it; llama.cpp's quantizer searches the %s lattice "+
+		"weighted by an importance matrix (llama-imatrix), which weft does not implement: quantize with llama-quantize --imatrix",
+		ErrReadOnly, t, t)
 }
 
 // lookup returns t's format after checking that n elements of it occupy
@@ -102,12 +134,16 @@ func Dequantize(t gguf.TensorType, src []byte, dst []float32) error {
 }
 
 // Quantize converts src to type t with llama.cpp's reference quantizer (no
-// importance matrix). len(src) must be a multiple of t's block size and dst
+// importance matrix); types that are not Writable give an error wrapping
+// ErrReadOnly. len(src) must be a multiple of t's block size and dst
 // exactly t.RowBytes(len(src)) long.
 func Quantize(t gguf.TensorType, src []float32, dst []byte) error {
 	f, err := lookup(t, len(src), len(dst))
 	if err != nil {
 		return err
+	}
+	if f.quant == nil {
+		return WriteError(t)
 	}
 	f.quant(src, dst)
 	return nil
@@ -115,8 +151,8 @@ func Quantize(t gguf.TensorType, src []float32, dst []byte) error {
 
 // QuantizeAlloc is Quantize into a freshly allocated buffer.
 func QuantizeAlloc(t gguf.TensorType, src []float32) ([]byte, error) {
-	if !Supported(t) {
-		return nil, UnsupportedError("", t)
+	if !Writable(t) {
+		return nil, WriteError(t)
 	}
 	size, err := t.RowBytes(uint64(len(src)))
 	if err != nil {

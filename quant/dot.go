@@ -16,7 +16,9 @@ func VecDotType(w gguf.TensorType) gguf.TensorType {
 		return gguf.TypeQ8_0
 	case gguf.TypeQ4_1, gguf.TypeQ5_1:
 		return gguf.TypeQ8_1
-	case gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeIQ4_XS:
+	case gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeIQ4_XS,
+		gguf.TypeIQ2_XXS, gguf.TypeIQ2_XS, gguf.TypeIQ2_S, gguf.TypeIQ3_XXS, gguf.TypeIQ3_S,
+		gguf.TypeIQ1_S, gguf.TypeIQ1_M, gguf.TypeTQ1_0, gguf.TypeTQ2_0:
 		return gguf.TypeQ8_K
 	}
 	return w

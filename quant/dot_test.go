@@ -11,7 +11,7 @@ var dotTypes = []gguf.TensorType{
 	gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16,
 	gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ8_0,
 	gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K,
-	gguf.TypeIQ4_NL, gguf.TypeIQ4_XS,
+	gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeTQ1_0, gguf.TypeTQ2_0,
 }
 
 func dequantAll(t *testing.T, typ gguf.TensorType, b []byte, n int) []float32 {
@@ -132,7 +132,7 @@ func TestVecDotTypeAndChecks(t *testing.T) {
 	if err := CheckVecDot(gguf.TypeQ8_K, 256, make([]byte, 292), make([]byte, 292)); err == nil {
 		t.Error("Q8_K has no weight dot product, yet was accepted")
 	}
-	if v := VecDot(gguf.TypeIQ2_XXS, 256, nil, nil); !math.IsNaN(float64(v)) {
+	if v := VecDot(gguf.TypeMXFP4, 256, nil, nil); !math.IsNaN(float64(v)) {
 		t.Errorf("unsupported VecDot gave %v, want NaN", v)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/weft-ml/weft/gguf"
 )
 
@@ -14,7 +16,7 @@ var allTypes = []gguf.TensorType{
 	gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16,
 	gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ8_0, gguf.TypeQ8_1,
 	gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeQ8_K,
-	gguf.TypeIQ4_NL, gguf.TypeIQ4_XS,
+	gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeTQ1_0, gguf.TypeTQ2_0,
 }
 
 func newRand(t testing.TB) *rand.Rand {
@@ -48,6 +50,7 @@ var maxRelRMSE = map[gguf.TensorType]float64{ // 1.3× the worst of 3000 random 
 	gguf.TypeQ8_0: 0.017, gguf.TypeQ8_1: 0.017,
 	gguf.TypeQ2_K: 0.65, gguf.TypeQ3_K: 0.30, gguf.TypeQ4_K: 0.15, gguf.TypeQ5_K: 0.078, gguf.TypeQ6_K: 0.047, gguf.TypeQ8_K: 0.038,
 	gguf.TypeIQ4_NL: 0.21, gguf.TypeIQ4_XS: 0.17,
+	gguf.TypeTQ1_0: 1, gguf.TypeTQ2_0: 1, // worst 0.94: only ternary weights survive (TestTernaryExact)
 }
 
 func relRMSE(x, y []float32) float64 {
@@ -125,7 +128,7 @@ func TestZeroBlocks(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	for _, typ := range []gguf.TensorType{gguf.TypeIQ2_XXS, gguf.TypeIQ1_M, gguf.TypeTQ1_0, gguf.TypeMXFP4, gguf.TypeI8, gguf.TypeF64, 99} {
+	for _, typ := range []gguf.TensorType{gguf.TypeMXFP4, gguf.TypeI8, gguf.TypeF64, 99} {
 		if Supported(typ) {
 			t.Errorf("%s reported supported", typ)
 		}
@@ -137,9 +140,26 @@ func TestErrors(t *testing.T) {
 			t.Errorf("%s: QuantizeAlloc error %v", typ, err)
 		}
 	}
-	err := Quantize(gguf.TypeIQ2_XXS, make([]float32, 256), make([]byte, 66))
-	if err == nil || !strings.Contains(err.Error(), "unsupported tensor type IQ2_XXS") {
+	err := Quantize(gguf.TypeMXFP4, make([]float32, 256), make([]byte, 136))
+	if err == nil || !strings.Contains(err.Error(), "unsupported tensor type MXFP4") {
 		t.Errorf("message %q lacks the type", err)
+	}
+	// The lattice types are read, not written: the error says why.
+	for _, typ := range []gguf.TensorType{gguf.TypeIQ2_XXS, gguf.TypeIQ2_XS, gguf.TypeIQ2_S, gguf.TypeIQ3_XXS,
+		gguf.TypeIQ3_S, gguf.TypeIQ1_S, gguf.TypeIQ1_M} {
+		if !Supported(typ) || Writable(typ) {
+			t.Errorf("%s: Supported %v, Writable %v; want read-only", typ, Supported(typ), Writable(typ))
+		}
+		err := Quantize(typ, make([]float32, 256), make([]byte, typ.BlockBytes()))
+		if !errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), "importance matrix") {
+			t.Errorf("%s: Quantize error %v", typ, err)
+		}
+		if _, err := QuantizeAlloc(typ, make([]float32, 256)); !errors.Is(err, ErrReadOnly) {
+			t.Errorf("%s: QuantizeAlloc error %v", typ, err)
+		}
+		if err := Dequantize(typ, make([]byte, typ.BlockBytes()), make([]float32, 256)); err != nil {
+			t.Errorf("%s: Dequantize: %v", typ, err)
+		}
 	}
 	err = UnsupportedError("blk.0.ffn_up.weight", gguf.TypeIQ1_S)
 	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "blk.0.ffn_up.weight") || !strings.Contains(err.Error(), "IQ1_S") {
@@ -209,5 +229,27 @@ func TestLlamaCppAccuracy(t *testing.T) {
 		if rt > maxErr || dotErr > maxDot {
 			t.Errorf("%s exceeds llama.cpp's limits", typ)
 		}
+	}
+}
+
+// TestTernaryExact: weights that are d·{−1, 0, 1} with a binary16 d (every
+// block holding a ±d) come back exactly from TQ1_0 and TQ2_0.
+func TestTernaryExact(t *testing.T) {
+	r := newRand(t)
+	for _, typ := range []gguf.TensorType{gguf.TypeTQ1_0, gguf.TypeTQ2_0} {
+		const n = 3 * 256
+		x := make([]float32, n)
+		for b := 0; b < n/256; b++ {
+			d := FP16ToFP32(FP32ToFP16(float32(r.Float64()*4 + 0.01)))
+			for i := b * 256; i < (b+1)*256; i++ {
+				x[i] = d * float32(r.IntN(3)-1)
+			}
+			x[b*256+r.IntN(256)] = -d
+		}
+		q, err := QuantizeAlloc(typ, x)
+		require.NoError(t, err)
+		y := make([]float32, n)
+		require.NoError(t, Dequantize(typ, q, y))
+		require.Equal(t, x, y, "%s", typ)
 	}
 }

@@ -50,8 +50,11 @@ func TestEncodeRowsErrors(t *testing.T) {
 	if err := EncodeRows(&bytes.Buffer{}, gguf.TypeQ8_0, 5000, 32, fill, 2); !errors.Is(err, boom) {
 		t.Errorf("fill error: got %v", err)
 	}
-	if err := EncodeRows(&bytes.Buffer{}, gguf.TypeIQ2_XS, 1, 256, fill, 2); !errors.Is(err, quant.ErrUnsupported) {
+	if err := EncodeRows(&bytes.Buffer{}, gguf.TypeIQ2_XS, 1, 256, fill, 2); !errors.Is(err, quant.ErrReadOnly) {
 		t.Errorf("IQ2_XS: got %v", err)
+	}
+	if err := EncodeRows(&bytes.Buffer{}, gguf.TypeMXFP4, 1, 256, fill, 2); !errors.Is(err, quant.ErrUnsupported) {
+		t.Errorf("MXFP4: got %v", err)
 	}
 	if err := EncodeRows(&bytes.Buffer{}, gguf.TypeQ4_0, 1, 33, fill, 2); err == nil {
 		t.Error("33 columns of Q4_0 accepted")

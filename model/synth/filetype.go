@@ -2,6 +2,7 @@ package synth
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -37,6 +38,8 @@ const (
 	ftypeIQ4_NL = 25
 	ftypeIQ4_XS = 30
 	ftypeBF16   = 32
+	ftypeTQ1_0  = 36
+	ftypeTQ2_0  = 37
 )
 
 var fileTypes = []FileType{
@@ -59,7 +62,15 @@ var fileTypes = []FileType{
 	{"Q6_K", ftypeQ6_K, gguf.TypeQ6_K},
 	{"IQ4_NL", ftypeIQ4_NL, gguf.TypeIQ4_NL},
 	{"IQ4_XS", ftypeIQ4_XS, gguf.TypeIQ4_XS},
+	{"TQ1_0", ftypeTQ1_0, gguf.TypeTQ1_0},
+	{"TQ2_0", ftypeTQ2_0, gguf.TypeTQ2_0},
 }
+
+// readOnlyTypes are llama-quantize's mixes of lattice types (and Q2_K_S),
+// which weft runs but cannot write: their quantizers need an importance
+// matrix (llama-quantize refuses IQ1_S, IQ1_M, IQ2_S, IQ2_XXS, IQ2_XS and
+// Q2_K_S without one), which weft does not compute.
+var readOnlyTypes = []string{"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ3_XXS", "IQ3_XS", "IQ3_S", "IQ3_M", "Q2_K_S"}
 
 // aliases are llama-quantize's short names for the _M mixes.
 var aliases = map[string]string{"Q3_K": "Q3_K_M", "Q4_K": "Q4_K_M", "Q5_K": "Q5_K_M"}
@@ -74,6 +85,10 @@ func ParseFileType(name string) (FileType, error) {
 		if ft.Name == up {
 			return ft, nil
 		}
+	}
+	if slices.Contains(readOnlyTypes, up) {
+		return FileType{}, fmt.Errorf("%s: weft runs %s models but cannot write them: llama.cpp quantizes them against "+
+			"an importance matrix (llama-imatrix), which weft does not compute; use llama-quantize --imatrix", up, up)
 	}
 	return FileType{}, fmt.Errorf("unknown type %q (known: %s)", name, strings.Join(FileTypeNames(), ", "))
 }

@@ -98,6 +98,9 @@ func (m *Mixer) mix(name string, dims []uint64, t gguf.TensorType) gguf.TensorTy
 	case name == "output.weight" || (!m.hasOutput && name == "token_embd.weight"):
 		return outputType(dims[0], t)
 	case name == "token_embd.weight":
+		if m.ft.ID == ftypeTQ1_0 || m.ft.ID == ftypeTQ2_0 {
+			return gguf.TypeQ4_K
+		}
 		return t
 	case strings.Contains(name, "attn_v.weight"):
 		t = m.attnV(t)

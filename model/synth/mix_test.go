@@ -133,6 +133,10 @@ func TestMixFallbacks(t *testing.T) {
 		{"iq4_nl", "blk.0.attn_q.weight", 288, "IQ4_NL"},
 		{"iq4_nl", "blk.0.ffn_down.weight", 288, "IQ4_NL"}, // one layer: no first eighth
 		{"iq4_nl", "output.weight", 288, "Q8_0"},
+		{"tq2_0", "blk.0.attn_q.weight", 288, "Q4_0"},
+		{"tq1_0", "blk.0.attn_q.weight", 512, "TQ1_0"},
+		{"tq2_0", "token_embd.weight", 512, "Q4_K"},
+		{"tq2_0", "output.weight", 512, "Q6_K"},
 		{"q8_0", "output.weight", 288, "Q8_0"},
 		{"q4_0", "output.weight", 288, "Q8_0"}, // Q6_K, then its 288-row fallback
 		{"q4_0", "output.weight", 512, "Q6_K"},
@@ -151,4 +155,15 @@ func TestMixFallbacks(t *testing.T) {
 			t.Errorf("%s %s [%d]: got %s, %v; want %s", c.ft, c.name, c.nx, got, err, c.want)
 		}
 	}
+}
+
+func TestReadOnlyFileTypes(t *testing.T) {
+	for _, name := range []string{"iq2_xxs", "IQ1_M", "q2_k_s", "iq3_s"} {
+		_, err := ParseFileType(name)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "importance matrix", name)
+		assert.Contains(t, err.Error(), strings.ToUpper(name))
+	}
+	_, err := ParseFileType("q9_k")
+	require.ErrorContains(t, err, "unknown type")
 }
