@@ -25,6 +25,8 @@ func TestQuantFixturesRegenerate(t *testing.T) {
 	}{
 		{"synth-288-q2_k", "Q2_K", []string{"--dim", "288", "--ffn", "768", "--heads", "6", "--kv-heads", "2"}},
 		{"synth-256-iq4_xs", "IQ4_XS", []string{"--dim", "256", "--ffn", "512", "--heads", "4", "--kv-heads", "1"}},
+		{"synth-lat-tq1_0", "TQ1_0", []string{"--dim", "256", "--ffn", "256", "--heads", "4", "--kv-heads", "1"}},
+		{"synth-lat-tq2_0", "TQ2_0", []string{"--dim", "256", "--ffn", "256", "--heads", "4", "--kv-heads", "1"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
