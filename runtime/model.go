@@ -10,6 +10,7 @@ import (
 
 	"github.com/weft-ml/weft/backends"
 	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/graph"
 	"github.com/weft-ml/weft/internal/hugepage"
 	"github.com/weft-ml/weft/model/tokenizer"
 	"github.com/weft-ml/weft/ops"
@@ -24,6 +25,11 @@ type Options struct {
 	// has uploaded (for a progress line).
 	LoadProgress func(done, total int64)
 	Compile      CompileOptions // used when opening a .gguf directly
+	// Taps chooses the nodes whose values sessions with a
+	// SessionOptions.Tap see (see MatchNodes; "": none). On a GPU backend
+	// their values are copied to the host after every step, which slows
+	// it; the CPU computes them on the host anyway.
+	Taps string
 }
 
 // Model is a loaded plan with its mapped weights, tokenizer and compiled
@@ -40,6 +46,7 @@ type Model struct {
 	BackendNotes []string
 
 	prog backends.Program
+	taps *tapPlan // Options.Taps: what sessions may tap (tap.go)
 	// life guards the weights: every batch holds a read lock while its
 	// kernels run (one atomic add each way; sessions do not contend), and
 	// Close takes the write lock, so it waits for running batches and
@@ -117,9 +124,13 @@ func build(plan *Plan, f *gguf.File, weights string, o Options) (*Model, error) 
 	for i, name := range names {
 		lo := backends.LoadOptions{MaxTokens: plan.Run.Batch, Threads: o.Threads, Packed: plan.Packed,
 			ModelFile: weights, PackedFile: plan.sidePath, Device: o.Device, CacheFile: plan.cacheFile(name), Progress: o.LoadProgress}
-		prog, err := load(plan, name, f, lo)
+		g, taps, err := plan.tapGraph(name, o.Taps)
+		var prog backends.Program
 		if err == nil {
-			return &Model{Plan: plan, File: f, Tokenizer: tok, Backend: name, BackendNotes: append(notes, splitNotes(plan)...), prog: prog}, nil
+			prog, err = load(plan, g, name, f, lo)
+		}
+		if err == nil {
+			return &Model{Plan: plan, File: f, Tokenizer: tok, Backend: name, BackendNotes: append(notes, splitNotes(plan)...), prog: prog, taps: taps}, nil
 		}
 		if o.Backend != AutoBackend || i == len(names)-1 {
 			return nil, loadError(plan, weights, name, err)
@@ -132,15 +143,16 @@ func build(plan *Plan, f *gguf.File, weights string, o Options) (*Model, error) 
 // load loads the plan on backend name; a plan whose nodes are placed on
 // several backends (an op the device cannot run went to the CPU) loads on
 // each of them, run split by split (backends.LoadSplits).
-func load(plan *Plan, name string, f *gguf.File, o backends.LoadOptions) (backends.Program, error) {
-	if len(backends.SplitBackends(plan.Graph)) > 1 && name == plan.DeviceBackend() {
-		return backends.LoadSplits(plan.Graph, f, o)
+// g is the plan's graph, or the copy of it that taps values (tapGraph).
+func load(plan *Plan, g *graph.Graph, name string, f *gguf.File, o backends.LoadOptions) (backends.Program, error) {
+	if len(backends.SplitBackends(g)) > 1 && name == plan.DeviceBackend() {
+		return backends.LoadSplits(g, f, o)
 	}
 	exec, err := backends.Lookup(name)
 	if err != nil {
 		return nil, err
 	}
-	return exec.Load(plan.Graph, f, o)
+	return exec.Load(g, f, o)
 }
 
 // splitNotes says which nodes of a plan placed on several backends run

@@ -29,6 +29,11 @@ var ErrSessionBusy = errors.New("session is in use by another goroutine: make on
 type SessionOptions struct {
 	Ctx    int    // KV cache positions
 	KVType string // "f16" or "f32"
+	// Tap, when set, sees the value of every node the model was opened to
+	// tap (Options.Taps) in each batch. A tapped session evaluates long
+	// inputs in whole batches even with a cancellable context, so that
+	// the values of two runs line up batch for batch.
+	Tap TapFunc
 }
 
 // Session is one conversation: a KV cache and the tokens in it.
@@ -49,6 +54,9 @@ type Session struct {
 	rowIdx  []int32 // scratch for output-row indices
 	posBuf  []int32 // scratch for positions
 	one     [1]int32
+	tapped  bool // SessionOptions.Tap is set
+	batches int  // batches run so far (TapInfo.Step)
+	tapPos  int  // first position of the running batch (TapInfo.Pos)
 }
 
 // NewSession allocates a KV cache and activation buffers.
@@ -73,6 +81,13 @@ func (m *Model) NewSession(o SessionOptions) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{m: m, st: st, ctx: st.Context(), cost: costOf(m.Plan.Graph), history: make([]int32, 0, o.Ctx)}
+	if o.Tap != nil {
+		if err := s.setTap(o.Tap); err != nil {
+			closeIfCloser(st)
+			return nil, err
+		}
+		s.tapped = true
+	}
 	m.track(s)
 	return s, nil
 }
@@ -217,7 +232,7 @@ func (s *Session) eval(ctx context.Context, tokens []int32, all bool) ([]float32
 		out = make([]float32, 0, len(tokens)*vocab)
 	}
 	batch := s.m.prog.MaxTokens()
-	size, adapt := batch, ctx.Done() != nil
+	size, adapt := batch, ctx.Done() != nil && !s.tapped
 	if adapt {
 		size = min(batch, s.cost.chunkFloor(pos0))
 	}
@@ -317,7 +332,9 @@ func (s *Session) evalBatch(tokens []int32, all bool) ([]float32, error) {
 	} else {
 		s.rowIdx = append(s.rowIdx, int32(n-1))
 	}
+	s.tapPos = pos
 	logits, err := s.st.Run(backends.Batch{Tokens: tokens, Positions: s.posBuf, Rows: s.rowIdx})
+	s.batches++
 	if err != nil {
 		return nil, err
 	}

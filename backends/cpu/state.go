@@ -33,6 +33,7 @@ type State struct {
 	parts       [][]matmulPart     // per node: its matmul parts, reused
 	broken      error              // set when a Run failed midway: every later Run returns it
 	x           *backends.Exchange // during RunSplit: values crossing backends
+	tap         taps               // nodes whose values a tap sees (tap.go)
 }
 
 // NewState allocates buffers for a session with a KV cache of ctx
@@ -152,6 +153,11 @@ func (s *State) run(nodes []int, tokens, positions, rows []int32) (err error) {
 		node = id
 		if err := v.run(s, v); err != nil {
 			return fmt.Errorf("%s: %w", describe(v.node), err)
+		}
+		if s.tap.on != nil {
+			if err := s.tapped(v); err != nil {
+				return fmt.Errorf("%s: %w", describe(v.node), err)
+			}
 		}
 	}
 	return nil

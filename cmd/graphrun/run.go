@@ -15,12 +15,14 @@ import (
 	"github.com/weft-ml/weft/internal/safefile"
 	"github.com/weft-ml/weft/runtime"
 	"github.com/weft-ml/weft/runtime/sample"
+	"github.com/weft-ml/weft/runtime/tapdump"
 )
 
 var errUsage = errors.New("usage")
 
 type config struct {
 	model, prompt, file, logitsOut, kvType string
+	dumpTensors, tap                       string
 	n, ctx, threads                        int
 	jsonOut, ignoreEOS, noBOS, special     bool
 	listDevices                            bool
@@ -48,6 +50,8 @@ func parseFlags(args []string) (*config, error) {
 	c.where = addBackendFlags(fs)
 	fs.BoolVar(&c.listDevices, "list-devices", false, "list the devices of every backend and exit")
 	fs.StringVar(&c.logitsOut, "logits-out", "", "write every prompt position's logits (float32 LE, [n_prompt][n_vocab])")
+	fs.StringVar(&c.dumpTensors, "dump-tensors", "", "write the tapped nodes' values of every batch into this new folder (compare two with graphc tensordiff)")
+	fs.StringVar(&c.tap, "tap", "", "with --dump-tensors: the nodes to tap, comma-separated globs over names or ops (default: every node)")
 	sp := &c.sampling
 	fs.Var(float32Flag{&sp.Temp}, "temp", "temperature (0: greedy)")
 	fs.IntVar(&sp.TopK, "top-k", sp.TopK, "top-k (0: off)")
@@ -128,7 +132,7 @@ func (f float32Flag) Set(s string) error {
 // run generates from the flags in args. When ctx is cancelled (a signal)
 // it stops between two batches of the prompt or two generated tokens and
 // still prints what it made (the text, the --json object) and the summary.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	c, err := parseFlags(args)
 	if err != nil {
 		return err
@@ -136,8 +140,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if c.listDevices {
 		return listDevices(stdout)
 	}
+	if c.tap != "" && c.dumpTensors == "" {
+		return fmt.Errorf("--tap chooses the nodes for --dump-tensors: give that too")
+	}
+	if c.dumpTensors != "" && c.tap == "" {
+		c.tap = "*"
+	}
 	start := time.Now()
-	m, err := openModel(ctx, c.model, c.where.options(runtime.Options{Threads: c.threads}, stderr))
+	m, err := openModel(ctx, c.model, c.where.options(runtime.Options{Threads: c.threads, Taps: c.tap}, stderr))
 	if errors.Is(err, errLoadCancelled) {
 		report(stdout, stderr, c, time.Since(start), &runtime.Result{StopReason: "cancelled"})
 		return nil
@@ -147,7 +157,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer m.Close()
 	noteBackend(stderr, m)
-	s, err := m.NewSession(runtime.SessionOptions{Ctx: c.ctx, KVType: c.kvType})
+	so := runtime.SessionOptions{Ctx: c.ctx, KVType: c.kvType}
+	if c.dumpTensors != "" {
+		dump, err := tapdump.Create(c.dumpTensors, tapdump.Meta{Source: c.model, Backend: m.Backend, Pattern: c.tap, Prompt: c.prompt})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := dump.Close(); err == nil {
+				err = cerr
+			}
+			fmt.Fprintf(stderr, "dumped %d tensors to %s\n", dump.Len(), c.dumpTensors)
+		}()
+		so.Tap = func(t runtime.TapInfo, v []float32) error {
+			return dump.Write(tapdump.Entry{Step: t.Step, Pos: t.Pos, Node: t.Node, Name: t.Name, Op: t.Op, Layer: t.Layer,
+				Backend: t.Backend, Rows: t.Rows, Width: t.Width}, v)
+		}
+	}
+	s, err := m.NewSession(so)
 	if err != nil {
 		return err
 	}
