@@ -109,6 +109,10 @@ type CompileOptions struct {
 	O0        bool     // no optimisation: placement only
 	DumpAfter []string // pass names, or "all": call Dump after them
 	Dump      func(pass string, g *graph.Graph) error
+	// Insert adds the program's own passes to the selected ones, before
+	// or after a named pass (passes.Insert); they are verified, logged in
+	// the plan and dumped like the built-ins.
+	Insert []passes.Insertion
 
 	// packedMem, when set, provides the memory for the repacked weights
 	// and the function that releases it: huge pages when the plan runs
@@ -163,6 +167,9 @@ func (p *Plan) optimise(f *gguf.File, o CompileOptions) error {
 	}
 	selected, err := passes.Select(cfg, o.Passes, o.Disable, o.O0)
 	if err != nil {
+		return err
+	}
+	if selected, err = passes.Insert(selected, o.Insert...); err != nil {
 		return err
 	}
 	pl := passes.Pipeline{Passes: selected, DumpAfter: o.DumpAfter, Dump: o.Dump}

@@ -64,7 +64,10 @@ func writeView(w io.Writer, format string, views []graph.View, p *runtime.Plan, 
 	g := views[len(views)-1].Graph
 	switch format {
 	case "text":
-		return graph.WriteText(w, g)
+		if err := graph.WriteText(w, g); err != nil {
+			return err
+		}
+		return writePassLog(w, passLog(p, after))
 	case "json":
 		return graph.WriteJSONWith(w, g, map[string]any{"passes": passLog(p, after)})
 	case "dot":
@@ -84,6 +87,9 @@ func loadViews(path, after string, html bool, o runtime.CompileOptions) ([]graph
 		return []graph.View{{Title: "plan", Graph: p.Graph}}, p, nil
 	}
 	if after != "" && after != "lowered" && !slices.Contains(passes.Names(), after) {
+		if p, err := runtime.ReadPlan(path); err == nil && slices.ContainsFunc(p.Passes, func(e runtime.PassLogEntry) bool { return e.Name == after }) {
+			return nil, nil, fmt.Errorf("pass %q is the compiling program's own (passes.Insertion): graphc cannot run it again; the plan's graph (no --after) is after all its passes, and the program can dump the graph after it (runtime.CompileOptions.DumpAfter)", after)
+		}
 		return nil, nil, fmt.Errorf("unknown pass %q for --after (passes: %v)", after, passes.Names())
 	}
 	var names []string
@@ -112,6 +118,17 @@ func loadViews(path, after string, html bool, o runtime.CompileOptions) ([]graph
 		views[1].Title = "after all passes"
 	}
 	return views, p, nil
+}
+
+// writePassLog ends a text dump with the passes that made the graph
+// (built-in or the compiling program's own), one per line.
+func writePassLog(w io.Writer, log []runtime.PassLogEntry) error {
+	for _, e := range log {
+		if _, err := fmt.Fprintf(w, "# pass %-14s %4d -> %4d nodes, %d changes\n", e.Name, e.NodesBefore, e.NodesAfter, e.Count); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // passLog is the plan's pass log, up to and including pass after.
