@@ -14,7 +14,7 @@ import (
 // which must fall back to the reference.
 var dotTypes = []gguf.TensorType{
 	gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeQ4_K, gguf.TypeQ6_K,
-	gguf.TypeIQ4_NL, gguf.TypeIQ4_XS,
+	gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeTQ2_0, gguf.TypeIQ2_XXS,
 	gguf.TypeQ5_0, gguf.TypeQ2_K,
 }
 
@@ -101,9 +101,10 @@ func checkRows(t *testing.T, r *rand.Rand, f RowsFunc, typ, at gguf.TensorType, 
 // TestIntegerSumsExact sets every block scale to 1, so each result is an
 // integer sum below 2²⁴ that any summation order must give exactly.
 func TestIntegerSumsExact(t *testing.T) {
+	t.Run("TQ2_0 bit-exact", testTQ2BitExact)
 	r := newRand(t)
 	forEachVariant(t, func(t *testing.T) {
-		for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS} {
+		for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeTQ2_0} {
 			at := quant.VecDotType(typ)
 			for _, n := range awkwardLengths(typ) {
 				w, a := quantized(t, r, typ, n), quantized(t, r, at, n)
@@ -139,6 +140,8 @@ func setScalesOne(typ gguf.TensorType, b []byte) {
 		f16At = []int{0, 2}
 	case gguf.TypeQ6_K:
 		f16At = []int{208}
+	case gguf.TypeTQ2_0:
+		f16At = []int{64}
 	case gguf.TypeIQ4_XS: // and every sub-block scale 33, i.e. 1 after its −32
 		f16At = []int{0}
 		for off := 0; off < len(b); off += int(typ.BlockBytes()) {
@@ -166,4 +169,19 @@ func repeat(b []byte, k int) []byte {
 		out = append(out, b...)
 	}
 	return out
+}
+
+// testTQ2BitExact: the TQ2_0 kernel adds each block's integer sum before
+// its one float term, in quant.VecDot's order, so any scales give
+// quant.VecDot's bits.
+func testTQ2BitExact(t *testing.T) {
+	r := newRand(t)
+	forEachVariant(t, func(t *testing.T) {
+		for _, n := range awkwardLengths(gguf.TypeTQ2_0) {
+			w, a := quantized(t, r, gguf.TypeTQ2_0, n), quantized(t, r, gguf.TypeQ8_K, n)
+			if want, got := quant.VecDot(gguf.TypeTQ2_0, n, w, a), VecDot(gguf.TypeTQ2_0)(n, w, a); got != want {
+				t.Errorf("n=%d: got %v, want exactly %v", n, got, want)
+			}
+		}
+	})
 }

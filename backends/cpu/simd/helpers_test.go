@@ -1,6 +1,7 @@
 package simd
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -45,8 +46,12 @@ func randomFloats(r *rand.Rand, n int) []float32 {
 	return x
 }
 
-// quantized returns random values quantized to t with the reference.
+// quantized returns random values quantized to t with the reference, or
+// for the types quant only reads, random blocks.
 func quantized(t testing.TB, r *rand.Rand, typ gguf.TensorType, n int) []byte {
+	if !quant.Writable(typ) {
+		return randomBlocks(r, typ, n)
+	}
 	b, err := quant.QuantizeAlloc(typ, randomFloats(r, n))
 	if err != nil {
 		t.Fatal(err)
@@ -131,4 +136,20 @@ func magnitude(t testing.TB, typ gguf.TensorType, w []byte, n int) []float64 {
 		scaled[i] = math.Abs(scaled[i]) + math.Abs(mins[i])
 	}
 	return scaled
+}
+
+// randomBlocks returns n values of a lattice type as random bytes (every
+// bit pattern is a valid block: all grid entries, signs and scales occur)
+// with a binary16 d at the start of each block between 1e-3 and 0.1 (not
+// for IQ1_M, whose d lies elsewhere).
+func randomBlocks(r *rand.Rand, typ gguf.TensorType, n int) []byte {
+	bb := int(typ.BlockBytes())
+	b := make([]byte, n/int(typ.BlockSize())*bb)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	for off := 0; off < len(b); off += bb {
+		binary.LittleEndian.PutUint16(b[off:], quant.FP32ToFP16(float32(r.Float64()*0.1+1e-3)))
+	}
+	return b
 }

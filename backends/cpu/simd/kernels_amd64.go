@@ -50,6 +50,12 @@ func dotIQ4_NLRowsAVX2(nb int, w *byte, stride int, a *byte, dst *float32)
 // dotIQ4_XSAVX2 returns the dot product of nb IQ4_XS super-blocks at w with Q8_K blocks at a.
 func dotIQ4_XSAVX2(nb int, w *byte, a *byte) float32
 
+// dotTQ2_0AVX2 returns the dot product of nb TQ2_0 blocks at w with Q8_K blocks at a.
+func dotTQ2_0AVX2(nb int, w *byte, a *byte) float32
+
+// dotIQ2_XXSAVX2 returns the dot product of nb IQ2_XXS blocks at w with Q8_K blocks at a.
+func dotIQ2_XXSAVX2(nb int, w *byte, a *byte) float32
+
 // gemmQ8_04x1AVX2 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
 // rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), Q8_0 blocks, nb of them.
 func gemmQ8_04x1AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)

@@ -193,6 +193,142 @@ GLOBL low6<>(SB), RODATA|NOPTR, $1
 DATA bits45<>+0(SB)/1, $0x30
 GLOBL bits45<>(SB), RODATA|NOPTR, $1
 
+DATA threeBytes<>+0(SB)/1, $0x03
+GLOBL threeBytes<>(SB), RODATA|NOPTR, $1
+
+DATA f0_125<>+0(SB)/4, $(0.125)
+GLOBL f0_125<>(SB), RODATA|NOPTR, $4
+
+DATA signPM<>+0(SB)/8, $0x0101010101010101
+DATA signPM<>+8(SB)/8, $0xff010101010101ff
+DATA signPM<>+16(SB)/8, $0xff0101010101ff01
+DATA signPM<>+24(SB)/8, $0x010101010101ffff
+DATA signPM<>+32(SB)/8, $0xff01010101ff0101
+DATA signPM<>+40(SB)/8, $0x0101010101ff01ff
+DATA signPM<>+48(SB)/8, $0x0101010101ffff01
+DATA signPM<>+56(SB)/8, $0xff01010101ffffff
+DATA signPM<>+64(SB)/8, $0xff010101ff010101
+DATA signPM<>+72(SB)/8, $0x01010101ff0101ff
+DATA signPM<>+80(SB)/8, $0x01010101ff01ff01
+DATA signPM<>+88(SB)/8, $0xff010101ff01ffff
+DATA signPM<>+96(SB)/8, $0x01010101ffff0101
+DATA signPM<>+104(SB)/8, $0xff010101ffff01ff
+DATA signPM<>+112(SB)/8, $0xff010101ffffff01
+DATA signPM<>+120(SB)/8, $0x01010101ffffffff
+DATA signPM<>+128(SB)/8, $0xff0101ff01010101
+DATA signPM<>+136(SB)/8, $0x010101ff010101ff
+DATA signPM<>+144(SB)/8, $0x010101ff0101ff01
+DATA signPM<>+152(SB)/8, $0xff0101ff0101ffff
+DATA signPM<>+160(SB)/8, $0x010101ff01ff0101
+DATA signPM<>+168(SB)/8, $0xff0101ff01ff01ff
+DATA signPM<>+176(SB)/8, $0xff0101ff01ffff01
+DATA signPM<>+184(SB)/8, $0x010101ff01ffffff
+DATA signPM<>+192(SB)/8, $0x010101ffff010101
+DATA signPM<>+200(SB)/8, $0xff0101ffff0101ff
+DATA signPM<>+208(SB)/8, $0xff0101ffff01ff01
+DATA signPM<>+216(SB)/8, $0x010101ffff01ffff
+DATA signPM<>+224(SB)/8, $0xff0101ffffff0101
+DATA signPM<>+232(SB)/8, $0x010101ffffff01ff
+DATA signPM<>+240(SB)/8, $0x010101ffffffff01
+DATA signPM<>+248(SB)/8, $0xff0101ffffffffff
+DATA signPM<>+256(SB)/8, $0xff01ff0101010101
+DATA signPM<>+264(SB)/8, $0x0101ff01010101ff
+DATA signPM<>+272(SB)/8, $0x0101ff010101ff01
+DATA signPM<>+280(SB)/8, $0xff01ff010101ffff
+DATA signPM<>+288(SB)/8, $0x0101ff0101ff0101
+DATA signPM<>+296(SB)/8, $0xff01ff0101ff01ff
+DATA signPM<>+304(SB)/8, $0xff01ff0101ffff01
+DATA signPM<>+312(SB)/8, $0x0101ff0101ffffff
+DATA signPM<>+320(SB)/8, $0x0101ff01ff010101
+DATA signPM<>+328(SB)/8, $0xff01ff01ff0101ff
+DATA signPM<>+336(SB)/8, $0xff01ff01ff01ff01
+DATA signPM<>+344(SB)/8, $0x0101ff01ff01ffff
+DATA signPM<>+352(SB)/8, $0xff01ff01ffff0101
+DATA signPM<>+360(SB)/8, $0x0101ff01ffff01ff
+DATA signPM<>+368(SB)/8, $0x0101ff01ffffff01
+DATA signPM<>+376(SB)/8, $0xff01ff01ffffffff
+DATA signPM<>+384(SB)/8, $0x0101ffff01010101
+DATA signPM<>+392(SB)/8, $0xff01ffff010101ff
+DATA signPM<>+400(SB)/8, $0xff01ffff0101ff01
+DATA signPM<>+408(SB)/8, $0x0101ffff0101ffff
+DATA signPM<>+416(SB)/8, $0xff01ffff01ff0101
+DATA signPM<>+424(SB)/8, $0x0101ffff01ff01ff
+DATA signPM<>+432(SB)/8, $0x0101ffff01ffff01
+DATA signPM<>+440(SB)/8, $0xff01ffff01ffffff
+DATA signPM<>+448(SB)/8, $0xff01ffffff010101
+DATA signPM<>+456(SB)/8, $0x0101ffffff0101ff
+DATA signPM<>+464(SB)/8, $0x0101ffffff01ff01
+DATA signPM<>+472(SB)/8, $0xff01ffffff01ffff
+DATA signPM<>+480(SB)/8, $0x0101ffffffff0101
+DATA signPM<>+488(SB)/8, $0xff01ffffffff01ff
+DATA signPM<>+496(SB)/8, $0xff01ffffffffff01
+DATA signPM<>+504(SB)/8, $0x0101ffffffffffff
+DATA signPM<>+512(SB)/8, $0xffff010101010101
+DATA signPM<>+520(SB)/8, $0x01ff0101010101ff
+DATA signPM<>+528(SB)/8, $0x01ff01010101ff01
+DATA signPM<>+536(SB)/8, $0xffff01010101ffff
+DATA signPM<>+544(SB)/8, $0x01ff010101ff0101
+DATA signPM<>+552(SB)/8, $0xffff010101ff01ff
+DATA signPM<>+560(SB)/8, $0xffff010101ffff01
+DATA signPM<>+568(SB)/8, $0x01ff010101ffffff
+DATA signPM<>+576(SB)/8, $0x01ff0101ff010101
+DATA signPM<>+584(SB)/8, $0xffff0101ff0101ff
+DATA signPM<>+592(SB)/8, $0xffff0101ff01ff01
+DATA signPM<>+600(SB)/8, $0x01ff0101ff01ffff
+DATA signPM<>+608(SB)/8, $0xffff0101ffff0101
+DATA signPM<>+616(SB)/8, $0x01ff0101ffff01ff
+DATA signPM<>+624(SB)/8, $0x01ff0101ffffff01
+DATA signPM<>+632(SB)/8, $0xffff0101ffffffff
+DATA signPM<>+640(SB)/8, $0x01ff01ff01010101
+DATA signPM<>+648(SB)/8, $0xffff01ff010101ff
+DATA signPM<>+656(SB)/8, $0xffff01ff0101ff01
+DATA signPM<>+664(SB)/8, $0x01ff01ff0101ffff
+DATA signPM<>+672(SB)/8, $0xffff01ff01ff0101
+DATA signPM<>+680(SB)/8, $0x01ff01ff01ff01ff
+DATA signPM<>+688(SB)/8, $0x01ff01ff01ffff01
+DATA signPM<>+696(SB)/8, $0xffff01ff01ffffff
+DATA signPM<>+704(SB)/8, $0xffff01ffff010101
+DATA signPM<>+712(SB)/8, $0x01ff01ffff0101ff
+DATA signPM<>+720(SB)/8, $0x01ff01ffff01ff01
+DATA signPM<>+728(SB)/8, $0xffff01ffff01ffff
+DATA signPM<>+736(SB)/8, $0x01ff01ffffff0101
+DATA signPM<>+744(SB)/8, $0xffff01ffffff01ff
+DATA signPM<>+752(SB)/8, $0xffff01ffffffff01
+DATA signPM<>+760(SB)/8, $0x01ff01ffffffffff
+DATA signPM<>+768(SB)/8, $0x01ffff0101010101
+DATA signPM<>+776(SB)/8, $0xffffff01010101ff
+DATA signPM<>+784(SB)/8, $0xffffff010101ff01
+DATA signPM<>+792(SB)/8, $0x01ffff010101ffff
+DATA signPM<>+800(SB)/8, $0xffffff0101ff0101
+DATA signPM<>+808(SB)/8, $0x01ffff0101ff01ff
+DATA signPM<>+816(SB)/8, $0x01ffff0101ffff01
+DATA signPM<>+824(SB)/8, $0xffffff0101ffffff
+DATA signPM<>+832(SB)/8, $0xffffff01ff010101
+DATA signPM<>+840(SB)/8, $0x01ffff01ff0101ff
+DATA signPM<>+848(SB)/8, $0x01ffff01ff01ff01
+DATA signPM<>+856(SB)/8, $0xffffff01ff01ffff
+DATA signPM<>+864(SB)/8, $0x01ffff01ffff0101
+DATA signPM<>+872(SB)/8, $0xffffff01ffff01ff
+DATA signPM<>+880(SB)/8, $0xffffff01ffffff01
+DATA signPM<>+888(SB)/8, $0x01ffff01ffffffff
+DATA signPM<>+896(SB)/8, $0xffffffff01010101
+DATA signPM<>+904(SB)/8, $0x01ffffff010101ff
+DATA signPM<>+912(SB)/8, $0x01ffffff0101ff01
+DATA signPM<>+920(SB)/8, $0xffffffff0101ffff
+DATA signPM<>+928(SB)/8, $0x01ffffff01ff0101
+DATA signPM<>+936(SB)/8, $0xffffffff01ff01ff
+DATA signPM<>+944(SB)/8, $0xffffffff01ffff01
+DATA signPM<>+952(SB)/8, $0x01ffffff01ffffff
+DATA signPM<>+960(SB)/8, $0x01ffffffff010101
+DATA signPM<>+968(SB)/8, $0xffffffffff0101ff
+DATA signPM<>+976(SB)/8, $0xffffffffff01ff01
+DATA signPM<>+984(SB)/8, $0x01ffffffff01ffff
+DATA signPM<>+992(SB)/8, $0xffffffffffff0101
+DATA signPM<>+1000(SB)/8, $0x01ffffffffff01ff
+DATA signPM<>+1008(SB)/8, $0x01ffffffffffff01
+DATA signPM<>+1016(SB)/8, $0xffffffffffffffff
+GLOBL signPM<>(SB), RODATA|NOPTR, $1024
+
 DATA negInf<>+0(SB)/4, $0xff800000
 GLOBL negInf<>(SB), RODATA|NOPTR, $4
 
@@ -396,6 +532,264 @@ DATA nibbleShifts<>+8(SB)/8, $0x0000000000000000
 DATA nibbleShifts<>+16(SB)/8, $0x0000000000000004
 DATA nibbleShifts<>+24(SB)/8, $0x0000000000000004
 GLOBL nibbleShifts<>(SB), RODATA|NOPTR, $32
+
+DATA iq2xxsGrid<>+0(SB)/8, $0x0808080808080808
+DATA iq2xxsGrid<>+8(SB)/8, $0x080808080808082b
+DATA iq2xxsGrid<>+16(SB)/8, $0x0808080808081919
+DATA iq2xxsGrid<>+24(SB)/8, $0x0808080808082b08
+DATA iq2xxsGrid<>+32(SB)/8, $0x0808080808082b2b
+DATA iq2xxsGrid<>+40(SB)/8, $0x0808080808190819
+DATA iq2xxsGrid<>+48(SB)/8, $0x0808080808191908
+DATA iq2xxsGrid<>+56(SB)/8, $0x08080808082b0808
+DATA iq2xxsGrid<>+64(SB)/8, $0x08080808082b082b
+DATA iq2xxsGrid<>+72(SB)/8, $0x08080808082b2b08
+DATA iq2xxsGrid<>+80(SB)/8, $0x08080808082b2b2b
+DATA iq2xxsGrid<>+88(SB)/8, $0x0808080819080819
+DATA iq2xxsGrid<>+96(SB)/8, $0x0808080819081908
+DATA iq2xxsGrid<>+104(SB)/8, $0x0808080819190808
+DATA iq2xxsGrid<>+112(SB)/8, $0x0808080819192b08
+DATA iq2xxsGrid<>+120(SB)/8, $0x08080808192b0819
+DATA iq2xxsGrid<>+128(SB)/8, $0x08080808192b1908
+DATA iq2xxsGrid<>+136(SB)/8, $0x080808082b080808
+DATA iq2xxsGrid<>+144(SB)/8, $0x080808082b08082b
+DATA iq2xxsGrid<>+152(SB)/8, $0x080808082b082b2b
+DATA iq2xxsGrid<>+160(SB)/8, $0x080808082b2b082b
+DATA iq2xxsGrid<>+168(SB)/8, $0x0808081908080819
+DATA iq2xxsGrid<>+176(SB)/8, $0x0808081908081908
+DATA iq2xxsGrid<>+184(SB)/8, $0x0808081908190808
+DATA iq2xxsGrid<>+192(SB)/8, $0x0808081908191919
+DATA iq2xxsGrid<>+200(SB)/8, $0x0808081919080808
+DATA iq2xxsGrid<>+208(SB)/8, $0x080808192b081908
+DATA iq2xxsGrid<>+216(SB)/8, $0x080808192b192b08
+DATA iq2xxsGrid<>+224(SB)/8, $0x0808082b08080808
+DATA iq2xxsGrid<>+232(SB)/8, $0x0808082b0808082b
+DATA iq2xxsGrid<>+240(SB)/8, $0x0808082b082b082b
+DATA iq2xxsGrid<>+248(SB)/8, $0x0808082b2b08082b
+DATA iq2xxsGrid<>+256(SB)/8, $0x0808190808080819
+DATA iq2xxsGrid<>+264(SB)/8, $0x0808190808081908
+DATA iq2xxsGrid<>+272(SB)/8, $0x0808190808190808
+DATA iq2xxsGrid<>+280(SB)/8, $0x08081908082b0819
+DATA iq2xxsGrid<>+288(SB)/8, $0x08081908082b1908
+DATA iq2xxsGrid<>+296(SB)/8, $0x0808190819080808
+DATA iq2xxsGrid<>+304(SB)/8, $0x080819081908082b
+DATA iq2xxsGrid<>+312(SB)/8, $0x0808190819082b08
+DATA iq2xxsGrid<>+320(SB)/8, $0x08081908192b0808
+DATA iq2xxsGrid<>+328(SB)/8, $0x080819082b080819
+DATA iq2xxsGrid<>+336(SB)/8, $0x080819082b081908
+DATA iq2xxsGrid<>+344(SB)/8, $0x080819082b190808
+DATA iq2xxsGrid<>+352(SB)/8, $0x080819082b2b1908
+DATA iq2xxsGrid<>+360(SB)/8, $0x0808191908080808
+DATA iq2xxsGrid<>+368(SB)/8, $0x080819190808082b
+DATA iq2xxsGrid<>+376(SB)/8, $0x0808191908082b08
+DATA iq2xxsGrid<>+384(SB)/8, $0x08081919082b0808
+DATA iq2xxsGrid<>+392(SB)/8, $0x080819191908192b
+DATA iq2xxsGrid<>+400(SB)/8, $0x08081919192b2b19
+DATA iq2xxsGrid<>+408(SB)/8, $0x080819192b080808
+DATA iq2xxsGrid<>+416(SB)/8, $0x080819192b190819
+DATA iq2xxsGrid<>+424(SB)/8, $0x0808192b08082b19
+DATA iq2xxsGrid<>+432(SB)/8, $0x0808192b08190808
+DATA iq2xxsGrid<>+440(SB)/8, $0x0808192b19080808
+DATA iq2xxsGrid<>+448(SB)/8, $0x0808192b2b081908
+DATA iq2xxsGrid<>+456(SB)/8, $0x0808192b2b2b1908
+DATA iq2xxsGrid<>+464(SB)/8, $0x08082b0808080808
+DATA iq2xxsGrid<>+472(SB)/8, $0x08082b0808081919
+DATA iq2xxsGrid<>+480(SB)/8, $0x08082b0808082b08
+DATA iq2xxsGrid<>+488(SB)/8, $0x08082b0808191908
+DATA iq2xxsGrid<>+496(SB)/8, $0x08082b08082b2b08
+DATA iq2xxsGrid<>+504(SB)/8, $0x08082b0819080819
+DATA iq2xxsGrid<>+512(SB)/8, $0x08082b0819081908
+DATA iq2xxsGrid<>+520(SB)/8, $0x08082b0819190808
+DATA iq2xxsGrid<>+528(SB)/8, $0x08082b081919082b
+DATA iq2xxsGrid<>+536(SB)/8, $0x08082b082b082b08
+DATA iq2xxsGrid<>+544(SB)/8, $0x08082b1908081908
+DATA iq2xxsGrid<>+552(SB)/8, $0x08082b1919080808
+DATA iq2xxsGrid<>+560(SB)/8, $0x08082b2b0808082b
+DATA iq2xxsGrid<>+568(SB)/8, $0x08082b2b08191908
+DATA iq2xxsGrid<>+576(SB)/8, $0x0819080808080819
+DATA iq2xxsGrid<>+584(SB)/8, $0x0819080808081908
+DATA iq2xxsGrid<>+592(SB)/8, $0x0819080808190808
+DATA iq2xxsGrid<>+600(SB)/8, $0x08190808082b0819
+DATA iq2xxsGrid<>+608(SB)/8, $0x0819080819080808
+DATA iq2xxsGrid<>+616(SB)/8, $0x08190808192b0808
+DATA iq2xxsGrid<>+624(SB)/8, $0x081908082b081908
+DATA iq2xxsGrid<>+632(SB)/8, $0x081908082b190808
+DATA iq2xxsGrid<>+640(SB)/8, $0x081908082b191919
+DATA iq2xxsGrid<>+648(SB)/8, $0x0819081908080808
+DATA iq2xxsGrid<>+656(SB)/8, $0x0819081908082b08
+DATA iq2xxsGrid<>+664(SB)/8, $0x08190819082b0808
+DATA iq2xxsGrid<>+672(SB)/8, $0x0819081919190808
+DATA iq2xxsGrid<>+680(SB)/8, $0x0819081919192b2b
+DATA iq2xxsGrid<>+688(SB)/8, $0x081908192b080808
+DATA iq2xxsGrid<>+696(SB)/8, $0x0819082b082b1908
+DATA iq2xxsGrid<>+704(SB)/8, $0x0819082b19081919
+DATA iq2xxsGrid<>+712(SB)/8, $0x0819190808080808
+DATA iq2xxsGrid<>+720(SB)/8, $0x0819190808082b08
+DATA iq2xxsGrid<>+728(SB)/8, $0x08191908082b0808
+DATA iq2xxsGrid<>+736(SB)/8, $0x08191908082b1919
+DATA iq2xxsGrid<>+744(SB)/8, $0x0819190819082b19
+DATA iq2xxsGrid<>+752(SB)/8, $0x081919082b080808
+DATA iq2xxsGrid<>+760(SB)/8, $0x0819191908192b08
+DATA iq2xxsGrid<>+768(SB)/8, $0x08191919192b082b
+DATA iq2xxsGrid<>+776(SB)/8, $0x0819192b08080808
+DATA iq2xxsGrid<>+784(SB)/8, $0x0819192b0819192b
+DATA iq2xxsGrid<>+792(SB)/8, $0x08192b0808080819
+DATA iq2xxsGrid<>+800(SB)/8, $0x08192b0808081908
+DATA iq2xxsGrid<>+808(SB)/8, $0x08192b0808190808
+DATA iq2xxsGrid<>+816(SB)/8, $0x08192b0819080808
+DATA iq2xxsGrid<>+824(SB)/8, $0x08192b082b080819
+DATA iq2xxsGrid<>+832(SB)/8, $0x08192b1908080808
+DATA iq2xxsGrid<>+840(SB)/8, $0x08192b1908081919
+DATA iq2xxsGrid<>+848(SB)/8, $0x08192b192b2b0808
+DATA iq2xxsGrid<>+856(SB)/8, $0x08192b2b19190819
+DATA iq2xxsGrid<>+864(SB)/8, $0x082b080808080808
+DATA iq2xxsGrid<>+872(SB)/8, $0x082b08080808082b
+DATA iq2xxsGrid<>+880(SB)/8, $0x082b080808082b2b
+DATA iq2xxsGrid<>+888(SB)/8, $0x082b080819081908
+DATA iq2xxsGrid<>+896(SB)/8, $0x082b0808192b0819
+DATA iq2xxsGrid<>+904(SB)/8, $0x082b08082b080808
+DATA iq2xxsGrid<>+912(SB)/8, $0x082b08082b08082b
+DATA iq2xxsGrid<>+920(SB)/8, $0x082b0819082b2b19
+DATA iq2xxsGrid<>+928(SB)/8, $0x082b081919082b08
+DATA iq2xxsGrid<>+936(SB)/8, $0x082b082b08080808
+DATA iq2xxsGrid<>+944(SB)/8, $0x082b082b0808082b
+DATA iq2xxsGrid<>+952(SB)/8, $0x082b190808080819
+DATA iq2xxsGrid<>+960(SB)/8, $0x082b190808081908
+DATA iq2xxsGrid<>+968(SB)/8, $0x082b190808190808
+DATA iq2xxsGrid<>+976(SB)/8, $0x082b190819080808
+DATA iq2xxsGrid<>+984(SB)/8, $0x082b19081919192b
+DATA iq2xxsGrid<>+992(SB)/8, $0x082b191908080808
+DATA iq2xxsGrid<>+1000(SB)/8, $0x082b191919080819
+DATA iq2xxsGrid<>+1008(SB)/8, $0x082b1919192b1908
+DATA iq2xxsGrid<>+1016(SB)/8, $0x082b192b2b190808
+DATA iq2xxsGrid<>+1024(SB)/8, $0x082b2b0808082b08
+DATA iq2xxsGrid<>+1032(SB)/8, $0x082b2b08082b0808
+DATA iq2xxsGrid<>+1040(SB)/8, $0x082b2b082b191908
+DATA iq2xxsGrid<>+1048(SB)/8, $0x082b2b2b19081908
+DATA iq2xxsGrid<>+1056(SB)/8, $0x1908080808080819
+DATA iq2xxsGrid<>+1064(SB)/8, $0x1908080808081908
+DATA iq2xxsGrid<>+1072(SB)/8, $0x1908080808190808
+DATA iq2xxsGrid<>+1080(SB)/8, $0x1908080808192b08
+DATA iq2xxsGrid<>+1088(SB)/8, $0x19080808082b0819
+DATA iq2xxsGrid<>+1096(SB)/8, $0x19080808082b1908
+DATA iq2xxsGrid<>+1104(SB)/8, $0x1908080819080808
+DATA iq2xxsGrid<>+1112(SB)/8, $0x1908080819082b08
+DATA iq2xxsGrid<>+1120(SB)/8, $0x190808081919192b
+DATA iq2xxsGrid<>+1128(SB)/8, $0x19080808192b0808
+DATA iq2xxsGrid<>+1136(SB)/8, $0x190808082b080819
+DATA iq2xxsGrid<>+1144(SB)/8, $0x190808082b081908
+DATA iq2xxsGrid<>+1152(SB)/8, $0x190808082b190808
+DATA iq2xxsGrid<>+1160(SB)/8, $0x1908081908080808
+DATA iq2xxsGrid<>+1168(SB)/8, $0x19080819082b0808
+DATA iq2xxsGrid<>+1176(SB)/8, $0x19080819192b0819
+DATA iq2xxsGrid<>+1184(SB)/8, $0x190808192b080808
+DATA iq2xxsGrid<>+1192(SB)/8, $0x190808192b081919
+DATA iq2xxsGrid<>+1200(SB)/8, $0x1908082b08080819
+DATA iq2xxsGrid<>+1208(SB)/8, $0x1908082b08190808
+DATA iq2xxsGrid<>+1216(SB)/8, $0x1908082b19082b08
+DATA iq2xxsGrid<>+1224(SB)/8, $0x1908082b1919192b
+DATA iq2xxsGrid<>+1232(SB)/8, $0x1908082b192b2b08
+DATA iq2xxsGrid<>+1240(SB)/8, $0x1908190808080808
+DATA iq2xxsGrid<>+1248(SB)/8, $0x1908190808082b08
+DATA iq2xxsGrid<>+1256(SB)/8, $0x19081908082b0808
+DATA iq2xxsGrid<>+1264(SB)/8, $0x190819082b080808
+DATA iq2xxsGrid<>+1272(SB)/8, $0x190819082b192b19
+DATA iq2xxsGrid<>+1280(SB)/8, $0x190819190819082b
+DATA iq2xxsGrid<>+1288(SB)/8, $0x19081919082b1908
+DATA iq2xxsGrid<>+1296(SB)/8, $0x1908192b08080808
+DATA iq2xxsGrid<>+1304(SB)/8, $0x19082b0808080819
+DATA iq2xxsGrid<>+1312(SB)/8, $0x19082b0808081908
+DATA iq2xxsGrid<>+1320(SB)/8, $0x19082b0808190808
+DATA iq2xxsGrid<>+1328(SB)/8, $0x19082b0819080808
+DATA iq2xxsGrid<>+1336(SB)/8, $0x19082b0819081919
+DATA iq2xxsGrid<>+1344(SB)/8, $0x19082b1908080808
+DATA iq2xxsGrid<>+1352(SB)/8, $0x19082b1919192b08
+DATA iq2xxsGrid<>+1360(SB)/8, $0x19082b19192b0819
+DATA iq2xxsGrid<>+1368(SB)/8, $0x19082b192b08082b
+DATA iq2xxsGrid<>+1376(SB)/8, $0x19082b2b19081919
+DATA iq2xxsGrid<>+1384(SB)/8, $0x19082b2b2b190808
+DATA iq2xxsGrid<>+1392(SB)/8, $0x1919080808080808
+DATA iq2xxsGrid<>+1400(SB)/8, $0x1919080808082b08
+DATA iq2xxsGrid<>+1408(SB)/8, $0x1919080808190819
+DATA iq2xxsGrid<>+1416(SB)/8, $0x1919080808192b19
+DATA iq2xxsGrid<>+1424(SB)/8, $0x19190808082b0808
+DATA iq2xxsGrid<>+1432(SB)/8, $0x191908082b080808
+DATA iq2xxsGrid<>+1440(SB)/8, $0x191908082b082b08
+DATA iq2xxsGrid<>+1448(SB)/8, $0x1919081908081908
+DATA iq2xxsGrid<>+1456(SB)/8, $0x191908191908082b
+DATA iq2xxsGrid<>+1464(SB)/8, $0x191908192b2b1908
+DATA iq2xxsGrid<>+1472(SB)/8, $0x1919082b2b190819
+DATA iq2xxsGrid<>+1480(SB)/8, $0x191919082b190808
+DATA iq2xxsGrid<>+1488(SB)/8, $0x191919082b19082b
+DATA iq2xxsGrid<>+1496(SB)/8, $0x1919191908082b2b
+DATA iq2xxsGrid<>+1504(SB)/8, $0x1919192b08080819
+DATA iq2xxsGrid<>+1512(SB)/8, $0x1919192b19191908
+DATA iq2xxsGrid<>+1520(SB)/8, $0x19192b0808080808
+DATA iq2xxsGrid<>+1528(SB)/8, $0x19192b0808190819
+DATA iq2xxsGrid<>+1536(SB)/8, $0x19192b0808192b19
+DATA iq2xxsGrid<>+1544(SB)/8, $0x19192b08192b1908
+DATA iq2xxsGrid<>+1552(SB)/8, $0x19192b1919080808
+DATA iq2xxsGrid<>+1560(SB)/8, $0x19192b2b08082b08
+DATA iq2xxsGrid<>+1568(SB)/8, $0x192b080808081908
+DATA iq2xxsGrid<>+1576(SB)/8, $0x192b080808190808
+DATA iq2xxsGrid<>+1584(SB)/8, $0x192b080819080808
+DATA iq2xxsGrid<>+1592(SB)/8, $0x192b0808192b2b08
+DATA iq2xxsGrid<>+1600(SB)/8, $0x192b081908080808
+DATA iq2xxsGrid<>+1608(SB)/8, $0x192b081919191919
+DATA iq2xxsGrid<>+1616(SB)/8, $0x192b082b08192b08
+DATA iq2xxsGrid<>+1624(SB)/8, $0x192b082b192b0808
+DATA iq2xxsGrid<>+1632(SB)/8, $0x192b190808080808
+DATA iq2xxsGrid<>+1640(SB)/8, $0x192b190808081919
+DATA iq2xxsGrid<>+1648(SB)/8, $0x192b191908190808
+DATA iq2xxsGrid<>+1656(SB)/8, $0x192b19190819082b
+DATA iq2xxsGrid<>+1664(SB)/8, $0x192b19192b081908
+DATA iq2xxsGrid<>+1672(SB)/8, $0x192b2b081908082b
+DATA iq2xxsGrid<>+1680(SB)/8, $0x2b08080808080808
+DATA iq2xxsGrid<>+1688(SB)/8, $0x2b0808080808082b
+DATA iq2xxsGrid<>+1696(SB)/8, $0x2b08080808082b2b
+DATA iq2xxsGrid<>+1704(SB)/8, $0x2b08080819080819
+DATA iq2xxsGrid<>+1712(SB)/8, $0x2b0808082b08082b
+DATA iq2xxsGrid<>+1720(SB)/8, $0x2b08081908081908
+DATA iq2xxsGrid<>+1728(SB)/8, $0x2b08081908192b08
+DATA iq2xxsGrid<>+1736(SB)/8, $0x2b08081919080808
+DATA iq2xxsGrid<>+1744(SB)/8, $0x2b08082b08190819
+DATA iq2xxsGrid<>+1752(SB)/8, $0x2b08190808080819
+DATA iq2xxsGrid<>+1760(SB)/8, $0x2b08190808081908
+DATA iq2xxsGrid<>+1768(SB)/8, $0x2b08190808190808
+DATA iq2xxsGrid<>+1776(SB)/8, $0x2b08190808191919
+DATA iq2xxsGrid<>+1784(SB)/8, $0x2b08190819080808
+DATA iq2xxsGrid<>+1792(SB)/8, $0x2b081908192b0808
+DATA iq2xxsGrid<>+1800(SB)/8, $0x2b08191908080808
+DATA iq2xxsGrid<>+1808(SB)/8, $0x2b0819191908192b
+DATA iq2xxsGrid<>+1816(SB)/8, $0x2b0819192b191908
+DATA iq2xxsGrid<>+1824(SB)/8, $0x2b08192b08082b19
+DATA iq2xxsGrid<>+1832(SB)/8, $0x2b08192b19080808
+DATA iq2xxsGrid<>+1840(SB)/8, $0x2b08192b192b0808
+DATA iq2xxsGrid<>+1848(SB)/8, $0x2b082b080808082b
+DATA iq2xxsGrid<>+1856(SB)/8, $0x2b082b1908081908
+DATA iq2xxsGrid<>+1864(SB)/8, $0x2b082b2b08190819
+DATA iq2xxsGrid<>+1872(SB)/8, $0x2b19080808081908
+DATA iq2xxsGrid<>+1880(SB)/8, $0x2b19080808190808
+DATA iq2xxsGrid<>+1888(SB)/8, $0x2b190808082b1908
+DATA iq2xxsGrid<>+1896(SB)/8, $0x2b19080819080808
+DATA iq2xxsGrid<>+1904(SB)/8, $0x2b1908082b2b0819
+DATA iq2xxsGrid<>+1912(SB)/8, $0x2b1908190819192b
+DATA iq2xxsGrid<>+1920(SB)/8, $0x2b1908192b080808
+DATA iq2xxsGrid<>+1928(SB)/8, $0x2b19082b19081919
+DATA iq2xxsGrid<>+1936(SB)/8, $0x2b19190808080808
+DATA iq2xxsGrid<>+1944(SB)/8, $0x2b191908082b082b
+DATA iq2xxsGrid<>+1952(SB)/8, $0x2b19190819081908
+DATA iq2xxsGrid<>+1960(SB)/8, $0x2b19191919190819
+DATA iq2xxsGrid<>+1968(SB)/8, $0x2b192b082b080819
+DATA iq2xxsGrid<>+1976(SB)/8, $0x2b192b19082b0808
+DATA iq2xxsGrid<>+1984(SB)/8, $0x2b2b08080808082b
+DATA iq2xxsGrid<>+1992(SB)/8, $0x2b2b080819190808
+DATA iq2xxsGrid<>+2000(SB)/8, $0x2b2b08082b081919
+DATA iq2xxsGrid<>+2008(SB)/8, $0x2b2b081908082b19
+DATA iq2xxsGrid<>+2016(SB)/8, $0x2b2b082b08080808
+DATA iq2xxsGrid<>+2024(SB)/8, $0x2b2b190808192b08
+DATA iq2xxsGrid<>+2032(SB)/8, $0x2b2b2b0819190808
+DATA iq2xxsGrid<>+2040(SB)/8, $0x2b2b2b1908081908
+GLOBL iq2xxsGrid<>(SB), RODATA|NOPTR, $2048
 
 DATA lowNibble<>+0(SB)/1, $0x0f
 GLOBL lowNibble<>(SB), RODATA|NOPTR, $1
@@ -1852,6 +2246,395 @@ done:
 	VADDSS       X1, X0, X0
 	VZEROUPPER
 	MOVSS        X0, ret+24(FP)
+	RET
+
+// func dotTQ2_0AVX2(nb int, w *byte, a *byte) float32
+// Requires: AVX, AVX2, F16C, SSE
+TEXT ·dotTQ2_0AVX2(SB), NOSPLIT, $0-28
+	MOVQ         nb+0(FP), AX
+	MOVQ         w+8(FP), CX
+	MOVQ         a+16(FP), DX
+	VPBROADCASTB threeBytes<>+0(SB), Y0
+	VPBROADCASTW onesWord<>+0(SB), Y1
+	VXORPS       X2, X2, X2
+	TESTQ        AX, AX
+	JZ           done
+
+loop:
+	VXORPS       Y3, Y3, Y3
+	VMOVDQU      (CX), Y4
+	VPAND        Y0, Y4, Y5
+	VPMADDUBSW   4(DX), Y5, Y5
+	VPADDW       Y5, Y3, Y3
+	VPSRLW       $0x02, Y4, Y5
+	VPAND        Y0, Y5, Y5
+	VPMADDUBSW   36(DX), Y5, Y5
+	VPADDW       Y5, Y3, Y3
+	VPSRLW       $0x04, Y4, Y5
+	VPAND        Y0, Y5, Y5
+	VPMADDUBSW   68(DX), Y5, Y5
+	VPADDW       Y5, Y3, Y3
+	VPSRLW       $0x06, Y4, Y4
+	VPAND        Y0, Y4, Y4
+	VPMADDUBSW   100(DX), Y4, Y4
+	VPADDW       Y4, Y3, Y3
+	VMOVDQU      32(CX), Y4
+	VPAND        Y0, Y4, Y5
+	VPMADDUBSW   132(DX), Y5, Y5
+	VPADDW       Y5, Y3, Y3
+	VPSRLW       $0x02, Y4, Y5
+	VPAND        Y0, Y5, Y5
+	VPMADDUBSW   164(DX), Y5, Y5
+	VPADDW       Y5, Y3, Y3
+	VPSRLW       $0x04, Y4, Y5
+	VPAND        Y0, Y5, Y5
+	VPMADDUBSW   196(DX), Y5, Y5
+	VPADDW       Y5, Y3, Y3
+	VPSRLW       $0x06, Y4, Y4
+	VPAND        Y0, Y4, Y4
+	VPMADDUBSW   228(DX), Y4, Y4
+	VPADDW       Y4, Y3, Y3
+	VPSUBW       260(DX), Y3, Y3
+	VPMADDWD     Y1, Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X4
+	VPADDD       X3, X4, X4
+	VPSHUFD      $0x4e, X4, X3
+	VPADDD       X3, X4, X4
+	VPSHUFD      $0xb1, X4, X3
+	VPADDD       X3, X4, X4
+	VCVTDQ2PS    X4, X4
+	VPBROADCASTW 64(CX), X3
+	VCVTPH2PS    X3, Y3
+	VBROADCASTSS (DX), Y5
+	VMULPS       Y5, Y3, Y3
+	VMULSS       X3, X4, X4
+	VADDSS       X4, X2, X2
+	ADDQ         $0x00000042, CX
+	ADDQ         $0x00000124, DX
+	DECQ         AX
+	JNZ          loop
+
+done:
+	VZEROUPPER
+	MOVSS X2, ret+24(FP)
+	RET
+
+// func dotIQ2_XXSAVX2(nb int, w *byte, a *byte) float32
+// Requires: AVX, AVX2, F16C, FMA3, SSE
+TEXT ·dotIQ2_XXSAVX2(SB), NOSPLIT, $0-28
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   a+16(FP), DX
+	LEAQ   iq2xxsGrid<>+0(SB), BX
+	LEAQ   signPM<>+0(SB), SI
+	VXORPS Y0, Y0, Y0
+	TESTQ  AX, AX
+	JZ     done
+
+loop:
+	VXORPS       Y1, Y1, Y1
+	MOVL         6(CX), DI
+	MOVBQZX      2(CX), R8
+	MOVBQZX      3(CX), R9
+	MOVBQZX      4(CX), R10
+	MOVBQZX      5(CX), R11
+	VMOVQ        (BX)(R8*8), X2
+	VPINSRQ      $0x01, (BX)(R9*8), X2, X2
+	VMOVQ        (BX)(R10*8), X3
+	VPINSRQ      $0x01, (BX)(R11*8), X3, X3
+	VINSERTI128  $0x01, X3, Y2, Y3
+	MOVL         DI, R8
+	ANDL         $0x0000007f, R8
+	MOVL         DI, R9
+	SHRL         $0x07, R9
+	ANDL         $0x0000007f, R9
+	MOVL         DI, R10
+	SHRL         $0x0e, R10
+	ANDL         $0x0000007f, R10
+	SHRL         $0x15, DI
+	ANDL         $0x0000007f, DI
+	VMOVQ        (SI)(R8*8), X2
+	VPINSRQ      $0x01, (SI)(R9*8), X2, X2
+	VMOVQ        (SI)(R10*8), X4
+	VPINSRQ      $0x01, (SI)(DI*8), X4, X4
+	VINSERTI128  $0x01, X4, Y2, Y4
+	VMOVDQU      4(DX), Y5
+	VPSIGNB      Y4, Y5, Y5
+	VPMADDUBSW   Y5, Y3, Y3
+	MOVL         6(CX), DI
+	SHRL         $0x1c, DI
+	LEAL         1(DI)(DI*1), DI
+	VMOVD        DI, X2
+	VPBROADCASTW X2, Y4
+	VPMADDWD     Y4, Y3, Y3
+	VPADDD       Y3, Y1, Y1
+	MOVL         14(CX), DI
+	MOVBQZX      10(CX), R8
+	MOVBQZX      11(CX), R9
+	MOVBQZX      12(CX), R10
+	MOVBQZX      13(CX), R11
+	VMOVQ        (BX)(R8*8), X2
+	VPINSRQ      $0x01, (BX)(R9*8), X2, X2
+	VMOVQ        (BX)(R10*8), X3
+	VPINSRQ      $0x01, (BX)(R11*8), X3, X3
+	VINSERTI128  $0x01, X3, Y2, Y3
+	MOVL         DI, R8
+	ANDL         $0x0000007f, R8
+	MOVL         DI, R9
+	SHRL         $0x07, R9
+	ANDL         $0x0000007f, R9
+	MOVL         DI, R10
+	SHRL         $0x0e, R10
+	ANDL         $0x0000007f, R10
+	SHRL         $0x15, DI
+	ANDL         $0x0000007f, DI
+	VMOVQ        (SI)(R8*8), X2
+	VPINSRQ      $0x01, (SI)(R9*8), X2, X2
+	VMOVQ        (SI)(R10*8), X4
+	VPINSRQ      $0x01, (SI)(DI*8), X4, X4
+	VINSERTI128  $0x01, X4, Y2, Y4
+	VMOVDQU      36(DX), Y5
+	VPSIGNB      Y4, Y5, Y5
+	VPMADDUBSW   Y5, Y3, Y3
+	MOVL         14(CX), DI
+	SHRL         $0x1c, DI
+	LEAL         1(DI)(DI*1), DI
+	VMOVD        DI, X2
+	VPBROADCASTW X2, Y4
+	VPMADDWD     Y4, Y3, Y3
+	VPADDD       Y3, Y1, Y1
+	MOVL         22(CX), DI
+	MOVBQZX      18(CX), R8
+	MOVBQZX      19(CX), R9
+	MOVBQZX      20(CX), R10
+	MOVBQZX      21(CX), R11
+	VMOVQ        (BX)(R8*8), X2
+	VPINSRQ      $0x01, (BX)(R9*8), X2, X2
+	VMOVQ        (BX)(R10*8), X3
+	VPINSRQ      $0x01, (BX)(R11*8), X3, X3
+	VINSERTI128  $0x01, X3, Y2, Y3
+	MOVL         DI, R8
+	ANDL         $0x0000007f, R8
+	MOVL         DI, R9
+	SHRL         $0x07, R9
+	ANDL         $0x0000007f, R9
+	MOVL         DI, R10
+	SHRL         $0x0e, R10
+	ANDL         $0x0000007f, R10
+	SHRL         $0x15, DI
+	ANDL         $0x0000007f, DI
+	VMOVQ        (SI)(R8*8), X2
+	VPINSRQ      $0x01, (SI)(R9*8), X2, X2
+	VMOVQ        (SI)(R10*8), X4
+	VPINSRQ      $0x01, (SI)(DI*8), X4, X4
+	VINSERTI128  $0x01, X4, Y2, Y4
+	VMOVDQU      68(DX), Y5
+	VPSIGNB      Y4, Y5, Y5
+	VPMADDUBSW   Y5, Y3, Y3
+	MOVL         22(CX), DI
+	SHRL         $0x1c, DI
+	LEAL         1(DI)(DI*1), DI
+	VMOVD        DI, X2
+	VPBROADCASTW X2, Y4
+	VPMADDWD     Y4, Y3, Y3
+	VPADDD       Y3, Y1, Y1
+	MOVL         30(CX), DI
+	MOVBQZX      26(CX), R8
+	MOVBQZX      27(CX), R9
+	MOVBQZX      28(CX), R10
+	MOVBQZX      29(CX), R11
+	VMOVQ        (BX)(R8*8), X2
+	VPINSRQ      $0x01, (BX)(R9*8), X2, X2
+	VMOVQ        (BX)(R10*8), X3
+	VPINSRQ      $0x01, (BX)(R11*8), X3, X3
+	VINSERTI128  $0x01, X3, Y2, Y3
+	MOVL         DI, R8
+	ANDL         $0x0000007f, R8
+	MOVL         DI, R9
+	SHRL         $0x07, R9
+	ANDL         $0x0000007f, R9
+	MOVL         DI, R10
+	SHRL         $0x0e, R10
+	ANDL         $0x0000007f, R10
+	SHRL         $0x15, DI
+	ANDL         $0x0000007f, DI
+	VMOVQ        (SI)(R8*8), X2
+	VPINSRQ      $0x01, (SI)(R9*8), X2, X2
+	VMOVQ        (SI)(R10*8), X4
+	VPINSRQ      $0x01, (SI)(DI*8), X4, X4
+	VINSERTI128  $0x01, X4, Y2, Y4
+	VMOVDQU      100(DX), Y5
+	VPSIGNB      Y4, Y5, Y5
+	VPMADDUBSW   Y5, Y3, Y3
+	MOVL         30(CX), DI
+	SHRL         $0x1c, DI
+	LEAL         1(DI)(DI*1), DI
+	VMOVD        DI, X2
+	VPBROADCASTW X2, Y4
+	VPMADDWD     Y4, Y3, Y3
+	VPADDD       Y3, Y1, Y1
+	MOVL         38(CX), DI
+	MOVBQZX      34(CX), R8
+	MOVBQZX      35(CX), R9
+	MOVBQZX      36(CX), R10
+	MOVBQZX      37(CX), R11
+	VMOVQ        (BX)(R8*8), X2
+	VPINSRQ      $0x01, (BX)(R9*8), X2, X2
+	VMOVQ        (BX)(R10*8), X3
+	VPINSRQ      $0x01, (BX)(R11*8), X3, X3
+	VINSERTI128  $0x01, X3, Y2, Y3
+	MOVL         DI, R8
+	ANDL         $0x0000007f, R8
+	MOVL         DI, R9
+	SHRL         $0x07, R9
+	ANDL         $0x0000007f, R9
+	MOVL         DI, R10
+	SHRL         $0x0e, R10
+	ANDL         $0x0000007f, R10
+	SHRL         $0x15, DI
+	ANDL         $0x0000007f, DI
+	VMOVQ        (SI)(R8*8), X2
+	VPINSRQ      $0x01, (SI)(R9*8), X2, X2
+	VMOVQ        (SI)(R10*8), X4
+	VPINSRQ      $0x01, (SI)(DI*8), X4, X4
+	VINSERTI128  $0x01, X4, Y2, Y4
+	VMOVDQU      132(DX), Y5
+	VPSIGNB      Y4, Y5, Y5
+	VPMADDUBSW   Y5, Y3, Y3
+	MOVL         38(CX), DI
+	SHRL         $0x1c, DI
+	LEAL         1(DI)(DI*1), DI
+	VMOVD        DI, X2
+	VPBROADCASTW X2, Y4
+	VPMADDWD     Y4, Y3, Y3
+	VPADDD       Y3, Y1, Y1
+	MOVL         46(CX), DI
+	MOVBQZX      42(CX), R8
+	MOVBQZX      43(CX), R9
+	MOVBQZX      44(CX), R10
+	MOVBQZX      45(CX), R11
+	VMOVQ        (BX)(R8*8), X2
+	VPINSRQ      $0x01, (BX)(R9*8), X2, X2
+	VMOVQ        (BX)(R10*8), X3
+	VPINSRQ      $0x01, (BX)(R11*8), X3, X3
+	VINSERTI128  $0x01, X3, Y2, Y3
+	MOVL         DI, R8
+	ANDL         $0x0000007f, R8
+	MOVL         DI, R9
+	SHRL         $0x07, R9
+	ANDL         $0x0000007f, R9
+	MOVL         DI, R10
+	SHRL         $0x0e, R10
+	ANDL         $0x0000007f, R10
+	SHRL         $0x15, DI
+	ANDL         $0x0000007f, DI
+	VMOVQ        (SI)(R8*8), X2
+	VPINSRQ      $0x01, (SI)(R9*8), X2, X2
+	VMOVQ        (SI)(R10*8), X4
+	VPINSRQ      $0x01, (SI)(DI*8), X4, X4
+	VINSERTI128  $0x01, X4, Y2, Y4
+	VMOVDQU      164(DX), Y5
+	VPSIGNB      Y4, Y5, Y5
+	VPMADDUBSW   Y5, Y3, Y3
+	MOVL         46(CX), DI
+	SHRL         $0x1c, DI
+	LEAL         1(DI)(DI*1), DI
+	VMOVD        DI, X2
+	VPBROADCASTW X2, Y4
+	VPMADDWD     Y4, Y3, Y3
+	VPADDD       Y3, Y1, Y1
+	MOVL         54(CX), DI
+	MOVBQZX      50(CX), R8
+	MOVBQZX      51(CX), R9
+	MOVBQZX      52(CX), R10
+	MOVBQZX      53(CX), R11
+	VMOVQ        (BX)(R8*8), X2
+	VPINSRQ      $0x01, (BX)(R9*8), X2, X2
+	VMOVQ        (BX)(R10*8), X3
+	VPINSRQ      $0x01, (BX)(R11*8), X3, X3
+	VINSERTI128  $0x01, X3, Y2, Y3
+	MOVL         DI, R8
+	ANDL         $0x0000007f, R8
+	MOVL         DI, R9
+	SHRL         $0x07, R9
+	ANDL         $0x0000007f, R9
+	MOVL         DI, R10
+	SHRL         $0x0e, R10
+	ANDL         $0x0000007f, R10
+	SHRL         $0x15, DI
+	ANDL         $0x0000007f, DI
+	VMOVQ        (SI)(R8*8), X2
+	VPINSRQ      $0x01, (SI)(R9*8), X2, X2
+	VMOVQ        (SI)(R10*8), X4
+	VPINSRQ      $0x01, (SI)(DI*8), X4, X4
+	VINSERTI128  $0x01, X4, Y2, Y4
+	VMOVDQU      196(DX), Y5
+	VPSIGNB      Y4, Y5, Y5
+	VPMADDUBSW   Y5, Y3, Y3
+	MOVL         54(CX), DI
+	SHRL         $0x1c, DI
+	LEAL         1(DI)(DI*1), DI
+	VMOVD        DI, X2
+	VPBROADCASTW X2, Y4
+	VPMADDWD     Y4, Y3, Y3
+	VPADDD       Y3, Y1, Y1
+	MOVL         62(CX), DI
+	MOVBQZX      58(CX), R8
+	MOVBQZX      59(CX), R9
+	MOVBQZX      60(CX), R10
+	MOVBQZX      61(CX), R11
+	VMOVQ        (BX)(R8*8), X2
+	VPINSRQ      $0x01, (BX)(R9*8), X2, X2
+	VMOVQ        (BX)(R10*8), X3
+	VPINSRQ      $0x01, (BX)(R11*8), X3, X3
+	VINSERTI128  $0x01, X3, Y2, Y3
+	MOVL         DI, R8
+	ANDL         $0x0000007f, R8
+	MOVL         DI, R9
+	SHRL         $0x07, R9
+	ANDL         $0x0000007f, R9
+	MOVL         DI, R10
+	SHRL         $0x0e, R10
+	ANDL         $0x0000007f, R10
+	SHRL         $0x15, DI
+	ANDL         $0x0000007f, DI
+	VMOVQ        (SI)(R8*8), X2
+	VPINSRQ      $0x01, (SI)(R9*8), X2, X2
+	VMOVQ        (SI)(R10*8), X4
+	VPINSRQ      $0x01, (SI)(DI*8), X4, X4
+	VINSERTI128  $0x01, X4, Y2, Y4
+	VMOVDQU      228(DX), Y5
+	VPSIGNB      Y4, Y5, Y5
+	VPMADDUBSW   Y5, Y3, Y3
+	MOVL         62(CX), DI
+	SHRL         $0x1c, DI
+	LEAL         1(DI)(DI*1), DI
+	VMOVD        DI, X2
+	VPBROADCASTW X2, Y4
+	VPMADDWD     Y4, Y3, Y3
+	VPADDD       Y3, Y1, Y1
+	VCVTDQ2PS    Y1, Y1
+	VPBROADCASTW (CX), X2
+	VCVTPH2PS    X2, Y3
+	VBROADCASTSS (DX), Y4
+	VMULPS       Y4, Y3, Y3
+	VFMADD231PS  Y3, Y1, Y0
+	ADDQ         $0x00000042, CX
+	ADDQ         $0x00000124, DX
+	DECQ         AX
+	JNZ          loop
+
+done:
+	VBROADCASTSS f0_125<>+0(SB), Y1
+	VMULPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X0, X1, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+	VZEROUPPER
+	MOVSS        X1, ret+24(FP)
 	RET
 
 // func gemmQ8_04x1AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)

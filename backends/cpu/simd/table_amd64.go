@@ -47,6 +47,14 @@ var asmKernels = []kernelSet{{
 		chunk: 256,
 		one:   dotIQ4_XSAVX2,
 		w:     gguf.TypeIQ4_XS,
+	}, {
+		chunk: 256,
+		one:   dotTQ2_0AVX2,
+		w:     gguf.TypeTQ2_0,
+	}, {
+		chunk: 256,
+		one:   dotIQ2_XXSAVX2,
+		w:     gguf.TypeIQ2_XXS,
 	}},
 	gelu: geluF32AVX2,
 	gemms: []gemmKernel{{
@@ -117,6 +125,14 @@ var asmKernels = []kernelSet{{
 		chunk: 256,
 		one:   dotIQ4_XSAVX2,
 		w:     gguf.TypeIQ4_XS,
+	}, {
+		chunk: 256,
+		one:   dotTQ2_0AVX2,
+		w:     gguf.TypeTQ2_0,
+	}, {
+		chunk: 256,
+		one:   dotIQ2_XXSAVX2,
+		w:     gguf.TypeIQ2_XXS,
 	}},
 	gelu: geluF32AVX512,
 	gemms: []gemmKernel{{

@@ -24,6 +24,8 @@ func main() {
 		genDotQ6K(v, &reg)
 		genDotIQ4NL(v, &reg)
 		genDotIQ4XS(v, &reg)
+		genDotTQ2(v, &reg)
+		genDotIQ2XXS(v, &reg)
 		genGemmLegacy(v, &reg, gemmQ8_0)
 		genGemmLegacy(v, &reg, gemmQ4_0)
 		genGemmF16(v, &reg)

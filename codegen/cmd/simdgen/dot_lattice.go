@@ -1,0 +1,216 @@
+package main
+
+import (
+	"math/bits"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// Dot products of the ternary and lattice formats with Q8_K activations.
+// AVX2 instructions only, shared by every variant; one row per call.
+
+const (
+	tq2Bytes    = 66
+	iq2xxsBytes = 66
+)
+
+var (
+	cThree  = ConstData("threeBytes", U8(3))
+	cEighth = ConstData("f0_125", F32(0.125))
+	// cIQ2XXSGrid holds iq2xxsGrid; cSignPM the ±1 bytes of every 7-bit
+	// sign code (bit 7 the parity of the other seven: an even number of
+	// minus signs, as quant's ksigns), llama.cpp's keven_signs_q2xs.
+	cIQ2XXSGrid = u64Table("iq2xxsGrid", iq2xxsGrid[:])
+	cSignPM     = u64Table("signPM", signPM())
+)
+
+func u64Table(name string, vals []uint64) Mem {
+	m := GLOBL(name, RODATA|NOPTR)
+	for i, v := range vals {
+		DATA(8*i, U64(v))
+	}
+	return m
+}
+
+func signPM() []uint64 {
+	out := make([]uint64, 128)
+	for c := range out {
+		s := uint8(c) | uint8(bits.OnesCount8(uint8(c))&1)<<7
+		for j := 0; j < 8; j++ {
+			b := uint64(0x01)
+			if s>>uint(j)&1 != 0 {
+				b = 0xff // −1
+			}
+			out[c] |= b << (8 * uint(j))
+		}
+	}
+	return out
+}
+
+// genDotTQ2 emits the TQ2_0·Q8_K dot product: the 2-bit fields t+1 (0–2)
+// times the activations with VPMADDUBSW, summed in int16 (at most eight
+// products of 2·2·127 per lane), minus the Q8_K block sums (Σ(t+1)·a − Σa
+// = Σt·a). The lanes carry the +1 terms, which cancel only in total, so
+// they are added as integers before the block's one float term: the
+// result is quant.VecDot's, bit for bit (llama.cpp's AVX2 kernel scales
+// the lanes, and rounds relative to those terms).
+func genDotTQ2(v variant, reg *registry) {
+	if v.vnni {
+		reg.dot(v, "TypeTQ2_0", "dotTQ2_0AVX2", "", 256)
+		return
+	}
+	name := fname("dotTQ2_0", v)
+	TEXT(name, NOSPLIT, "func(nb int, w, a *byte) float32")
+	Doc(name + " returns the dot product of nb TQ2_0 blocks at w with Q8_K blocks at a.")
+	nb := Load(Param("nb"), GP64())
+	w := Load(Param("w"), GP64())
+	a := Load(Param("a"), GP64())
+	three := broadcastByte(cThree)
+	ones := YMM()
+	VPBROADCASTW(cOnes16, ones)
+	acc := XMM()
+	VXORPS(acc, acc, acc)
+	loopBlocks(nb, func() {
+		s := zeroed(1)[0]
+		for h := 0; h < 2; h++ {
+			q := YMM()
+			VMOVDQU(Mem{Base: w, Disp: 32 * h}, q)
+			for l := 0; l < 4; l++ {
+				f := YMM()
+				if l == 0 {
+					VPAND(three, q, f)
+				} else {
+					VPSRLW(U8(2*l), q, f)
+					VPAND(three, f, f)
+				}
+				VPMADDUBSW(Mem{Base: a, Disp: q8kQs + 128*h + 32*l}, f, f)
+				VPADDW(f, s, s)
+			}
+		}
+		VPSUBW(Mem{Base: a, Disp: q8kSums}, s, s)
+		VPMADDWD(ones, s, s)
+		isum := hsumInt32(s)
+		VCVTDQ2PS(isum, isum)
+		d := superScale(Mem{Base: w, Disp: 64}, a)
+		VMULSS(d.AsX(), isum, isum)
+		VADDSS(isum, acc, acc)
+		ADDQ(U32(tq2Bytes), w)
+		ADDQ(U32(q8kBytes), a)
+	})
+	VZEROUPPER()
+	Store(acc, ReturnIndex(0))
+	RET()
+	reg.dot(v, "TypeTQ2_0", name, "", 256)
+}
+
+// hsumInt32 adds the eight int32 lanes of y; the total is in lane 0 of
+// the returned xmm.
+func hsumInt32(y VecVirtual) VecVirtual {
+	x, t := XMM(), XMM()
+	VEXTRACTI128(U8(1), y, x)
+	VPADDD(y.AsX(), x, x)
+	VPSHUFD(U8(0x4e), x, t)
+	VPADDD(t, x, x)
+	VPSHUFD(U8(0xb1), x, t)
+	VPADDD(t, x, x)
+	return x
+}
+
+// genDotIQ2XXS emits the IQ2_XXS·Q8_K dot product as llama.cpp's AVX2
+// kernel computes it: per 32-value sub-block the four lattice points
+// (unsigned bytes) and the four sign patterns are fetched from the tables
+// with scalar indices, the signs move onto the activations (VPSIGNB), and
+// VPMADDUBSW then VPMADDWD by the sub-block scale 2s+1 give exact int32
+// lanes; each block's lanes are scaled by d_w·d_a, the total by 1/8 (a
+// power of two: exact, so before or after the lane sum is the same).
+func genDotIQ2XXS(v variant, reg *registry) {
+	if v.vnni {
+		reg.dot(v, "TypeIQ2_XXS", "dotIQ2_XXSAVX2", "", 256)
+		return
+	}
+	name := fname("dotIQ2_XXS", v)
+	TEXT(name, NOSPLIT, "func(nb int, w, a *byte) float32")
+	Doc(name + " returns the dot product of nb IQ2_XXS blocks at w with Q8_K blocks at a.")
+	nb := Load(Param("nb"), GP64())
+	w := Load(Param("w"), GP64())
+	a := Load(Param("a"), GP64())
+	grid, signs := GP64(), GP64()
+	LEAQ(cIQ2XXSGrid, grid)
+	LEAQ(cSignPM, signs)
+	acc := zeroed(1)[0]
+	loopBlocks(nb, func() {
+		sumi := zeroed(1)[0]
+		for ib := 0; ib < 8; ib++ {
+			codes := GP64()
+			MOVL(Mem{Base: w, Disp: 2 + 8*ib + 4}, codes.As32())
+			q := gatherBytes(grid, Mem{Base: w, Disp: 2 + 8*ib})
+			s := gather4(signs, codes, 7, 0x7f)
+			act := YMM()
+			VMOVDQU(Mem{Base: a, Disp: q8kQs + 32*ib}, act)
+			VPSIGNB(s, act, act)
+			VPMADDUBSW(act, q, q)
+			// The scale 2s+1 from the top four bits of the codes word.
+			sc := GP32()
+			MOVL(Mem{Base: w, Disp: 2 + 8*ib + 4}, sc)
+			SHRL(U8(28), sc)
+			LEAL(Mem{Base: sc, Index: sc, Scale: 1, Disp: 1}, sc)
+			x := XMM()
+			VMOVD(sc, x)
+			sy := YMM()
+			VPBROADCASTW(x, sy)
+			VPMADDWD(sy, q, q)
+			VPADDD(q, sumi, sumi)
+		}
+		f := YMM()
+		VCVTDQ2PS(sumi, f)
+		VFMADD231PS(superScale(Mem{Base: w}, a), f, acc)
+		ADDQ(U32(iq2xxsBytes), w)
+		ADDQ(U32(q8kBytes), a)
+	})
+	eighth := YMM()
+	VBROADCASTSS(cEighth, eighth)
+	VMULPS(eighth, acc, acc)
+	finishDot(acc)
+	reg.dot(v, "TypeIQ2_XXS", name, "", 256)
+}
+
+// gatherBytes loads the four uint64 table entries indexed by the four
+// bytes at m into the four qwords of a ymm.
+func gatherBytes(table Register, m Mem) VecVirtual {
+	var q [4]GPVirtual
+	for k := range q {
+		q[k] = GP64()
+		MOVBQZX(m.Offset(k), q[k])
+	}
+	return insert4(table, q)
+}
+
+// gather4 loads the four uint64 table entries whose indices are fields of
+// `shift` bits (masked by mask) of the register codes, lowest field first,
+// into the four qwords of a ymm. codes is consumed.
+func gather4(table Register, codes GPVirtual, shift int, mask uint32) VecVirtual {
+	var q [4]GPVirtual
+	for k := range q {
+		q[k] = GP64()
+		MOVL(codes.As32(), q[k].As32())
+		if k > 0 {
+			SHRL(U8(shift*k), q[k].As32())
+		}
+		ANDL(U32(mask), q[k].As32())
+	}
+	return insert4(table, q)
+}
+
+// insert4 loads table[q[0]] … table[q[3]] into the qwords of a ymm.
+func insert4(table Register, q [4]GPVirtual) VecVirtual {
+	lo, hi := XMM(), XMM()
+	VMOVQ(Mem{Base: table, Index: q[0], Scale: 8}, lo)
+	VPINSRQ(U8(1), Mem{Base: table, Index: q[1], Scale: 8}, lo, lo)
+	VMOVQ(Mem{Base: table, Index: q[2], Scale: 8}, hi)
+	VPINSRQ(U8(1), Mem{Base: table, Index: q[3], Scale: 8}, hi, hi)
+	y := YMM()
+	VINSERTI128(U8(1), hi, lo.AsY(), y)
+	return y
+}
