@@ -39,6 +39,10 @@ type Options struct {
 	// nodes (backends.LoadSplits). The States then run one split at a
 	// time (State.RunSplit).
 	Placed bool
+	// General compiles a graph that is not a model lowering (a graph of
+	// the user's own, see general.go): any named inputs and outputs, run
+	// with State.RunGraph.
+	General bool
 }
 
 // value is a compiled node: where its data lives and how to compute it.
@@ -71,6 +75,7 @@ type Program struct {
 	files     [2]string // the model file and the repacked weights' file, for FaultError
 	placed    bool      // Options.Placed: only the CPU's nodes are compiled
 	exported  []bool    // placed: nodes whose values a Copy on another backend reads
+	general   bool      // Options.General: a graph of the user's own (general.go)
 }
 
 // OptionError is an Options value out of range (threads): the caller's
@@ -103,7 +108,11 @@ func Compile(g *graph.Graph, w WeightSource, o Options) (p *Program, err error) 
 	if err := g.Verify(); err != nil {
 		return nil, err
 	}
-	if err := checkGraph(g, o.Placed); err != nil {
+	check := checkGraph
+	if o.General {
+		check = checkGeneral
+	}
+	if err := check(g, o.Placed); err != nil {
 		return nil, err
 	}
 	order, err := g.TopoOrder()
@@ -113,7 +122,7 @@ func Compile(g *graph.Graph, w WeightSource, o Options) (p *Program, err error) 
 	if err != nil {
 		return nil, err
 	}
-	p = &Program{g: g, order: order, vals: make([]value, len(g.Nodes)), maxTokens: o.MaxTokens, threads: o.Threads, logits: g.Outputs["logits"], files: [2]string{o.ModelFile, o.PackedFile}, placed: o.Placed}
+	p = &Program{g: g, order: order, vals: make([]value, len(g.Nodes)), maxTokens: o.MaxTokens, threads: o.Threads, logits: g.Outputs["logits"], files: [2]string{o.ModelFile, o.PackedFile}, placed: o.Placed, general: o.General}
 	if o.Placed {
 		p.exported = backends.Exported(g, name)
 	}
@@ -144,7 +153,7 @@ func (p *Program) compileNode(n *graph.Node, w WeightSource, o Options) error {
 	}
 	switch n.Op {
 	case "Input":
-		return nil
+		return p.compileInput(v)
 	case "Weight":
 		return p.bindWeight(v, w, o.Packed)
 	}
@@ -293,8 +302,8 @@ func (p *Program) plannedSlots() error {
 	var used int64
 	for _, id := range p.order {
 		v := &p.vals[id]
-		if v.run == nil {
-			continue
+		if v.run == nil || v.node.Op == "Input" {
+			continue // F32 inputs lie after the arena (inputSlots)
 		}
 		b := v.node.Buffer
 		need, ok := safemath.Mul(int64(v.elems), 4)
@@ -318,7 +327,7 @@ func (p *Program) plannedSlots() error {
 	if arena > used+arenaSlack {
 		return fmt.Errorf("memory plan: the %s arena of %d bytes is larger than its buffers need (%d bytes)", Backend{}.Name(), arena, used)
 	}
-	return nil
+	return p.inputSlots()
 }
 
 // arenaSlack is how far a planned arena may extend past its last buffer
@@ -371,6 +380,9 @@ func (p *Program) lastUses() []int {
 		}
 	}
 	lastUse[p.logits] = len(p.order)
+	for _, id := range p.g.Outputs {
+		lastUse[id] = len(p.order)
+	}
 	for i := len(p.order) - 1; i >= 0; i-- {
 		if n := p.g.Nodes[p.order[i]]; isView(n) {
 			lastUse[n.Inputs[0]] = max(lastUse[n.Inputs[0]], lastUse[n.ID])

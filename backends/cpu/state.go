@@ -129,13 +129,21 @@ func (s *State) RunSplit(i int, tokens, positions, rows []int32, x *backends.Exc
 }
 
 // run binds a batch and runs nodes in order.
-func (s *State) run(nodes []int, tokens, positions, rows []int32) (err error) {
+func (s *State) run(nodes []int, tokens, positions, rows []int32) error {
 	if s.broken != nil {
 		return s.broken
+	}
+	if s.p.general {
+		return fmt.Errorf("this program runs a graph of your own: run it with RunGraph")
 	}
 	if err := s.bind(tokens, positions, rows); err != nil {
 		return err
 	}
+	return s.exec(nodes)
+}
+
+// exec runs the nodes of a bound batch in order.
+func (s *State) exec(nodes []int) (err error) {
 	node := -1
 	prev := debug.SetPanicOnFault(true) // once per Run: the workers keep it set (see pool.work)
 	defer func() {

@@ -232,7 +232,10 @@ func checkShape(n *graph.Node) error {
 }
 
 func checkOperand(src *graph.Node, want operand) error {
-	act := computed(src)
+	// A model's graph inputs are all indices (checkGraph); a graph of the
+	// user's own may feed F32 rows too (checkGeneral).
+	input := src.Op == "Input"
+	act := computed(src) || input && src.Type.DType == graph.F32
 	row := src.Op == "Weight" && src.Type.DType == graph.F32 && len(src.Type.Shape) == 1
 	ok := false
 	switch want {
@@ -245,7 +248,7 @@ func checkOperand(src *graph.Node, want operand) error {
 	case opMat:
 		ok = src.Op == "Weight" && len(src.Type.Shape) == 2
 	case opIDs:
-		ok = src.Op == "Input"
+		ok = input && src.Type.DType == graph.I32
 	}
 	if !ok {
 		return fmt.Errorf("%s is %s, want %s", describe(src), src.Type, want)
