@@ -75,6 +75,11 @@ var readOnlyTypes = []string{"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ
 // aliases are llama-quantize's short names for the _M mixes.
 var aliases = map[string]string{"Q3_K": "Q3_K_M", "Q4_K": "Q4_K_M", "Q5_K": "Q5_K_M"}
 
+// NeedsImatrix reports whether name is one of llama-quantize's mixes that
+// weft runs but cannot write, because their quantizers need an importance
+// matrix (see ParseFileType's error).
+func NeedsImatrix(name string) bool { return slices.Contains(readOnlyTypes, strings.ToUpper(name)) }
+
 // ParseFileType maps a name such as "q4_k_m", "Q8_0" or "f16" to its file type.
 func ParseFileType(name string) (FileType, error) {
 	up := strings.ToUpper(name)

@@ -11,6 +11,8 @@ import (
 
 type config struct {
 	bin, models, out, llamaBench string
+	llamaQuantize, llamaImatrix  string // for the types graphc cannot write
+	calibration                  string // text llama-imatrix reads
 	benches                      []bench
 	p, n, r, rounds, threads     int
 	bandwidth                    float64 // GB/s, for the decode floor
@@ -30,10 +32,12 @@ func (b bench) label() string {
 
 const defaultShape = "tinyllama-1.1b"
 
-// defaultBenches: the TinyLlama shape in four weight types, then a
-// Qwen2.5-0.5B-shaped and a Phi-2-shaped model (see model/synth's
-// presets) in Q4_0, to compare their share of llama.cpp with llama's.
-const defaultBenches = "tinyllama-1.1b:q4_0,tinyllama-1.1b:q4_k_m,tinyllama-1.1b:q8_0,tinyllama-1.1b:f16,qwen2-0.5b:q4_0,phi2:q4_0"
+// defaultBenches: the TinyLlama shape in six weight types (IQ2_XXS made
+// by llama.cpp's tools, see ensureModel), then a Qwen2.5-0.5B-shaped and a
+// Phi-2-shaped model (see model/synth's presets) in Q4_0, to compare their
+// share of llama.cpp with llama's.
+const defaultBenches = "tinyllama-1.1b:q4_0,tinyllama-1.1b:q4_k_m,tinyllama-1.1b:q8_0,tinyllama-1.1b:f16," +
+	"tinyllama-1.1b:iq4_xs,tinyllama-1.1b:iq2_xxs,qwen2-0.5b:q4_0,phi2:q4_0"
 
 // parseBenches reads a comma-separated list of SHAPE:TYPE.
 func parseBenches(list string) ([]bench, error) {
@@ -55,6 +59,9 @@ func main() {
 	flag.StringVar(&c.models, "models", "out/bench", "folder for the synthesised models")
 	flag.StringVar(&c.out, "out", "docs/benchmarks.md", "markdown report (an .svg chart is written beside it)")
 	flag.StringVar(&c.llamaBench, "llama-bench", os.Getenv("LLAMA_BENCH"), "path to llama.cpp's llama-bench (optional; env LLAMA_BENCH)")
+	flag.StringVar(&c.llamaQuantize, "llama-quantize", os.Getenv("LLAMA_QUANTIZE"), "llama.cpp's llama-quantize, for the importance-matrix types graphc cannot write (env LLAMA_QUANTIZE; default: beside llama-bench)")
+	flag.StringVar(&c.llamaImatrix, "llama-imatrix", os.Getenv("LLAMA_IMATRIX"), "llama.cpp's llama-imatrix (env LLAMA_IMATRIX; default: beside llama-bench)")
+	flag.StringVar(&c.calibration, "calibration", "../shared/reference/prompts/p3-synth-15m.txt", "text llama-imatrix computes the importance matrix from")
 	flag.IntVar(&c.p, "p", 512, "prompt tokens")
 	flag.IntVar(&c.n, "n", 128, "generated tokens")
 	flag.IntVar(&c.r, "r", 2, "repetitions per round")
@@ -62,6 +69,15 @@ func main() {
 	flag.IntVar(&c.threads, "threads", 2, "threads")
 	flag.Float64Var(&c.bandwidth, "bandwidth", 47, "memory bandwidth in GB/s for the decode floor (ANCHORS.md: 44-50 on the 2-core machine)")
 	flag.Parse()
+	if c.llamaBench != "" {
+		dir := filepath.Dir(c.llamaBench)
+		if c.llamaQuantize == "" {
+			c.llamaQuantize = filepath.Join(dir, "llama-quantize")
+		}
+		if c.llamaImatrix == "" {
+			c.llamaImatrix = filepath.Join(dir, "llama-imatrix")
+		}
+	}
 	var err error
 	if c.benches, err = parseBenches(*benches); err != nil {
 		fmt.Fprintln(os.Stderr, "benchdoc:", err)

@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 
+	"github.com/weft-ml/weft/model/synth"
 	"github.com/weft-ml/weft/runtime"
 )
 
@@ -40,10 +42,45 @@ func ensureModel(c config, path string, b bench) error {
 	if _, err := os.Stat(path); err == nil {
 		return nil
 	}
+	if synth.NeedsImatrix(b.typ) {
+		return quantizeWithLlama(c, path, b)
+	}
 	fmt.Fprintf(os.Stderr, "synthesising %s\n", path)
 	cmd := exec.Command(filepath.Join(c.bin, "graphc"), "synth", "-o", path, "--shape", b.shape, "--type", b.typ)
 	cmd.Stderr = os.Stderr
 	return cmd.Run()
+}
+
+// quantizeWithLlama makes a model of a type graphc cannot write (the
+// importance-matrix mixes, such as IQ2_XXS) the way users get one: the
+// shape's F16 model (synthesised as for its own bench), an importance
+// matrix from llama-imatrix over the calibration text, then llama-quantize.
+func quantizeWithLlama(c config, path string, b bench) error {
+	for _, tool := range []string{c.llamaQuantize, c.llamaImatrix} {
+		if _, err := os.Stat(tool); tool == "" || err != nil {
+			return fmt.Errorf("%s: graphc cannot write %s (it needs an importance matrix); give -llama-quantize and -llama-imatrix (or LLAMA_BENCH with them beside it)", path, b.typ)
+		}
+	}
+	master := filepath.Join(c.models, b.shape+"-f16.gguf")
+	if err := ensureModel(c, master, bench{b.shape, "f16"}); err != nil {
+		return err
+	}
+	imatrix := filepath.Join(c.models, b.shape+".imatrix")
+	if _, err := os.Stat(imatrix); err != nil {
+		fmt.Fprintf(os.Stderr, "importance matrix %s\n", imatrix)
+		cmd := exec.Command(c.llamaImatrix, "-m", master, "-f", c.calibration, "-o", imatrix,
+			"-c", "64", "--chunks", "4", "-t", strconv.Itoa(c.threads))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("llama-imatrix: %v\n%s", err, out)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "quantizing %s with llama-quantize\n", path)
+	cmd := exec.Command(c.llamaQuantize, "--imatrix", imatrix, master, path, strings.ToUpper(b.typ), strconv.Itoa(c.threads))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.Remove(path)
+		return fmt.Errorf("llama-quantize: %v\n%s", err, out)
+	}
+	return nil
 }
 
 // measure runs weft and llama.cpp on one model in rounds, each side once
