@@ -99,7 +99,11 @@ func backendOf(c Config, n *graph.Node) string {
 
 // donorOf returns the operand whose buffer n may take over, or -1.
 func donorOf(g *graph.Graph, n *graph.Node, step int, lastUse []int, size int64) int {
-	for _, i := range inPlace[n.Op] {
+	ins := inPlace[n.Op]
+	if c, ok := ops.LookupCustom(n.Op); ok {
+		ins = c.InPlace // as its registration allows
+	}
+	for _, i := range ins {
 		in := g.Nodes[n.Inputs[i]]
 		if in.Buffer == nil || in.Buffer.View || lastUse[in.ID] != step || in.Backend != n.Backend || in.Buffer.Size < size || !distinctFromOthers(n, i) {
 			continue

@@ -69,8 +69,12 @@ func noOp(g *graph.Graph, n *graph.Node) (int, bool) {
 
 // cseKey identifies a node by everything its value depends on; graph
 // inputs and ops with side effects (attention writes the KV cache) are
-// never merged.
+// never merged, nor are custom ops, which the passes leave alone (their
+// kernels may have effects weft cannot see).
 func cseKey(n *graph.Node) (string, bool) {
+	if ops.IsCustom(n.Op) {
+		return "", false
+	}
 	switch n.Op {
 	case "Input", ops.Attention:
 		return "", false

@@ -14,6 +14,7 @@ import (
 	"github.com/weft-ml/weft/graph"
 	"github.com/weft-ml/weft/internal/safefile"
 	"github.com/weft-ml/weft/model"
+	"github.com/weft-ml/weft/ops"
 	"github.com/weft-ml/weft/passes"
 )
 
@@ -34,6 +35,10 @@ type Plan struct {
 	Graph   *graph.Graph   `json:"graph"`
 	Passes  []PassLogEntry `json:"passes,omitempty"`
 	Lowered int            `json:"lowered_nodes,omitempty"` // node count before the passes
+	// CustomOps lists the ops of the compiling program's own
+	// (ops.Register) the graph uses: a program must register them before
+	// it can load the plan.
+	CustomOps []string `json:"custom_ops,omitempty"`
 
 	// PackedFile names the side file (beside the plan) holding weights
 	// repacked at compile time; its name carries a content tag so a
@@ -149,6 +154,7 @@ func Compile(path string, o CompileOptions) (*Plan, error) {
 	if err := p.optimise(f, o); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	p.CustomOps = ops.CustomOps(p.Graph)
 	return p, nil
 }
 

@@ -305,6 +305,9 @@ func decodePlan(data []byte) (*Plan, error) {
 	if err := p.checkSections(); err != nil {
 		return nil, err
 	}
+	if err := p.checkCustomOps(); err != nil {
+		return nil, err
+	}
 	if err := p.Graph.Verify(); err != nil {
 		return nil, fmt.Errorf("invalid graph: %w: %s", err, recompile)
 	}

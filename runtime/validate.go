@@ -3,6 +3,8 @@ package runtime
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/weft-ml/weft/backends"
 	"github.com/weft-ml/weft/graph"
@@ -87,4 +89,25 @@ func placedOn(g *graph.Graph, backend string) bool {
 		}
 	}
 	return false
+}
+
+// checkCustomOps refuses a plan that uses custom ops this program has
+// not registered (ops.Register), naming them: the plan's graph cannot be
+// checked, let alone run, without their definitions.
+func (p *Plan) checkCustomOps() error {
+	var missing []string
+	for _, op := range p.CustomOps {
+		if _, ok := graph.Lookup(op); !ok {
+			missing = append(missing, op)
+		}
+	}
+	for _, n := range p.Graph.Nodes {
+		if _, ok := graph.Lookup(n.Op); !ok && !slices.Contains(missing, n.Op) {
+			missing = append(missing, n.Op)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the plan uses op %s, which this program does not know: a custom op must be registered (ops.Register) by the program that loads the plan, as by the one that compiled it", strings.Join(missing, ", "))
+	}
+	return nil
 }

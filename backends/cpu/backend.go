@@ -25,7 +25,7 @@ func (Backend) Supports(n *graph.Node, g *graph.Graph) error {
 	if n.Op == "Input" || n.Op == "Weight" {
 		return nil
 	}
-	if _, ok := kernels[n.Op]; !ok {
+	if _, ok := kernels[n.Op]; !ok && !isCustom(n.Op) {
 		return fmt.Errorf("no CPU kernel for %s", n.Op)
 	}
 	if n.Op == ops.Mul || n.Op == ops.Add {

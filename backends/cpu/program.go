@@ -159,6 +159,13 @@ func (p *Program) compileNode(n *graph.Node, w WeightSource, o Options) error {
 	}
 	k, ok := kernels[n.Op]
 	if !ok {
+		if k, ok = customKernel(n.Op); ok {
+			if err := p.prepareCustom(n); err != nil {
+				return err
+			}
+		}
+	}
+	if !ok {
 		return fmt.Errorf("%s: no CPU kernel for op %s", describe(n), n.Op)
 	}
 	if p.placed && backends.Imported(p.g, n, name) {

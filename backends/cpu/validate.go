@@ -35,10 +35,11 @@ const (
 	opActOrRow                // either (Mul and Add broadcast a row over every row)
 	opMat                     // a 2-D weight, read as raw bytes (matmul weights, embedding tables)
 	opIDs                     // one of the graph's I32 inputs
+	opAny                     // any of these (custom ops: ops.Tensor views every kind)
 )
 
 func (o operand) String() string {
-	return [...]string{"a computed F32 value", "a 1-D F32 weight", "a computed F32 value or a 1-D F32 weight", "a 2-D weight", "a graph input of indices"}[o]
+	return [...]string{"a computed F32 value", "a 1-D F32 weight", "a computed F32 value or a 1-D F32 weight", "a 2-D weight", "a graph input of indices", "a value, weight or graph input"}[o]
 }
 
 // operands lists, for every op with a CPU kernel, how the kernel reads
@@ -89,7 +90,7 @@ func describe(n *graph.Node) string { return fmt.Sprintf("node %d (%s %q)", n.ID
 // computed reports whether n is run by a kernel (not an Input or Weight).
 func computed(n *graph.Node) bool {
 	_, ok := kernels[n.Op]
-	return ok
+	return ok || isCustom(n.Op)
 }
 
 // checkGraph verifies that g, already checked by graph.Verify, has the
@@ -171,6 +172,12 @@ func checkNode(g *graph.Graph, n *graph.Node, bound map[int]string, placed bool)
 		return fmt.Errorf("%s: type %s: a computed value must be F32 [T or R, width]", describe(n), n.Type)
 	}
 	want := operands[n.Op]
+	if isCustom(n.Op) {
+		want = make([]operand, len(n.Inputs))
+		for i := range want {
+			want[i] = opAny
+		}
+	}
 	if len(want) != len(n.Inputs) {
 		return fmt.Errorf("%s: %d operands, the CPU kernel reads %d", describe(n), len(n.Inputs), len(want))
 	}
@@ -249,6 +256,8 @@ func checkOperand(src *graph.Node, want operand) error {
 		ok = src.Op == "Weight" && len(src.Type.Shape) == 2
 	case opIDs:
 		ok = input && src.Type.DType == graph.I32
+	case opAny:
+		ok = act || src.Op == "Weight" || input && src.Type.DType == graph.I32
 	}
 	if !ok {
 		return fmt.Errorf("%s is %s, want %s", describe(src), src.Type, want)
