@@ -131,7 +131,7 @@ func TestMatMulBiasGeGLU(t *testing.T) {
 			cols = 512
 		}
 		for _, c := range []struct{ rows, ntok int }{{37, 1}, {70, 9}} {
-			kernels := []string{"matvec", "matmul"}
+			kernels := []string{"matvec", "matmul", "matmul_tiled"}
 			if kQuant(wt) {
 				kernels = kernels[:1]
 			}
@@ -187,6 +187,9 @@ func TestMatMulBiasGeGLU(t *testing.T) {
 						g = e.rows(rows)
 					}
 					g[2] = uint32((c.ntok + 7) / 8)
+					if kern == "matmul_tiled" {
+						g[2] = uint32((c.ntok + 63) / 64)
+					}
 					return g
 				}
 				// The bias epilogue in two row chunks, as the executor

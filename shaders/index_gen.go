@@ -117,6 +117,21 @@ var spvMatmulBiasF32 []byte
 //go:embed spv/matmul_geglu_f32.spv
 var spvMatmulGegluF32 []byte
 
+//go:embed spv/matmul_tiled_f32.spv
+var spvMatmulTiledF32 []byte
+
+//go:embed spv/matmul_tiled_add_f32.spv
+var spvMatmulTiledAddF32 []byte
+
+//go:embed spv/matmul_tiled_gateup_f32.spv
+var spvMatmulTiledGateupF32 []byte
+
+//go:embed spv/matmul_tiled_bias_f32.spv
+var spvMatmulTiledBiasF32 []byte
+
+//go:embed spv/matmul_tiled_geglu_f32.spv
+var spvMatmulTiledGegluF32 []byte
+
 //go:embed spv/matvec_f32.spv
 var spvMatvecF32 []byte
 
@@ -149,6 +164,21 @@ var spvMatmulBiasF16 []byte
 
 //go:embed spv/matmul_geglu_f16.spv
 var spvMatmulGegluF16 []byte
+
+//go:embed spv/matmul_tiled_f16.spv
+var spvMatmulTiledF16 []byte
+
+//go:embed spv/matmul_tiled_add_f16.spv
+var spvMatmulTiledAddF16 []byte
+
+//go:embed spv/matmul_tiled_gateup_f16.spv
+var spvMatmulTiledGateupF16 []byte
+
+//go:embed spv/matmul_tiled_bias_f16.spv
+var spvMatmulTiledBiasF16 []byte
+
+//go:embed spv/matmul_tiled_geglu_f16.spv
+var spvMatmulTiledGegluF16 []byte
 
 //go:embed spv/matvec_f16.spv
 var spvMatvecF16 []byte
@@ -183,6 +213,21 @@ var spvMatmulBiasQ80 []byte
 //go:embed spv/matmul_geglu_q8_0.spv
 var spvMatmulGegluQ80 []byte
 
+//go:embed spv/matmul_tiled_q8_0.spv
+var spvMatmulTiledQ80 []byte
+
+//go:embed spv/matmul_tiled_add_q8_0.spv
+var spvMatmulTiledAddQ80 []byte
+
+//go:embed spv/matmul_tiled_gateup_q8_0.spv
+var spvMatmulTiledGateupQ80 []byte
+
+//go:embed spv/matmul_tiled_bias_q8_0.spv
+var spvMatmulTiledBiasQ80 []byte
+
+//go:embed spv/matmul_tiled_geglu_q8_0.spv
+var spvMatmulTiledGegluQ80 []byte
+
 //go:embed spv/matvec_q8_0.spv
 var spvMatvecQ80 []byte
 
@@ -215,6 +260,21 @@ var spvMatmulBiasQ40 []byte
 
 //go:embed spv/matmul_geglu_q4_0.spv
 var spvMatmulGegluQ40 []byte
+
+//go:embed spv/matmul_tiled_q4_0.spv
+var spvMatmulTiledQ40 []byte
+
+//go:embed spv/matmul_tiled_add_q4_0.spv
+var spvMatmulTiledAddQ40 []byte
+
+//go:embed spv/matmul_tiled_gateup_q4_0.spv
+var spvMatmulTiledGateupQ40 []byte
+
+//go:embed spv/matmul_tiled_bias_q4_0.spv
+var spvMatmulTiledBiasQ40 []byte
+
+//go:embed spv/matmul_tiled_geglu_q4_0.spv
+var spvMatmulTiledGegluQ40 []byte
 
 //go:embed spv/matvec_q4_0.spv
 var spvMatvecQ40 []byte
@@ -249,6 +309,21 @@ var spvMatmulBiasQ50 []byte
 //go:embed spv/matmul_geglu_q5_0.spv
 var spvMatmulGegluQ50 []byte
 
+//go:embed spv/matmul_tiled_q5_0.spv
+var spvMatmulTiledQ50 []byte
+
+//go:embed spv/matmul_tiled_add_q5_0.spv
+var spvMatmulTiledAddQ50 []byte
+
+//go:embed spv/matmul_tiled_gateup_q5_0.spv
+var spvMatmulTiledGateupQ50 []byte
+
+//go:embed spv/matmul_tiled_bias_q5_0.spv
+var spvMatmulTiledBiasQ50 []byte
+
+//go:embed spv/matmul_tiled_geglu_q5_0.spv
+var spvMatmulTiledGegluQ50 []byte
+
 //go:embed spv/matvec_q5_0.spv
 var spvMatvecQ50 []byte
 
@@ -281,6 +356,21 @@ var spvMatmulBiasBf16 []byte
 
 //go:embed spv/matmul_geglu_bf16.spv
 var spvMatmulGegluBf16 []byte
+
+//go:embed spv/matmul_tiled_bf16.spv
+var spvMatmulTiledBf16 []byte
+
+//go:embed spv/matmul_tiled_add_bf16.spv
+var spvMatmulTiledAddBf16 []byte
+
+//go:embed spv/matmul_tiled_gateup_bf16.spv
+var spvMatmulTiledGateupBf16 []byte
+
+//go:embed spv/matmul_tiled_bias_bf16.spv
+var spvMatmulTiledBiasBf16 []byte
+
+//go:embed spv/matmul_tiled_geglu_bf16.spv
+var spvMatmulTiledGegluBf16 []byte
 
 //go:embed spv/matvec_bf16.spv
 var spvMatvecBf16 []byte
@@ -315,6 +405,21 @@ var spvMatmulBiasQ41 []byte
 //go:embed spv/matmul_geglu_q4_1.spv
 var spvMatmulGegluQ41 []byte
 
+//go:embed spv/matmul_tiled_q4_1.spv
+var spvMatmulTiledQ41 []byte
+
+//go:embed spv/matmul_tiled_add_q4_1.spv
+var spvMatmulTiledAddQ41 []byte
+
+//go:embed spv/matmul_tiled_gateup_q4_1.spv
+var spvMatmulTiledGateupQ41 []byte
+
+//go:embed spv/matmul_tiled_bias_q4_1.spv
+var spvMatmulTiledBiasQ41 []byte
+
+//go:embed spv/matmul_tiled_geglu_q4_1.spv
+var spvMatmulTiledGegluQ41 []byte
+
 //go:embed spv/matvec_q4_1.spv
 var spvMatvecQ41 []byte
 
@@ -347,6 +452,21 @@ var spvMatmulBiasQ51 []byte
 
 //go:embed spv/matmul_geglu_q5_1.spv
 var spvMatmulGegluQ51 []byte
+
+//go:embed spv/matmul_tiled_q5_1.spv
+var spvMatmulTiledQ51 []byte
+
+//go:embed spv/matmul_tiled_add_q5_1.spv
+var spvMatmulTiledAddQ51 []byte
+
+//go:embed spv/matmul_tiled_gateup_q5_1.spv
+var spvMatmulTiledGateupQ51 []byte
+
+//go:embed spv/matmul_tiled_bias_q5_1.spv
+var spvMatmulTiledBiasQ51 []byte
+
+//go:embed spv/matmul_tiled_geglu_q5_1.spv
+var spvMatmulTiledGegluQ51 []byte
 
 //go:embed spv/matvec_q5_1.spv
 var spvMatvecQ51 []byte
@@ -782,6 +902,46 @@ var kernels = []Kernel{{
 }, {
 	Bindings:  3,
 	Defines:   []string{"W_F32"},
+	Name:      "matmul_tiled_f32",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledF32,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_F32", "ADD"},
+	Name:      "matmul_tiled_add_f32",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledAddF32,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_F32", "GATEUP"},
+	Name:      "matmul_tiled_gateup_f32",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGateupF32,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_F32", "BIAS"},
+	Name:      "matmul_tiled_bias_f32",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledBiasF32,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_F32", "GEGLU"},
+	Name:      "matmul_tiled_geglu_f32",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGegluF32,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_F32"},
 	Name:      "matvec_f32",
 	PushBytes: 28,
 	SPIRV:     spvMatvecF32,
@@ -867,6 +1027,46 @@ var kernels = []Kernel{{
 	SPIRV:     spvMatmulGegluF16,
 	Source:    "matmul.comp",
 	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_F16"},
+	Name:      "matmul_tiled_f16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledF16,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_F16", "ADD"},
+	Name:      "matmul_tiled_add_f16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledAddF16,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_F16", "GATEUP"},
+	Name:      "matmul_tiled_gateup_f16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGateupF16,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_F16", "BIAS"},
+	Name:      "matmul_tiled_bias_f16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledBiasF16,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_F16", "GEGLU"},
+	Name:      "matmul_tiled_geglu_f16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGegluF16,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
 }, {
 	Bindings:  3,
 	Defines:   []string{"W_F16"},
@@ -958,6 +1158,46 @@ var kernels = []Kernel{{
 }, {
 	Bindings:  3,
 	Defines:   []string{"W_Q8_0"},
+	Name:      "matmul_tiled_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledQ80,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q8_0", "ADD"},
+	Name:      "matmul_tiled_add_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledAddQ80,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q8_0", "GATEUP"},
+	Name:      "matmul_tiled_gateup_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGateupQ80,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q8_0", "BIAS"},
+	Name:      "matmul_tiled_bias_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledBiasQ80,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q8_0", "GEGLU"},
+	Name:      "matmul_tiled_geglu_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGegluQ80,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q8_0"},
 	Name:      "matvec_q8_0",
 	PushBytes: 28,
 	SPIRV:     spvMatvecQ80,
@@ -1043,6 +1283,46 @@ var kernels = []Kernel{{
 	SPIRV:     spvMatmulGegluQ40,
 	Source:    "matmul.comp",
 	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q4_0"},
+	Name:      "matmul_tiled_q4_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledQ40,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_0", "ADD"},
+	Name:      "matmul_tiled_add_q4_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledAddQ40,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_0", "GATEUP"},
+	Name:      "matmul_tiled_gateup_q4_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGateupQ40,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_0", "BIAS"},
+	Name:      "matmul_tiled_bias_q4_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledBiasQ40,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_0", "GEGLU"},
+	Name:      "matmul_tiled_geglu_q4_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGegluQ40,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
 }, {
 	Bindings:  3,
 	Defines:   []string{"W_Q4_0"},
@@ -1134,6 +1414,46 @@ var kernels = []Kernel{{
 }, {
 	Bindings:  3,
 	Defines:   []string{"W_Q5_0"},
+	Name:      "matmul_tiled_q5_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledQ50,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_0", "ADD"},
+	Name:      "matmul_tiled_add_q5_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledAddQ50,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_0", "GATEUP"},
+	Name:      "matmul_tiled_gateup_q5_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGateupQ50,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_0", "BIAS"},
+	Name:      "matmul_tiled_bias_q5_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledBiasQ50,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_0", "GEGLU"},
+	Name:      "matmul_tiled_geglu_q5_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGegluQ50,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q5_0"},
 	Name:      "matvec_q5_0",
 	PushBytes: 28,
 	SPIRV:     spvMatvecQ50,
@@ -1219,6 +1539,46 @@ var kernels = []Kernel{{
 	SPIRV:     spvMatmulGegluBf16,
 	Source:    "matmul.comp",
 	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_BF16"},
+	Name:      "matmul_tiled_bf16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledBf16,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_BF16", "ADD"},
+	Name:      "matmul_tiled_add_bf16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledAddBf16,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_BF16", "GATEUP"},
+	Name:      "matmul_tiled_gateup_bf16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGateupBf16,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_BF16", "BIAS"},
+	Name:      "matmul_tiled_bias_bf16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledBiasBf16,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_BF16", "GEGLU"},
+	Name:      "matmul_tiled_geglu_bf16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGegluBf16,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
 }, {
 	Bindings:  3,
 	Defines:   []string{"W_BF16"},
@@ -1310,6 +1670,46 @@ var kernels = []Kernel{{
 }, {
 	Bindings:  3,
 	Defines:   []string{"W_Q4_1"},
+	Name:      "matmul_tiled_q4_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledQ41,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_1", "ADD"},
+	Name:      "matmul_tiled_add_q4_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledAddQ41,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_1", "GATEUP"},
+	Name:      "matmul_tiled_gateup_q4_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGateupQ41,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_1", "BIAS"},
+	Name:      "matmul_tiled_bias_q4_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledBiasQ41,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_1", "GEGLU"},
+	Name:      "matmul_tiled_geglu_q4_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGegluQ41,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q4_1"},
 	Name:      "matvec_q4_1",
 	PushBytes: 28,
 	SPIRV:     spvMatvecQ41,
@@ -1395,6 +1795,46 @@ var kernels = []Kernel{{
 	SPIRV:     spvMatmulGegluQ51,
 	Source:    "matmul.comp",
 	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q5_1"},
+	Name:      "matmul_tiled_q5_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledQ51,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_1", "ADD"},
+	Name:      "matmul_tiled_add_q5_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledAddQ51,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_1", "GATEUP"},
+	Name:      "matmul_tiled_gateup_q5_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGateupQ51,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_1", "BIAS"},
+	Name:      "matmul_tiled_bias_q5_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledBiasQ51,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_1", "GEGLU"},
+	Name:      "matmul_tiled_geglu_q5_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGegluQ51,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
 }, {
 	Bindings:  3,
 	Defines:   []string{"W_Q5_1"},

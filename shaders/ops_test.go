@@ -241,20 +241,21 @@ func TestQuantizeQ8K(t *testing.T) {
 func TestMatMul(t *testing.T) {
 	e := newEnv(t)
 	for _, wt := range weightTypes {
-		cases := []struct{ rows, cols, ntok int }{{1, 32, 1}, {67, 96, 3}, {129, 288, 9}, {70, 2048, 17}}
+		cases := []struct{ rows, cols, ntok int }{{1, 32, 1}, {67, 96, 3}, {129, 288, 9}, {70, 2048, 17}, {130, 64, 70}}
 		if kQuant(wt) {
 			cases = []struct{ rows, cols, ntok int }{{1, 256, 1}, {67, 512, 3}, {33, 768, 17}, {5, 2048, 9}}
 		}
 		if testing.Short() {
-			cases = cases[:3]
+			cases = append(cases[:3], cases[len(cases)-1]) // several tiles of the tiled kernel
 		}
 		if wt.BlockSize() == 1 {
 			cases = append(cases, struct{ rows, cols, ntok int }{7, 33, 2}) // odd rows of float weights
 		}
 		// matvec#1: the decode variant (one token per workgroup).
-		kernels := []string{"matmul", "matvec", "matvec#1"}
+		// matmul_tiled: 64 rows × 64 tokens a workgroup (not for K-quants).
+		kernels := []string{"matmul", "matmul_tiled", "matvec", "matvec#1"}
 		if matvecOnly(wt) {
-			kernels = kernels[1:]
+			kernels = kernels[2:]
 		}
 		tol := 2e-6
 		quantized := wt.BlockSize() > 1
@@ -327,8 +328,11 @@ func TestMatMul(t *testing.T) {
 					return n
 				}
 				g := e.rows((c.rows + 63) / 64) // matmul: one invocation per weight row
-				if base == "matvec" {
+				switch base {
+				case "matvec":
 					g = e.rows(c.rows) // one workgroup per weight row
+				case "matmul_tiled":
+					nt = 64 // and 64 rows
 				}
 				g[2] = uint32((c.ntok + nt - 1) / nt)
 				push := pushWords(c.cols, c.rows, c.ntok, aoff, doff, roff, c.rows)

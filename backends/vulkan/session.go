@@ -606,8 +606,12 @@ func (r *recorder) attention(v *value, dst Range, doff uint32) error {
 const matmulTokens = 8
 
 // matmulWG is the matmul shaders' workgroup size: weight rows per
-// workgroup.
+// workgroup (matmul_tiled's tiles have as many rows).
 const matmulWG = 64
+
+// tiledTokens is the token side of matmul_tiled's tiles; batches of more
+// than half a tile take it.
+const tiledTokens = 64
 
 func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	n := v.n
@@ -655,8 +659,12 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		// it needs fewer registers and more rows run at once.
 		spec, perGroup = "#1", 1
 	}
+	if !vec && ntok > tiledTokens/2 && r.s.e.d.props.Limits.MaxComputeWorkGroupInvocations >= 256 {
+		// Prefill: tiles of 64 rows × 64 tokens staged in shared memory.
+		shader, perGroup = "matmul_tiled", tiledTokens
+	}
 	groups := func(rowsW int) [3]uint32 {
-		n := (rowsW + matmulWG - 1) / matmulWG
+		n := (rowsW + matmulWG - 1) / matmulWG // matmul: 64 rows a workgroup, as matmul_tiled
 		if vec {
 			n = rowsW
 		}

@@ -92,6 +92,14 @@ func init() {
 				variant{"matmul_bias_" + w.name, "matmul.comp", []string{w.define, "BIAS"}, 4, 28, 64},
 				variant{"matmul_geglu_" + w.name, "matmul.comp", []string{w.define, "GEGLU"}, 4, 28, 64},
 			)
+			// The tiled batch matmul (64 rows × 64 tokens a workgroup).
+			for _, epi := range []struct{ name, define string }{{"", ""}, {"add_", "ADD"}, {"gateup_", "GATEUP"}, {"bias_", "BIAS"}, {"geglu_", "GEGLU"}} {
+				defines, bindings := []string{w.define}, 3
+				if epi.define != "" {
+					defines, bindings = append(defines, epi.define), 4
+				}
+				variants = append(variants, variant{"matmul_tiled_" + epi.name + w.name, "matmul_tiled.comp", defines, bindings, 28, 256})
+			}
 		}
 		variants = append(variants,
 			variant{"matvec_" + w.name, "matvec.comp", []string{w.define}, 3, 28, 64},
