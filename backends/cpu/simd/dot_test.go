@@ -14,7 +14,7 @@ import (
 // which must fall back to the reference.
 var dotTypes = []gguf.TensorType{
 	gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeQ4_K, gguf.TypeQ6_K,
-	gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeTQ2_0, gguf.TypeIQ2_XXS,
+	gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeTQ2_0, gguf.TypeIQ2_XXS, gguf.TypeIQ3_S, gguf.TypeQ5_K,
 	gguf.TypeQ5_0, gguf.TypeQ2_K,
 }
 
@@ -104,7 +104,7 @@ func TestIntegerSumsExact(t *testing.T) {
 	t.Run("TQ2_0 bit-exact", testTQ2BitExact)
 	r := newRand(t)
 	forEachVariant(t, func(t *testing.T) {
-		for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeTQ2_0} {
+		for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeTQ2_0, gguf.TypeQ5_K} {
 			at := quant.VecDotType(typ)
 			for _, n := range awkwardLengths(typ) {
 				w, a := quantized(t, r, typ, n), quantized(t, r, at, n)
@@ -136,7 +136,7 @@ func setScalesOne(typ gguf.TensorType, b []byte) {
 			binary.LittleEndian.PutUint32(b[off:], math.Float32bits(1))
 		}
 		return
-	case gguf.TypeQ4_K:
+	case gguf.TypeQ4_K, gguf.TypeQ5_K:
 		f16At = []int{0, 2}
 	case gguf.TypeQ6_K:
 		f16At = []int{208}

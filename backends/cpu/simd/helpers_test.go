@@ -114,14 +114,14 @@ func q6kMagnitude(t testing.TB, w []byte, n int) []float64 {
 
 // magnitude returns per element the size of the terms a dot product with
 // this weight row sums. For the offset formats with a separate min
-// (Q4_K) the scaled level and the min are summed apart and may cancel, so
+// (Q4_K, Q5_K) the scaled level and the min are summed apart and may cancel, so
 // it is |d·sc·q| + |dmin·m|, each found by dequantizing with the other
 // scale zeroed; otherwise it is the dequantized value.
 func magnitude(t testing.TB, typ gguf.TensorType, w []byte, n int) []float64 {
 	if typ == gguf.TypeQ6_K {
 		return q6kMagnitude(t, w, n)
 	}
-	if typ != gguf.TypeQ4_K {
+	if typ != gguf.TypeQ4_K && typ != gguf.TypeQ5_K {
 		return dequant(t, typ, w, n)
 	}
 	part := func(zeroOff int) []float64 {

@@ -55,6 +55,14 @@ var asmKernels = []kernelSet{{
 		chunk: 256,
 		one:   dotIQ2_XXSAVX2,
 		w:     gguf.TypeIQ2_XXS,
+	}, {
+		chunk: 256,
+		one:   dotIQ3_SAVX2,
+		w:     gguf.TypeIQ3_S,
+	}, {
+		chunk: 256,
+		one:   dotQ5_KAVX2,
+		w:     gguf.TypeQ5_K,
 	}},
 	gelu: geluF32AVX2,
 	gemms: []gemmKernel{{
@@ -133,6 +141,14 @@ var asmKernels = []kernelSet{{
 		chunk: 256,
 		one:   dotIQ2_XXSAVX2,
 		w:     gguf.TypeIQ2_XXS,
+	}, {
+		chunk: 256,
+		one:   dotIQ3_SAVX2,
+		w:     gguf.TypeIQ3_S,
+	}, {
+		chunk: 256,
+		one:   dotQ5_KAVX2,
+		w:     gguf.TypeQ5_K,
 	}},
 	gelu: geluF32AVX512,
 	gemms: []gemmKernel{{

@@ -214,3 +214,202 @@ func insert4(table Register, q [4]GPVirtual) VecVirtual {
 	VINSERTI128(U8(1), hi, lo.AsY(), y)
 	return y
 }
+
+const iq3sBytes = 110
+
+var (
+	cIQ3SGrid = u32Table("iq3sGrid", iq3sGrid[:])
+	// cBitShifts: VPSLLVD counts that move bit k of a broadcast byte to
+	// bit 8 of dword k; cBit8 masks it.
+	cBitShifts = u32Table("bitShifts8", []uint32{8, 7, 6, 5, 4, 3, 2, 1})
+	cBit8      = ConstData("bit8", U32(256))
+	// cSignSpread: VPSHUFB control that repeats sign byte k (of the four
+	// broadcast in each 128-bit half) over values 8k…8k+7; cSignBits
+	// picks bit j of value j's byte.
+	cSignSpread = u8Table("signSpread", []uint8{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+		2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3})
+	cSignBits = u8Table("signBits", []uint8{1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128,
+		1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128})
+	cOneBytes = ConstData("oneBytes", U8(1))
+)
+
+func u32Table(name string, vals []uint32) Mem {
+	m := GLOBL(name, RODATA|NOPTR)
+	for i, v := range vals {
+		DATA(4*i, U32(v))
+	}
+	return m
+}
+
+func u8Table(name string, vals []uint8) Mem {
+	m := GLOBL(name, RODATA|NOPTR)
+	for i, v := range vals {
+		DATA(i, U8(v))
+	}
+	return m
+}
+
+// genDotIQ3S emits the IQ3_S·Q8_K dot product. Per 32-value sub-block:
+// the eight 9-bit grid indices (a byte of qs, bit k of the sub-block's qh
+// byte on top) are formed in a vector and parked on the stack, the eight
+// 4-byte points loaded by scalar index (llama.cpp found AVX2 gathers
+// slower on Zen 4), the sign bits spread to ±1 bytes (VPSHUFB, VPAND,
+// VPCMPEQB) and moved onto the activations with VPSIGNB; VPMADDUBSW and
+// VPMADDWD by the scale 2s+1 give exact int32 lanes, scaled by d_w·d_a per
+// block.
+func genDotIQ3S(v variant, reg *registry) {
+	if v.vnni {
+		reg.dot(v, "TypeIQ3_S", "dotIQ3_SAVX2", "", 256)
+		return
+	}
+	name := fname("dotIQ3_S", v)
+	TEXT(name, NOSPLIT, "func(nb int, w, a *byte) float32")
+	Doc(name + " returns the dot product of nb IQ3_S blocks at w with Q8_K blocks at a.")
+	buf := AllocLocal(32)
+	nb := Load(Param("nb"), GP64())
+	w := Load(Param("w"), GP64())
+	a := Load(Param("a"), GP64())
+	grid := GP64()
+	LEAQ(cIQ3SGrid, grid)
+	shifts, bit8 := YMM(), YMM()
+	VMOVDQU(cBitShifts, shifts)
+	VPBROADCASTD(cBit8, bit8)
+	spread, bitsel, one := YMM(), YMM(), YMM()
+	VMOVDQU(cSignSpread, spread)
+	VMOVDQU(cSignBits, bitsel)
+	VPBROADCASTB(cOneBytes, one)
+	acc := zeroed(1)[0]
+	loopBlocks(nb, func() {
+		sumi := zeroed(1)[0]
+		for ib := 0; ib < 8; ib++ {
+			// Indices: qs bytes widened to dwords | qh bit k at bit 8.
+			idx, hb := YMM(), YMM()
+			VPMOVZXBD(Mem{Base: w, Disp: 2 + 8*ib}, idx)
+			VPBROADCASTB(Mem{Base: w, Disp: 66 + ib}, hb)
+			VPSLLVD(shifts, hb, hb)
+			VPAND(bit8, hb, hb)
+			VPOR(hb, idx, idx)
+			VMOVDQU(idx, buf)
+			q := loadPoints(grid, buf)
+			// Signs: byte k of the four at 74+4ib covers values 8k…8k+7.
+			s := YMM()
+			VPBROADCASTD(Mem{Base: w, Disp: 74 + 4*ib}, s)
+			VPSHUFB(spread, s, s)
+			VPAND(bitsel, s, s)
+			VPCMPEQB(bitsel, s, s) // −1 where the sign bit is set
+			VPOR(one, s, s)        // else +1
+			act := YMM()
+			VMOVDQU(Mem{Base: a, Disp: q8kQs + 32*ib}, act)
+			VPSIGNB(s, act, act)
+			VPMADDUBSW(act, q, q)
+			sc := GP32()
+			MOVBLZX(Mem{Base: w, Disp: 106 + ib/2}, sc)
+			if ib%2 == 1 {
+				SHRL(U8(4), sc)
+			}
+			ANDL(U32(0xf), sc)
+			LEAL(Mem{Base: sc, Index: sc, Scale: 1, Disp: 1}, sc)
+			x := XMM()
+			VMOVD(sc, x)
+			sy := YMM()
+			VPBROADCASTW(x, sy)
+			VPMADDWD(sy, q, q)
+			VPADDD(q, sumi, sumi)
+		}
+		f := YMM()
+		VCVTDQ2PS(sumi, f)
+		VFMADD231PS(superScale(Mem{Base: w}, a), f, acc)
+		ADDQ(U32(iq3sBytes), w)
+		ADDQ(U32(q8kBytes), a)
+	})
+	finishDot(acc)
+	reg.dot(v, "TypeIQ3_S", name, "", 256)
+}
+
+// loadPoints loads grid[buf[0]] … grid[buf[7]] (uint32 entries, indices
+// as dwords at buf) into the eight dwords of a ymm.
+func loadPoints(grid Register, buf Mem) VecVirtual {
+	var r [8]GPVirtual
+	for k := range r {
+		r[k] = GP64()
+		MOVL(buf.Offset(4*k), r[k].As32())
+	}
+	lo, hi := XMM(), XMM()
+	VMOVD(Mem{Base: grid, Index: r[0], Scale: 4}, lo)
+	VMOVD(Mem{Base: grid, Index: r[4], Scale: 4}, hi)
+	for k := 1; k < 4; k++ {
+		VPINSRD(U8(k), Mem{Base: grid, Index: r[k], Scale: 4}, lo, lo)
+		VPINSRD(U8(k), Mem{Base: grid, Index: r[4+k], Scale: 4}, hi, hi)
+	}
+	y := YMM()
+	VINSERTI128(U8(1), hi, lo.AsY(), y)
+	return y
+}
+
+const q5kBytes = 176
+
+// genDotQ5K emits the Q5_K·Q8_K dot product: genDotQ4K's kernel with each
+// 32-value sub-block's fifth bits (bit j of the 32 qh bytes for sub-block
+// j) moved to bit 4 of the nibbles. The 5-bit levels keep VPMADDUBSW's
+// pair sums within int16 (2·31·127).
+func genDotQ5K(v variant, reg *registry) {
+	if v.vnni {
+		reg.dot(v, "TypeQ5_K", "dotQ5_KAVX2", "", 256)
+		return
+	}
+	name := fname("dotQ5_K", v)
+	TEXT(name, NOSPLIT, "func(nb int, w, a *byte) float32")
+	Doc(name + " returns the dot product of nb Q5_K super-blocks at w with Q8_K blocks at a.")
+	buf := AllocLocal(32)
+	nb := Load(Param("nb"), GP64())
+	w := Load(Param("w"), GP64())
+	a := Load(Param("a"), GP64())
+	mask := broadcastByte(cLowNibble)
+	bit4 := broadcastByte(cBit4)
+	acc := zeroed(1)[0]
+	loopBlocks(nb, func() {
+		kScalesQ4(w, buf)
+		mins := minsQ4(buf, a)
+		qh := YMM()
+		VMOVDQU(Mem{Base: w, Disp: 16}, qh)
+		sumi := zeroed(1)[0]
+		for j := 0; j < 4; j++ {
+			q, lo := YMM(), YMM()
+			VMOVDQU(Mem{Base: w, Disp: 48 + 32*j}, q)
+			VPAND(mask, q, lo)
+			VPSRLW(U8(4), q, q)
+			VPAND(mask, q, q)
+			VPOR(fifthBits(qh, 2*j, bit4), lo, lo)
+			VPOR(fifthBits(qh, 2*j+1, bit4), q, q)
+			scaledPairs(lo, Mem{Base: a, Disp: q8kQs + 64*j}, buf.Offset(4*j), sumi)
+			scaledPairs(q, Mem{Base: a, Disp: q8kQs + 64*j + 32}, buf.Offset(4*j+2), sumi)
+		}
+		f := YMM()
+		VCVTDQ2PS(sumi, f)
+		VFMADD231PS(superScale(Mem{Base: w}, a), f, acc)
+		VCVTDQ2PS(mins, f)
+		VFNMADD231PS(superScale(Mem{Base: w, Disp: 2}, a), f, acc)
+		ADDQ(U32(q5kBytes), w)
+		ADDQ(U32(q8kBytes), a)
+	})
+	finishDot(acc)
+	reg.dot(v, "TypeQ5_K", name, "", 256)
+}
+
+var cBit4 = ConstData("bit4Bytes", U8(0x10))
+
+// fifthBits returns bit k of every byte of qh moved to bit 4. Word shifts
+// carry bits across bytes, but never into bit 4 of a byte.
+func fifthBits(qh VecVirtual, k int, bit4 VecVirtual) VecVirtual {
+	h := YMM()
+	switch {
+	case k < 4:
+		VPSLLW(U8(4-k), qh, h)
+	case k > 4:
+		VPSRLW(U8(k-4), qh, h)
+	default:
+		VMOVDQA(qh, h)
+	}
+	VPAND(bit4, h, h)
+	return h
+}

@@ -26,6 +26,8 @@ func main() {
 		genDotIQ4XS(v, &reg)
 		genDotTQ2(v, &reg)
 		genDotIQ2XXS(v, &reg)
+		genDotIQ3S(v, &reg)
+		genDotQ5K(v, &reg)
 		genGemmLegacy(v, &reg, gemmQ8_0)
 		genGemmLegacy(v, &reg, gemmQ4_0)
 		genGemmF16(v, &reg)
