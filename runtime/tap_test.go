@@ -25,11 +25,21 @@ const tapTol = 5e-3
 // tapped into a new dump folder, and returns the folder.
 func dumpRun(t *testing.T, model, backend, pattern string, n int) string {
 	t.Helper()
+	return dumpRunWith(t, model, backend, CompileOptions{Backend: backend}, n, pattern)
+}
+
+// dumpRunWith is dumpRun with compile options (every node tapped unless
+// a pattern is given).
+func dumpRunWith(t *testing.T, model, backend string, co CompileOptions, n int, pattern ...string) string {
+	t.Helper()
+	if len(pattern) == 0 {
+		pattern = []string{"*"}
+	}
 	dir := filepath.Join(t.TempDir(), "dump")
-	m, err := Open(model, Options{Backend: backend, Taps: pattern, Compile: CompileOptions{Backend: backend}})
+	m, err := Open(model, Options{Backend: backend, Taps: pattern[0], Compile: co})
 	require.NoError(t, err)
 	defer m.Close()
-	w, err := tapdump.Create(dir, tapdump.Meta{Source: model, Backend: m.Backend, Pattern: pattern})
+	w, err := tapdump.Create(dir, tapdump.Meta{Source: model, Backend: m.Backend, Pattern: pattern[0]})
 	require.NoError(t, err)
 	s, err := m.NewSession(SessionOptions{Tap: func(ti TapInfo, v []float32) error {
 		return w.Write(tapdump.Entry{Step: ti.Step, Pos: ti.Pos, Node: ti.Node, Name: ti.Name, Op: ti.Op, Layer: ti.Layer, Backend: ti.Backend, Rows: ti.Rows, Width: ti.Width}, v)

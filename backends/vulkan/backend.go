@@ -163,6 +163,9 @@ func (Backend) Supports(n *graph.Node, g *graph.Graph) error {
 		}
 		return nil
 	}
+	if custom, err := customSupports(n, g); custom {
+		return err
+	}
 	return fmt.Errorf("no Vulkan shader for %s", n.Op)
 }
 

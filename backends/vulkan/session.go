@@ -560,6 +560,9 @@ func (r *recorder) node(v *value) error {
 	case ops.MatMulBias, ops.MatMulGateUpGeGLU:
 		return r.matmul(v, dst, doff)
 	}
+	if c, ok := ops.LookupCustom(n.Op); ok {
+		return r.custom(c, v, dst, doff)
+	}
 	return fmt.Errorf("no Vulkan shader for %s", n.Op)
 }
 
