@@ -11,11 +11,11 @@ import (
 )
 
 // dotTypes are the weight types with generated kernels plus two without,
-// which must fall back to the reference.
+// which must fall back to the reference (Q5_0, IQ1_S).
 var dotTypes = []gguf.TensorType{
 	gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeQ4_K, gguf.TypeQ6_K,
-	gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeTQ2_0, gguf.TypeIQ2_XXS, gguf.TypeIQ3_S, gguf.TypeQ5_K,
-	gguf.TypeQ5_0, gguf.TypeQ2_K,
+	gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeTQ2_0, gguf.TypeIQ2_XXS, gguf.TypeIQ3_S, gguf.TypeQ5_K, gguf.TypeQ2_K,
+	gguf.TypeQ5_0, gguf.TypeIQ1_S,
 }
 
 // awkwardLengths returns row lengths for t: one block, odd block counts,
@@ -101,7 +101,7 @@ func checkRows(t *testing.T, r *rand.Rand, f RowsFunc, typ, at gguf.TensorType, 
 // TestIntegerSumsExact sets every block scale to 1, so each result is an
 // integer sum below 2²⁴ that any summation order must give exactly.
 func TestIntegerSumsExact(t *testing.T) {
-	t.Run("TQ2_0 bit-exact", testTQ2BitExact)
+	t.Run("bit-exact", testBitExact)
 	r := newRand(t)
 	forEachVariant(t, func(t *testing.T) {
 		for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeTQ2_0, gguf.TypeQ5_K} {
@@ -171,16 +171,18 @@ func repeat(b []byte, k int) []byte {
 	return out
 }
 
-// testTQ2BitExact: the TQ2_0 kernel adds each block's integer sum before
-// its one float term, in quant.VecDot's order, so any scales give
+// testBitExact: the TQ2_0 and Q2_K kernels reduce each block's integer
+// sums before its float terms, in quant.VecDot's order, so any scales give
 // quant.VecDot's bits.
-func testTQ2BitExact(t *testing.T) {
+func testBitExact(t *testing.T) {
 	r := newRand(t)
 	forEachVariant(t, func(t *testing.T) {
-		for _, n := range awkwardLengths(gguf.TypeTQ2_0) {
-			w, a := quantized(t, r, gguf.TypeTQ2_0, n), quantized(t, r, gguf.TypeQ8_K, n)
-			if want, got := quant.VecDot(gguf.TypeTQ2_0, n, w, a), VecDot(gguf.TypeTQ2_0)(n, w, a); got != want {
-				t.Errorf("n=%d: got %v, want exactly %v", n, got, want)
+		for _, typ := range []gguf.TensorType{gguf.TypeTQ2_0, gguf.TypeQ2_K} {
+			for _, n := range awkwardLengths(typ) {
+				w, a := quantized(t, r, typ, n), quantized(t, r, gguf.TypeQ8_K, n)
+				if want, got := quant.VecDot(typ, n, w, a), VecDot(typ)(n, w, a); got != want {
+					t.Errorf("%s n=%d: got %v, want exactly %v", typ, n, got, want)
+				}
 			}
 		}
 	})

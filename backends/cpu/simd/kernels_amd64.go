@@ -62,6 +62,9 @@ func dotIQ3_SAVX2(nb int, w *byte, a *byte) float32
 // dotQ5_KAVX2 returns the dot product of nb Q5_K super-blocks at w with Q8_K blocks at a.
 func dotQ5_KAVX2(nb int, w *byte, a *byte) float32
 
+// dotQ2_KAVX2 returns the dot product of nb Q2_K blocks at w with Q8_K blocks at a.
+func dotQ2_KAVX2(nb int, w *byte, a *byte) float32
+
 // gemmQ8_04x1AVX2 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
 // rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), Q8_0 blocks, nb of them.
 func gemmQ8_04x1AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)

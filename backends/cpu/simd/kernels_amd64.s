@@ -416,6 +416,278 @@ GLOBL oneBytes<>(SB), RODATA|NOPTR, $1
 DATA bit4Bytes<>+0(SB)/1, $0x10
 GLOBL bit4Bytes<>(SB), RODATA|NOPTR, $1
 
+DATA q2kPair00<>+0(SB)/1, $0x00
+DATA q2kPair00<>+1(SB)/1, $0x80
+DATA q2kPair00<>+2(SB)/1, $0x00
+DATA q2kPair00<>+3(SB)/1, $0x80
+DATA q2kPair00<>+4(SB)/1, $0x00
+DATA q2kPair00<>+5(SB)/1, $0x80
+DATA q2kPair00<>+6(SB)/1, $0x00
+DATA q2kPair00<>+7(SB)/1, $0x80
+DATA q2kPair00<>+8(SB)/1, $0x00
+DATA q2kPair00<>+9(SB)/1, $0x80
+DATA q2kPair00<>+10(SB)/1, $0x00
+DATA q2kPair00<>+11(SB)/1, $0x80
+DATA q2kPair00<>+12(SB)/1, $0x00
+DATA q2kPair00<>+13(SB)/1, $0x80
+DATA q2kPair00<>+14(SB)/1, $0x00
+DATA q2kPair00<>+15(SB)/1, $0x80
+DATA q2kPair00<>+16(SB)/1, $0x01
+DATA q2kPair00<>+17(SB)/1, $0x80
+DATA q2kPair00<>+18(SB)/1, $0x01
+DATA q2kPair00<>+19(SB)/1, $0x80
+DATA q2kPair00<>+20(SB)/1, $0x01
+DATA q2kPair00<>+21(SB)/1, $0x80
+DATA q2kPair00<>+22(SB)/1, $0x01
+DATA q2kPair00<>+23(SB)/1, $0x80
+DATA q2kPair00<>+24(SB)/1, $0x01
+DATA q2kPair00<>+25(SB)/1, $0x80
+DATA q2kPair00<>+26(SB)/1, $0x01
+DATA q2kPair00<>+27(SB)/1, $0x80
+DATA q2kPair00<>+28(SB)/1, $0x01
+DATA q2kPair00<>+29(SB)/1, $0x80
+DATA q2kPair00<>+30(SB)/1, $0x01
+DATA q2kPair00<>+31(SB)/1, $0x80
+GLOBL q2kPair00<>(SB), RODATA|NOPTR, $32
+
+DATA q2kPair01<>+0(SB)/1, $0x02
+DATA q2kPair01<>+1(SB)/1, $0x80
+DATA q2kPair01<>+2(SB)/1, $0x02
+DATA q2kPair01<>+3(SB)/1, $0x80
+DATA q2kPair01<>+4(SB)/1, $0x02
+DATA q2kPair01<>+5(SB)/1, $0x80
+DATA q2kPair01<>+6(SB)/1, $0x02
+DATA q2kPair01<>+7(SB)/1, $0x80
+DATA q2kPair01<>+8(SB)/1, $0x02
+DATA q2kPair01<>+9(SB)/1, $0x80
+DATA q2kPair01<>+10(SB)/1, $0x02
+DATA q2kPair01<>+11(SB)/1, $0x80
+DATA q2kPair01<>+12(SB)/1, $0x02
+DATA q2kPair01<>+13(SB)/1, $0x80
+DATA q2kPair01<>+14(SB)/1, $0x02
+DATA q2kPair01<>+15(SB)/1, $0x80
+DATA q2kPair01<>+16(SB)/1, $0x03
+DATA q2kPair01<>+17(SB)/1, $0x80
+DATA q2kPair01<>+18(SB)/1, $0x03
+DATA q2kPair01<>+19(SB)/1, $0x80
+DATA q2kPair01<>+20(SB)/1, $0x03
+DATA q2kPair01<>+21(SB)/1, $0x80
+DATA q2kPair01<>+22(SB)/1, $0x03
+DATA q2kPair01<>+23(SB)/1, $0x80
+DATA q2kPair01<>+24(SB)/1, $0x03
+DATA q2kPair01<>+25(SB)/1, $0x80
+DATA q2kPair01<>+26(SB)/1, $0x03
+DATA q2kPair01<>+27(SB)/1, $0x80
+DATA q2kPair01<>+28(SB)/1, $0x03
+DATA q2kPair01<>+29(SB)/1, $0x80
+DATA q2kPair01<>+30(SB)/1, $0x03
+DATA q2kPair01<>+31(SB)/1, $0x80
+GLOBL q2kPair01<>(SB), RODATA|NOPTR, $32
+
+DATA q2kPair02<>+0(SB)/1, $0x04
+DATA q2kPair02<>+1(SB)/1, $0x80
+DATA q2kPair02<>+2(SB)/1, $0x04
+DATA q2kPair02<>+3(SB)/1, $0x80
+DATA q2kPair02<>+4(SB)/1, $0x04
+DATA q2kPair02<>+5(SB)/1, $0x80
+DATA q2kPair02<>+6(SB)/1, $0x04
+DATA q2kPair02<>+7(SB)/1, $0x80
+DATA q2kPair02<>+8(SB)/1, $0x04
+DATA q2kPair02<>+9(SB)/1, $0x80
+DATA q2kPair02<>+10(SB)/1, $0x04
+DATA q2kPair02<>+11(SB)/1, $0x80
+DATA q2kPair02<>+12(SB)/1, $0x04
+DATA q2kPair02<>+13(SB)/1, $0x80
+DATA q2kPair02<>+14(SB)/1, $0x04
+DATA q2kPair02<>+15(SB)/1, $0x80
+DATA q2kPair02<>+16(SB)/1, $0x05
+DATA q2kPair02<>+17(SB)/1, $0x80
+DATA q2kPair02<>+18(SB)/1, $0x05
+DATA q2kPair02<>+19(SB)/1, $0x80
+DATA q2kPair02<>+20(SB)/1, $0x05
+DATA q2kPair02<>+21(SB)/1, $0x80
+DATA q2kPair02<>+22(SB)/1, $0x05
+DATA q2kPair02<>+23(SB)/1, $0x80
+DATA q2kPair02<>+24(SB)/1, $0x05
+DATA q2kPair02<>+25(SB)/1, $0x80
+DATA q2kPair02<>+26(SB)/1, $0x05
+DATA q2kPair02<>+27(SB)/1, $0x80
+DATA q2kPair02<>+28(SB)/1, $0x05
+DATA q2kPair02<>+29(SB)/1, $0x80
+DATA q2kPair02<>+30(SB)/1, $0x05
+DATA q2kPair02<>+31(SB)/1, $0x80
+GLOBL q2kPair02<>(SB), RODATA|NOPTR, $32
+
+DATA q2kPair03<>+0(SB)/1, $0x06
+DATA q2kPair03<>+1(SB)/1, $0x80
+DATA q2kPair03<>+2(SB)/1, $0x06
+DATA q2kPair03<>+3(SB)/1, $0x80
+DATA q2kPair03<>+4(SB)/1, $0x06
+DATA q2kPair03<>+5(SB)/1, $0x80
+DATA q2kPair03<>+6(SB)/1, $0x06
+DATA q2kPair03<>+7(SB)/1, $0x80
+DATA q2kPair03<>+8(SB)/1, $0x06
+DATA q2kPair03<>+9(SB)/1, $0x80
+DATA q2kPair03<>+10(SB)/1, $0x06
+DATA q2kPair03<>+11(SB)/1, $0x80
+DATA q2kPair03<>+12(SB)/1, $0x06
+DATA q2kPair03<>+13(SB)/1, $0x80
+DATA q2kPair03<>+14(SB)/1, $0x06
+DATA q2kPair03<>+15(SB)/1, $0x80
+DATA q2kPair03<>+16(SB)/1, $0x07
+DATA q2kPair03<>+17(SB)/1, $0x80
+DATA q2kPair03<>+18(SB)/1, $0x07
+DATA q2kPair03<>+19(SB)/1, $0x80
+DATA q2kPair03<>+20(SB)/1, $0x07
+DATA q2kPair03<>+21(SB)/1, $0x80
+DATA q2kPair03<>+22(SB)/1, $0x07
+DATA q2kPair03<>+23(SB)/1, $0x80
+DATA q2kPair03<>+24(SB)/1, $0x07
+DATA q2kPair03<>+25(SB)/1, $0x80
+DATA q2kPair03<>+26(SB)/1, $0x07
+DATA q2kPair03<>+27(SB)/1, $0x80
+DATA q2kPair03<>+28(SB)/1, $0x07
+DATA q2kPair03<>+29(SB)/1, $0x80
+DATA q2kPair03<>+30(SB)/1, $0x07
+DATA q2kPair03<>+31(SB)/1, $0x80
+GLOBL q2kPair03<>(SB), RODATA|NOPTR, $32
+
+DATA q2kPair10<>+0(SB)/1, $0x08
+DATA q2kPair10<>+1(SB)/1, $0x80
+DATA q2kPair10<>+2(SB)/1, $0x08
+DATA q2kPair10<>+3(SB)/1, $0x80
+DATA q2kPair10<>+4(SB)/1, $0x08
+DATA q2kPair10<>+5(SB)/1, $0x80
+DATA q2kPair10<>+6(SB)/1, $0x08
+DATA q2kPair10<>+7(SB)/1, $0x80
+DATA q2kPair10<>+8(SB)/1, $0x08
+DATA q2kPair10<>+9(SB)/1, $0x80
+DATA q2kPair10<>+10(SB)/1, $0x08
+DATA q2kPair10<>+11(SB)/1, $0x80
+DATA q2kPair10<>+12(SB)/1, $0x08
+DATA q2kPair10<>+13(SB)/1, $0x80
+DATA q2kPair10<>+14(SB)/1, $0x08
+DATA q2kPair10<>+15(SB)/1, $0x80
+DATA q2kPair10<>+16(SB)/1, $0x09
+DATA q2kPair10<>+17(SB)/1, $0x80
+DATA q2kPair10<>+18(SB)/1, $0x09
+DATA q2kPair10<>+19(SB)/1, $0x80
+DATA q2kPair10<>+20(SB)/1, $0x09
+DATA q2kPair10<>+21(SB)/1, $0x80
+DATA q2kPair10<>+22(SB)/1, $0x09
+DATA q2kPair10<>+23(SB)/1, $0x80
+DATA q2kPair10<>+24(SB)/1, $0x09
+DATA q2kPair10<>+25(SB)/1, $0x80
+DATA q2kPair10<>+26(SB)/1, $0x09
+DATA q2kPair10<>+27(SB)/1, $0x80
+DATA q2kPair10<>+28(SB)/1, $0x09
+DATA q2kPair10<>+29(SB)/1, $0x80
+DATA q2kPair10<>+30(SB)/1, $0x09
+DATA q2kPair10<>+31(SB)/1, $0x80
+GLOBL q2kPair10<>(SB), RODATA|NOPTR, $32
+
+DATA q2kPair11<>+0(SB)/1, $0x0a
+DATA q2kPair11<>+1(SB)/1, $0x80
+DATA q2kPair11<>+2(SB)/1, $0x0a
+DATA q2kPair11<>+3(SB)/1, $0x80
+DATA q2kPair11<>+4(SB)/1, $0x0a
+DATA q2kPair11<>+5(SB)/1, $0x80
+DATA q2kPair11<>+6(SB)/1, $0x0a
+DATA q2kPair11<>+7(SB)/1, $0x80
+DATA q2kPair11<>+8(SB)/1, $0x0a
+DATA q2kPair11<>+9(SB)/1, $0x80
+DATA q2kPair11<>+10(SB)/1, $0x0a
+DATA q2kPair11<>+11(SB)/1, $0x80
+DATA q2kPair11<>+12(SB)/1, $0x0a
+DATA q2kPair11<>+13(SB)/1, $0x80
+DATA q2kPair11<>+14(SB)/1, $0x0a
+DATA q2kPair11<>+15(SB)/1, $0x80
+DATA q2kPair11<>+16(SB)/1, $0x0b
+DATA q2kPair11<>+17(SB)/1, $0x80
+DATA q2kPair11<>+18(SB)/1, $0x0b
+DATA q2kPair11<>+19(SB)/1, $0x80
+DATA q2kPair11<>+20(SB)/1, $0x0b
+DATA q2kPair11<>+21(SB)/1, $0x80
+DATA q2kPair11<>+22(SB)/1, $0x0b
+DATA q2kPair11<>+23(SB)/1, $0x80
+DATA q2kPair11<>+24(SB)/1, $0x0b
+DATA q2kPair11<>+25(SB)/1, $0x80
+DATA q2kPair11<>+26(SB)/1, $0x0b
+DATA q2kPair11<>+27(SB)/1, $0x80
+DATA q2kPair11<>+28(SB)/1, $0x0b
+DATA q2kPair11<>+29(SB)/1, $0x80
+DATA q2kPair11<>+30(SB)/1, $0x0b
+DATA q2kPair11<>+31(SB)/1, $0x80
+GLOBL q2kPair11<>(SB), RODATA|NOPTR, $32
+
+DATA q2kPair12<>+0(SB)/1, $0x0c
+DATA q2kPair12<>+1(SB)/1, $0x80
+DATA q2kPair12<>+2(SB)/1, $0x0c
+DATA q2kPair12<>+3(SB)/1, $0x80
+DATA q2kPair12<>+4(SB)/1, $0x0c
+DATA q2kPair12<>+5(SB)/1, $0x80
+DATA q2kPair12<>+6(SB)/1, $0x0c
+DATA q2kPair12<>+7(SB)/1, $0x80
+DATA q2kPair12<>+8(SB)/1, $0x0c
+DATA q2kPair12<>+9(SB)/1, $0x80
+DATA q2kPair12<>+10(SB)/1, $0x0c
+DATA q2kPair12<>+11(SB)/1, $0x80
+DATA q2kPair12<>+12(SB)/1, $0x0c
+DATA q2kPair12<>+13(SB)/1, $0x80
+DATA q2kPair12<>+14(SB)/1, $0x0c
+DATA q2kPair12<>+15(SB)/1, $0x80
+DATA q2kPair12<>+16(SB)/1, $0x0d
+DATA q2kPair12<>+17(SB)/1, $0x80
+DATA q2kPair12<>+18(SB)/1, $0x0d
+DATA q2kPair12<>+19(SB)/1, $0x80
+DATA q2kPair12<>+20(SB)/1, $0x0d
+DATA q2kPair12<>+21(SB)/1, $0x80
+DATA q2kPair12<>+22(SB)/1, $0x0d
+DATA q2kPair12<>+23(SB)/1, $0x80
+DATA q2kPair12<>+24(SB)/1, $0x0d
+DATA q2kPair12<>+25(SB)/1, $0x80
+DATA q2kPair12<>+26(SB)/1, $0x0d
+DATA q2kPair12<>+27(SB)/1, $0x80
+DATA q2kPair12<>+28(SB)/1, $0x0d
+DATA q2kPair12<>+29(SB)/1, $0x80
+DATA q2kPair12<>+30(SB)/1, $0x0d
+DATA q2kPair12<>+31(SB)/1, $0x80
+GLOBL q2kPair12<>(SB), RODATA|NOPTR, $32
+
+DATA q2kPair13<>+0(SB)/1, $0x0e
+DATA q2kPair13<>+1(SB)/1, $0x80
+DATA q2kPair13<>+2(SB)/1, $0x0e
+DATA q2kPair13<>+3(SB)/1, $0x80
+DATA q2kPair13<>+4(SB)/1, $0x0e
+DATA q2kPair13<>+5(SB)/1, $0x80
+DATA q2kPair13<>+6(SB)/1, $0x0e
+DATA q2kPair13<>+7(SB)/1, $0x80
+DATA q2kPair13<>+8(SB)/1, $0x0e
+DATA q2kPair13<>+9(SB)/1, $0x80
+DATA q2kPair13<>+10(SB)/1, $0x0e
+DATA q2kPair13<>+11(SB)/1, $0x80
+DATA q2kPair13<>+12(SB)/1, $0x0e
+DATA q2kPair13<>+13(SB)/1, $0x80
+DATA q2kPair13<>+14(SB)/1, $0x0e
+DATA q2kPair13<>+15(SB)/1, $0x80
+DATA q2kPair13<>+16(SB)/1, $0x0f
+DATA q2kPair13<>+17(SB)/1, $0x80
+DATA q2kPair13<>+18(SB)/1, $0x0f
+DATA q2kPair13<>+19(SB)/1, $0x80
+DATA q2kPair13<>+20(SB)/1, $0x0f
+DATA q2kPair13<>+21(SB)/1, $0x80
+DATA q2kPair13<>+22(SB)/1, $0x0f
+DATA q2kPair13<>+23(SB)/1, $0x80
+DATA q2kPair13<>+24(SB)/1, $0x0f
+DATA q2kPair13<>+25(SB)/1, $0x80
+DATA q2kPair13<>+26(SB)/1, $0x0f
+DATA q2kPair13<>+27(SB)/1, $0x80
+DATA q2kPair13<>+28(SB)/1, $0x0f
+DATA q2kPair13<>+29(SB)/1, $0x80
+DATA q2kPair13<>+30(SB)/1, $0x0f
+DATA q2kPair13<>+31(SB)/1, $0x80
+GLOBL q2kPair13<>(SB), RODATA|NOPTR, $32
+
 DATA negInf<>+0(SB)/4, $0xff800000
 GLOBL negInf<>(SB), RODATA|NOPTR, $4
 
@@ -3727,6 +3999,108 @@ done:
 	VADDSS       X1, X0, X0
 	VZEROUPPER
 	MOVSS        X0, ret+24(FP)
+	RET
+
+// func dotQ2_KAVX2(nb int, w *byte, a *byte) float32
+// Requires: AVX, AVX2, F16C, SSE
+TEXT ·dotQ2_KAVX2(SB), NOSPLIT, $0-28
+	MOVQ         nb+0(FP), AX
+	MOVQ         w+8(FP), CX
+	MOVQ         a+16(FP), DX
+	VPBROADCASTB threeBytes<>+0(SB), Y0
+	VPBROADCASTB lowNibble<>+0(SB), Y1
+	VXORPS       X2, X2, X2
+	TESTQ        AX, AX
+	JZ           done
+
+loop:
+	VBROADCASTI128 (CX), Y3
+	VPMOVZXBW      (CX), Y4
+	VPSRLW         $0x04, Y4, Y4
+	VPMADDWD       260(DX), Y4, Y4
+	VPAND          Y1, Y3, Y3
+	VXORPS         Y5, Y5, Y5
+	VMOVDQU        16(CX), Y6
+	VPAND          Y0, Y6, Y7
+	VPMADDUBSW     4(DX), Y7, Y7
+	VPSHUFB        q2kPair00<>+0(SB), Y3, Y8
+	VPMADDWD       Y8, Y7, Y7
+	VPADDD         Y7, Y5, Y5
+	VPSRLW         $0x02, Y6, Y7
+	VPAND          Y0, Y7, Y7
+	VPMADDUBSW     36(DX), Y7, Y7
+	VPSHUFB        q2kPair01<>+0(SB), Y3, Y8
+	VPMADDWD       Y8, Y7, Y7
+	VPADDD         Y7, Y5, Y5
+	VPSRLW         $0x04, Y6, Y7
+	VPAND          Y0, Y7, Y7
+	VPMADDUBSW     68(DX), Y7, Y7
+	VPSHUFB        q2kPair02<>+0(SB), Y3, Y8
+	VPMADDWD       Y8, Y7, Y7
+	VPADDD         Y7, Y5, Y5
+	VPSRLW         $0x06, Y6, Y6
+	VPAND          Y0, Y6, Y6
+	VPMADDUBSW     100(DX), Y6, Y6
+	VPSHUFB        q2kPair03<>+0(SB), Y3, Y7
+	VPMADDWD       Y7, Y6, Y6
+	VPADDD         Y6, Y5, Y5
+	VMOVDQU        48(CX), Y6
+	VPAND          Y0, Y6, Y7
+	VPMADDUBSW     132(DX), Y7, Y7
+	VPSHUFB        q2kPair10<>+0(SB), Y3, Y8
+	VPMADDWD       Y8, Y7, Y7
+	VPADDD         Y7, Y5, Y5
+	VPSRLW         $0x02, Y6, Y7
+	VPAND          Y0, Y7, Y7
+	VPMADDUBSW     164(DX), Y7, Y7
+	VPSHUFB        q2kPair11<>+0(SB), Y3, Y8
+	VPMADDWD       Y8, Y7, Y7
+	VPADDD         Y7, Y5, Y5
+	VPSRLW         $0x04, Y6, Y7
+	VPAND          Y0, Y7, Y7
+	VPMADDUBSW     196(DX), Y7, Y7
+	VPSHUFB        q2kPair12<>+0(SB), Y3, Y8
+	VPMADDWD       Y8, Y7, Y7
+	VPADDD         Y7, Y5, Y5
+	VPSRLW         $0x06, Y6, Y6
+	VPAND          Y0, Y6, Y6
+	VPMADDUBSW     228(DX), Y6, Y6
+	VPSHUFB        q2kPair13<>+0(SB), Y3, Y3
+	VPMADDWD       Y3, Y6, Y6
+	VPADDD         Y6, Y5, Y5
+	VEXTRACTI128   $0x01, Y5, X3
+	VPADDD         X5, X3, X3
+	VPSHUFD        $0x4e, X3, X5
+	VPADDD         X5, X3, X3
+	VPSHUFD        $0xb1, X3, X5
+	VPADDD         X5, X3, X3
+	VEXTRACTI128   $0x01, Y4, X5
+	VPADDD         X4, X5, X5
+	VPSHUFD        $0x4e, X5, X4
+	VPADDD         X4, X5, X5
+	VPSHUFD        $0xb1, X5, X4
+	VPADDD         X4, X5, X5
+	VCVTDQ2PS      X3, X3
+	VCVTDQ2PS      X5, X5
+	VMOVSS         (DX), X4
+	VPBROADCASTW   80(CX), X6
+	VCVTPH2PS      X6, Y6
+	VPBROADCASTW   82(CX), X7
+	VCVTPH2PS      X7, Y7
+	VMULSS         X6, X4, X6
+	VMULSS         X7, X4, X7
+	VMULSS         X3, X6, X6
+	VMULSS         X5, X7, X7
+	VSUBSS         X7, X6, X6
+	VADDSS         X6, X2, X2
+	ADDQ           $0x00000054, CX
+	ADDQ           $0x00000124, DX
+	DECQ           AX
+	JNZ            loop
+
+done:
+	VZEROUPPER
+	MOVSS X2, ret+24(FP)
 	RET
 
 // func gemmQ8_04x1AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)

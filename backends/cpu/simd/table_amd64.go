@@ -63,6 +63,10 @@ var asmKernels = []kernelSet{{
 		chunk: 256,
 		one:   dotQ5_KAVX2,
 		w:     gguf.TypeQ5_K,
+	}, {
+		chunk: 256,
+		one:   dotQ2_KAVX2,
+		w:     gguf.TypeQ2_K,
 	}},
 	gelu: geluF32AVX2,
 	gemms: []gemmKernel{{
@@ -149,6 +153,10 @@ var asmKernels = []kernelSet{{
 		chunk: 256,
 		one:   dotQ5_KAVX2,
 		w:     gguf.TypeQ5_K,
+	}, {
+		chunk: 256,
+		one:   dotQ2_KAVX2,
+		w:     gguf.TypeQ2_K,
 	}},
 	gelu: geluF32AVX512,
 	gemms: []gemmKernel{{

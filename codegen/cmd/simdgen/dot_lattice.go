@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math/bits"
 
 	. "github.com/mmcloughlin/avo/build"
@@ -412,4 +413,98 @@ func fifthBits(qh VecVirtual, k int, bit4 VecVirtual) VecVirtual {
 	}
 	VPAND(bit4, h, h)
 	return h
+}
+
+const q2kBytes = 84
+
+// cQ2Pair[h][l] is the VPSHUFB control that widens scale byte 8h+2l to the
+// words of the lower 128-bit half and byte 8h+2l+1 to those of the upper
+// (the scale bytes broadcast to both halves): the scales of the two
+// 16-value groups of 32-value chunk (h, l).
+var cQ2Pair = q2PairControls()
+
+func q2PairControls() (c [2][4]Mem) {
+	for h := 0; h < 2; h++ {
+		for l := 0; l < 4; l++ {
+			c[h][l] = GLOBL(fmt.Sprintf("q2kPair%d%d", h, l), RODATA|NOPTR)
+			for i := 0; i < 32; i += 2 {
+				b := 8*h + 2*l
+				if i >= 16 {
+					b++
+				}
+				DATA(i, U8(b))
+				DATA(i+1, U8(0x80)) // zero: the high byte of the word
+			}
+		}
+	}
+	return c
+}
+
+// genDotQ2K emits the Q2_K·Q8_K dot product with quant.VecDot's arithmetic:
+// per block the integer sums Σscale·q·a (VPMADDUBSW of the 2-bit levels,
+// VPMADDWD by each 16-value group's 4-bit scale) and Σmin·bsum (the Q8_K
+// group sums times the 4-bit mins) are reduced to two integers, then
+// d_a·d_w·isum − d_a·d_min·summs is added in float32 as ggml's generic
+// kernel does: bit-identical to quant.VecDot.
+func genDotQ2K(v variant, reg *registry) {
+	if v.vnni {
+		reg.dot(v, "TypeQ2_K", "dotQ2_KAVX2", "", 256)
+		return
+	}
+	name := fname("dotQ2_K", v)
+	TEXT(name, NOSPLIT, "func(nb int, w, a *byte) float32")
+	Doc(name + " returns the dot product of nb Q2_K blocks at w with Q8_K blocks at a.")
+	nb := Load(Param("nb"), GP64())
+	w := Load(Param("w"), GP64())
+	a := Load(Param("a"), GP64())
+	three, nib := broadcastByte(cThree), broadcastByte(cLowNibble)
+	acc := XMM()
+	VXORPS(acc, acc, acc)
+	loopBlocks(nb, func() {
+		sc := YMM()
+		VBROADCASTI128(Mem{Base: w}, sc)
+		// Mins: the high nibbles widened to words against the 16 group sums.
+		mins := YMM()
+		VPMOVZXBW(Mem{Base: w}, mins)
+		VPSRLW(U8(4), mins, mins)
+		VPMADDWD(Mem{Base: a, Disp: q8kSums}, mins, mins)
+		VPAND(nib, sc, sc)
+		sumi := zeroed(1)[0]
+		for h := 0; h < 2; h++ {
+			q := YMM()
+			VMOVDQU(Mem{Base: w, Disp: 16 + 32*h}, q)
+			for l := 0; l < 4; l++ {
+				f := YMM()
+				if l == 0 {
+					VPAND(three, q, f)
+				} else {
+					VPSRLW(U8(2*l), q, f)
+					VPAND(three, f, f)
+				}
+				VPMADDUBSW(Mem{Base: a, Disp: q8kQs + 128*h + 32*l}, f, f)
+				s := YMM()
+				VPSHUFB(cQ2Pair[h][l], sc, s)
+				VPMADDWD(s, f, f)
+				VPADDD(f, sumi, sumi)
+			}
+		}
+		isum, summs := hsumInt32(sumi), hsumInt32(mins)
+		VCVTDQ2PS(isum, isum)
+		VCVTDQ2PS(summs, summs)
+		da := XMM()
+		VMOVSS(Mem{Base: a}, da)
+		dall, dmin := broadcastF16(Mem{Base: w, Disp: 80}).AsX(), broadcastF16(Mem{Base: w, Disp: 82}).AsX()
+		VMULSS(dall, da, dall) // d_a·d (ggml's yd·d, the same product)
+		VMULSS(dmin, da, dmin)
+		VMULSS(isum, dall, dall)
+		VMULSS(summs, dmin, dmin)
+		VSUBSS(dmin, dall, dall)
+		VADDSS(dall, acc, acc)
+		ADDQ(U32(q2kBytes), w)
+		ADDQ(U32(q8kBytes), a)
+	})
+	VZEROUPPER()
+	Store(acc, ReturnIndex(0))
+	RET()
+	reg.dot(v, "TypeQ2_K", name, "", 256)
 }

@@ -28,6 +28,7 @@ func main() {
 		genDotIQ2XXS(v, &reg)
 		genDotIQ3S(v, &reg)
 		genDotQ5K(v, &reg)
+		genDotQ2K(v, &reg)
 		genGemmLegacy(v, &reg, gemmQ8_0)
 		genGemmLegacy(v, &reg, gemmQ4_0)
 		genGemmF16(v, &reg)
