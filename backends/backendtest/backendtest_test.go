@@ -18,6 +18,7 @@ import (
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
 	"github.com/weft-ml/weft/ops"
+	"github.com/weft-ml/weft/quant"
 )
 
 // subset is an executing backend of its own name that runs what it
@@ -104,7 +105,16 @@ func TestCatalogue(t *testing.T) {
 		}
 		assert.Contains(t, covered, op, "the conformance suite has no test for op %s", op)
 	}
-	assert.Len(t, backendtest.WeightTypes(), 13)
+	// Weight types the CPU backend runs (quant.Supported), each once, and
+	// at least the fifteen the suite has covered so far.
+	types := backendtest.WeightTypes()
+	seen := map[gguf.TensorType]bool{}
+	for _, typ := range types {
+		assert.True(t, quant.Supported(typ), "%s is in the suite but the CPU does not run it", typ)
+		assert.False(t, seen[typ], "%s is in the suite twice", typ)
+		seen[typ] = true
+	}
+	assert.GreaterOrEqual(t, len(types), 15)
 }
 
 // mutant is the CPU backend with one defect planted behind the contract.
