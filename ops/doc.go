@@ -1,7 +1,8 @@
 // Package ops is weft's op catalogue: the name, arity, attributes and type
 // inference of every op, registered with package graph when this package is
 // imported. Pure-Go reference kernels for the ops live in ops/ref; backends
-// execute them.
+// execute them. A program adds ops of its own with Register (custom.go):
+// type inference, a CPU kernel and optionally a Vulkan kernel.
 //
 // Attribute conventions (all numbers, see graph.Attrs):
 //
