@@ -128,7 +128,7 @@ func TestPlanFieldsAreValidated(t *testing.T) {
 		{"buffer too small", func(p *Plan) { buf(p, "inp_embd").Size = 4 }, `buffer \[0, \+4\) does not hold 512 values`},
 		{"buffer missing", func(p *Plan) { node(t, p, "inp_embd").Buffer = nil }, `buffer \(none\) does not hold`},
 		{"buffer misaligned", func(p *Plan) { buf(p, "inp_embd").Offset = 2 }, `does not hold`},
-		{"view moved", func(p *Plan) { buf(p, "blk.0.k").Offset -= 4 }, `node 16 \(Part "blk\.0\.k"\): view buffer is not at its part of node 14`},
+		{"view moved", func(p *Plan) { buf(p, "blk.0.k").Offset -= 4 }, `node \d+ \(Part "blk\.0\.k"\): view buffer is not at its part of node \d+`},
 		{"output id 0", func(p *Plan) { p.Graph.Outputs["logits"] = 0 }, `plan field graph\.outputs\.logits = 0: node 0 \(Input "tokens"\) is I32\[T\], want rows of params\.vocab_size = 512 logits`},
 		{"output id out of range", func(p *Plan) { p.Graph.Outputs["logits"] = 100000 }, `output "logits" refers to missing node 100000`},
 		{"output a weight", func(p *Plan) { p.Graph.Outputs["logits"] = node(t, p, "output.weight").ID }, `plan field graph\.outputs\.logits = 113: node 113 \(Weight "output\.weight"\) is F32\[512,64\], want rows of params\.vocab_size = 512 logits`},
@@ -146,7 +146,7 @@ func TestPlanFieldsAreValidated(t *testing.T) {
 		{"weight layout without side file", func(p *Plan) {
 			node(t, p, "output.weight").Layout = &graph.Layout{Name: "q4_0x16", Offset: 0, Size: 100}
 		}, `weight "output\.weight": layout "q4_0x16" does not fit a F32\[512,64\]`},
-		{"norm weight as a matrix", func(p *Plan) { w := node(t, p, "blk.0.attn_norm.weight"); w.Type.Shape = graph.S(1, 64) }, `node 13 \(RMSNormMul "blk\.0\.attn_norm\+attn_norm_w"\): operand 1: node 12 \(Weight "blk\.0\.attn_norm\.weight"\) is F32\[1,64\], want a 1-D F32 weight`},
+		{"norm weight as a matrix", func(p *Plan) { w := node(t, p, "blk.0.attn_norm.weight"); w.Type.Shape = graph.S(1, 64) }, `node \d+ \(RMSNormMul "blk\.0\.attn_norm\+attn_norm_w"\): operand 1: node \d+ \(Weight "blk\.0\.attn_norm\.weight"\) is F32\[1,64\], want a 1-D F32 weight`},
 		{"symbolic weight", func(p *Plan) { node(t, p, "token_embd.weight").Type.Shape = graph.Shape{graph.Tokens, graph.D(64)} }, `a weight's shape \[T,64\] must be constant`},
 		{"unknown symbol", func(p *Plan) { node(t, p, "tokens").Type.Shape = graph.Shape{{Sym: "X"}} }, `stored type F32\[T,64\], inferred F32\[X,64\]`},
 		{"attention heads", func(p *Plan) { node(t, p, "blk.0.attn").Attrs["heads"] = 1 << 40 }, `do not match 1099511627776 heads, 4 kv heads of 8`},
@@ -154,7 +154,7 @@ func TestPlanFieldsAreValidated(t *testing.T) {
 		{"rope heads", func(p *Plan) { node(t, p, "blk.0.q_rope").Attrs["heads"] = 1 << 30 }, `heads 1073741824 × head_dim 8 does not match width 64`},
 		{"part start", func(p *Plan) { node(t, p, "blk.0.k").Attrs["start"] = 1 << 40 }, `columns \[1099511627776, 1099511627808\) outside F32\[T,128\]`},
 		{"no memory plan, huge batch", func(p *Plan) { p.Graph.Memory = nil; p.Run.Batch = 1<<31 - 1 }, `a session with a context of 32 tokens needs .* of memory .*activations .* for batches of 2147483647 tokens\) but .* is available .*: recompile with a smaller batch \(graphc compile --batch\)`},
-		{"op without a kernel", func(p *Plan) { node(t, p, "blk.0.attn").Op = "Dequantize" }, `node 20 \(Dequantize "blk\.0\.attn", layer 0\): takes 1 inputs, got 4`},
+		{"op without a kernel", func(p *Plan) { node(t, p, "blk.0.attn").Op = "Dequantize" }, `node \d+ \(Dequantize "blk\.0\.attn", layer 0\): takes 1 inputs, got 4`},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -130,14 +130,16 @@ func truncate(s string, n int) string {
 // checkModel compares one shared model with every reference prompt and
 // KV type (in -short mode only the first prompt).
 func checkModel(t *testing.T, d *vulkan.Device, name string, maxTokens int) {
-	checkModelWith(t, name, func(path string) backends.Program {
+	checkModelWith(t, name, false, func(path string) backends.Program {
 		g, f := compileFor(t, path, maxTokens)
 		return load(t, d, g, f, maxTokens)
 	})
 }
 
-// checkModelWith is checkModel with the model loaded by load.
-func checkModelWith(t *testing.T, name string, load func(path string) backends.Program) {
+// checkModelWith is checkModel with the model loaded by load; firstOnly
+// runs only the first prompt (tests of a mechanism rather than of the
+// numerics) unless WEFT_VULKAN_LONG=1.
+func checkModelWith(t *testing.T, name string, firstOnly bool, load func(path string) backends.Program) {
 	refDir := testenv.Shared(t, "reference")
 	path := filepath.Join(testenv.Shared(t, "models"), name+".gguf")
 	if _, err := os.Stat(path); err != nil {
@@ -148,7 +150,7 @@ func checkModelWith(t *testing.T, name string, load func(path string) backends.P
 	trained := strings.HasPrefix(name, "stories260K")
 	require.NotEmpty(t, prompts)
 	all := os.Getenv("WEFT_VULKAN_LONG") == "1"
-	if !all && (testing.Short() || !trained) {
+	if !all && (testing.Short() || !trained || firstOnly) {
 		prompts = prompts[:1] // the 366-token synth prompts take minutes on lavapipe
 	}
 	min5, total, atLeast4 := 5, 0, 0

@@ -64,7 +64,7 @@ func TestSplitExecution(t *testing.T) {
 		{ops.MatMul},
 	} {
 		t.Run(fmt.Sprint(refused), func(t *testing.T) {
-			checkModelWith(t, "stories260K", func(path string) backends.Program {
+			checkModelWith(t, "stories260K", true, func(path string) backends.Program {
 				g, f := compileRefusing(t, path, 512, refused)
 				require.Equal(t, []string{"vulkan", "cpu"}, sortedBackends(g))
 				require.GreaterOrEqual(t, len(g.Splits), 2, "splits")
