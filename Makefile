@@ -4,7 +4,7 @@ BIN       := bin
 # Packages cheap enough to run under the race detector on a 2-core machine.
 RACE_PKGS := ./gguf/... ./graph/... ./runtime/...
 
-.PHONY: device-build build test lint vet fmt-check unit race demo bench generate check-generated bench-kernels purego fuzz clean
+.PHONY: device-build build test lint vet fmt-check unit race demo bench generate check-generated bench-kernels purego fuzz clean api
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -55,6 +55,11 @@ bench: build
 bench-kernels:
 	$(GO) test -run '^$$' -bench . ./quant ./backends/cpu/simd ./ops/ref
 
+# The exported Go surface, checked by internal/apilist's test: run after a
+# deliberate change to the library's API and commit api.txt.
+api:
+	$(GO) run ./internal/cmd/apilist -o api.txt
+
 generate:
 	$(GO) generate ./...
 
@@ -83,7 +88,7 @@ device-build:
 	$(GO) build -ldflags="-s -w" -o out/dev/ ./cmd/...
 	$(GO) test -c -ldflags="-s -w" -o out/dev/vulkan.test ./backends/vulkan
 	$(GO) test -c -ldflags="-s -w" -o out/dev/shaders.test ./shaders
-	$(GO) test -c -ldflags="-s -w" -o out/dev/vk.test ./backends/vulkan/vk
+	$(GO) test -c -ldflags="-s -w" -o out/dev/vk.test ./backends/vulkan/internal/vk
 	cp -r ../shared/reference out/shared/
 	cp ../shared/models/stories260K*.gguf ../shared/models/README.md out/shared/models/
 	cp ../shared/tokenizer/ggml-vocab-llama-spm.gguf out/shared/tokenizer/

@@ -16,7 +16,7 @@ ln -sfn $PWD/out/shared ../shared
 B=$PWD/out/dev
 {
 $B/graphrun --list-devices
-echo "== vk tests"; (cd backends/vulkan/vk && $B/vk.test 2>&1 | tail -3)
+echo "== vk tests"; (cd backends/vulkan/internal/vk && $B/vk.test 2>&1 | tail -3)
 echo "== shader tests"; (cd shaders && $B/shaders.test 2>&1 | tail -15)
 echo "== vulkan backend tests"; (cd backends/vulkan && timeout 200 $B/vulkan.test -test.v 2>&1 | grep -E "^(--- |ok|FAIL|PASS)|Error|got" | head -60)
 } > $OUT/tests.txt 2>&1

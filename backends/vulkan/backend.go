@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/weft-ml/weft/backends"
-	"github.com/weft-ml/weft/backends/vulkan/vk"
+	"github.com/weft-ml/weft/backends/vulkan/internal/vk"
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
 	"github.com/weft-ml/weft/internal/safefile"

@@ -7,7 +7,7 @@ import (
 	"math"
 	"unsafe"
 
-	"github.com/weft-ml/weft/backends/vulkan/vk"
+	"github.com/weft-ml/weft/backends/vulkan/internal/vk"
 )
 
 // Buffer is device-local storage memory (one allocation per buffer for

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/weft-ml/weft/backends/vulkan/vk"
+	"github.com/weft-ml/weft/backends/vulkan/internal/vk"
 )
 
 // ErrNoDevice is returned when the loader works but lists no device (with

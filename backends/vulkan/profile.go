@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weft-ml/weft/backends/vulkan/vk"
+	"github.com/weft-ml/weft/backends/vulkan/internal/vk"
 )
 
 // A profiled Program writes a GPU timestamp before its first dispatch and

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/weft-ml/weft/backends/vulkan/vk"
+	"github.com/weft-ml/weft/backends/vulkan/internal/vk"
 )
 
 // KernelSpec describes a compute kernel: a SPIR-V module whose storage

@@ -5,7 +5,7 @@ package vulkan
 import (
 	"math"
 
-	"github.com/weft-ml/weft/backends/vulkan/vk"
+	"github.com/weft-ml/weft/backends/vulkan/internal/vk"
 )
 
 // Uploads go through a ring of staging buffers: while the device copies

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/weft-ml/weft/backends/vulkan"
-	"github.com/weft-ml/weft/backends/vulkan/vk"
+	"github.com/weft-ml/weft/backends/vulkan/internal/vk"
 )
 
 // Open opens device 0 for t and closes it when t ends, failing t if the
