@@ -17,8 +17,8 @@ import (
 type NormKind uint8
 
 const (
-	RMSNorm NormKind = iota
-	LayerNorm
+	RMSNorm   NormKind = iota // x / √(mean(x²) + ε), then ·w
+	LayerNorm                 // (x − mean) / √(var + ε), then ·w + b
 )
 
 // Embed looks the tokens up in token_embd.weight ("inp_embd") and, when

@@ -97,9 +97,9 @@ func checkTensor(t *gguf.TensorInfo, d Tensor) error {
 type Bias uint8
 
 const (
-	NoBias       Bias = iota
-	OptionalBias      // taken when present (llama.cpp's TENSOR_NOT_REQUIRED)
-	WithBias          // required
+	NoBias       Bias = iota // never read, even when the file has one
+	OptionalBias             // taken when present (llama.cpp's TENSOR_NOT_REQUIRED)
+	WithBias                 // required
 )
 
 // linear declares tensor+".weight" [rows, cols] and its bias.

@@ -64,6 +64,27 @@ func packageDirs(root string) ([]string, error) {
 // listPackage lists one directory's exported declarations, or nothing
 // when it holds no importable package.
 func listPackage(dir, importPath string) ([]string, error) {
+	files, err := goFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	fset := token.NewFileSet()
+	w := &writer{fset: fset, prefix: "pkg " + importPath + ", "}
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range f.Decls {
+			w.decl(d)
+		}
+	}
+	return w.lines, nil
+}
+
+// goFiles names the non-test files of the package in dir as linux/amd64
+// builds it without tags; none for a command or a folder without Go.
+func goFiles(dir string) ([]string, error) {
 	ctx := build.Default
 	ctx.GOOS, ctx.GOARCH, ctx.CgoEnabled = "linux", "amd64", false
 	ctx.BuildTags = nil
@@ -77,18 +98,7 @@ func listPackage(dir, importPath string) ([]string, error) {
 	if bp.Name == "main" {
 		return nil, nil
 	}
-	fset := token.NewFileSet()
-	w := &writer{fset: fset, prefix: "pkg " + importPath + ", "}
-	for _, name := range bp.GoFiles {
-		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
-		if err != nil {
-			return nil, err
-		}
-		for _, d := range f.Decls {
-			w.decl(d)
-		}
-	}
-	return w.lines, nil
+	return bp.GoFiles, nil
 }
 
 // writer turns declarations into listing lines.
@@ -233,4 +243,69 @@ func (w *writer) valueSpec(tok token.Token, s *ast.ValueSpec) {
 			w.add("%s %s", kind, n.Name)
 		}
 	}
+}
+
+// Undocumented lists the exported declarations of the module's public
+// packages that have no doc comment, as "file:line name". Error and
+// String methods are exempt: their meaning is the interface's.
+func Undocumented(root string) ([]string, error) {
+	dirs, err := packageDirs(root)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, dir := range dirs {
+		files, err := goFiles(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range files {
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ParseComments|parser.SkipObjectResolution)
+			if err != nil {
+				return nil, err
+			}
+			rel, _ := filepath.Rel(root, filepath.Join(dir, name))
+			for _, n := range undocumented(f) {
+				out = append(out, fmt.Sprintf("%s:%d %s", filepath.ToSlash(rel), fset.Position(n.Pos()).Line, n.Name))
+			}
+		}
+	}
+	return out, nil
+}
+
+// undocumented returns the names of f's exported declarations without a
+// doc comment (a group's comment counts for its members, a trailing line
+// comment for a constant or variable).
+func undocumented(f *ast.File) []*ast.Ident {
+	var out []*ast.Ident
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			exempt := d.Recv != nil && (d.Name.Name == "Error" || d.Name.Name == "String" ||
+				!ast.IsExported(baseTypeName(d.Recv.List[0].Type)))
+			if d.Name.IsExported() && d.Doc == nil && !exempt {
+				out = append(out, d.Name)
+			}
+		case *ast.GenDecl:
+			if d.Doc != nil {
+				continue
+			}
+			for _, s := range d.Specs {
+				switch s := s.(type) {
+				case *ast.TypeSpec:
+					if s.Name.IsExported() && s.Doc == nil && s.Comment == nil {
+						out = append(out, s.Name)
+					}
+				case *ast.ValueSpec:
+					for _, n := range s.Names {
+						if n.IsExported() && s.Doc == nil && s.Comment == nil {
+							out = append(out, n)
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
 }

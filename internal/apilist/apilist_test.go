@@ -83,3 +83,38 @@ var private = 1
 		p + "var Default Box",
 	}, lines)
 }
+
+// TestSurfaceDocumented fails for an exported declaration without a doc
+// comment: every name in api.txt is something a user may read about.
+func TestSurfaceDocumented(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	missing, err := Undocumented(root)
+	require.NoError(t, err)
+	require.Empty(t, missing, "exported declarations without a doc comment")
+}
+
+// TestUndocumentedFindsMissingDocs checks the doc check on a package of
+// its own, so that it cannot pass by seeing nothing.
+func TestUndocumentedFindsMissingDocs(t *testing.T) {
+	dir := t.TempDir()
+	src := `package demo
+
+// Documented is.
+func Documented() {}
+func Bare() {}
+type T int
+func (T) String() string { return "" }
+func (T) Method() {}
+const (
+	// A is.
+	A = 1
+	B = 2 // B is.
+	C = 3
+)
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "demo.go"), []byte(src), 0o644))
+	missing, err := Undocumented(dir)
+	require.NoError(t, err)
+	require.Equal(t, []string{"demo.go:5 Bare", "demo.go:6 T", "demo.go:8 Method", "demo.go:13 C"}, missing)
+}
