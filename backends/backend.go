@@ -121,15 +121,28 @@ func ParseKVType(s string) (KVType, error) {
 
 // StateOptions configure Program.NewState.
 type StateOptions struct {
-	Ctx    int // KV cache positions
+	Ctx    int // KV cache positions of each sequence
 	KVType KVType
+	// Seqs is the number of independent sequences the State holds (0: 1),
+	// each with its own Ctx KV cells: a KV cache of Seqs·Ctx cells in all.
+	Seqs int
 }
 
-// Batch is one step's tokens: Positions[i] is Tokens[i]'s position in the
-// sequence, Rows the batch rows whose logits are wanted.
+// Batch is one step's tokens: Positions[i] is Tokens[i]'s position in its
+// sequence, Seqs[i] that sequence (nil: every token is of sequence 0),
+// Rows the batch rows whose logits are wanted.
+//
+// A token at (sequence s, position p) writes its K and V into s's cell p
+// and attends to s's cells 0..p only. The tokens of one sequence are
+// contiguous in the batch at consecutive positions; sequences may come in
+// any order and with any number of tokens (CheckBatch).
 type Batch struct {
 	Tokens, Positions, Rows []int32
+	Seqs                    []int32
 }
+
+// NumSeqs is o.Seqs with its default.
+func (o StateOptions) NumSeqs() int { return max(o.Seqs, 1) }
 
 // State is one session's memory on a backend. It is used by one goroutine
 // at a time.

@@ -52,11 +52,15 @@ func testAttention(t *testing.T, s *suite) {
 				sh := shapes[1]
 				t.Run(sh.String()+","+r.name, func(t *testing.T) { s.runAttention(t, sh, kv, r) })
 			}
+			for _, sh := range shapes[:2] {
+				t.Run(sh.String()+",seqs", func(t *testing.T) { s.runAttentionSeqs(t, sh, kv) })
+			}
 		})
 	}
 }
 
-func (s *suite) runAttention(t *testing.T, sh attnShape, kv backends.KVType, run attnRun) {
+// attnPlan builds the graph of one Attention node.
+func (s *suite) attnPlan(t *testing.T, sh attnShape, kv backends.KVType) (*builder, *plan, float32) {
 	b := s.builder(t)
 	qw, kw := sh.heads*sh.headDim, sh.kvHeads*sh.headDim
 	q := b.activation("q", qw, unit)
@@ -67,7 +71,11 @@ func (s *suite) runAttention(t *testing.T, sh attnShape, kv backends.KVType, run
 	scale := float32(1 / math.Sqrt(float64(sh.headDim)))
 	out := b.op(ops.Attention, "attn", graph.Attrs{"heads": float64(sh.heads), "kv_heads": float64(sh.kvHeads),
 		"head_dim": float64(sh.headDim), "scale": float64(scale)}, q, k, v, b.positions)
-	p := b.finish(out, out, ops.Attention, kv.String())
+	return b, b.finish(out, out, ops.Attention, kv.String()), scale
+}
+
+func (s *suite) runAttention(t *testing.T, sh attnShape, kv backends.KVType, run attnRun) {
+	b, p, scale := s.attnPlan(t, sh, kv)
 	if s.skipped(t, p.op, p.variant) {
 		return
 	}
@@ -102,6 +110,105 @@ func (s *suite) runAttention(t *testing.T, sh attnShape, kv backends.KVType, run
 		}
 	}
 	report(t, tol, worst)
+}
+
+// attnSeqSteps are the batches of a State of three sequences, each a list
+// of (sequence, tokens) runs in batch order: prefill beside decode,
+// sequences in any order, sequences absent from a step.
+var attnSeqSteps = [][][2]int{
+	{{0, 5}},
+	{{1, 3}, {0, 1}},
+	{{2, 1}, {0, 1}, {1, 7}},
+	{{1, 1}, {2, 9}, {0, 1}},
+	{{0, 1}, {1, 1}, {2, 1}},
+	{{2, 1}, {1, 1}},
+	{{0, 16}, {2, 1}},
+	{{1, 1}, {0, 1}, {2, 1}},
+}
+
+// runAttentionSeqs runs attnSeqSteps through one State of three
+// sequences; each sequence's reference is its own cache (ref.AttentionSeqs),
+// so a token that read another sequence's cells, or a store into the
+// wrong sequence, fails.
+func (s *suite) runAttentionSeqs(t *testing.T, sh attnShape, kv backends.KVType) {
+	b, p, scale := s.attnPlan(t, sh, kv)
+	if s.skipped(t, p.op, p.variant) || s.o.unsupported(p.op, p.variant) || !s.supported(t, p) {
+		return
+	}
+	const seqs, ctx = 3, 50
+	tol := s.o.tolerance(p.op, p.variant)
+	prog, _ := s.compile(t, p, maxTokens, false)
+	st, err := prog.NewState(backends.StateOptions{Ctx: ctx, KVType: kv, Seqs: seqs})
+	require.NoError(t, err, "NewState of %d sequences", seqs)
+	t.Cleanup(func() { closeIfCloser(t, st) })
+	refs := make([]*attnRef, seqs)
+	for i := range refs {
+		refs[i] = newAttnRef(b, sh, kv, scale, ctx)
+	}
+	rng, pos, worst := s.rng(t), make([]int, seqs), 0.0
+	for i, step := range attnSeqSteps {
+		var bt backends.Batch
+		var runs []ref.SeqRun
+		for _, r := range step {
+			runs = append(runs, ref.SeqRun{Seq: r[0], Start: len(bt.Tokens), N: r[1], Pos: pos[r[0]]})
+			for j := range r[1] {
+				bt.Tokens = append(bt.Tokens, int32(rng.IntN(vocab)))
+				bt.Positions = append(bt.Positions, int32(pos[r[0]]+j))
+				bt.Seqs = append(bt.Seqs, int32(r[0]))
+			}
+			pos[r[0]] += r[1]
+		}
+		for _, r := range rng.Perm(len(bt.Tokens)) {
+			bt.Rows = append(bt.Rows, int32(r))
+		}
+		label := fmt.Sprintf("step %d %v", i, step)
+		got, err := runGuarded(st, bt)
+		require.NoError(t, err, "%s: Run", label)
+		require.Len(t, got, len(bt.Rows)*p.width, label)
+		full, fullScale := attnSeqsWant(b, refs, bt.Tokens, runs, p.width)
+		var sel []float32
+		var selScale []float64
+		for _, r := range bt.Rows {
+			lo, hi := int(r)*p.width, (int(r)+1)*p.width
+			sel, selScale = append(sel, full[lo:hi]...), append(selScale, fullScale[lo:hi]...)
+		}
+		worst = max(worst, compare(t, label, got, sel, selScale, bt.Rows, p.width, tol))
+	}
+	report(t, tol, worst)
+}
+
+// attnSeqsWant stores each run's K and V in its sequence's reference
+// cache and returns ref.AttentionSeqs's result with the error scale of
+// each run (see bound).
+func attnSeqsWant(b *builder, refs []*attnRef, tokens []int32, runs []ref.SeqRun, width int) ([]float32, []float64) {
+	sh := refs[0].sh
+	q, k, v := b.gather("q", tokens), b.gather("k", tokens), b.gather("v", tokens)
+	w := sh.kvHeads * sh.headDim
+	kc, vc := make([]ref.KV, len(refs)), make([]ref.KV, len(refs))
+	most := 0
+	for i, r := range refs {
+		kc[i], vc[i] = r.kc, r.vc
+	}
+	for _, r := range runs {
+		for i := range r.N {
+			t := r.Start + i
+			refs[r.Seq].kc.Store(r.Pos+i, k[t*w:(t+1)*w])
+			refs[r.Seq].vc.Store(r.Pos+i, v[t*w:(t+1)*w])
+		}
+		most = max(most, ref.AttentionScratch(r.N, r.Pos))
+	}
+	out := make([]float32, len(q))
+	ref.AttentionSeqs(out, q, kc, vc, runs, sh.heads, sh.kvHeads, sh.headDim, refs[0].scale, make([]float32, most))
+	scale := make([]float64, len(q))
+	for _, r := range runs {
+		for i := range r.N {
+			for h := range sh.heads {
+				off := (r.Start+i)*width + h*sh.headDim
+				refs[r.Seq].bound(scale[off:off+sh.headDim], q[off:off+sh.headDim], h, r.Pos+i+1, r.Pos+r.N)
+			}
+		}
+	}
+	return out, scale
 }
 
 // attnRef is one session's reference: its own K and V cache.

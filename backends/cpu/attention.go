@@ -26,7 +26,10 @@ func padKV(n int) int { return (n + attnPad - 1) / attnPad * attnPad }
 // shorter remainders fall back to pure Go.
 const f16Chunk = 32
 
-// kvCache is one attention layer's K and V cache in this backend's layout.
+// kvCache is one attention layer's K and V cache of one sequence in this
+// backend's layout (a State of several sequences keeps one per sequence,
+// each laid out as a single sequence's, so that a sequence's attention
+// has the same bits whatever else the batch holds).
 // K holds one row per position ([ctx][kvHeads·headDim]); V is transposed
 // per KV head ([kvHeads][headDim][vStride]) so that P·V is headDim
 // contiguous dot products over positions, as in llama.cpp. An F16 cache
@@ -38,7 +41,8 @@ type kvCache struct {
 	f16              bool
 	k16, v16         []byte
 	k32, v32         []float32
-	job              attnJob // attend's reusable work for the pool
+	job              attnJob     // attend's reusable work for the pool
+	one              [1]*kvCache // attend's caches: this one
 }
 
 func newKVCache(kvHeads, headDim, ctx int, t KVType) *kvCache {
@@ -116,68 +120,91 @@ func newAttnBufs(threads, group, headDim, ctx int) []attnBuf {
 	return bufs
 }
 
-// attend computes causal attention for nTok query tokens at positions
-// pos0… whose K and V are stored already, with the numerics of
-// ref.Attention (see attendHeads). q and out are [nTok][heads·headDim].
-// Work units are (KV head, token, slice of the KV head's query heads),
-// dealt round-robin to len(bufs) workers: that balances the causal
-// triangle, and a worker's heads of one KV head reuse its K and V rows
-// while they are in cache. Heads are sliced only when there are fewer
-// (KV head, token) pairs than workers, as in decode.
+// attend computes causal attention for nTok query tokens of this cache's
+// sequence at positions pos0… whose K and V are stored already (see
+// attnJob.attend). q and out are [nTok][heads·headDim].
 func (c *kvCache) attend(out, q []float32, nTok, pos0 int, sh attnShape, bufs []attnBuf) {
-	group := sh.heads / sh.kvHeads
-	pairs := nTok * sh.kvHeads
-	split := min(group, (len(bufs)+pairs-1)/pairs)
-	units := pairs * split
-	workers := min(len(bufs), units)
-	if workers == 1 {
-		c.attendUnits(out, q, nTok, pos0, sh, split, 0, 1, &bufs[0])
+	c.one[0] = c
+	c.job = attnJob{caches: c.one[:], out: out, q: q, nTok: nTok, pos0: pos0, sh: sh, bufs: bufs}
+	c.job.attend()
+}
+
+// attnJob is one Attention node's step for the worker pool: the batch's
+// queries and each token's sequence (its cache) and position. A State
+// and each cache keep one, so handing it over allocates nothing.
+type attnJob struct {
+	caches         []*kvCache // per sequence
+	seqs, pos      []int32    // per token; nil: sequence 0, positions pos0…
+	out, q         []float32
+	nTok, pos0     int
+	split, workers int
+	sh             attnShape
+	bufs           []attnBuf
+}
+
+// at returns token t's cache and position.
+func (j *attnJob) at(t int) (*kvCache, int) {
+	c := j.caches[0]
+	if j.seqs != nil {
+		c = j.caches[j.seqs[t]]
+	}
+	if j.pos == nil {
+		return c, j.pos0 + t
+	}
+	return c, int(j.pos[t])
+}
+
+// attend computes the attention of every token of the job, with the
+// numerics of ref.Attention (see attendHeads): each token reads only its
+// own sequence's cache, and its result does not depend on the other
+// tokens of the batch. Work units are (KV head, token, slice of the KV
+// head's query heads), dealt round-robin to len(bufs) workers: that
+// balances the causal triangle, and a worker's heads of one KV head reuse
+// its K and V rows while they are in cache. Heads are sliced only when
+// there are fewer (KV head, token) pairs than workers, as in decode.
+func (j *attnJob) attend() {
+	group := j.sh.heads / j.sh.kvHeads
+	pairs := j.nTok * j.sh.kvHeads
+	j.split = min(group, (len(j.bufs)+pairs-1)/pairs)
+	units := pairs * j.split
+	j.workers = min(len(j.bufs), units)
+	if j.workers == 1 {
+		j.units(0, 1, &j.bufs[0])
 		return
 	}
-	c.job = attnJob{c: c, out: out, q: q, nTok: nTok, pos0: pos0, sh: sh, split: split, workers: workers, bufs: bufs}
-	parallelFor(workers, workers, 1, &c.job)
+	parallelFor(j.workers, j.workers, 1, j)
 }
 
-// attnJob is attend's work for the worker pool; each cache keeps one, so
-// handing it over allocates nothing.
-type attnJob struct {
-	c                          *kvCache
-	out, q                     []float32
-	nTok, pos0, split, workers int
-	sh                         attnShape
-	bufs                       []attnBuf
-}
+func (j *attnJob) run(w, _, _ int) { j.units(w, j.workers, &j.bufs[w]) }
 
-func (j *attnJob) run(w, _, _ int) {
-	j.c.attendUnits(j.out, j.q, j.nTok, j.pos0, j.sh, j.split, w, j.workers, &j.bufs[w])
-}
-
-// attendUnits runs work units first, first+stride, … of attend, each KV
-// head's query heads cut into split slices.
-func (c *kvCache) attendUnits(out, q []float32, nTok, pos0 int, sh attnShape, split, first, stride int, b *attnBuf) {
+// units runs work units first, first+stride, … of attend, each KV head's
+// query heads cut into split slices.
+func (j *attnJob) units(first, stride int, b *attnBuf) {
+	sh, split := j.sh, j.split
 	group := sh.heads / sh.kvHeads
-	units := nTok * sh.kvHeads * split
+	units := j.nTok * sh.kvHeads * split
 	for u := first; u < units; u += stride {
-		g, rest := u/(nTok*split), u%(nTok*split)
+		g, rest := u/(j.nTok*split), u%(j.nTok*split)
 		t, part := rest/split, rest%split
 		h0 := g*group + part*group/split
 		h1 := g*group + (part+1)*group/split
-		c.attendHeads(out, q, t, pos0, h0, h1, sh, b)
+		c, pos := j.at(t)
+		c.attendHeads(j.out, j.q, t, pos, h0, h1, sh, b)
 	}
 }
 
 // attendHeads computes query heads [h0, h1) (all of one KV head) of batch
-// token t. Like llama.cpp with an F16 cache, the query is rounded to
+// token t at position pos of this cache's sequence. Like llama.cpp with an F16 cache, the query is rounded to
 // binary16 for Q·Kᵀ and the probabilities for P·V; scores are scaled and
 // normalised by ref.SoftmaxRow. Only the summation order of the dot
 // products differs from ref.Attention.
-func (c *kvCache) attendHeads(out, q []float32, t, pos0, h0, h1 int, sh attnShape, b *attnBuf) {
+func (c *kvCache) attendHeads(out, q []float32, t, pos, h0, h1 int, sh attnShape, b *attnBuf) {
 	if c.f16 && c.headDim%f16Chunk == 0 {
-		c.attendHeadsF16(out, q, t, pos0, h0, h1, sh, b)
+		c.attendHeadsF16(out, q, t, pos, h0, h1, sh, b)
 		return
 	}
 	hd, w := c.headDim, c.width()
-	visible := pos0 + t + 1
+	visible := pos + 1
 	n := padKV(visible)
 	g := h0 / (sh.heads / sh.kvHeads)
 	row := b.scores[:n]
@@ -207,9 +234,9 @@ func (c *kvCache) attendHeads(out, q []float32, t, pos0, h0, h1 int, sh attnShap
 // visible positions, then P̂·V over the padded ones. Each (position, head)
 // pair sums in the same order whichever heads share a call, so every
 // split of the work (and decode against prefill) gives the same bits.
-func (c *kvCache) attendHeadsF16(out, q []float32, t, pos0, h0, h1 int, sh attnShape, b *attnBuf) {
+func (c *kvCache) attendHeadsF16(out, q []float32, t, pos, h0, h1 int, sh attnShape, b *attnBuf) {
 	hd, w := c.headDim, c.width()
-	visible := pos0 + t + 1
+	visible := pos + 1
 	n := padKV(visible)
 	soft := (visible + softmaxGroup - 1) / softmaxGroup * softmaxGroup
 	g := h0 / (sh.heads / sh.kvHeads)

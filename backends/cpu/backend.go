@@ -54,7 +54,7 @@ func (Backend) Load(g *graph.Graph, w backends.Weights, o backends.LoadOptions) 
 type loaded struct{ *Program }
 
 func (l loaded) NewState(o backends.StateOptions) (backends.State, error) {
-	st, err := l.Program.NewState(o.Ctx, o.KVType)
+	st, err := l.Program.NewStateSeqs(o.Ctx, o.NumSeqs(), o.KVType)
 	if err != nil {
 		return nil, err
 	}
@@ -65,9 +65,9 @@ func (l loaded) NewState(o backends.StateOptions) (backends.State, error) {
 type session struct{ *State }
 
 func (s session) Run(b backends.Batch) ([]float32, error) {
-	return s.State.Run(b.Tokens, b.Positions, b.Rows)
+	return s.State.RunBatch(b)
 }
 
 func (s session) RunSplit(i int, b backends.Batch, x *backends.Exchange) ([]float32, error) {
-	return s.State.RunSplit(i, b.Tokens, b.Positions, b.Rows, x)
+	return s.State.RunSplitBatch(i, b, x)
 }

@@ -128,7 +128,7 @@ func (s *State) RunGraph(rows int, f32 map[string][]float32, i32 map[string][]in
 			return fmt.Errorf("no I32 input %q (inputs: %v)", name, p.inputNames())
 		}
 	}
-	s.rowsT, s.rowsR, s.pos0 = rows, 0, 0
+	s.rowsT, s.rowsR = rows, 0
 	for name, id := range p.g.Inputs {
 		v := &p.vals[id]
 		if v.node.Type.DType == graph.I32 {

@@ -146,20 +146,24 @@ func runRoPE(s *State, v *value) error {
 	return nil
 }
 
-// runAttention appends the batch's K and V to the layer's cache, then
-// attends (see kvCache.attend).
+// runAttention appends the batch's K and V to its sequences' caches,
+// then attends (see attnJob.attend).
 func runAttention(s *State, v *value) error {
 	a := v.node.Attrs
 	sh := attnShape{heads: a.Int("heads"), kvHeads: a.Int("kv_heads"), headDim: a.Int("head_dim"), scale: a.Float("scale")}
-	cache := s.kv[v.kv]
-	if err := sh.check(cache); err != nil {
+	caches := s.kv[v.kv]
+	if err := sh.check(caches[0]); err != nil {
 		return err
 	}
 	k, vv := s.f32(s.input(v, 1)), s.f32(s.input(v, 2))
-	width := cache.width()
-	for t := 0; t < s.rowsT; t++ {
-		cache.store(s.pos0+t, k[t*width:(t+1)*width], vv[t*width:(t+1)*width])
+	width := caches[0].width()
+	for _, seg := range s.segs {
+		c := caches[seg.Seq]
+		for t := seg.Start; t < seg.Start+seg.N; t++ {
+			c.store(seg.Pos+t-seg.Start, k[t*width:(t+1)*width], vv[t*width:(t+1)*width])
+		}
 	}
-	cache.attend(s.f32(v), s.f32(s.input(v, 0)), s.rowsT, s.pos0, sh, s.attnScratch)
+	s.attnJob = attnJob{caches: caches, seqs: s.batch.Seqs, pos: s.batch.Positions, out: s.f32(v), q: s.f32(s.input(v, 0)), nTok: s.rowsT, sh: sh, bufs: s.attnScratch}
+	s.attnJob.attend()
 	return nil
 }

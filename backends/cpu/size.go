@@ -28,6 +28,11 @@ func (z StateSize) Total() int64 { return z.KV + z.Attention + z.Activations }
 // kvType) would allocate. It fails when ctx is out of range or a size
 // overflows.
 func (p *Program) StateBytes(ctx int, kvType KVType) (StateSize, error) {
+	return p.stateBytes(ctx, 1, kvType)
+}
+
+// stateBytes is StateBytes for seqs sequences of ctx positions each.
+func (p *Program) stateBytes(ctx, seqs int, kvType KVType) (StateSize, error) {
 	z := StateSize{Ctx: ctx, Batch: p.maxTokens, group: 1}
 	if ctx <= 0 || ctx > MaxContext {
 		return z, fmt.Errorf("context of %d tokens: want 1 to %d (--ctx)", ctx, MaxContext)
@@ -44,7 +49,7 @@ func (p *Program) StateBytes(ctx int, kvType KVType) (StateSize, error) {
 		width := c.Mul(int64(kvHeads), int64(hd))
 		z.KVPerPos = c.Add(z.KVPerPos, c.Mul(c.Mul(width, elem), 2))
 		// K: ctx rows; V: width rows of padded positions (newKVCache).
-		z.KV = c.Add(z.KV, c.Mul(c.Mul(width, elem), c.Add(int64(ctx), padded)))
+		z.KV = c.Add(z.KV, c.Mul(c.Mul(c.Mul(width, elem), c.Add(int64(ctx), padded)), int64(seqs)))
 		z.headDim = max(z.headDim, hd)
 		z.group = max(z.group, a.Int("heads")/kvHeads)
 	}

@@ -19,14 +19,17 @@ const (
 // State is one session's mutable data: activation buffers and KV cache.
 type State struct {
 	p           *Program
-	ctx         int
+	ctx         int // KV cache positions of each sequence
+	seqs        int // sequences
 	slots       [][]float32
-	kv          []*kvCache // per Attention node: K and V caches
-	act         []byte     // activation quantization scratch
+	kv          [][]*kvCache // per Attention node, per sequence: K and V caches
+	act         []byte       // activation quantization scratch
 	ints        map[int][]int32
-	rowsT       int // bound T
-	rowsR       int // bound R
-	pos0        int
+	rowsT       int                // bound T
+	rowsR       int                // bound R
+	batch       backends.Batch     // the bound batch
+	segs        []backends.Segment // its sequences' runs
+	attnJob     attnJob            // runAttention's reusable work
 	attnScratch []attnBuf          // per-thread attention scratch
 	tileBufs    [][]float32        // per-thread matmul tile scratch
 	jobs        jobs               // reusable parallel work descriptions
@@ -41,23 +44,36 @@ type State struct {
 // StateBytes) and refuses, saying how much, when that overflows or is
 // more than the machine has available.
 func (p *Program) NewState(ctx int, kvType KVType) (*State, error) {
-	need, err := p.StateBytes(ctx, kvType)
+	return p.NewStateSeqs(ctx, 1, kvType)
+}
+
+// NewStateSeqs is NewState for seqs independent sequences of ctx
+// positions each (backends.StateOptions.Seqs): each sequence has its own
+// K and V caches, and a batch may hold tokens of any of them
+// (RunBatch).
+func (p *Program) NewStateSeqs(ctx, seqs int, kvType KVType) (*State, error) {
+	if seqs < 1 || seqs > MaxContext {
+		return nil, fmt.Errorf("%d sequences: want 1 to %d", seqs, MaxContext)
+	}
+	need, err := p.stateBytes(ctx, seqs, kvType)
 	if err != nil {
 		return nil, err
 	}
 	if err := p.checkFits(need, kvType); err != nil {
 		return nil, err
 	}
-	s := &State{p: p, ctx: ctx, ints: map[int][]int32{}}
+	s := &State{p: p, ctx: ctx, seqs: seqs, ints: map[int][]int32{}}
 	arena := make([]float32, p.arenaLen)
 	s.slots = make([][]float32, len(p.slots))
 	for i, sl := range p.slots {
 		s.slots[i] = arena[sl.off : sl.off+sl.size : sl.off+sl.size]
 	}
-	s.kv = make([]*kvCache, len(p.attention))
+	s.kv = make([][]*kvCache, len(p.attention))
 	for i, id := range p.attention {
 		a := p.g.Nodes[id].Attrs
-		s.kv[i] = newKVCache(a.Int("kv_heads"), a.Int("head_dim"), ctx, kvType)
+		for range seqs {
+			s.kv[i] = append(s.kv[i], newKVCache(a.Int("kv_heads"), a.Int("head_dim"), ctx, kvType))
+		}
 	}
 	s.act = make([]byte, p.actBytes)
 	s.attnScratch = newAttnBufs(p.threads, need.group, need.headDim, ctx)
@@ -65,14 +81,19 @@ func (p *Program) NewState(ctx int, kvType KVType) (*State, error) {
 	return s, nil
 }
 
-// Context is the KV cache size in positions.
+// Context is the KV cache size in positions of each sequence.
 func (s *State) Context() int { return s.ctx }
+
+// Seqs is the number of sequences.
+func (s *State) Seqs() int { return s.seqs }
 
 // KVBytes is the memory held by the KV cache.
 func (s *State) KVBytes() int64 {
 	var n int64
-	for _, c := range s.kv {
-		n += c.bytes()
+	for _, layer := range s.kv {
+		for _, c := range layer {
+			n += c.bytes()
+		}
 	}
 	return n
 }
@@ -89,14 +110,20 @@ func (s *State) KVBytes() int64 {
 // half-written, so the State is broken: every later Run returns the same
 // error.
 func (s *State) Run(tokens, positions, rows []int32) (logits []float32, err error) {
+	return s.RunBatch(backends.Batch{Tokens: tokens, Positions: positions, Rows: rows})
+}
+
+// RunBatch is Run for a batch that may hold several sequences' tokens
+// (see backends.Batch).
+func (s *State) RunBatch(b backends.Batch) (logits []float32, err error) {
 	if s.p.placed {
 		return nil, fmt.Errorf("this program runs part of a graph: run it one split at a time (RunSplit)")
 	}
-	if err := s.run(s.p.order, tokens, positions, rows); err != nil {
+	if err := s.run(s.p.order, b); err != nil {
 		return nil, err
 	}
 	out := &s.p.vals[s.p.logits]
-	return s.f32(out)[:len(rows)*out.width], nil
+	return s.f32(out)[:len(b.Rows)*out.width], nil
 }
 
 // RunSplit evaluates split i of a graph compiled with Options.Placed (see
@@ -105,6 +132,12 @@ func (s *State) Run(tokens, positions, rows []int32) (logits []float32, err erro
 // State's buffers that stay valid until their last reader has run. It
 // returns the logits when the split computes them, else nil.
 func (s *State) RunSplit(i int, tokens, positions, rows []int32, x *backends.Exchange) ([]float32, error) {
+	return s.RunSplitBatch(i, backends.Batch{Tokens: tokens, Positions: positions, Rows: rows}, x)
+}
+
+// RunSplitBatch is RunSplit for a batch that may hold several sequences'
+// tokens.
+func (s *State) RunSplitBatch(i int, b backends.Batch, x *backends.Exchange) ([]float32, error) {
 	g := s.p.g
 	if !s.p.placed || i < 0 || i >= len(g.Splits) || g.Splits[i].Backend != name {
 		return nil, fmt.Errorf("split %d is not one of the CPU's splits of this program", i)
@@ -112,9 +145,10 @@ func (s *State) RunSplit(i int, tokens, positions, rows []int32, x *backends.Exc
 	nodes := g.Splits[i].Nodes
 	s.x = x
 	defer func() { s.x = nil }()
-	if err := s.run(nodes, tokens, positions, rows); err != nil {
+	if err := s.run(nodes, b); err != nil {
 		return nil, err
 	}
+	rows := b.Rows
 	var logits []float32
 	for _, id := range nodes {
 		v := &s.p.vals[id]
@@ -129,14 +163,14 @@ func (s *State) RunSplit(i int, tokens, positions, rows []int32, x *backends.Exc
 }
 
 // run binds a batch and runs nodes in order.
-func (s *State) run(nodes []int, tokens, positions, rows []int32) error {
+func (s *State) run(nodes []int, b backends.Batch) error {
 	if s.broken != nil {
 		return s.broken
 	}
 	if s.p.general {
 		return fmt.Errorf("this program runs a graph of your own: run it with RunGraph")
 	}
-	if err := s.bind(tokens, positions, rows); err != nil {
+	if err := s.bind(b); err != nil {
 		return err
 	}
 	return s.exec(nodes)
@@ -189,38 +223,17 @@ func runImport(s *State, v *value) error {
 // Broken returns the error that broke the State (see Run), or nil.
 func (s *State) Broken() error { return s.broken }
 
-func (s *State) bind(tokens, positions, rows []int32) error {
-	n := len(tokens)
-	if n == 0 {
-		return fmt.Errorf("empty batch")
-	}
-	if n > s.p.maxTokens {
-		return fmt.Errorf("batch of %d tokens exceeds the compiled maximum %d", n, s.p.maxTokens)
-	}
-	if len(positions) != n {
-		return fmt.Errorf("%d positions for %d tokens", len(positions), n)
-	}
-	for i, p := range positions {
-		if int(p) != int(positions[0])+i {
-			return fmt.Errorf("positions must be consecutive: got %d at index %d after %d", p, i, positions[0])
-		}
-	}
-	if positions[0] < 0 || int(positions[0])+n > s.ctx {
-		return fmt.Errorf("context overflow: positions %d..%d do not fit a context of %d", positions[0], int(positions[0])+n-1, s.ctx)
-	}
-	if len(rows) == 0 || len(rows) > n {
-		return fmt.Errorf("%d output rows for a batch of %d", len(rows), n)
-	}
-	for _, r := range rows {
-		if r < 0 || int(r) >= n {
-			return fmt.Errorf("output row %d outside the batch of %d", r, n)
-		}
+func (s *State) bind(b backends.Batch) error {
+	segs, err := backends.CheckBatch(b, s.seqs, s.ctx, s.p.maxTokens, s.segs)
+	if err != nil {
+		return err
 	}
 	g := s.p.g
-	s.ints[g.Inputs["tokens"]] = tokens
-	s.ints[g.Inputs["positions"]] = positions
-	s.ints[g.Inputs["rows"]] = rows
-	s.rowsT, s.rowsR, s.pos0 = n, len(rows), int(positions[0])
+	s.ints[g.Inputs["tokens"]] = b.Tokens
+	s.ints[g.Inputs["positions"]] = b.Positions
+	s.ints[g.Inputs["rows"]] = b.Rows
+	s.rowsT, s.rowsR = len(b.Tokens), len(b.Rows)
+	s.batch, s.segs = b, segs
 	return nil
 }
 

@@ -63,6 +63,9 @@ func (e *Executable) NewSession(o backends.StateOptions) (s *Session, err error)
 	if o.Ctx <= 0 {
 		return nil, fmt.Errorf("context size %d must be positive", o.Ctx)
 	}
+	if o.NumSeqs() != 1 {
+		return nil, fmt.Errorf("vulkan: %d sequences in one session are not supported yet", o.NumSeqs())
+	}
 	s = &Session{e: e, ctx: o.Ctx, kvType: o.KVType, steps: map[stepKey]*Program{}, exports: map[int][]float32{}}
 	if os.Getenv(ProfileEnv) == "1" {
 		s.prof = &Profiler{}

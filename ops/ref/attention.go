@@ -113,3 +113,25 @@ func dotPV(p, column []float32, f16 bool, nTok int) float32 {
 		return vecDotF32(p, column)
 	}
 }
+
+// SeqRun is a run of a batch's tokens of one sequence: batch tokens
+// [Start, Start+N) are sequence Seq's positions Pos, Pos+1, ….
+type SeqRun struct{ Seq, Start, N, Pos int }
+
+// AttentionSeqs is Attention for a batch holding the tokens of several
+// independent sequences: k[s] and v[s] are sequence s's caches (the
+// caller has stored every run's rows already), and the tokens of each run
+// attend to their own sequence's positions 0..Pos+t only. q and out are
+// [tokens][nHead·headDim] for the whole batch. Each run is computed as
+// Attention computes a batch of that run alone, so a sequence's result
+// does not depend on the other sequences of the batch.
+//
+// Preconditions: those of Attention for every run, with len(scratch) >=
+// AttentionScratch(r.N, r.Pos) for the largest.
+func AttentionSeqs(out, q []float32, k, v []KV, runs []SeqRun, nHead, nKVHead, headDim int, scale float32, scratch []float32) {
+	w := nHead * headDim
+	for _, r := range runs {
+		lo, hi := r.Start*w, (r.Start+r.N)*w
+		Attention(out[lo:hi], q[lo:hi], k[r.Seq], v[r.Seq], r.N, r.Pos, nHead, nKVHead, headDim, scale, scratch)
+	}
+}
