@@ -1,0 +1,246 @@
+package serve
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weft-ml/weft/runtime"
+)
+
+// Options configure a Server. Zero values take the defaults in brackets.
+type Options struct {
+	ModelName    string // the id /v1/models lists [the weights' file name]
+	Parallel     int    // slots: requests generating at once [4]
+	Ctx          int    // KV cache positions of each slot [the plan's context]
+	KVType       string // "f16" or "f32" [the plan's]
+	QueueSize    int    // requests waiting for a slot before 503 [4 × Parallel]
+	PrefillChunk int    // prompt tokens a step takes while others decode [128]
+	MaxTokens    int    // the largest max_tokens a request may ask [the slot context]
+	MaxBodyBytes int64  // request body limit [8 MiB]
+	APIKey       string // when set, requests need "Authorization: Bearer APIKey"
+	// Embeddings enables /v1/embeddings; the model must have been opened
+	// with runtime.Options{Taps: EmbeddingTaps}. Pooling is "mean" (the
+	// default) or "last".
+	Embeddings bool
+	Pooling    string
+	// Template renders chat messages into a prompt
+	// (/v1/chat/completions); nil answers that endpoint with an error.
+	Template ChatTemplate
+}
+
+// ChatTemplate is what /v1/chat/completions needs of a chat template.
+type ChatTemplate interface {
+	// Render formats the messages (role, content pairs) and the opening
+	// of the assistant's reply.
+	Render(roles, contents []string) (string, error)
+	// Stops are texts that end a reply besides the end-of-generation
+	// tokens.
+	Stops() []string
+}
+
+func (o *Options) defaults(m *runtime.Model) {
+	if o.ModelName == "" {
+		o.ModelName = strings.TrimSuffix(filepath.Base(m.Plan.Model.Path), filepath.Ext(m.Plan.Model.Path))
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 4
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = 4 * o.Parallel
+	}
+	if o.PrefillChunk <= 0 {
+		o.PrefillChunk = 128
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 8 << 20
+	}
+	if o.Pooling == "" {
+		o.Pooling = "mean"
+	}
+}
+
+// Server is the HTTP server of one model. Its handler may be served by
+// any number of connections; one scheduler goroutine runs the model.
+type Server struct {
+	model   *runtime.Model
+	opts    Options
+	batcher *runtime.Batcher
+	slots   []slot
+	mux     *http.ServeMux
+	metrics *metrics
+	created int64
+	ids     atomic.Uint64
+
+	queue    chan *job
+	embeds   chan *embedJob
+	embedder *embedder
+
+	runCtx    context.Context // the Batcher's steps; cancelled by Close
+	cancelRun context.CancelFunc
+	draining  atomic.Bool   // Shutdown began: new requests get 503
+	stopping  chan struct{} // closed by Shutdown: end when the work is done
+	abort     chan struct{} // closed at Shutdown's deadline: fail the rest
+	done      chan struct{} // closed when the scheduler has ended
+	closeOnce sync.Once
+	stopOnce  sync.Once
+	abortOnce sync.Once
+
+	stepHook func() // tests: runs before every Batcher step
+}
+
+// New starts a server on m (which it does not close).
+func New(m *runtime.Model, o Options) (*Server, error) {
+	o.defaults(m)
+	b, err := m.NewBatcher(runtime.BatcherOptions{Slots: o.Parallel, SlotCtx: o.Ctx, KVType: o.KVType})
+	if err != nil {
+		return nil, err
+	}
+	if o.Parallel > b.MaxTokens() {
+		b.Close()
+		return nil, fmt.Errorf("serve: %d slots but a step takes at most %d tokens", o.Parallel, b.MaxTokens())
+	}
+	if o.MaxTokens <= 0 || o.MaxTokens > b.SlotContext() {
+		o.MaxTokens = b.SlotContext()
+	}
+	s := &Server{
+		model: m, opts: o, batcher: b, slots: make([]slot, o.Parallel),
+		metrics: newMetrics(o.Parallel * b.SlotContext()), created: time.Now().Unix(),
+		queue: make(chan *job, o.QueueSize), embeds: make(chan *embedJob, o.QueueSize),
+		stopping: make(chan struct{}), abort: make(chan struct{}), done: make(chan struct{}),
+	}
+	if o.Embeddings {
+		if s.embedder, err = newEmbedder(m, o.Pooling, b.SlotContext()); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
+	s.routes()
+	go s.loop()
+	return s, nil
+}
+
+// Handler is the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s }
+
+// ServeHTTP checks the API key, limits the body and dispatches.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.opts.APIKey != "" && r.URL.Path != "/health" && !s.authorized(r) {
+		s.metrics.request("auth", http.StatusUnauthorized)
+		writeError(w, &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key",
+			Message: "missing or wrong API key: send the header Authorization: Bearer KEY"})
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(key)), []byte(s.opts.APIKey)) == 1
+}
+
+func (s *Server) routes() {
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("POST /v1/completions", s.endpoint("completions", s.completions))
+	s.mux.HandleFunc("POST /v1/chat/completions", s.endpoint("chat", s.chatCompletions))
+	s.mux.HandleFunc("POST /v1/embeddings", s.endpoint("embeddings", s.embeddings))
+	s.mux.HandleFunc("GET /v1/models", s.endpoint("models", s.models))
+	s.mux.HandleFunc("GET /health", s.endpoint("health", s.health))
+	s.mux.HandleFunc("GET /metrics", s.serveMetrics)
+	s.mux.HandleFunc("POST /tokenize", s.endpoint("tokenize", s.tokenize))
+	s.mux.HandleFunc("POST /detokenize", s.endpoint("detokenize", s.detokenize))
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.metrics.request("unknown", http.StatusNotFound)
+		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
+			Message: fmt.Sprintf("unknown route %s %s", r.Method, r.URL.Path)})
+	})
+}
+
+// statusWriter remembers the status a handler answered with, for the
+// request counters.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush lets streaming handlers flush through the wrapper.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// endpoint wraps a handler that returns an error: errors are answered in
+// OpenAI's shape, and every request is counted by endpoint and status.
+func (s *Server) endpoint(name string, h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		if err := h(sw, r); err != nil {
+			if sw.status == 0 {
+				writeError(sw, err)
+			}
+		}
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		s.metrics.request(name, sw.status)
+	}
+}
+
+// Shutdown stops taking requests and lets the running and queued ones
+// finish; when ctx ends first, they are failed with 503 and Shutdown
+// returns ctx's error. It does not stop the HTTP listener (see
+// http.Server.Shutdown, to be called beside it).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.draining.Store(true)
+	s.stopOnce.Do(func() { close(s.stopping) })
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+	}
+	s.abortOnce.Do(func() { close(s.abort) })
+	<-s.done
+	return ctx.Err()
+}
+
+// Close stops the scheduler at once (failing what runs) and frees the
+// slots' memory. The model stays open.
+func (s *Server) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.draining.Store(true)
+		s.stopOnce.Do(func() { close(s.stopping) })
+		s.abortOnce.Do(func() { close(s.abort) })
+		s.cancelRun()
+		<-s.done
+		err = s.batcher.Close()
+		if s.embedder != nil {
+			err = errors.Join(err, s.embedder.sess.Close())
+		}
+	})
+	return err
+}
