@@ -2,6 +2,26 @@ package backends
 
 import "fmt"
 
+// SeqCopier is an optional State capability: CopySeq makes the first n
+// KV cells of sequence dst a copy of sequence src's (a shared prefix, so
+// dst need not compute it again); src is unchanged, and dst's cells from
+// n on keep whatever they held.
+type SeqCopier interface {
+	CopySeq(dst, src, n int) error
+}
+
+// CheckCopy validates CopySeq's arguments for a State of seqs sequences
+// of ctx positions.
+func CheckCopy(dst, src, n, seqs, ctx int) error {
+	switch {
+	case dst < 0 || dst >= seqs || src < 0 || src >= seqs:
+		return fmt.Errorf("copy of KV cells from sequence %d to %d: the State has %d", src, dst, seqs)
+	case n < 0 || n > ctx:
+		return fmt.Errorf("copy of %d KV cells: a sequence has %d", n, ctx)
+	}
+	return nil
+}
+
 // Segment is a run of a batch's tokens of one sequence: tokens
 // [Start, Start+N) of the batch are Seq's positions Pos..Pos+N-1.
 type Segment struct {

@@ -274,6 +274,21 @@ func (s *splitState) Run(b Batch) ([]float32, error) {
 	return logits, nil
 }
 
+// CopySeq copies the cells on every backend that holds KV caches of the
+// graph (SeqCopier); a backend that cannot fails the copy.
+func (s *splitState) CopySeq(dst, src, n int) error {
+	for _, name := range s.names {
+		c, ok := s.states[name].(SeqCopier)
+		if !ok {
+			return fmt.Errorf("backend %s cannot copy KV cells between sequences", name)
+		}
+		if err := c.CopySeq(dst, src, n); err != nil {
+			return fmt.Errorf("backend %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
 func (s *splitState) Close() error {
 	var errs []error
 	for i := len(s.names) - 1; i >= 0; i-- {

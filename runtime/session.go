@@ -61,6 +61,12 @@ type Session struct {
 
 // NewSession allocates a KV cache and activation buffers.
 func (m *Model) NewSession(o SessionOptions) (*Session, error) {
+	return m.newSession(o, 1)
+}
+
+// newSession is NewSession with a State of seqs sequences (the Batcher's;
+// a Session itself runs sequence 0).
+func (m *Model) newSession(o SessionOptions, seqs int) (*Session, error) {
 	if o.Ctx == 0 {
 		o.Ctx = m.Plan.Run.Ctx
 	}
@@ -76,7 +82,7 @@ func (m *Model) NewSession(o SessionOptions) (*Session, error) {
 	if m.closed {
 		return nil, ErrClosed
 	}
-	st, err := m.prog.NewState(backends.StateOptions{Ctx: o.Ctx, KVType: kt})
+	st, err := m.prog.NewState(backends.StateOptions{Ctx: o.Ctx, KVType: kt, Seqs: seqs})
 	if err != nil {
 		return nil, err
 	}

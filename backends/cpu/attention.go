@@ -83,6 +83,22 @@ func (c *kvCache) store(pos int, k, v []float32) {
 	}
 }
 
+// copyFrom copies positions [0, n) of src, a cache of the same geometry.
+func (c *kvCache) copyFrom(src *kvCache, n int) {
+	w, vs := c.width(), c.vStride
+	if c.f16 {
+		copy(c.k16[:2*n*w], src.k16)
+		for i := range w {
+			copy(c.v16[2*i*vs:2*(i*vs+n)], src.v16[2*i*vs:])
+		}
+		return
+	}
+	copy(c.k32[:n*w], src.k32)
+	for i := range w {
+		copy(c.v32[i*vs:i*vs+n], src.v32[i*vs:])
+	}
+}
+
 // attnShape is an Attention node's geometry.
 type attnShape struct {
 	heads, kvHeads, headDim int

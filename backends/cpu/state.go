@@ -220,6 +220,24 @@ func runImport(s *State, v *value) error {
 	return nil
 }
 
+// CopySeq makes the first n KV cells of sequence dst a copy of sequence
+// src's, in every layer (backends.SeqCopier).
+func (s *State) CopySeq(dst, src, n int) error {
+	if err := backends.CheckCopy(dst, src, n, s.seqs, s.ctx); err != nil {
+		return err
+	}
+	if s.broken != nil {
+		return s.broken
+	}
+	if dst == src {
+		return nil
+	}
+	for _, layer := range s.kv {
+		layer[dst].copyFrom(layer[src], n)
+	}
+	return nil
+}
+
 // Broken returns the error that broke the State (see Run), or nil.
 func (s *State) Broken() error { return s.broken }
 
