@@ -150,18 +150,33 @@ func (s *Server) authorized(r *http.Request) bool {
 
 func (s *Server) routes() {
 	s.mux = http.NewServeMux()
-	s.mux.HandleFunc("POST /v1/completions", s.endpoint("completions", s.completions))
-	s.mux.HandleFunc("POST /v1/chat/completions", s.endpoint("chat", s.chatCompletions))
-	s.mux.HandleFunc("POST /v1/embeddings", s.endpoint("embeddings", s.embeddings))
-	s.mux.HandleFunc("GET /v1/models", s.endpoint("models", s.models))
-	s.mux.HandleFunc("GET /health", s.endpoint("health", s.health))
-	s.mux.HandleFunc("GET /metrics", s.serveMetrics)
-	s.mux.HandleFunc("POST /tokenize", s.endpoint("tokenize", s.tokenize))
-	s.mux.HandleFunc("POST /detokenize", s.endpoint("detokenize", s.detokenize))
+	routes := []struct {
+		method, path string
+		h            http.HandlerFunc
+	}{
+		{"POST", "/v1/completions", s.endpoint("completions", s.completions)},
+		{"POST", "/v1/chat/completions", s.endpoint("chat", s.chatCompletions)},
+		{"POST", "/v1/embeddings", s.endpoint("embeddings", s.embeddings)},
+		{"GET", "/v1/models", s.endpoint("models", s.models)},
+		{"GET", "/health", s.endpoint("health", s.health)},
+		{"GET", "/metrics", s.serveMetrics},
+		{"POST", "/tokenize", s.endpoint("tokenize", s.tokenize)},
+		{"POST", "/detokenize", s.endpoint("detokenize", s.detokenize)},
+	}
+	methods := map[string]string{}
+	for _, r := range routes {
+		s.mux.HandleFunc(r.method+" "+r.path, r.h)
+		methods[r.path] = r.method
+	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.metrics.request("unknown", http.StatusNotFound)
-		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
-			Message: fmt.Sprintf("unknown route %s %s", r.Method, r.URL.Path)})
+		e := &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
+			Message: fmt.Sprintf("unknown route %s %s", r.Method, r.URL.Path)}
+		if m, ok := methods[r.URL.Path]; ok {
+			w.Header().Set("Allow", m)
+			e.Status, e.Message = http.StatusMethodNotAllowed, fmt.Sprintf("%s takes %s, not %s", r.URL.Path, m, r.Method)
+		}
+		s.metrics.request("unknown", e.Status)
+		writeError(w, e)
 	})
 }
 
