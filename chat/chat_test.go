@@ -1,0 +1,48 @@
+package chat
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/weft-ml/weft/runtime"
+)
+
+// stories260K has no chat template: FromModel falls back to llama-2 and
+// says so.
+func TestFromModelFallback(t *testing.T) {
+	m, err := runtime.Open("../testdata/stories260K.gguf", runtime.Options{Threads: 1})
+	require.NoError(t, err)
+	defer m.Close()
+	tm, err := FromModel(m)
+	require.NoError(t, err)
+	assert.Contains(t, tm.Name(), "llama-2 (fallback: the file has no tokenizer.chat_template")
+	out, err := tm.Render([]Message{{"user", "Hi"}}, true)
+	require.NoError(t, err)
+	assert.Equal(t, "[INST] Hi [/INST]", out)
+	assert.Equal(t, []string{"</s>"}, tm.Stops())
+}
+
+func TestFromModelNil(t *testing.T) {
+	_, err := FromModel(nil)
+	require.Error(t, err)
+}
+
+func TestGuess(t *testing.T) {
+	vocab := func(toks ...string) func(string) (int32, bool) {
+		return func(s string) (int32, bool) {
+			for i, x := range toks {
+				if x == s {
+					return int32(i), true
+				}
+			}
+			return 0, false
+		}
+	}
+	assert.Equal(t, "chatml", guess("llama", vocab("<|im_start|>", "<|im_end|>")))
+	assert.Equal(t, "llama3", guess("llama", vocab("<|start_header_id|>", "<|eot_id|>")))
+	assert.Equal(t, "gemma", guess("gemma", vocab()))
+	assert.Equal(t, "chatml", guess("qwen2", vocab()))
+	assert.Equal(t, "llama-2", guess("llama", vocab()))
+}
