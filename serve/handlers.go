@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/weft-ml/weft/chat"
 	"github.com/weft-ml/weft/runtime/sample"
 )
 
@@ -67,12 +68,12 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 	}
 	if s.opts.Template == nil {
 		return &apiError{Status: http.StatusNotImplemented, Type: "invalid_request_error",
-			Message: "this server has no chat template for the model: use /v1/completions"}
+			Message: fmt.Sprintf("this server has no chat template for the model (%v): use /v1/completions", s.chatErr)}
 	}
 	if len(req.Messages) == 0 {
 		return badRequest("messages", "messages is required (a non-empty array)")
 	}
-	roles, contents := make([]string, len(req.Messages)), make([]string, len(req.Messages))
+	msgs := make([]chat.Message, len(req.Messages))
 	for i, m := range req.Messages {
 		if m.Role == "" {
 			return badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role is required", i)
@@ -81,9 +82,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d]: %v", i, err)
 		}
-		roles[i], contents[i] = m.Role, text
+		msgs[i] = chat.Message{Role: m.Role, Content: text}
 	}
-	prompt, err := s.opts.Template.Render(roles, contents)
+	prompt, err := s.opts.Template.Render(msgs, true)
 	if err != nil {
 		return badRequest("messages", "chat template: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/weft-ml/weft/chat"
 	"github.com/weft-ml/weft/runtime"
 )
 
@@ -31,19 +32,10 @@ type Options struct {
 	// default) or "last".
 	Embeddings bool
 	Pooling    string
-	// Template renders chat messages into a prompt
-	// (/v1/chat/completions); nil answers that endpoint with an error.
-	Template ChatTemplate
-}
-
-// ChatTemplate is what /v1/chat/completions needs of a chat template.
-type ChatTemplate interface {
-	// Render formats the messages (role, content pairs) and the opening
-	// of the assistant's reply.
-	Render(roles, contents []string) (string, error)
-	// Stops are texts that end a reply besides the end-of-generation
-	// tokens.
-	Stops() []string
+	// Template renders chat messages into a prompt for
+	// /v1/chat/completions [chat.FromModel: the GGUF's template, or a
+	// built-in one chosen for the model].
+	Template *chat.Template
 }
 
 func (o *Options) defaults(m *runtime.Model) {
@@ -82,6 +74,7 @@ type Server struct {
 	queue    chan *job
 	embeds   chan *embedJob
 	embedder *embedder
+	chatErr  error // why there is no chat template
 
 	runCtx    context.Context // the Batcher's steps; cancelled by Close
 	cancelRun context.CancelFunc
@@ -121,6 +114,11 @@ func New(m *runtime.Model, o Options) (*Server, error) {
 			b.Close()
 			return nil, err
 		}
+	}
+	if s.opts.Template == nil {
+		// Without a template the other endpoints still serve; chat
+		// requests are answered with the reason.
+		s.opts.Template, s.chatErr = chat.FromModel(m)
 	}
 	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
 	s.routes()
@@ -258,4 +256,13 @@ func (s *Server) Close() error {
 		}
 	})
 	return err
+}
+
+// ChatTemplate names the template /v1/chat/completions renders with, or
+// says why there is none.
+func (s *Server) ChatTemplate() string {
+	if s.opts.Template == nil {
+		return fmt.Sprintf("none (%v)", s.chatErr)
+	}
+	return s.opts.Template.Name()
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/weft-ml/weft/chat"
 	"github.com/weft-ml/weft/internal/testenv"
 	"github.com/weft-ml/weft/runtime"
 )
@@ -292,4 +293,46 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+func TestChatCompletions(t *testing.T) {
+	s, ts := start(t, Options{})
+	require.NotNil(t, s.opts.Template, s.ChatTemplate())
+	msgs := []map[string]any{
+		{"role": "system", "content": "You tell stories."},
+		{"role": "user", "content": []map[string]any{{"type": "text", "text": "Once upon a time"}}},
+	}
+	status, resp := post(t, ts, "/v1/chat/completions", map[string]any{"messages": msgs, "max_tokens": 12, "temperature": 0, "ignore_eos": true})
+	require.Equal(t, http.StatusOK, status, "%v", resp)
+	assert.Equal(t, "chat.completion", resp["object"])
+	msg := resp["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	assert.Equal(t, "assistant", msg["role"])
+	// The same as a completion of the rendered prompt.
+	prompt, err := s.opts.Template.Render([]chat.Message{{Role: "system", Content: "You tell stories."}, {Role: "user", Content: "Once upon a time"}}, true)
+	require.NoError(t, err)
+	status, plain := post(t, ts, "/v1/completions", greedy(prompt, 12))
+	require.Equal(t, http.StatusOK, status)
+	assert.Equal(t, choiceText(t, plain), msg["content"])
+
+	data := streamRequest(t, ts, "/v1/chat/completions", map[string]any{"messages": msgs, "max_tokens": 12, "temperature": 0, "ignore_eos": true})
+	require.Equal(t, "[DONE]", data[len(data)-1])
+	var text strings.Builder
+	for i, d := range data[:len(data)-1] {
+		var chunk chatResponse
+		require.NoError(t, json.Unmarshal([]byte(d), &chunk), d)
+		assert.Equal(t, "chat.completion.chunk", chunk.Object)
+		delta := chunk.Choices[0].Delta
+		require.NotNil(t, delta)
+		if i == 0 {
+			assert.Equal(t, "assistant", delta.Role)
+		}
+		if delta.Content != nil {
+			text.WriteString(*delta.Content)
+		}
+	}
+	assert.Equal(t, msg["content"], text.String())
+
+	status, resp = post(t, ts, "/v1/chat/completions", map[string]any{"messages": []map[string]any{{"content": "x"}}})
+	assert.Equal(t, http.StatusBadRequest, status)
+	assert.Equal(t, "messages[0].role", errorOf(t, resp)["param"])
 }
