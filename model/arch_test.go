@@ -168,10 +168,10 @@ func TestArchErrorsNameTheProblem(t *testing.T) {
 			return kv, ts
 		}), `missing hyperparameter qwen2.block_count`},
 		{"partial rotation in qwen2", edit(t, qwen, setKey("qwen2.rope.dimension_count", gguf.ValueOf(uint32(4)))), `rope.dimension_count 4 differs from the head dimension 8`},
-		{"yarn", edit(t, qwen, setKey("qwen2.rope.scaling.type", gguf.ValueOf("yarn"))), `qwen2.rope.scaling.type "yarn" is not supported`},
+		{"longrope", edit(t, qwen, setKey("qwen2.rope.scaling.type", gguf.ValueOf("longrope"))), `qwen2.rope.scaling.type "longrope" is not supported (linear, yarn and none are)`},
 		{"llama 3.1 rope factors", edit(t, archModel(t, "synth-llama3-f32"), func(kv []gguf.KV, ts []gguf.TensorSpec) ([]gguf.KV, []gguf.TensorSpec) {
-			return kv, append(ts, gguf.TensorSpec{Name: "rope_freqs.weight", Dims: []uint64{4}, Type: gguf.TypeF32, Data: make([]byte, 16)})
-		}), `tensor "rope_freqs.weight" (Llama 3.1-style RoPE frequency factors) is not supported yet`},
+			return kv, append(ts, gguf.TensorSpec{Name: "rope_freqs.weight", Dims: []uint64{3}, Type: gguf.TypeF32, Data: make([]byte, 12)})
+		}), `tensor "rope_freqs.weight" has GGUF dims [3], want [4]`},
 		{"value length", edit(t, qwen, setKey("qwen2.attention.value_length", gguf.ValueOf(uint32(16)))), `attention.value_length 16 differs from key_length 8`},
 	}
 	for _, c := range cases {

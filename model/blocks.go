@@ -5,6 +5,7 @@ import (
 
 	"github.com/weft-ml/weft/graph"
 	"github.com/weft-ml/weft/ops"
+	"github.com/weft-ml/weft/ops/ref"
 )
 
 // The building blocks every architecture lowers itself from. Each one
@@ -85,13 +86,13 @@ func (l *Lowering) SelfAttention(h int, a Attention) int {
 	q := l.Linear(h, "attn_q", "q")
 	k := l.Linear(h, "attn_k", "k")
 	v := l.Linear(h, "attn_v", "v")
-	q = l.Op(ops.RoPE, l.Name("q_rope"), l.ropeAttrs(p.Heads, a.NeoX), q, l.pos)
+	q = l.Op(ops.RoPE, l.Name("q_rope"), l.ropeAttrs(p.Heads, a.NeoX), l.ropeOperands(q)...)
 	scale := float32(1 / math.Sqrt(float64(p.HeadDim)))
 	if a.ScaleQ {
 		q = l.Op(ops.Scale, l.Name("q_scaled"), graph.Attrs{"scale": float64(scale)}, q)
 		scale = 1
 	}
-	k = l.Op(ops.RoPE, l.Name("k_rope"), l.ropeAttrs(p.KVHeads, a.NeoX), k, l.pos)
+	k = l.Op(ops.RoPE, l.Name("k_rope"), l.ropeAttrs(p.KVHeads, a.NeoX), l.ropeOperands(k)...)
 	attn := l.Op(ops.Attention, l.Name("attn"), graph.Attrs{
 		"heads": float64(p.Heads), "kv_heads": float64(p.KVHeads), "head_dim": float64(p.HeadDim),
 		"scale": float64(scale),
@@ -104,10 +105,34 @@ func (l *Lowering) ropeAttrs(heads int, neox bool) graph.Attrs {
 	if neox {
 		n = 1
 	}
-	return graph.Attrs{
+	a := graph.Attrs{
 		"heads": float64(heads), "head_dim": float64(l.P.HeadDim), "dims": float64(l.P.RopeDims),
 		"base": float64(l.P.RopeBase), "freq_scale": float64(l.P.RopeFreqScale), "neox": n,
 	}
+	if f := l.P.RopeAttnFactor; f != 0 && f != 1 {
+		a["attn_factor"] = float64(f)
+	}
+	if l.P.RopeYaRNCtx > 0 {
+		// llama.cpp's defaults: extrapolation fully mixed in (ext_factor 1)
+		// between 32 and 1 rotations over the training context.
+		corr := ref.YaRNCorrDims(l.P.RopeDims, l.P.RopeYaRNCtx, l.P.RopeBase, 32, 1)
+		a["ext_factor"], a["corr_lo"], a["corr_hi"] = 1, float64(corr[0]), float64(corr[1])
+	}
+	return a
+}
+
+// RopeFreqs is the tensor of per-pair frequency factors (Llama 3.1 and
+// later); an architecture that declares it has its RoPE divide each
+// pair's angle by its factor, as llama.cpp does.
+const RopeFreqs = "rope_freqs.weight"
+
+// ropeOperands are a RoPE node's operands: x, the positions and, when
+// the file has them, the frequency factors.
+func (l *Lowering) ropeOperands(x int) []int {
+	if l.Has(RopeFreqs) {
+		return []int{x, l.pos, l.W(RopeFreqs)}
+	}
+	return []int{x, l.pos}
 }
 
 // FFN is how an architecture's feed-forward block differs from llama's.

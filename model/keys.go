@@ -154,20 +154,37 @@ func readParams(f *gguf.File, a *Arch) (Params, error) {
 	return p, nil
 }
 
-// ropeScaling sets the position scale as llama.cpp does: 1/factor
-// whatever the scaling type (rope.scale_linear is the old key). YaRN and
-// LongRoPE also change the rotation itself, which weft's RoPE does not do
-// yet: refuse them rather than run them wrong.
+// ropeScaling reads RoPE's context scaling as llama.cpp does: the
+// position scale is 1/factor for linear and YaRN scaling
+// (rope.scale_linear is the old key) and 1 for "none"; YaRN also mixes
+// the interpolated and extrapolated angles (RopeYaRNCtx), and an
+// attention factor scales cos and sin whatever the type. LongRoPE
+// (Phi-3's per-pair long and short factors) is refused rather than run
+// wrong.
 func ropeScaling(f *gguf.File, arch string, p *Params) error {
-	if t := f.String(arch+".rope.scaling.type", "linear"); t != "linear" && t != "none" {
-		return fmt.Errorf("%s.rope.scaling.type %q is not supported (linear and none are)", arch, t)
+	kind := f.String(arch+".rope.scaling.type", "linear")
+	switch kind {
+	case "linear", "none", "yarn":
+	default:
+		return fmt.Errorf("%s.rope.scaling.type %q is not supported (linear, yarn and none are)", arch, kind)
 	}
 	if p.ropeFactor == 0 {
 		p.ropeFactor = f.Float32(arch+".rope.scale_linear", 0)
 	}
 	p.RopeFreqScale = 1
-	if p.ropeFactor > 0 {
+	if p.ropeFactor > 0 && kind != "none" {
 		p.RopeFreqScale = 1 / p.ropeFactor
+	}
+	if af := f.Float32(arch+".rope.scaling.attn_factor", 1); !(af > 0) {
+		return fmt.Errorf("%s.rope.scaling.attn_factor %v must be positive", arch, af)
+	} else if af != 1 {
+		p.RopeAttnFactor = af
+	}
+	if kind == "yarn" {
+		p.RopeYaRNCtx = int(min(f.Uint64(arch+".rope.scaling.original_context_length", uint64(p.CtxTrain)), maxDim+1))
+		if p.RopeYaRNCtx <= 0 || p.RopeYaRNCtx > maxDim {
+			return fmt.Errorf("%s.rope.scaling.original_context_length %d: want a positive context length", arch, p.RopeYaRNCtx)
+		}
 	}
 	return nil
 }

@@ -1,11 +1,6 @@
 package model
 
-import (
-	"fmt"
-
-	"github.com/weft-ml/weft/gguf"
-	"github.com/weft-ml/weft/ops"
-)
+import "github.com/weft-ml/weft/ops"
 
 // llama: RMSNorm, normal RoPE, SiLU-gated FFN, scores scaled by
 // 1/√head_dim; output tied when output.weight is absent (Llama 3.2). The
@@ -14,17 +9,10 @@ func init() {
 	mustRegister(Arch{
 		Name: "llama",
 		Keys: commonKeys(keyRMSEps),
-		Refuse: func(f *gguf.File, _ Params) error {
-			// Llama 3.1 and later scale RoPE's frequencies per pair by this
-			// tensor (llama.cpp divides each angle by its factor); weft's
-			// RoPE has no factors yet, and ignoring them gives wrong logits.
-			if _, ok := f.Tensor("rope_freqs.weight"); ok {
-				return fmt.Errorf("tensor %q (Llama 3.1-style RoPE frequency factors) is not supported yet", "rope_freqs.weight")
-			}
-			return nil
-		},
 		Tensors: func(p Params) []Tensor {
-			return append(globalTensors(p, tiedOrUntied, NoBias, NoBias), PerLayer(p, func(pre string) []Tensor {
+			// Llama 3.1 and later: RoPE frequency factors (ropeOperands).
+			global := append(globalTensors(p, tiedOrUntied, NoBias, NoBias), Vec(RopeFreqs, p.RopeDims/2).Opt())
+			return append(global, PerLayer(p, func(pre string) []Tensor {
 				ts := norm(pre+"attn_norm", p.Embd, NoBias)
 				ts = append(ts, attnTensors(p, pre, OptionalBias, OptionalBias)...)
 				ts = append(ts, norm(pre+"ffn_norm", p.Embd, NoBias)...)

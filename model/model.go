@@ -25,6 +25,12 @@ type Params struct {
 	RopeBase      float32 `json:"rope_base"`
 	RopeFreqScale float32 `json:"rope_freq_scale"`
 	RopeDims      int     `json:"rope_dims"`
+	// RopeAttnFactor scales RoPE's cos and sin (rope.scaling.attn_factor;
+	// 0 when absent or 1). RopeYaRNCtx is the training context a YaRN scaling
+	// extends (rope.scaling.original_context_length, else the context
+	// length), 0 unless rope.scaling.type is "yarn".
+	RopeAttnFactor float32 `json:"rope_attn_factor,omitempty"`
+	RopeYaRNCtx    int     `json:"rope_yarn_ctx,omitempty"`
 
 	// Read from the file and checked, not needed after lowering.
 	valueDim   int

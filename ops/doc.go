@@ -8,6 +8,7 @@
 //
 //	RMSNorm, LayerNorm   eps
 //	Scale, Softmax       scale
-//	RoPE                 heads, head_dim, dims (rotated dims), base, freq_scale, neox (0/1)
+//	RoPE                 heads, head_dim, dims (rotated dims), base, freq_scale, neox (0/1);
+//	                     YaRN: ext_factor, attn_factor, corr_lo, corr_hi (absent: plain RoPE)
 //	Attention            heads, kv_heads, head_dim, scale; the node's Layer picks its KV cache
 package ops

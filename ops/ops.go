@@ -20,7 +20,7 @@ const (
 	GELU       = "GELU"       // (x) -> tanh-approximated GELU
 	SwiGLU     = "SwiGLU"     // (gate, up) -> silu(gate) * up
 	MatMul     = "MatMul"     // (x F32[T,K], w [N,K]) -> F32[T,N]; w may be quantized
-	RoPE       = "RoPE"       // (x F32[T,H*hd], pos I32[T]) -> rotated x
+	RoPE       = "RoPE"       // (x F32[T,H*hd], pos I32[T] [, factors F32[dims/2]]) -> rotated x
 	Attention  = "Attention"  // (q, k, v, pos) -> causal GQA attention over the layer's KV cache
 )
 
@@ -38,7 +38,7 @@ func init() {
 		{Name: GELU, Arity: 1, Infer: unaryF32},
 		{Name: SwiGLU, Arity: 2, Infer: inferSame},
 		{Name: MatMul, Arity: 2, Infer: inferMatMul},
-		{Name: RoPE, Arity: 2, Infer: inferRoPE},
+		{Name: RoPE, Arity: -1, Infer: inferRoPE}, // 2 operands, or 3 with frequency factors
 		{Name: Attention, Arity: 4, Infer: inferAttention},
 	} {
 		if err := graph.Register(d); err != nil {
@@ -137,6 +137,9 @@ func inferMatMul(in []graph.Type, _ graph.Attrs) (graph.Type, error) {
 }
 
 func inferRoPE(in []graph.Type, a graph.Attrs) (graph.Type, error) {
+	if len(in) != 2 && len(in) != 3 {
+		return graph.Type{}, fmt.Errorf("takes 2 inputs (x, positions) or 3 (x, positions, frequency factors), got %d", len(in))
+	}
 	x, pos := in[0], in[1]
 	if err := isF32Matrix(x); err != nil {
 		return graph.Type{}, err
@@ -153,6 +156,15 @@ func inferRoPE(in []graph.Type, a graph.Attrs) (graph.Type, error) {
 	}
 	if a["base"] <= 0 || a["freq_scale"] <= 0 {
 		return graph.Type{}, fmt.Errorf("base %v and freq_scale %v must be positive", a["base"], a["freq_scale"])
+	}
+	if a["ext_factor"] < 0 || a["attn_factor"] < 0 || a["corr_lo"] < 0 || a["corr_hi"] < a["corr_lo"] {
+		return graph.Type{}, fmt.Errorf("YaRN ext_factor %v, attn_factor %v and correction dims [%v, %v] must be non-negative and ordered",
+			a["ext_factor"], a["attn_factor"], a["corr_lo"], a["corr_hi"])
+	}
+	if len(in) == 3 {
+		if f := in[2]; f.DType != graph.F32 || len(f.Shape) != 1 || f.Shape[0] != graph.D(int64(dims/2)) {
+			return graph.Type{}, fmt.Errorf("frequency factors %s: want F32[%d] (one per rotated pair)", f, dims/2)
+		}
 	}
 	return x, nil
 }

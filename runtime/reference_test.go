@@ -62,7 +62,12 @@ func lowerable(path string) error {
 }
 
 func checkModel(t *testing.T, path, name, refDir string) {
-	m, err := Open(path, Options{})
+	checkModelOn(t, path, name, refDir, Options{})
+}
+
+// checkModelOn is checkModel with the model opened with o (a backend).
+func checkModelOn(t *testing.T, path, name, refDir string, o Options) {
+	m, err := Open(path, o)
 	if err != nil {
 		t.Fatal(err)
 	}

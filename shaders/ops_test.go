@@ -379,11 +379,20 @@ func TestRoPE(t *testing.T) {
 	e := newEnv(t)
 	for _, c := range []struct {
 		heads, hd, dims int
-		neox            bool
-	}{{8, 8, 8, false}, {6, 48, 48, false}, {3, 64, 32, true}, {5, 80, 64, false}} {
+		neox, ext       bool // ext: frequency factors and YaRN
+	}{{8, 8, 8, false, false}, {6, 48, 48, false, false}, {3, 64, 32, true, false}, {5, 80, 64, false, false},
+		{3, 64, 64, true, true}, {2, 40, 24, false, true}} {
 		const ntok, ctx, xoff, doff, posoff = 5, 300, 3, 5, 2
 		pos := []int32{0, 1, 77, 299, 150}
 		rp := ref.RoPE{Dims: c.dims, Base: 10000, FreqScale: 1, NeoX: c.neox}
+		if c.ext {
+			rp.FreqScale, rp.ExtFactor, rp.AttnFactor = 0.25, 1, 1
+			rp.CorrDims = ref.YaRNCorrDims(c.dims, 64, rp.Base, 32, 1)
+			rp.Factors = make([]float32, c.dims/2)
+			for i := range rp.Factors {
+				rp.Factors[i] = 1 + float32(i%5)
+			}
+		}
 		width := c.heads * c.hd
 		x := e.random(ntok * width)
 		want := append([]float32(nil), x...)
@@ -394,7 +403,7 @@ func TestRoPE(t *testing.T) {
 		for i, p := range pos {
 			posw[i] = uint32(p)
 		}
-		table := vulkan.RoPETable(c.dims, 10000, 1, ctx)
+		table := vulkan.RoPETable(rp, ctx)
 		const toff = 6
 		xb, tb, sb, db := e.place(xoff, x), e.place(toff, table), e.words(posw, posoff), e.out(doff+len(x)+3)
 		e.run("rope_f32", [3]uint32{7, 1, 1}, pushWords(c.heads, c.hd, c.dims/2, map[bool]int{false: 0, true: 1}[c.neox], ntok, xoff, doff, posoff, toff), xb, tb, sb, db)

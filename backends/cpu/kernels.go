@@ -135,7 +135,11 @@ func runMatMul(s *State, v *value) error {
 
 func runRoPE(s *State, v *value) error {
 	a := v.node.Attrs
-	r := ref.RoPE{Dims: a.Int("dims"), Base: a.Float("base"), FreqScale: a.Float("freq_scale"), NeoX: a.Bool("neox")}
+	var factors []float32
+	if len(v.node.Inputs) == 3 {
+		factors = s.f32(s.input(v, 2))
+	}
+	r := ops.RoPEOf(a, factors)
 	dst := s.f32(v)
 	copy(dst, s.f32(s.input(v, 0)))
 	pos := s.ints[v.node.Inputs[1]]

@@ -57,7 +57,7 @@ var operands = map[string][]operand{
 	ops.GELU:               {opAct},
 	ops.SwiGLU:             {opAct, opAct},
 	ops.MatMul:             {opAct, opMat},
-	ops.RoPE:               {opAct, opIDs},
+	ops.RoPE:               {opAct, opIDs, opRow}, // the factors are optional (optionalOperands)
 	ops.Attention:          {opAct, opAct, opAct, opIDs},
 	ops.MatMulQKV:          {opAct, opMat, opMat, opMat},
 	ops.MatMulGateUpSwiGLU: {opAct, opMat, opMat},
@@ -70,6 +70,10 @@ var operands = map[string][]operand{
 	ops.Part:               {opAct},
 	ops.Copy:               {opAct},
 }
+
+// optionalOperands counts the trailing operands of operands' list an op
+// may leave out: RoPE without frequency factors.
+var optionalOperands = map[string]int{ops.RoPE: 1}
 
 // intAttrs lists the integer attributes a kernel sizes or indexes with,
 // and their smallest allowed value.
@@ -177,6 +181,9 @@ func checkNode(g *graph.Graph, n *graph.Node, bound map[int]string, placed bool)
 		for i := range want {
 			want[i] = opAny
 		}
+	}
+	if omitted := len(want) - len(n.Inputs); omitted > 0 && omitted <= optionalOperands[n.Op] {
+		want = want[:len(n.Inputs)]
 	}
 	if len(want) != len(n.Inputs) {
 		return fmt.Errorf("%s: %d operands, the CPU kernel reads %d", describe(n), len(n.Inputs), len(want))

@@ -3,16 +3,20 @@
 package vulkan
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/weft-ml/weft/backends"
+	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
 	"github.com/weft-ml/weft/ops"
+	"github.com/weft-ml/weft/ops/ref"
 	"github.com/weft-ml/weft/shaders"
 )
 
@@ -72,11 +76,11 @@ const (
 	kindLogits
 )
 
-// ropeParams are one set of RoPE attributes, with its own cos/sin table.
+// ropeParams are one set of RoPE attributes (with the values of its
+// frequency factors), with its own cos/sin table.
 type ropeParams struct {
-	dims      int
-	base, fs  float32
-	tableOffs int64 // element offset of its table in a Session's table buffer (per position count)
+	ref.RoPE
+	key string // equal for equal rotations: nodes share a table
 }
 
 // Step buffer layout (32-bit words): tokens, positions and rows of the
@@ -153,6 +157,29 @@ func (e *Executable) readHere(w *graph.Node) bool {
 	return false
 }
 
+// ropeOf is a RoPE node's rotation, its frequency factors read from the
+// weights: the angles are tabulated on the host (Session.uploadRoPETables).
+func (e *Executable) ropeOf(n *graph.Node, w backends.Weights) (ropeParams, error) {
+	var factors []float32
+	if len(n.Inputs) == 3 {
+		f := e.vals[n.Inputs[2]].n
+		t, ok := w.Tensor(f.Tensor)
+		if f.Op != "Weight" || !ok || t.Type != gguf.TypeF32 {
+			return ropeParams{}, fmt.Errorf("RoPE %q: its frequency factors must be an F32 weight", n.Name)
+		}
+		data := w.TensorData(t)
+		factors = make([]float32, len(data)/4)
+		for i := range factors {
+			factors[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+		}
+	}
+	r := ops.RoPEOf(n.Attrs, factors)
+	a := n.Attrs
+	key := fmt.Sprint(r.Dims, r.Base, r.FreqScale, a["ext_factor"], a["attn_factor"], a["corr_lo"], a["corr_hi"], factors)
+	r.NeoX = false // the shader pairs elements; the table is the same for both
+	return ropeParams{RoPE: r, key: key}, nil
+}
+
 func (e *Executable) prepare(n *graph.Node, w backends.Weights) error {
 	v := &e.vals[n.ID]
 	*v = value{n: n, width: int(n.Type.Shape.Inner().N), kv: -1, rope: -1}
@@ -194,9 +221,11 @@ func (e *Executable) prepare(n *graph.Node, w backends.Weights) error {
 		v.kv = len(e.attention)
 		e.attention = append(e.attention, n.ID)
 	case ops.RoPE:
-		a := n.Attrs
-		r := ropeParams{dims: a.Int("dims"), base: a.Float("base"), fs: a.Float("freq_scale")}
-		v.rope = slices.IndexFunc(e.ropes, func(q ropeParams) bool { return q.dims == r.dims && q.base == r.base && q.fs == r.fs })
+		r, err := e.ropeOf(n, w)
+		if err != nil {
+			return err
+		}
+		v.rope = slices.IndexFunc(e.ropes, func(q ropeParams) bool { return q.key == r.key })
 		if v.rope < 0 {
 			v.rope = len(e.ropes)
 			e.ropes = append(e.ropes, r)

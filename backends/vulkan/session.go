@@ -14,6 +14,7 @@ import (
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
 	"github.com/weft-ml/weft/ops"
+	"github.com/weft-ml/weft/ops/ref"
 )
 
 // Session is one session's device memory (backends.State): the
@@ -130,7 +131,7 @@ func (s *Session) uploadRoPETables() error {
 	var all []float32
 	for _, r := range s.e.ropes {
 		s.tableOff = append(s.tableOff, int64(len(all)))
-		all = append(all, RoPETable(r.dims, r.base, r.fs, s.ctx)...)
+		all = append(all, RoPETable(r.RoPE, s.ctx)...)
 	}
 	if len(all) == 0 {
 		all = []float32{0}
@@ -146,19 +147,12 @@ func (s *Session) uploadRoPETables() error {
 }
 
 // RoPETable returns the cos and sin of every rotation angle of positions
-// 0..positions-1 for rope.comp, computed exactly as ref.RoPE.Apply
-// computes them: entry (pos, i) at 2·(pos·dims/2 + i).
-func RoPETable(dims int, base, freqScale float32, positions int) []float32 {
-	half := dims / 2
-	out := make([]float32, 0, 2*half*positions)
-	thetaScale := float32(math.Pow(float64(base), float64(-2/float32(dims))))
+// 0..positions-1 for rope.comp, computed exactly as r.Apply computes them
+// (ref.RoPE.CosSin): entry (pos, i) at 2·(pos·r.Dims/2 + i).
+func RoPETable(r ref.RoPE, positions int) []float32 {
+	out := make([]float32, r.Dims*positions)
 	for pos := 0; pos < positions; pos++ {
-		theta := float32(pos)
-		for i := 0; i < half; i++ {
-			angle := freqScale * theta
-			out = append(out, float32(math.Cos(float64(angle))), float32(math.Sin(float64(angle))))
-			theta *= thetaScale
-		}
+		r.CosSin(int32(pos), out[pos*r.Dims:(pos+1)*r.Dims])
 	}
 	return out
 }
@@ -534,7 +528,7 @@ func (r *recorder) node(v *value) error {
 		_, posoff := r.operand(n.Inputs[1])
 		rp := r.s.e.ropes[v.rope]
 		total := rows * v.width
-		return r.dispatch("rope_f32", strided(total, 64), []uint32{uint32(a.Int("heads")), uint32(a.Int("head_dim")), uint32(rp.dims / 2),
+		return r.dispatch("rope_f32", strided(total, 64), []uint32{uint32(a.Int("heads")), uint32(a.Int("head_dim")), uint32(rp.Dims / 2),
 			boolWord(a.Bool("neox")), uint32(rows), xoff, doff, posoff, uint32(r.s.tableOff[v.rope])},
 			x, Whole(r.s.table), Whole(r.s.step), dst)
 	case ops.Attention:

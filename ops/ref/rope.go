@@ -3,29 +3,41 @@ package ref
 import "math"
 
 // RoPE rotates pairs of elements of each attention head by position-dependent
-// angles, as ggml_rope_ext does for the llama family (no YaRN extension, no
-// frequency factors, attention factor 1).
+// angles, as ggml_rope_ext does for the llama family, including its two
+// context-extension schemes: per-pair frequency factors (Llama 3.1's
+// rope_freqs tensor) and YaRN. The zero values of the extension fields
+// leave plain RoPE.
 type RoPE struct {
 	Dims      int     // rotated elements per head (even, <= headDim); the rest pass through
 	Base      float32 // frequency base, e.g. 10000
 	FreqScale float32 // linear position scaling; 1 for none
 	NeoX      bool    // pair element i with i+Dims/2 (GPT-NeoX) instead of i with i+1
+
+	// Factors, when set, divide pair i's angle by Factors[i] (Dims/2 values).
+	Factors []float32
+	// ExtFactor mixes YaRN's extrapolated angles into the interpolated ones
+	// for the pairs between CorrDims (0: no YaRN, as for linear scaling).
+	ExtFactor float32
+	// AttnFactor scales cos and sin (0 is taken as 1); YaRN multiplies it
+	// by 1 + 0.1·ln(1/FreqScale).
+	AttnFactor float32
+	// CorrDims are YaRN's correction range (see YaRNCorrDims).
+	CorrDims [2]float32
 }
 
 // Apply rotates one token's heads in place: x holds nHeads rows of headDim
-// elements, pos is the token's position. The angle of pair i is
-// pos·FreqScale·Base^(-2i/Dims), with Base^(-2/Dims) raised to the i-th power
-// by repeated float32 multiplication starting from pos, exactly as
-// ggml_rope_cache_init does; cos and sin are then taken in float32.
-// Preconditions: len(x) >= nHeads·headDim, Dims even and <= headDim.
+// elements, pos is the token's position. Preconditions: len(x) >=
+// nHeads·headDim, Dims even and <= headDim, len(Factors) >= Dims/2 when set.
 func (r RoPE) Apply(x []float32, nHeads, headDim int, pos int32) {
-	thetaScale := powf(r.Base, -2/float32(r.Dims))
-	theta := float32(pos)
 	half := r.Dims / 2
+	var buf [512]float32 // heads up to 512 wide need no allocation
+	cs := buf[:]
+	if r.Dims > len(buf) {
+		cs = make([]float32, r.Dims)
+	}
+	cs = r.CosSin(pos, cs)
 	for i := 0; i < half; i++ {
-		angle := r.FreqScale * theta
-		c, s := cosf(angle), sinf(angle)
-		theta *= thetaScale
+		c, s := cs[2*i], cs[2*i+1]
 		lo, hi := 2*i, 2*i+1
 		if r.NeoX {
 			lo, hi = i, i+half
@@ -39,8 +51,65 @@ func (r RoPE) Apply(x []float32, nHeads, headDim int, pos int32) {
 	}
 }
 
-// powf, cosf and sinf stand in for libm's float32 functions: evaluated in
-// float64 and rounded once, so correctly rounded in all but rare ties.
+// CosSin writes the cos and sin of every pair's angle at position pos to
+// out (cos of pair i at 2i, sin at 2i+1; len(out) >= Dims) and returns
+// it, exactly as ggml_rope_cache_init computes them: the base angle
+// pos·Base^(-2i/Dims), with Base^(-2/Dims) raised to the i-th power by
+// repeated float32 multiplication starting from pos, divided by the
+// pair's factor; then rope_yarn's interpolation, mix and magnitude, cos
+// and sin taken in float32.
+func (r RoPE) CosSin(pos int32, out []float32) []float32 {
+	thetaScale := powf(r.Base, -2/float32(r.Dims))
+	mscale := r.AttnFactor
+	if mscale == 0 {
+		mscale = 1
+	}
+	if r.ExtFactor != 0 {
+		mscale *= 1 + float32(0.1*logf(1/r.FreqScale)) // rounded: no fused multiply-add
+	}
+	theta := float32(pos)
+	for i := 0; i < r.Dims/2; i++ {
+		extrap := theta
+		if r.Factors != nil {
+			extrap = theta / r.Factors[i]
+		}
+		angle := r.FreqScale * extrap
+		if r.ExtFactor != 0 {
+			mix := yarnRamp(r.CorrDims[0], r.CorrDims[1], 2*i) * r.ExtFactor
+			angle = float32(angle*(1-mix)) + float32(extrap*mix)
+		}
+		out[2*i] = cosf(angle) * mscale
+		out[2*i+1] = sinf(angle) * mscale
+		theta *= thetaScale
+	}
+	return out
+}
+
+// yarnRamp is rope_yarn_ramp: 1 for the pairs below low (fast rotations,
+// extrapolated), 0 above high (interpolated), linear between. i0/2 is an
+// integer division, as in ggml.
+func yarnRamp(low, high float32, i0 int) float32 {
+	y := (float32(i0/2) - low) / max(0.001, high-low)
+	return 1 - min(1, max(0, y))
+}
+
+// YaRNCorrDims is ggml_rope_yarn_corr_dims: the range of rotated pairs
+// whose wavelength falls between betaFast and betaSlow rotations over
+// the training context nCtxOrig, floored and ceiled to whole dimensions
+// and clamped to [0, dims-1].
+func YaRNCorrDims(dims, nCtxOrig int, base, betaFast, betaSlow float32) [2]float32 {
+	corrDim := func(nRot float32) float32 {
+		return float32(dims) * logf(float32(nCtxOrig)/(nRot*2*float32(math.Pi))) / (2 * logf(base))
+	}
+	start := float32(math.Floor(float64(corrDim(betaFast))))
+	end := float32(math.Ceil(float64(corrDim(betaSlow))))
+	return [2]float32{max(0, start), min(float32(dims-1), end)}
+}
+
+// powf, cosf, sinf and logf stand in for libm's float32 functions:
+// evaluated in float64 and rounded once, so correctly rounded in all but
+// rare ties.
 func powf(x, y float32) float32 { return float32(math.Pow(float64(x), float64(y))) }
 func cosf(x float32) float32    { return float32(math.Cos(float64(x))) }
 func sinf(x float32) float32    { return float32(math.Sin(float64(x))) }
+func logf(x float32) float32    { return float32(math.Log(float64(x))) }
