@@ -372,3 +372,31 @@ func identity(n int) []int {
 	}
 	return p
 }
+
+// The Vulkan backend runs the same batches (sequence ids and first cells
+// in the step buffer, one KV cache of Slots·SlotCtx cells per layer): the
+// same tokens as its plain Sessions, logits within the last bits (a
+// lone token takes the matrix-vector shaders, a batch the matmul ones).
+func TestBatcherVulkan(t *testing.T) {
+	skipWithoutVulkanDevice(t)
+	m, err := Open(stories(t), Options{Backend: "vulkan", Compile: CompileOptions{Backend: "vulkan"}})
+	require.NoError(t, err)
+	defer m.Close()
+	require.Equal(t, "vulkan", m.Backend)
+	checkBatcherAgrees(t, m, 7, 0.01)
+
+	// CopyPrefix copies the cells on the device.
+	p := encodeAll(t, m, batchPrompts[1:2])[0]
+	b, err := m.NewBatcher(BatcherOptions{Slots: 2, SlotCtx: 64})
+	require.NoError(t, err)
+	defer b.Close()
+	ctx := context.Background()
+	_, err = b.Step(ctx, []SeqInput{{Slot: 0, Tokens: p[:9]}})
+	require.NoError(t, err)
+	want, err := b.Step(ctx, []SeqInput{{Slot: 0, Tokens: p[9:], Logits: true}})
+	require.NoError(t, err)
+	require.NoError(t, b.CopyPrefix(1, 0, 9))
+	got, err := b.Step(ctx, []SeqInput{{Slot: 1, Tokens: p[9:], Logits: true}})
+	require.NoError(t, err)
+	assert.Equal(t, want[0], got[0])
+}

@@ -1,8 +1,10 @@
 // Causal grouped-query attention (ops/ref Attention) over a KV cache whose
-// rows 0..pos[t] hold this batch's K and V already (kv_store). One
-// workgroup per (query head, token): gl_WorkGroupID.x is the head, y the
-// token. Query head h reads KV head h/(heads/kvheads); token t sees
-// positions 0..pos[t] (positions from the step buffer at word posoff).
+// rows 0..pos[t] of token t's sequence hold this batch's K and V already
+// (kv_store). One workgroup per (query head, token): gl_WorkGroupID.x is
+// the head, y the token. Query head h reads KV head h/(heads/kvheads);
+// token t sees positions 0..pos[t] of its sequence, the cache rows from
+// cell[t] on (positions and first cells from the step buffer at words
+// posoff and celloff).
 //
 // Numerics as the CPU backend: with KV_F16 the query is rounded to
 // binary16 for Q·Kᵀ and the probabilities for P·V; scores are the dot
@@ -21,6 +23,7 @@ layout(push_constant) uniform Push {
     uint qoff, ooff, posoff;
     float scale;
     uint aoff; // Q8_0, Q8_1: word offset of the output's activation blocks
+    uint celloff;
 } pc;
 
 layout(binding = 0) readonly buffer Q { float q[]; };
@@ -103,6 +106,7 @@ void main() {
     const uint width = pc.kvheads * hd;
     const uint kvh = h / (pc.heads / pc.kvheads);
     const uint visible = step[pc.posoff + t] + 1u;
+    const uint cell0 = step[pc.celloff + t] * width; // the sequence's first row
     const uint qbase = pc.qoff + (t * pc.heads + h) * hd;
     for (uint i = tid; i < hd; i += WG) {
 #if defined(KV_F16)
@@ -117,7 +121,7 @@ void main() {
     const bool keep = visible <= MAXS;
     float m = ninf, s = 0.0;
     for (uint j = tid; j < visible; j += WG) {
-        const float x = score(j * width + kvh * hd, hd) * pc.scale;
+        const float x = score(cell0 + j * width + kvh * hd, hd) * pc.scale;
         if (keep) {
             sc[j] = x;
         }
@@ -137,7 +141,7 @@ void main() {
         const uint j = c0 + tid;
         float p = 0.0;
         if (j < visible) {
-            const float x = keep ? sc[j] : score(j * width + kvh * hd, hd) * pc.scale;
+            const float x = keep ? sc[j] : score(cell0 + j * width + kvh * hd, hd) * pc.scale;
             p = exp(x - mx) * inv;
 #if defined(KV_F16)
             p = round_f16(p);
@@ -149,7 +153,7 @@ void main() {
         for (uint k = 0u; k < 4u; k++) {
             const uint dd = tid + k * WG;
             if (dd < hd) {
-                const uint vb = c0 * width + kvh * hd + dd;
+                const uint vb = cell0 + c0 * width + kvh * hd + dd;
                 uint jj = 0u;
                 // 8 loads at a time, summed in order.
                 for (; jj + 8u <= n; jj += 8u) {

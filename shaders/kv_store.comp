@@ -1,5 +1,7 @@
 // KV store: the batch's K and V rows (width values each, width even) go
-// to cache rows pos[t] (positions from the step buffer at word posoff).
+// to cache rows cell[t] + pos[t]: the first cell of token t's sequence
+// plus its position (both from the step buffer, at words celloff and
+// posoff).
 // KV_F16 rounds to binary16 to nearest even as ggml_cpy does (two values
 // per word); KV_F32 stores the float bits.
 #version 450
@@ -10,7 +12,7 @@ layout(constant_id = 0) const uint WG = 64;
 
 layout(push_constant) uniform Push {
     uint width, ntok;
-    uint koff, voff, posoff;
+    uint koff, voff, posoff, celloff;
 } pc;
 
 layout(binding = 0) readonly buffer K { float k[]; };
@@ -27,7 +29,7 @@ void main() {
     for (uint g = gl_GlobalInvocationID.x; g < pc.ntok * pairs; g += stride) {
         const uint t = g / pairs, i = 2u * (g % pairs);
         const uint src = t * pc.width + i;
-        const uint dst = step[pc.posoff + t] * pc.width + i;
+        const uint dst = (step[pc.celloff + t] + step[pc.posoff + t]) * pc.width + i;
 #if defined(KV_F16)
         kc[dst / 2u] = f32_to_f16(k[pc.koff + src]) | (f32_to_f16(k[pc.koff + src + 1u]) << 16);
         vc[dst / 2u] = f32_to_f16(v[pc.voff + src]) | (f32_to_f16(v[pc.voff + src + 1u]) << 16);

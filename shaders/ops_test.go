@@ -473,9 +473,12 @@ func TestAttention(t *testing.T) {
 			}
 			const koff, voff, qoff, ooff, posoff = 3, 4, 5, 6, 1
 			kb, vb := e.place(koff, k[c.pos0*w:]), e.place(voff, v[c.pos0*w:])
-			sb := e.words(pos, posoff)
+			// The batch's tokens are of one sequence, whose cells start at
+			// the cache's first (the step buffer's cells after the positions).
+			celloff := posoff + c.ntok
+			sb := e.words(append(pos, make([]uint32, c.ntok)...), posoff)
 			kind := map[bool]string{true: "f16", false: "f32"}[f16]
-			e.run("kv_store_"+kind, [3]uint32{5, 1, 1}, pushWords(w, c.ntok, koff, voff, posoff), kb, vb, sb, kc, vc)
+			e.run("kv_store_"+kind, [3]uint32{5, 1, 1}, pushWords(w, c.ntok, koff, voff, posoff, celloff), kb, vb, sb, kc, vc)
 			for name, pair := range map[string][2][]byte{"K": {kWant, nil}, "V": {vWant, nil}} {
 				buf := map[string]*vulkan.Buffer{"K": kc, "V": vc}[name]
 				got := make([]byte, n*w*elem)
@@ -485,7 +488,7 @@ func TestAttention(t *testing.T) {
 
 			qb, ob := e.place(qoff, q), e.out(ooff+len(q)+2)
 			e.run("attention_"+kind, [3]uint32{uint32(c.heads), uint32(c.ntok), 1},
-				pushWords(c.heads, c.kvHeads, c.hd, c.ntok, qoff, ooff, posoff, scale, 0), qb, sb, kc, vc, ob)
+				pushWords(c.heads, c.kvHeads, c.hd, c.ntok, qoff, ooff, posoff, scale, 0, celloff), qb, sb, kc, vc, ob)
 			abs, rel := 2e-6, 2e-5
 			if f16 {
 				// The probabilities are rounded to binary16 before P·V; exp
@@ -512,7 +515,7 @@ func TestAttention(t *testing.T) {
 				qa, qf, of := e.out(aoff+words), e.out(aoff+words), e.out(ooff+len(q)+2)
 				e.run("quantize_"+act.name, [3]uint32{3, 1, 1}, pushWords(cols, c.ntok, ooff, aoff), ob, qa)
 				e.run("attention_"+kind+"_"+act.name, [3]uint32{uint32(c.heads), uint32(c.ntok), 1},
-					pushWords(c.heads, c.kvHeads, c.hd, c.ntok, qoff, ooff, posoff, scale, aoff), qb, sb, kc, vc, of, qf)
+					pushWords(c.heads, c.kvHeads, c.hd, c.ntok, qoff, ooff, posoff, scale, aoff, celloff), qb, sb, kc, vc, of, qf)
 				require.Equal(t, f32Bits(got), f32Bits(e.readAt(of, ooff, len(q))), "attention_%s_%s %+v: values", kind, act.name, c)
 				require.Equal(t, f32Bits(e.readAt(qa, aoff, words)), f32Bits(e.readAt(qf, aoff, words)), "attention_%s_%s %+v: activations", kind, act.name, c)
 			}

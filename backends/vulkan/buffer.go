@@ -216,6 +216,34 @@ func (d *Device) Download(dst []byte, src *Buffer, off int64) error {
 	return nil
 }
 
+// CopyWithin copies n bytes of b at byte offset src to offset dst (the
+// ranges must not overlap) and waits; the copy is ordered after earlier
+// work and before later compute work.
+func (d *Device) CopyWithin(b *Buffer, dst, src, n int64) error {
+	if err := checkRange(b, src, n); err != nil {
+		return err
+	}
+	if err := checkRange(b, dst, n); err != nil {
+		return err
+	}
+	if src < dst+n && dst < src+n {
+		return fmt.Errorf("vulkan: copy of [%d, %d) onto the overlapping [%d, %d)", src, src+n, dst, dst+n)
+	}
+	if n == 0 {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.waitUploads(); err != nil {
+		return err
+	}
+	return d.transfer(func(cb vk.CommandBuffer) {
+		d.dev.CmdCopyBuffer(cb, b.buf, b.buf, []vk.BufferCopy{{SrcOffset: uint64(src), DstOffset: uint64(dst), Size: uint64(n)}})
+		d.dev.CmdPipelineBarrier(cb, vk.StageTransfer, vk.StageComputeShader, &vk.Barrier{
+			SrcAccess: vk.AccessTransferWrite, DstAccess: vk.AccessShaderRead | vk.AccessShaderWrite}, nil)
+	}, false)
+}
+
 // transfer records copy into the transfer command buffer between barriers
 // that order it after earlier compute and transfer work (and before host
 // reads when toHost), submits it and waits. d.mu must be held.

@@ -84,8 +84,13 @@ type ropeParams struct {
 }
 
 // Step buffer layout (32-bit words): tokens, positions and rows of the
-// batch, maxTokens words each.
-func (e *Executable) stepWords() int64 { return 3 * int64(e.maxTokens) }
+// batch, then each token's first KV cell (its sequence times the context:
+// the sequences' cells lie one after another in each layer's cache),
+// maxTokens words each.
+func (e *Executable) stepWords() int64 { return 4 * int64(e.maxTokens) }
+
+// cellWords is the step buffer's word offset of the tokens' first cells.
+func (e *Executable) cellWords() int { return 3 * e.maxTokens }
 
 // LoadOn loads g onto d. Every node of g runs here (placement is not
 // consulted) unless o.Placed: then only the nodes placed on "vulkan" are

@@ -25,8 +25,10 @@ import (
 // buffer changes between submissions.
 type Session struct {
 	e      *Executable
-	ctx    int
+	ctx    int // KV cells of each sequence
+	seqs   int // sequences, each with ctx cells in every layer's cache
 	kvType backends.KVType
+	segs   []backends.Segment // the running batch's sequences (check)
 
 	arena, scratch, step, out, table *Buffer
 	kc, vc                           []*Buffer
@@ -64,10 +66,11 @@ func (e *Executable) NewSession(o backends.StateOptions) (s *Session, err error)
 	if o.Ctx <= 0 {
 		return nil, fmt.Errorf("context size %d must be positive", o.Ctx)
 	}
-	if o.NumSeqs() != 1 {
-		return nil, fmt.Errorf("vulkan: %d sequences in one session are not supported yet", o.NumSeqs())
+	seqs := o.NumSeqs()
+	if int64(o.Ctx)*int64(seqs) > math.MaxInt32 {
+		return nil, fmt.Errorf("vulkan: %d sequences of %d positions are too many KV cells", seqs, o.Ctx)
 	}
-	s = &Session{e: e, ctx: o.Ctx, kvType: o.KVType, steps: map[stepKey]*Program{}, exports: map[int][]float32{}}
+	s = &Session{e: e, ctx: o.Ctx, seqs: seqs, kvType: o.KVType, steps: map[stepKey]*Program{}, exports: map[int][]float32{}}
 	if os.Getenv(ProfileEnv) == "1" {
 		s.prof = &Profiler{}
 	}
@@ -78,7 +81,7 @@ func (e *Executable) NewSession(o backends.StateOptions) (s *Session, err error)
 		}
 	}()
 	d := e.d
-	if err := e.checkSessionMemory(o.Ctx, o.KVType); err != nil {
+	if err := e.checkSessionMemory(o.Ctx*seqs, o.KVType); err != nil {
 		return s, err
 	}
 	limit := int64(d.info.MaxStorageBufferRange)
@@ -106,10 +109,10 @@ func (e *Executable) NewSession(o backends.StateOptions) (s *Session, err error)
 		if o.KVType == backends.KVF16 {
 			elem = 2
 		}
-		size := int64(o.Ctx) * int64(a.Int("kv_heads")*a.Int("head_dim")) * elem
+		size := int64(o.Ctx) * int64(seqs) * int64(a.Int("kv_heads")*a.Int("head_dim")) * elem
 		if size > limit {
-			return s, fmt.Errorf("vulkan: a KV cache of %d positions (%d MiB per layer) exceeds %s's storage-buffer range of %d MiB",
-				o.Ctx, size>>20, d.info.Name, limit>>20)
+			return s, fmt.Errorf("vulkan: a KV cache of %d positions × %d sequences (%d MiB per layer) exceeds %s's storage-buffer range of %d MiB",
+				o.Ctx, seqs, size>>20, d.info.Name, limit>>20)
 		}
 		k, err := d.Alloc(size)
 		if err != nil {
@@ -167,6 +170,34 @@ func (s *Session) KVBytes() int64 {
 		n += s.kc[i].Size() + s.vc[i].Size()
 	}
 	return n
+}
+
+// CopySeq makes the first n KV cells of sequence dst a copy of sequence
+// src's in every layer (backends.SeqCopier), on the device.
+func (s *Session) CopySeq(dst, src, n int) error {
+	if s.e == nil {
+		return errors.New("vulkan: CopySeq on a closed session")
+	}
+	if err := backends.CheckCopy(dst, src, n, s.seqs, s.ctx); err != nil {
+		return err
+	}
+	if dst == src || n == 0 {
+		return nil
+	}
+	elem := int64(4)
+	if s.kvType == backends.KVF16 {
+		elem = 2
+	}
+	for i, id := range s.e.attention {
+		a := s.e.g.Nodes[id].Attrs
+		row := int64(a.Int("kv_heads")*a.Int("head_dim")) * elem
+		for _, b := range []*Buffer{s.kc[i], s.vc[i]} {
+			if err := s.e.d.CopyWithin(b, int64(dst*s.ctx)*row, int64(src*s.ctx)*row, int64(n)*row); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Close releases the session's memory; it must not be running.
@@ -271,9 +302,11 @@ func (s *Session) begin(b backends.Batch) error {
 	e := s.e
 	words := unsafe.Slice((*uint32)(unsafe.Pointer(&s.step.Mapped()[0])), e.stepWords())
 	m := e.maxTokens
+	cells := e.cellWords()
 	for i, t := range b.Tokens {
 		words[i] = uint32(t)
 		words[m+i] = uint32(b.Positions[i])
+		words[cells+i] = uint32(b.SeqOf(i) * s.ctx)
 	}
 	for i, r := range b.Rows {
 		words[2*m+i] = uint32(r)
@@ -324,32 +357,11 @@ func (s *Session) logits(R int) []float32 {
 
 // check validates a batch as the CPU backend does.
 func (s *Session) check(b backends.Batch) error {
-	n := len(b.Tokens)
-	if n == 0 {
-		return errors.New("empty batch")
+	segs, err := backends.CheckBatch(b, s.seqs, s.ctx, s.e.maxTokens, s.segs)
+	if err != nil {
+		return err
 	}
-	if n > s.e.maxTokens {
-		return fmt.Errorf("batch of %d tokens exceeds the compiled maximum %d", n, s.e.maxTokens)
-	}
-	if len(b.Positions) != n {
-		return fmt.Errorf("%d positions for %d tokens", len(b.Positions), n)
-	}
-	for i, p := range b.Positions {
-		if int(p) != int(b.Positions[0])+i {
-			return fmt.Errorf("positions must be consecutive: got %d at index %d after %d", p, i, b.Positions[0])
-		}
-	}
-	if b.Positions[0] < 0 || int(b.Positions[0])+n > s.ctx {
-		return fmt.Errorf("context overflow: positions %d..%d do not fit a context of %d", b.Positions[0], int(b.Positions[0])+n-1, s.ctx)
-	}
-	if len(b.Rows) == 0 || len(b.Rows) > n {
-		return fmt.Errorf("%d output rows for a batch of %d", len(b.Rows), n)
-	}
-	for _, r := range b.Rows {
-		if r < 0 || int(r) >= n {
-			return fmt.Errorf("output row %d outside the batch of %d", r, n)
-		}
-	}
+	s.segs = segs
 	for _, id := range s.e.order {
 		if nd := s.e.g.Nodes[id]; nd.Op == ops.GetRows {
 			vocab := s.e.g.Nodes[nd.Inputs[0]].Type.Shape[0].N
@@ -586,13 +598,14 @@ func (r *recorder) attention(v *value, dst Range, doff uint32) error {
 	}
 	kc, vc := Whole(r.s.kc[v.kv]), Whole(r.s.vc[v.kv])
 	width := kvHeads * hd
-	if err := r.dispatch("kv_store_"+kvt, strided(r.T*width/2, 64), []uint32{uint32(width), uint32(r.T), koff, voff, posoff},
+	celloff := uint32(r.s.e.cellWords())
+	if err := r.dispatch("kv_store_"+kvt, strided(r.T*width/2, 64), []uint32{uint32(width), uint32(r.T), koff, voff, posoff, celloff},
 		k, vv, Whole(r.s.step), kc, vc); err != nil {
 		return err
 	}
 	r.p.Stamp("KVStore")
 	r.p.Barrier()
-	push := []uint32{uint32(heads), uint32(kvHeads), uint32(hd), uint32(r.T), qoff, doff, posoff, f32bits(a.Float("scale")), 0}
+	push := []uint32{uint32(heads), uint32(kvHeads), uint32(hd), uint32(r.T), qoff, doff, posoff, f32bits(a.Float("scale")), 0, celloff}
 	if kind := r.s.e.normQuant[v.n.ID]; kind != "" {
 		// The output projection's activations too (fusedNormQuant).
 		r.scratch = v.n.ID
