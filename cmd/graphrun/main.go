@@ -26,6 +26,10 @@ func main() {
 	var err error
 	if len(os.Args) > 1 && os.Args[1] == "bench" {
 		err = runBench(ctx, os.Args[2:], os.Stdout, os.Stderr)
+	} else if len(os.Args) > 1 && os.Args[1] == "serve" {
+		err = runServe(ctx, os.Args[2:], os.Stdout, os.Stderr)
+	} else if len(os.Args) > 1 && os.Args[1] == "bench-serve" {
+		err = runBenchServe(ctx, os.Args[2:], os.Stdout, os.Stderr)
 	} else {
 		err = run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	}
