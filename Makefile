@@ -51,6 +51,15 @@ BENCHES ?=
 bench: build
 	$(GO) run ./internal/cmd/benchdoc -bin $(BIN) -models out/bench -out docs/benchmarks.md $(if $(BENCHES),-benches $(BENCHES))
 
+# Serving load (graphrun bench-serve): weft's server on the TinyLlama-shaped
+# Q4_0 model with 8 slots, beside llama-server -np 8 -cb on the same file
+# when LLAMA_SERVER=/path/to/llama-server is set, measured in alternating
+# rounds; writes out/bench-serve/serve.{txt,json,svg} (LEVELS, ROUNDS,
+# MAX_TOKENS, PARALLEL: see internal/benchserve/run.sh).
+.PHONY: bench-serve
+bench-serve: build
+	BIN=$(BIN) internal/benchserve/run.sh
+
 # Kernel micro-benchmarks (GB/s, GFLOP/s).
 bench-kernels:
 	$(GO) test -run '^$$' -bench . ./quant ./backends/cpu/simd ./ops/ref
