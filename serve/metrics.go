@@ -58,6 +58,7 @@ type metrics struct {
 	prefixLookups   atomic.Uint64
 	prefixHits      atomic.Uint64
 	prefixTokens    atomic.Uint64 // prompt tokens not recomputed thanks to the cache
+	prefixCopies    atomic.Uint64 // hits whose cells were copied from another slot
 	cancelled       atomic.Uint64 // requests whose client went away
 	queueDepth      atomic.Int64
 	slotsBusy       atomic.Int64
@@ -113,6 +114,7 @@ func (m *metrics) write(w io.Writer) {
 	counter("weft_prefix_cache_lookups_total", "Requests placed in a slot.", m.prefixLookups.Load())
 	counter("weft_prefix_cache_hits_total", "Requests that reused KV cells of a cached prefix.", m.prefixHits.Load())
 	counter("weft_prefix_cache_tokens_total", "Prompt tokens taken from the prefix cache instead of computed.", m.prefixTokens.Load())
+	counter("weft_prefix_cache_copies_total", "Prefix hits whose KV cells were copied from another slot.", m.prefixCopies.Load())
 	counter("weft_requests_cancelled_total", "Generations stopped because the client went away.", m.cancelled.Load())
 	gauge("weft_queue_depth", "Requests waiting for a slot.", m.queueDepth.Load())
 	gauge("weft_slots_busy", "Slots generating for a request.", m.slotsBusy.Load())

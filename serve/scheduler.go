@@ -80,27 +80,18 @@ func (s *Server) admit() bool {
 	return true
 }
 
-// place puts j in the free slot whose cached tokens share the longest
-// prefix with its prompt and keeps that prefix (at least one prompt token
-// is evaluated, for the logits of the first generated token).
+// place puts j in a free slot with as much of its prompt's prefix as any
+// slot holds (at least one prompt token is evaluated, for the logits of
+// the first generated token).
 func (s *Server) place(j *job) {
 	s.metrics.queueDepth.Add(-1)
 	if j.ctx.Err() != nil {
 		s.metrics.cancelled.Add(1)
 		return
 	}
-	best, bestN := -1, -1
-	for i, sl := range s.slots {
-		if sl.job != nil {
-			continue
-		}
-		n := commonPrefix(s.batcher.History(i), j.prompt)
-		if n > bestN || n == bestN && sl.lastUsed.Before(s.slots[best].lastUsed) {
-			best, bestN = i, n
-		}
-	}
-	keep := min(bestN, len(j.prompt)-1)
-	if err := s.batcher.Truncate(best, keep); err != nil {
+	dst, src, n := s.pickSlot(j.prompt)
+	keep, err := s.reuse(dst, src, min(n, len(j.prompt)-1))
+	if err != nil {
 		j.out.put(event{Err: err})
 		return
 	}
@@ -112,8 +103,8 @@ func (s *Server) place(j *job) {
 	for _, id := range j.prompt {
 		smp.Accept(id)
 	}
-	j.sampler, j.dec, j.slot, j.fed = smp, s.model.Tokenizer.NewStreamDecoder(), best, keep
-	s.slots[best].job = j
+	j.sampler, j.dec, j.slot, j.fed = smp, s.model.Tokenizer.NewStreamDecoder(), dst, keep
+	s.slots[dst].job = j
 	s.metrics.slotsBusy.Add(1)
 	s.metrics.queue.observe(time.Since(j.queued))
 	s.metrics.prefixLookups.Add(1)
@@ -121,6 +112,48 @@ func (s *Server) place(j *job) {
 		s.metrics.prefixHits.Add(1)
 		s.metrics.prefixTokens.Add(uint64(keep))
 	}
+}
+
+// pickSlot chooses the free slot dst for prompt and where its prefix
+// comes from: dst's own cached tokens when no slot shares more of the
+// prompt, else the slot src (busy or free) that shares the most, whose
+// cells are copied into the least recently used free slot.
+func (s *Server) pickSlot(prompt []int32) (dst, src, n int) {
+	own, ownN, lru, far, farN := -1, -1, -1, -1, -1
+	for i, sl := range s.slots {
+		k := commonPrefix(s.batcher.History(i), prompt)
+		if k > farN {
+			far, farN = i, k
+		}
+		if sl.job != nil {
+			continue
+		}
+		if k > ownN || k == ownN && sl.lastUsed.Before(s.slots[own].lastUsed) {
+			own, ownN = i, k
+		}
+		if lru < 0 || sl.lastUsed.Before(s.slots[lru].lastUsed) {
+			lru = i
+		}
+	}
+	if farN > ownN && s.copyPrefix {
+		return lru, far, farN
+	}
+	return own, own, ownN
+}
+
+// reuse makes slot dst hold the first n tokens of slot src and returns
+// how many it holds: 0 when the backend cannot copy cells between slots
+// (dst then starts empty, and no copy is tried again).
+func (s *Server) reuse(dst, src, n int) (int, error) {
+	if dst == src {
+		return n, s.batcher.Truncate(dst, n)
+	}
+	if err := s.batcher.CopyPrefix(dst, src, n); err != nil {
+		s.copyPrefix = false
+		return 0, s.batcher.Truncate(dst, 0)
+	}
+	s.metrics.prefixCopies.Add(1)
+	return n, nil
 }
 
 // release frees j's slot; its tokens stay there as a cached prefix.

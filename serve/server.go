@@ -86,7 +86,8 @@ type Server struct {
 	stopOnce  sync.Once
 	abortOnce sync.Once
 
-	stepHook func() // tests: runs before every Batcher step
+	copyPrefix bool   // the backend copies KV cells between slots (until it fails once)
+	stepHook   func() // tests: runs before every Batcher step
 }
 
 // New starts a server on m (which it does not close).
@@ -106,7 +107,7 @@ func New(m *runtime.Model, o Options) (*Server, error) {
 	s := &Server{
 		model: m, opts: o, batcher: b, slots: make([]slot, o.Parallel),
 		metrics: newMetrics(o.Parallel * b.SlotContext()), created: time.Now().Unix(),
-		queue: make(chan *job, o.QueueSize), embeds: make(chan *embedJob, o.QueueSize),
+		copyPrefix: true, queue: make(chan *job, o.QueueSize), embeds: make(chan *embedJob, o.QueueSize),
 		stopping: make(chan struct{}), abort: make(chan struct{}), done: make(chan struct{}),
 	}
 	if o.Embeddings {

@@ -336,3 +336,22 @@ func TestChatCompletions(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, status)
 	assert.Equal(t, "messages[0].role", errorOf(t, resp)["param"])
 }
+
+// TestPrefixCopiedFromBusySlot: a request sharing a long prefix with one
+// still generating in another slot starts from a copy of its cells.
+func TestPrefixCopiedFromBusySlot(t *testing.T) {
+	s, ts := start(t, Options{Parallel: 2})
+	s.stepHook = func() { time.Sleep(time.Millisecond) }
+	system := "Lily and Ben were friends. They liked to play in the park with their ball. One day"
+	first := make(chan int, 1)
+	go func() { status, _ := post(t, ts, "/v1/completions", greedy(system, 300)); first <- status }()
+	waitFor(t, "the first request generating", func() bool { return metric(t, ts, "weft_generated_tokens_total") > 0 })
+	prompt := system + " the sun was hot"
+	status, resp := post(t, ts, "/v1/completions", greedy(prompt, 24))
+	require.Equal(t, http.StatusOK, status)
+	assert.Equal(t, reference(t, prompt, 24), choiceText(t, resp))
+	assert.Equal(t, 1.0, metric(t, ts, "weft_prefix_cache_copies_total"))
+	assert.Greater(t, metric(t, ts, "weft_prefix_cache_tokens_total"), 15.0)
+	assert.Equal(t, 1.0, metric(t, ts, "weft_slots_busy"), "the first request still runs")
+	assert.Equal(t, http.StatusOK, <-first)
+}
