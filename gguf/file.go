@@ -2,6 +2,7 @@ package gguf
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/weft-ml/weft/internal/safefile"
 )
@@ -43,6 +44,8 @@ type File struct {
 	alignAt     int64 // offset of general.alignment's type tag, for errors
 	kvIndex     map[string]int
 	tensorIndex map[string]int
+	viewMu      sync.Mutex             // guards views
+	views       map[string]*TensorInfo // resolved ViewNames (view.go)
 }
 
 // Open memory-maps path and parses its header. Close releases the mapping;
@@ -95,11 +98,12 @@ func (f *File) Lookup(key string) (Value, bool) {
 	return f.KV[i].Value, true
 }
 
-// Tensor returns the tensor called name.
+// Tensor returns the tensor called name, or the view of one that name
+// describes (see ViewName).
 func (f *File) Tensor(name string) (*TensorInfo, bool) {
 	i, ok := f.tensorIndex[name]
 	if !ok {
-		return nil, false
+		return f.view(name)
 	}
 	return &f.Tensors[i], true
 }

@@ -157,7 +157,7 @@ func TestArchErrorsNameTheProblem(t *testing.T) {
 				}
 			}
 			return kv, ts
-		}), `tensor "blk.0.attn_qkv.weight" (q, k and v fused in one tensor) is not supported yet`},
+		}), `tensor "blk.0.attn_qkv.weight" has GGUF dims [128 128], want [128 384]`},
 		{"key of the wrong type", edit(t, qwen, setKey("qwen2.embedding_length", gguf.ValueOf("wide"))), `hyperparameter qwen2.embedding_length is wide (string), want a non-negative integer`},
 		{"required key missing", edit(t, qwen, func(kv []gguf.KV, ts []gguf.TensorSpec) ([]gguf.KV, []gguf.TensorSpec) {
 			for i := range kv {

@@ -67,6 +67,35 @@ func (l *Lowering) linearWith(x int, tensor, weight, name string) int {
 	return y
 }
 
+// projectQKV is the q, k and v projections of h, read from separate
+// attn_q, attn_k and attn_v tensors or from one attn_qkv tensor holding
+// their rows one after another (older Phi-2 files, Phi-3): each part is
+// then a view of the fused tensor (gguf.ViewName), a projection like the
+// others, which the passes may fuse again.
+func (l *Lowering) projectQKV(h int) (q, k, v int) {
+	fused := l.Name("attn_qkv")
+	if !l.Has(fused + ".weight") {
+		if !l.Has(l.Name("attn_q.weight")) {
+			l.fail("missing tensor %q (or %q)", l.Name("attn_q.weight"), fused+".weight")
+		}
+		return l.Linear(h, "attn_q", "q"), l.Linear(h, "attn_k", "k"), l.Linear(h, "attn_v", "v")
+	}
+	p := l.P
+	parts := []struct {
+		name      string
+		from, len int
+	}{{"q", 0, p.QWidth()}, {"k", p.QWidth(), p.KVWidth()}, {"v", p.QWidth() + p.KVWidth(), p.KVWidth()}}
+	out := make([]int, 3)
+	for i, part := range parts {
+		y := l.Op(ops.MatMul, l.Name(part.name), nil, h, l.view(fused+".weight", part.from, part.len))
+		if l.Has(fused + ".bias") {
+			y = l.Op(ops.Add, l.Name(part.name)+"_b", nil, y, l.view(fused+".bias", part.from, part.len))
+		}
+		out[i] = y
+	}
+	return out[0], out[1], out[2]
+}
+
 // Attention is how an architecture's self-attention differs from llama's.
 type Attention struct {
 	// NeoX rotates pairs (i, i+dims/2) instead of (2i, 2i+1).
@@ -83,9 +112,7 @@ type Attention struct {
 // layer's KV cache, and the output projection with an optional bias.
 func (l *Lowering) SelfAttention(h int, a Attention) int {
 	p := l.P
-	q := l.Linear(h, "attn_q", "q")
-	k := l.Linear(h, "attn_k", "k")
-	v := l.Linear(h, "attn_v", "v")
+	q, k, v := l.projectQKV(h)
 	q = l.Op(ops.RoPE, l.Name("q_rope"), l.ropeAttrs(p.Heads, a.NeoX), l.ropeOperands(q)...)
 	scale := float32(1 / math.Sqrt(float64(p.HeadDim)))
 	if a.ScaleQ {

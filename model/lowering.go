@@ -91,6 +91,31 @@ func (l *Lowering) W(name string) int {
 	return id
 }
 
+// view returns the Weight node of rows [from, from+n) of the declared
+// tensor name (elements, for a vector): see gguf.ViewName.
+func (l *Lowering) view(name string, from, n int) int {
+	d, ok := l.decls[name]
+	if !ok {
+		return l.fail("the lowering reads tensor %q, which is absent or was not declared", name)
+	}
+	vname := gguf.ViewName(name, from, from+n)
+	if id, ok := l.weights[vname]; ok {
+		return id
+	}
+	t, ok := l.f.Tensor(vname)
+	if !ok {
+		return l.fail("tensor %q has no rows [%d, %d)", name, from, from+n)
+	}
+	shape := make(graph.Shape, len(d.Shape))
+	for i, n := range d.Shape {
+		shape[i] = graph.D(int64(n))
+	}
+	shape[0] = graph.D(int64(n))
+	id := l.b.Weight(vname, graph.Type{DType: t.Type, Shape: shape})
+	l.weights[vname] = id
+	return id
+}
+
 // Op appends an op node named name (not prefixed: see Name).
 func (l *Lowering) Op(op, name string, attrs graph.Attrs, inputs ...int) int {
 	for _, in := range inputs {

@@ -133,6 +133,24 @@ func attnTensors(p Params, pre string, qkv, out Bias) []Tensor {
 	return append(ts, linear(pre+"attn_output", p.Embd, p.QWidth(), out)...)
 }
 
+// fusedOrSeparateQKV declares one layer's attention projections when the
+// q, k and v rows may be stored in one attn_qkv tensor instead of three
+// (with bias b): every one optional, the lowering checks that one form is
+// there (projectQKV).
+func fusedOrSeparateQKV(p Params, pre string, b Bias) []Tensor {
+	qkv := linear(pre+"attn_qkv", p.QWidth()+2*p.KVWidth(), p.Embd, b)
+	ts := attnTensors(p, pre, b, b)
+	for i := range ts {
+		if !strings.HasPrefix(ts[i].Name, pre+"attn_output") {
+			ts[i].Optional = true
+		}
+	}
+	for i := range qkv {
+		qkv[i].Optional = true
+	}
+	return append(ts, qkv...)
+}
+
 // ffnTensors declares one layer's feed-forward projections (gate only
 // when gated), all with bias b.
 func ffnTensors(p Params, pre string, gated bool, b Bias) []Tensor {

@@ -124,4 +124,3 @@ func evalPrompt(t *testing.T, path, prompt string) []float32 {
 	require.NoError(t, err)
 	return out
 }
-
