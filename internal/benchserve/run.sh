@@ -17,6 +17,10 @@ THREADS=${THREADS:-$(nproc)}
 LLAMA_SERVER=${LLAMA_SERVER:-}
 WEFT_PORT=${WEFT_PORT:-18080}
 LLAMA_PORT=${LLAMA_PORT:-18081}
+# Commands put before the servers and the client, e.g. SERVER_PREFIX="taskset -c 0,1"
+# CLIENT_PREFIX="taskset -c 2" on a bigger machine, to give the servers two quiet cores.
+SERVER_PREFIX=${SERVER_PREFIX:-}
+CLIENT_PREFIX=${CLIENT_PREFIX:-}
 
 mkdir -p "$OUT" "$(dirname "$MODEL")"
 if [ ! -f "$MODEL" ]; then
@@ -28,28 +32,38 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT INT TERM
 
-# wait_ready URL LOG: until /health answers 200 (llama-server answers 503
+# healthy PORT: /health answers 200 (bash's /dev/tcp: no curl needed).
+healthy() {
+	local line
+	exec 3<>"/dev/tcp/127.0.0.1/$1" 2>/dev/null || return 1
+	printf 'GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+	read -r line <&3 || true
+	exec 3<&-
+	[[ $line == *" 200 "* ]]
+}
+
+# wait_ready PORT LOG: until /health answers 200 (llama-server answers 503
 # while loading), or the server has died.
 wait_ready() {
 	for _ in $(seq 1 600); do
-		if curl -sf "$1/health" >/dev/null 2>&1; then return 0; fi
+		if healthy "$1"; then return 0; fi
 		if ! kill -0 "${pids[-1]}" 2>/dev/null; then echo "server exited:"; tail -20 "$2"; return 1; fi
 		sleep 0.5
 	done
 	echo "$1 not ready after 5 minutes"; return 1
 }
 
-"$BIN/graphrun" serve "$MODEL" --host 127.0.0.1 --port "$WEFT_PORT" --parallel "$PARALLEL" --ctx "$SLOT_CTX" \
+$SERVER_PREFIX "$BIN/graphrun" serve "$MODEL" --host 127.0.0.1 --port "$WEFT_PORT" --parallel "$PARALLEL" --ctx "$SLOT_CTX" \
 	--threads "$THREADS" >"$OUT/weft.log" 2>&1 &
 pids+=($!)
-wait_ready "http://127.0.0.1:$WEFT_PORT" "$OUT/weft.log"
+wait_ready "$WEFT_PORT" "$OUT/weft.log"
 urls=("http://127.0.0.1:$WEFT_PORT") labels=weft
 if [ -n "$LLAMA_SERVER" ]; then
-	"$LLAMA_SERVER" -m "$MODEL" --host 127.0.0.1 --port "$LLAMA_PORT" -np "$PARALLEL" -cb -c $((PARALLEL * SLOT_CTX)) \
+	$SERVER_PREFIX "$LLAMA_SERVER" -m "$MODEL" --host 127.0.0.1 --port "$LLAMA_PORT" -np "$PARALLEL" -cb -c $((PARALLEL * SLOT_CTX)) \
 		-t "$THREADS" -tb "$THREADS" >"$OUT/llama-server.log" 2>&1 &
 	pids+=($!)
-	wait_ready "http://127.0.0.1:$LLAMA_PORT" "$OUT/llama-server.log"
+	wait_ready "$LLAMA_PORT" "$OUT/llama-server.log"
 	urls+=("http://127.0.0.1:$LLAMA_PORT") labels=weft,llama-server
 fi
-"$BIN/graphrun" bench-serve "${urls[@]}" --labels "$labels" --concurrency "$LEVELS" --rounds "$ROUNDS" \
+$CLIENT_PREFIX "$BIN/graphrun" bench-serve "${urls[@]}" --labels "$labels" --concurrency "$LEVELS" --rounds "$ROUNDS" \
 	--requests "$REQUESTS" --max-tokens "$MAX_TOKENS" --svg "$OUT/serve.svg" --json "$OUT/serve.json" | tee "$OUT/serve.txt"
