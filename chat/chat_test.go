@@ -46,3 +46,34 @@ func TestGuess(t *testing.T) {
 	assert.Equal(t, "chatml", guess("qwen2", vocab()))
 	assert.Equal(t, "llama-2", guess("llama", vocab()))
 }
+
+func TestParseRefusesWhatDoesNotRender(t *testing.T) {
+	_, err := Parse("{{ messages|nosuchfilter }}", "", "")
+	require.ErrorContains(t, err, "does not render a user message")
+	_, err = Parse("{% for %}", "", "")
+	require.ErrorContains(t, err, "parsing the Jinja template")
+	tm, err := Parse("{{ raise_exception('only at render') if messages|length > 1 }}ok", "", "")
+	require.NoError(t, err)
+	_, err = tm.Render([]Message{{"user", "a"}, {"user", "b"}}, true)
+	require.ErrorContains(t, err, "only at render")
+}
+
+// A template that loops forever is stopped by the limits with an error.
+func TestRenderHostile(t *testing.T) {
+	tm, err := Parse("{% if messages|length > 1 %}{% for i in range(1000000000) %}{% endfor %}{% endif %}x", "", "")
+	require.NoError(t, err)
+	_, err = tm.Render([]Message{{"user", "a"}, {"user", "b"}}, true)
+	require.ErrorContains(t, err, "exceeded its limits")
+}
+
+func TestStopsFromSource(t *testing.T) {
+	tm, err := Parse("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}", "", "<|endoftext|>")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"<|im_end|>", "<|endoftext|>"}, tm.Stops())
+	assert.Equal(t, "jinja", tm.Name())
+}
+
+func TestMergeSystem(t *testing.T) {
+	got := mergeSystem([]Message{{"system", "A"}, {"system", "B"}, {"user", "u"}, {"assistant", "x"}, {"user", ""}})
+	assert.Equal(t, []Message{{"user", "A\nB\nu"}, {"assistant", "x"}, {"user", ""}}, got)
+}

@@ -169,3 +169,24 @@ func TestNamedUnknown(t *testing.T) {
 		assert.NotEmpty(t, tm.Stops(), n)
 	}
 }
+
+// TestJinjaConformance: every case the Jinja path supports reproduces
+// llama.cpp's Jinja output (expected_jinja, or expected where equal).
+func TestJinjaConformance(t *testing.T) {
+	for _, c := range loadConformance(t) {
+		if !c.SupportedWithJinja {
+			continue
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			tm, err := Parse(c.Template, c.BOS, c.EOS)
+			require.NoError(t, err)
+			out, err := tm.Render(conversation, true)
+			require.NoError(t, err)
+			want := c.ExpectedJinja
+			if want == "" {
+				want = c.Expected
+			}
+			assert.Equal(t, want, out)
+		})
+	}
+}
