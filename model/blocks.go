@@ -156,8 +156,12 @@ const RopeFreqs = "rope_freqs.weight"
 // ropeOperands are a RoPE node's operands: x, the positions and, when
 // the file has them, the frequency factors.
 func (l *Lowering) ropeOperands(x int) []int {
-	if l.Has(RopeFreqs) {
-		return []int{x, l.pos, l.W(RopeFreqs)}
+	factors := l.ropeFactors
+	if factors == "" && l.Has(RopeFreqs) {
+		factors = RopeFreqs
+	}
+	if factors != "" {
+		return []int{x, l.pos, l.W(factors)}
 	}
 	return []int{x, l.pos}
 }
@@ -169,6 +173,10 @@ type FFN struct {
 	// Gated computes act(gate·h) ⊙ (up·h) (llama, qwen2, gemma); otherwise
 	// act(up·h) (phi2).
 	Gated bool
+	// GateInUp reads a gated FFN's gate and up rows from one ffn_up
+	// tensor of twice the width, gate first (Phi-3; llama.cpp's SWIGLU
+	// split), as views of it.
+	GateInUp bool
 }
 
 // FeedForward is llm_build_ffn on the normalised input h: the up (and
@@ -181,8 +189,15 @@ func (l *Lowering) FeedForward(h int, f FFN) int {
 	}
 	var cur int
 	if f.Gated {
-		gate := l.Linear(h, "ffn_gate", "ffn_gate")
-		up := l.Linear(h, "ffn_up", "ffn_up")
+		var gate, up int
+		if f.GateInUp {
+			w, n := l.Name("ffn_up.weight"), l.P.FFN
+			gate = l.Op(ops.MatMul, l.Name("ffn_gate"), nil, h, l.view(w, 0, n))
+			up = l.Op(ops.MatMul, l.Name("ffn_up"), nil, h, l.view(w, n, n))
+		} else {
+			gate = l.Linear(h, "ffn_gate", "ffn_gate")
+			up = l.Linear(h, "ffn_up", "ffn_up")
+		}
 		cur = l.Op(f.Act, l.Name(actName), nil, gate)
 		cur = l.Op(ops.Mul, l.Name("ffn_gate_par"), nil, cur, up)
 	} else {

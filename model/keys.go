@@ -180,6 +180,7 @@ func ropeScaling(f *gguf.File, arch string, p *Params) error {
 	} else if af != 1 {
 		p.RopeAttnFactor = af
 	}
+	p.ropeOrigCtx = int(min(f.Uint64(arch+".rope.scaling.original_context_length", 0), maxCtx))
 	if kind == "yarn" {
 		p.RopeYaRNCtx = int(min(f.Uint64(arch+".rope.scaling.original_context_length", uint64(p.CtxTrain)), maxDim+1))
 		if p.RopeYaRNCtx <= 0 || p.RopeYaRNCtx > maxDim {

@@ -23,6 +23,9 @@ type Lowering struct {
 	err     error
 
 	tokens, pos, rows int // graph inputs
+	// ropeFactors names the tensor of RoPE frequency factors every RoPE
+	// reads ("": rope_freqs.weight when the file has it).
+	ropeFactors string
 }
 
 func newLowering(f *gguf.File, p Params, decls map[string]Tensor) *Lowering {

@@ -31,10 +31,18 @@ type Params struct {
 	// length), 0 unless rope.scaling.type is "yarn".
 	RopeAttnFactor float32 `json:"rope_attn_factor,omitempty"`
 	RopeYaRNCtx    int     `json:"rope_yarn_ctx,omitempty"`
+	// CtxLimit is the largest context weft runs the model at exactly to
+	// llama.cpp (0: the training context): beyond it llama.cpp would use
+	// something weft does not implement yet (Phi-3's sliding window, its
+	// long LongRoPE factors).
+	CtxLimit int `json:"ctx_limit,omitempty"`
 
 	// Read from the file and checked, not needed after lowering.
 	valueDim   int
 	ropeFactor float32
+	// Read for the lowering (phi3): the attention window and
+	// rope.scaling.original_context_length (0 when absent).
+	slidingWindow, ropeOrigCtx int
 }
 
 // KVWidth is the width of one token's K (or V) row in a layer's cache.
@@ -161,6 +169,7 @@ func lower(f *gguf.File, a *Arch) (*Lowered, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.CtxLimit = l.P.CtxLimit // the one parameter a lowering may set
 	return &Lowered{Graph: g, Params: p}, nil
 }
 

@@ -217,6 +217,12 @@ func (o CompileOptions) resolve(p model.Params) (RunParams, error) {
 		if p.CtxTrain > 0 {
 			r.Ctx = min(r.Ctx, p.CtxTrain)
 		}
+		if p.CtxLimit > 0 {
+			r.Ctx = min(r.Ctx, p.CtxLimit)
+		}
+	}
+	if err := checkCtx(p, r.Ctx); err != nil {
+		return r, err
 	}
 	if r.Batch == 0 {
 		r.Batch = 512
@@ -252,4 +258,14 @@ func (p *Plan) adoptPacked(buf []byte, free func() error, err error) ([]byte, er
 		return err
 	}
 	return buf, nil
+}
+
+// checkCtx refuses a context beyond the model's CtxLimit: past it
+// llama.cpp changes the computation in a way weft does not implement yet.
+func checkCtx(p model.Params, ctx int) error {
+	if p.CtxLimit > 0 && ctx > p.CtxLimit {
+		return fmt.Errorf("context of %d tokens: weft runs this %s model at up to %d (beyond it llama.cpp uses a sliding attention window or long RoPE factors, not implemented yet); use --ctx %d or less",
+			ctx, p.Arch, p.CtxLimit, p.CtxLimit)
+	}
+	return nil
 }

@@ -77,6 +77,9 @@ func (m *Model) newSession(o SessionOptions, seqs int) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkCtx(m.Plan.Params, o.Ctx); err != nil {
+		return nil, err
+	}
 	m.life.RLock()
 	defer m.life.RUnlock()
 	if m.closed {
@@ -137,6 +140,26 @@ func (s *Session) Reset() error {
 		return ErrClosed
 	}
 	s.truncate(0)
+	return nil
+}
+
+// Truncate drops the tokens from position n on, keeping the KV cache of
+// the first n: a caller that re-sends a conversation evaluates only what
+// follows the prefix it shares with History. n must be within 0..Pos().
+// It fails with ErrSessionBusy while another call runs, and with
+// ErrClosed once the model is closed.
+func (s *Session) Truncate(n int) error {
+	if err := s.claim(); err != nil {
+		return err
+	}
+	defer s.unclaim()
+	if s.m.isClosed() {
+		return ErrClosed
+	}
+	if n < 0 || n > s.Pos() {
+		return fmt.Errorf("truncate to %d tokens: the session holds %d", n, s.Pos())
+	}
+	s.truncate(n)
 	return nil
 }
 

@@ -1,0 +1,154 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weft-ml/weft/gguf"
+)
+
+// phi3Fixtures are small random-weight Phi-3 models written by
+// writePhi3 (stories260K's vocabulary): "synth-phi3" as Phi-3-mini-4k is
+// laid out (fused attn_qkv and gate-up ffn_up), and "synth-phi3-longrope"
+// as Phi-3-mini-128k (LongRoPE short and long factors, an attention
+// factor, original context 4096). testdata/phi3/README.md says how their
+// llama.cpp references were made.
+var phi3Fixtures = map[string]phi3Shape{
+	"synth-phi3":          {ctxTrain: 4096, window: 4096},
+	"synth-phi3-longrope": {ctxTrain: 131072, window: 262144, longRoPE: true},
+}
+
+type phi3Shape struct {
+	ctxTrain, window int
+	longRoPE         bool
+}
+
+// Dimensions of the fixtures: 4 heads of 16 over 2 KV heads.
+const (
+	phi3Embd, phi3Heads, phi3KVHeads, phi3FFN, phi3Layers = 64, 4, 2, 128, 2
+	phi3HeadDim                                           = phi3Embd / phi3Heads
+)
+
+// writePhi3 writes a fixture to dir and returns its path. The weights are
+// N(0, 0.05) from a fixed PCG stream, norms 1: the same bytes every time.
+func writePhi3(t *testing.T, dir, name string, sh phi3Shape) string {
+	t.Helper()
+	voc, err := gguf.Open(filepath.Join("..", "testdata", "stories260K.gguf"))
+	require.NoError(t, err)
+	defer voc.Close()
+	u32 := func(v int) gguf.Value { return gguf.ValueOf(uint32(v)) }
+	kv := []gguf.KV{
+		{Key: "general.architecture", Value: gguf.ValueOf("phi3")},
+		{Key: "phi3.context_length", Value: u32(sh.ctxTrain)},
+		{Key: "phi3.embedding_length", Value: u32(phi3Embd)},
+		{Key: "phi3.feed_forward_length", Value: u32(phi3FFN)},
+		{Key: "phi3.block_count", Value: u32(phi3Layers)},
+		{Key: "phi3.attention.head_count", Value: u32(phi3Heads)},
+		{Key: "phi3.attention.head_count_kv", Value: u32(phi3KVHeads)},
+		{Key: "phi3.attention.layer_norm_rms_epsilon", Value: gguf.ValueOf(float32(1e-5))},
+		{Key: "phi3.rope.dimension_count", Value: u32(phi3HeadDim)},
+		{Key: "phi3.rope.freq_base", Value: gguf.ValueOf(float32(10000))},
+		{Key: "phi3.attention.sliding_window", Value: u32(sh.window)},
+	}
+	if sh.longRoPE {
+		kv = append(kv,
+			gguf.KV{Key: "phi3.rope.scaling.original_context_length", Value: u32(4096)},
+			gguf.KV{Key: "phi3.rope.scaling.attn_factor", Value: gguf.ValueOf(float32(1.19))})
+	}
+	for _, e := range voc.KV {
+		if strings.HasPrefix(e.Key, "tokenizer.") {
+			kv = append(kv, e)
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 0xfeed))
+	vocab := int(voc.Tensors[0].Dims[1])
+	if ti, ok := voc.Tensor("token_embd.weight"); ok {
+		vocab = int(ti.Dims[1])
+	}
+	f32 := func(name string, rows, cols int, fill func() float32) gguf.TensorSpec {
+		data := make([]byte, 4*rows*cols)
+		for i := range rows * cols {
+			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(fill()))
+		}
+		dims := []uint64{uint64(cols), uint64(rows)}
+		if rows == 1 {
+			dims = []uint64{uint64(cols)}
+		}
+		return gguf.TensorSpec{Name: name, Dims: dims, Type: gguf.TypeF32, Data: data}
+	}
+	normal := func() float32 { return float32(0.05 * rng.NormFloat64()) }
+	one := func() float32 { return 1 }
+	ts := []gguf.TensorSpec{
+		f32("token_embd.weight", vocab, phi3Embd, normal),
+		f32("output_norm.weight", 1, phi3Embd, one),
+		f32("output.weight", vocab, phi3Embd, normal),
+	}
+	if sh.longRoPE {
+		short, long := 1.0, 1.0
+		ts = append(ts,
+			f32("rope_factors_short.weight", 1, phi3HeadDim/2, func() float32 { short *= 1.1; return float32(short) }),
+			f32("rope_factors_long.weight", 1, phi3HeadDim/2, func() float32 { long *= 1.7; return float32(long) }))
+	}
+	qkv := phi3Embd + 2*phi3KVHeads*phi3HeadDim
+	for il := range phi3Layers {
+		pre := fmt.Sprintf("blk.%d.", il)
+		ts = append(ts,
+			f32(pre+"attn_norm.weight", 1, phi3Embd, one),
+			f32(pre+"attn_qkv.weight", qkv, phi3Embd, normal),
+			f32(pre+"attn_output.weight", phi3Embd, phi3Embd, normal),
+			f32(pre+"ffn_norm.weight", 1, phi3Embd, one),
+			f32(pre+"ffn_up.weight", 2*phi3FFN, phi3Embd, normal),
+			f32(pre+"ffn_down.weight", phi3Embd, phi3FFN, normal))
+	}
+	path := filepath.Join(dir, name+".gguf")
+	require.NoError(t, gguf.WriteFile(path, kv, ts))
+	return path
+}
+
+// Phi-3 (fused attn_qkv, gate and up in ffn_up, LongRoPE's short factors
+// with an attention factor) meets llama.cpp's references on the CPU and
+// on Vulkan. WEFT_PHI3_FIXTURES=DIR also writes the models there, to make
+// the references (testdata/phi3/README.md).
+func TestPhi3References(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end reference comparison: skipped in -short mode")
+	}
+	dir := t.TempDir()
+	if out := os.Getenv("WEFT_PHI3_FIXTURES"); out != "" {
+		dir = out
+	}
+	refs := filepath.Join("..", "testdata", "phi3", "reference")
+	for name, sh := range phi3Fixtures {
+		path := writePhi3(t, dir, name, sh)
+		for _, backend := range []string{"cpu", "vulkan"} {
+			t.Run(name+"/"+backend, func(t *testing.T) {
+				if backend == "vulkan" {
+					skipWithoutVulkanDevice(t)
+				}
+				checkModelOn(t, path, name, refs, Options{Backend: backend, Compile: CompileOptions{Backend: backend}})
+			})
+		}
+	}
+}
+
+// A context past the sliding window (or LongRoPE's original context) is
+// refused with the limit and the flag, at compile and at session time.
+func TestPhi3ContextLimit(t *testing.T) {
+	path := writePhi3(t, t.TempDir(), "synth-phi3-window", phi3Shape{ctxTrain: 4096, window: 1024})
+	_, err := Compile(path, CompileOptions{Ctx: 2048})
+	require.ErrorContains(t, err, "context of 2048 tokens: weft runs this phi3 model at up to 1024")
+	m, err := Open(path, Options{})
+	require.NoError(t, err)
+	defer m.Close()
+	require.Equal(t, 1024, m.Plan.Run.Ctx, "the default context stops at the limit")
+	_, err = m.NewSession(SessionOptions{Ctx: 1025})
+	require.ErrorContains(t, err, "use --ctx 1024 or less")
+}
