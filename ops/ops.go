@@ -21,7 +21,7 @@ const (
 	SwiGLU     = "SwiGLU"     // (gate, up) -> silu(gate) * up
 	MatMul     = "MatMul"     // (x F32[T,K], w [N,K]) -> F32[T,N]; w may be quantized
 	RoPE       = "RoPE"       // (x F32[T,H*hd], pos I32[T] [, factors F32[dims/2]]) -> rotated x
-	Attention  = "Attention"  // (q, k, v, pos) -> causal GQA attention over the layer's KV cache
+	Attention  = "Attention"  // (q, k, v, pos) -> causal GQA attention over the layer's KV cache, each token over its own sequence's cells (backends.Batch.Seqs)
 )
 
 func init() {
