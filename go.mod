@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/ebitengine/purego v0.11.3
+	github.com/google/shlex v0.0.0-20191202100458-e7afc7fbc510
 	github.com/stretchr/testify v1.11.1
 	golang.org/x/sys v0.38.0
 	gonum.org/v1/gonum v0.16.0

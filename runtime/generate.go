@@ -70,6 +70,22 @@ func perSecond(n int, d time.Duration) float64 {
 // wrapping ErrClosed. onToken and o.PromptLogits run while Generate holds
 // the session: calling the session from them returns ErrSessionBusy.
 func (s *Session) Generate(ctx context.Context, prompt string, o GenerateOptions, onToken func(id int32, text string) error) (*Result, error) {
+	ids, err := s.m.Tokenizer.Encode(prompt, !o.NoBOS, o.ParseSpecial)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizing the prompt: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil, errors.New("empty prompt: nothing to evaluate (give a prompt, or let the model add its BOS token)")
+	}
+	return s.GenerateTokens(ctx, ids, o, onToken)
+}
+
+// GenerateTokens is Generate for a prompt already tokenized (o.NoBOS and
+// o.ParseSpecial do not apply): it appends ids to the session and samples
+// the reply. With Truncate, it lets a chat keep the KV cache of the prefix
+// a re-rendered conversation shares with History and evaluate only the
+// rest.
+func (s *Session) GenerateTokens(ctx context.Context, ids []int32, o GenerateOptions, onToken func(id int32, text string) error) (*Result, error) {
 	if err := s.claim(); err != nil {
 		return nil, err
 	}
@@ -77,13 +93,8 @@ func (s *Session) Generate(ctx context.Context, prompt string, o GenerateOptions
 	if s.m.isClosed() {
 		return nil, ErrClosed
 	}
-	tok := s.m.Tokenizer
-	ids, err := tok.Encode(prompt, !o.NoBOS, o.ParseSpecial)
-	if err != nil {
-		return nil, fmt.Errorf("tokenizing the prompt: %w", err)
-	}
 	if len(ids) == 0 {
-		return nil, errors.New("empty prompt: nothing to evaluate (give a prompt, or let the model add its BOS token)")
+		return nil, errors.New("no prompt tokens: nothing to evaluate")
 	}
 	if s.Pos()+len(ids) >= s.Context() {
 		return nil, fmt.Errorf("%w: the prompt has %d tokens, the context %d (with %d already used)", ErrContextFull, len(ids), s.Context(), s.Pos())

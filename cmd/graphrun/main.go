@@ -19,6 +19,9 @@ import (
 // its summary (and its --json object, stop_reason "cancelled"); a second
 // signal exits at once.
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "chat" { // Ctrl-C stops a reply, not the program
+		os.Exit(chatMain(os.Args[2:]))
+	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
