@@ -1,11 +1,13 @@
 package chat
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/runtime"
 )
 
@@ -76,4 +78,45 @@ func TestStopsFromSource(t *testing.T) {
 func TestMergeSystem(t *testing.T) {
 	got := mergeSystem([]Message{{"system", "A"}, {"system", "B"}, {"user", "u"}, {"assistant", "x"}, {"user", ""}})
 	assert.Equal(t, []Message{{"user", "A\nB\nu"}, {"assistant", "x"}, {"user", ""}}, got)
+}
+
+// withTemplate writes a copy of stories260K whose metadata carries the
+// given chat template.
+func withTemplate(t *testing.T, src string) string {
+	f, err := gguf.Open("../testdata/stories260K.gguf")
+	require.NoError(t, err)
+	defer f.Close()
+	kv := append(append([]gguf.KV(nil), f.KV...), gguf.KV{Key: "tokenizer.chat_template", Value: gguf.ValueOf(src)})
+	var ts []gguf.TensorSpec
+	for i := range f.Tensors {
+		ti := &f.Tensors[i]
+		ts = append(ts, gguf.TensorSpec{Name: ti.Name, Dims: ti.Dims, Type: ti.Type, Data: f.TensorData(ti)})
+	}
+	path := filepath.Join(t.TempDir(), "stories-chat.gguf")
+	require.NoError(t, gguf.WriteFile(path, kv, ts))
+	return path
+}
+
+// A file's own template is rendered as Jinja with the tokenizer's BOS and
+// EOS; one that does not parse falls back to the format it spells.
+func TestFromModelJinja(t *testing.T) {
+	src := "{{ bos_token }}{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}" +
+		"{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+	m, err := runtime.Open(withTemplate(t, src), runtime.Options{Threads: 1})
+	require.NoError(t, err)
+	defer m.Close()
+	tm, err := FromModel(m)
+	require.NoError(t, err)
+	assert.Equal(t, "jinja (the file's tokenizer.chat_template)", tm.Name())
+	out, err := tm.Render([]Message{{"user", "Hi"}}, true)
+	require.NoError(t, err)
+	assert.Equal(t, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", out, "the leading BOS (<s>) is cut")
+	assert.Equal(t, []string{"<|im_end|>", "</s>"}, tm.Stops())
+
+	broken, err := runtime.Open(withTemplate(t, "{% for m in messages %}<|im_start|>{{ m.role | nosuchfilter }}{% endfor %}"), runtime.Options{Threads: 1})
+	require.NoError(t, err)
+	defer broken.Close()
+	tm, err = FromModel(broken)
+	require.NoError(t, err)
+	assert.Contains(t, tm.Name(), "chatml (fallback: the file's tokenizer.chat_template did not parse")
 }

@@ -27,14 +27,18 @@ func (r *repl) reply(ctx context.Context) {
 		return
 	}
 	replyCtx, cancel := context.WithCancel(ctx)
-	watched := make(chan struct{})
-	go r.watchReply(cancel, watched)
+	watched, unwatched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(unwatched)
+		r.watchReply(cancel, watched)
+	}()
 	filter := newStopFilter(append(r.tmpl.Stops(), r.params.Stops...), func(s string) { io.WriteString(r.out, s) })
 	opts := runtime.GenerateOptions{MaxTokens: r.params.MaxTokens, Sampling: r.params.Sampling, IgnoreEOS: r.ignoreEOS}
 	opts.Sampling.Seed += uint64(r.turns)
 	r.turns++
 	res, err := r.s.GenerateTokens(replyCtx, ids, opts, func(_ int32, text string) error { return filter.add(text) })
 	close(watched)
+	<-unwatched // r.exit is settled
 	cancel()
 	filter.flush()
 	r.finish(res, err, filter.text.String())
