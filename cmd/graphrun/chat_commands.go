@@ -228,21 +228,31 @@ func (r *repl) load(args []string) error {
 	if err != nil {
 		return err
 	}
-	sc := savedChat{Parameters: toSaved(r.params)} // what the file leaves out stays as it is
-	if err := json.Unmarshal(data, &sc); err != nil {
-		return fmt.Errorf("%s is not a saved conversation: %w", args[0], err)
-	}
-	for i, m := range sc.Messages {
-		if m.Role == "" {
-			return fmt.Errorf("%s: message %d has no role", args[0], i+1)
-		}
-	}
-	params := fromSaved(sc.Parameters)
-	if _, err := sample.New(params.Sampling, r.m.VocabSize()); err != nil {
+	msgs, params, err := parseSaved(data, r.params, r.m.VocabSize())
+	if err != nil {
 		return fmt.Errorf("%s: %w", args[0], err)
 	}
-	r.msgs, r.params, r.turns = sc.Messages, params, 0
+	r.msgs, r.params, r.turns = msgs, params, 0
 	r.params.normalize(r.s.Context())
 	fmt.Fprintf(r.out, "Loaded %d messages from %s.\n", len(r.msgs), args[0])
 	return nil
+}
+
+// parseSaved reads a /save file; parameters it leaves out keep their
+// values in cur, and the sampler must accept the result.
+func parseSaved(data []byte, cur chatParams, vocab int) ([]chat.Message, chatParams, error) {
+	sc := savedChat{Parameters: toSaved(cur)}
+	if err := json.Unmarshal(data, &sc); err != nil {
+		return nil, cur, fmt.Errorf("not a saved conversation: %w", err)
+	}
+	for i, m := range sc.Messages {
+		if m.Role == "" {
+			return nil, cur, fmt.Errorf("message %d has no role", i+1)
+		}
+	}
+	params := fromSaved(sc.Parameters)
+	if _, err := sample.New(params.Sampling, vocab); err != nil {
+		return nil, cur, err
+	}
+	return sc.Messages, params, nil
 }
