@@ -54,9 +54,9 @@ func rangeFn(r *renderer, args []value, _ map[string]value) (value, error) {
 		n = (lo - hi - step - 1) / -step
 	}
 	if n > int64(r.lim.Output) {
-		return nil, r.grow(r.lim.Output + 1)
+		return nil, r.growItems(r.lim.Output + 1)
 	}
-	if err := r.grow(int(n)); err != nil {
+	if err := r.growItems(int(n)); err != nil {
 		return nil, err
 	}
 	l := &list{items: make([]value, n)}
@@ -169,7 +169,7 @@ func stringMethod(s, name string) func(*renderer, []value, map[string]value) (va
 			} else {
 				parts = strings.Fields(s)
 			}
-			if err := r.grow(len(parts)); err != nil {
+			if err := r.growItems(len(parts)); err != nil {
 				return nil, err
 			}
 			return FromGo(parts), nil
@@ -280,7 +280,7 @@ func dictMethod(d *dict, name string) value {
 					l.items[i] = d.m[k]
 				}
 			}
-			return l, r.grow(len(l.items))
+			return l, r.growItems(len(l.items))
 		})
 	case "get":
 		return builtin(func(_ *renderer, args []value, _ map[string]value) (value, error) {
@@ -306,7 +306,7 @@ func listMethod(l *list, name string) value {
 			if len(args) != 1 {
 				return nil, fmt.Errorf("append takes one argument")
 			}
-			if err := r.grow(len(l.items) + 1); err != nil {
+			if err := r.growItems(len(l.items) + 1); err != nil {
 				return nil, err
 			}
 			l.items = append(l.items, args[0])

@@ -57,7 +57,7 @@ func Parse(src string) (t *Template, err error) {
 // Render runs the template with vars (converted by FromGo) and globals
 // (Go functions: see Func).
 func (t *Template) Render(vars map[string]any, lim Limits) (out string, err error) {
-	r := &renderer{lim: lim.withDefaults()}
+	r := &renderer{lim: lim.withDefaults(), out: &strings.Builder{}}
 	r.deadline = time.Now().Add(r.lim.Time)
 	r.scopes = []map[string]value{globals(), {}}
 	for k, v := range vars {
@@ -94,7 +94,7 @@ type renderer struct {
 	deadline time.Time
 	steps    int
 	depth    int
-	out      strings.Builder
+	out      *strings.Builder
 	scopes   []map[string]value
 }
 
@@ -115,12 +115,27 @@ func (r *renderer) step() error {
 	return nil
 }
 
-// grow checks that a value of n bytes (or items) may be built.
+// grow checks that a value of n bytes may be built, and charges the
+// copying it costs to the step budget (one step per 64 bytes), so that a
+// template repeating large copies runs out of steps, not of time.
 func (r *renderer) grow(n int) error {
 	if n > r.lim.Output || n < 0 {
-		return fmt.Errorf("%w: a value of %d bytes or items is over %d", ErrLimit, n, r.lim.Output)
+		return fmt.Errorf("%w: a value of %d bytes is over %d", ErrLimit, n, r.lim.Output)
+	}
+	r.steps += n >> 6
+	if n > 1<<16 && time.Now().After(r.deadline) {
+		return fmt.Errorf("%w: rendering took longer than %v", ErrLimit, r.lim.Time)
 	}
 	return r.step()
+}
+
+// growItems is grow for a list of n values (each a 16-byte interface, at
+// least).
+func (r *renderer) growItems(n int) error {
+	if n > r.lim.Output/16 || n < 0 {
+		return fmt.Errorf("%w: a list of %d items is over %d bytes", ErrLimit, n, r.lim.Output)
+	}
+	return r.grow(n * 16)
 }
 
 func (r *renderer) write(s string) error {
@@ -242,8 +257,7 @@ func (r *renderer) set(n setNode) error {
 // capture renders body into a string (a block set, a macro call).
 func (r *renderer) capture(body []node) (value, error) {
 	saved := r.out
-	r.out = strings.Builder{}
-	r.out.Grow(0)
+	r.out = &strings.Builder{}
 	err := r.exec(body)
 	s := r.out.String()
 	r.out = saved
@@ -712,7 +726,7 @@ func (r *renderer) arith(op string, l, rv value) (value, error) {
 			}
 		case *list:
 			if b, ok := rv.(*list); ok {
-				if err := r.grow(len(a.items) + len(b.items)); err != nil {
+				if err := r.growItems(len(a.items) + len(b.items)); err != nil {
 					return nil, err
 				}
 				return &list{items: append(append([]value{}, a.items...), b.items...)}, nil
@@ -807,9 +821,9 @@ func (r *renderer) repeat(seq, n value) (value, bool, error) {
 		return strings.Repeat(s, int(k)), true, r.grow(len(s) * int(k))
 	case *list:
 		if len(s.items) > 0 && k > int64(r.lim.Output/len(s.items)) {
-			return nil, true, r.grow(r.lim.Output + 1)
+			return nil, true, r.growItems(r.lim.Output + 1)
 		}
-		if err := r.grow(len(s.items) * int(k)); err != nil {
+		if err := r.growItems(len(s.items) * int(k)); err != nil {
 			return nil, true, err
 		}
 		out := &list{}

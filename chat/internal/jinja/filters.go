@@ -335,7 +335,7 @@ func (r *renderer) sortFilter(items []value, reverse bool, attrName value) (valu
 	for i, j := range idx {
 		out[i] = keyed[j]
 	}
-	return &list{items: out}, r.grow(len(out))
+	return &list{items: out}, r.growItems(len(out))
 }
 
 func (r *renderer) sum(items []value, attrName, start value) (value, error) {

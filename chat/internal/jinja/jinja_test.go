@@ -158,6 +158,8 @@ func TestLimits(t *testing.T) {
 		"{% for i in range(100000) %}xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx{% endfor %}",
 		"{{ 'x'|indent(999) * 10000000 }}",
 		"{% set l = [] %}{% for i in range(10000000) %}{% set _ = l.append(i) %}{% endfor %}",
+		"{% set big = range(60000)|list %}{% for i in range(100000) %}{% set x = big + big %}{% endfor %}",
+		"{% set s = 'x' * 500000 %}{% for i in range(100000) %}{% set t = s ~ s %}{% endfor %}",
 	} {
 		start := time.Now()
 		_, err := render(t, src, lim)
@@ -178,4 +180,20 @@ func TestDeepNesting(t *testing.T) {
 		_, err := Parse(src)
 		assert.ErrorContains(t, err, "nested deeper", src[:20])
 	}
+}
+
+// Self-referential values print and compare without recursing for ever.
+func TestSelfReference(t *testing.T) {
+	got, err := render(t, "{% set l = [1] %}{% set _ = l.append(l) %}{{ l|length }} {{ (l|string)[:12] }} {{ l == l }}", Limits{})
+	require.NoError(t, err)
+	assert.Equal(t, "2 [1, [1, [1,  False", got)
+	_, err = render(t, "{% set l = [] %}{% set _ = l.append(l) %}{{ l|tojson }}", Limits{})
+	assert.ErrorContains(t, err, "nested deeper")
+}
+
+// A "}}" that closes a dict literal does not end the tag.
+func TestBracesInTags(t *testing.T) {
+	got, err := render(t, `{{ {'a': {'b': [1, (2)]}}|tojson }}{% set d = {'x': {'y': 1}} %}{{ d.x.y }}`, Limits{})
+	require.NoError(t, err)
+	assert.Equal(t, `{"a": {"b": [1, 2]}}1`, got)
 }

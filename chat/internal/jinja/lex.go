@@ -102,6 +102,7 @@ func readTag(s string, line int) (segment, int, error) {
 	}
 	start := i
 	var quote byte
+	depth := 0 // open brackets
 	for ; i < len(s); i++ {
 		c := s[i]
 		switch {
@@ -113,6 +114,10 @@ func readTag(s string, line int) (segment, int, error) {
 			}
 		case kind != 'c' && (c == '\'' || c == '"'):
 			quote = c
+		case kind != 'c' && depth > 0 && (c == '}' || c == ']' || c == ')'):
+			depth-- // "}}" inside {{ {'a': {'b': 1}} }} closes a dict, not the tag
+		case kind != 'c' && (c == '{' || c == '[' || c == '('):
+			depth++
 		case strings.HasPrefix(s[i:], closer):
 			body := s[start:i]
 			if strings.HasSuffix(body, "-") {

@@ -161,13 +161,18 @@ func str(v value) string {
 		return ""
 	}
 	var b strings.Builder
-	repr(&b, v, false)
+	repr(&b, v, false, 0)
 	return b.String()
 }
 
 // repr writes Python's repr() of v (strings quoted) or, with top false
-// inside str(), the same for containers.
-func repr(b *strings.Builder, v value, quote bool) {
+// inside str(), the same for containers. Containers nested deeper than
+// maxDepth (a list that holds itself) print as "[...]", as Python does.
+func repr(b *strings.Builder, v value, quote bool, depth int) {
+	if depth > maxDepth {
+		b.WriteString("[...]")
+		return
+	}
 	switch x := v.(type) {
 	case nil:
 		b.WriteString("None")
@@ -197,7 +202,7 @@ func repr(b *strings.Builder, v value, quote bool) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			repr(b, e, true)
+			repr(b, e, true, depth+1)
 		}
 		b.WriteByte(']')
 	case *dict:
@@ -207,7 +212,7 @@ func repr(b *strings.Builder, v value, quote bool) {
 				b.WriteString(", ")
 			}
 			b.WriteString(pyQuote(k) + ": ")
-			repr(b, x.m[k], true)
+			repr(b, x.m[k], true, depth+1)
 		}
 		b.WriteByte('}')
 	case *namespace:
@@ -275,8 +280,14 @@ func toInt(v value) (int64, bool) {
 	return 0, false
 }
 
-// equal is Python's ==.
-func equal(a, b value) bool {
+// equal is Python's ==. Containers nested deeper than maxDepth compare
+// unequal (a list holding itself would recurse for ever).
+func equal(a, b value) bool { return equalDepth(a, b, 0) }
+
+func equalDepth(a, b value, depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
 	if fa, ok := toFloat(a); ok {
 		fb, ok := toFloat(b)
 		return ok && fa == fb
@@ -296,7 +307,7 @@ func equal(a, b value) bool {
 			return false
 		}
 		for i := range x.items {
-			if !equal(x.items[i], y.items[i]) {
+			if !equalDepth(x.items[i], y.items[i], depth+1) {
 				return false
 			}
 		}
@@ -308,7 +319,7 @@ func equal(a, b value) bool {
 		}
 		for _, k := range x.keys {
 			w, ok := y.m[k]
-			if !ok || !equal(x.m[k], w) {
+			if !ok || !equalDepth(x.m[k], w, depth+1) {
 				return false
 			}
 		}
