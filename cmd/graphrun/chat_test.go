@@ -306,3 +306,27 @@ func TestStopFilter(t *testing.T) {
 const chatWithin = 60 * time.Second
 
 func lastBytes(s string) string { return s[max(0, len(s)-400):] }
+
+// --template picks a built-in format or a Jinja file; a name that is
+// neither is refused with the list of names.
+func TestChatTemplateFlag(t *testing.T) {
+	c := startChat(t, "--template", "chatml", "--system", "Be brief.")
+	assert.Contains(t, c.errOut.String(), "chat template: chatml")
+	c.say(t, "/set num_predict 4")
+	c.say(t, "Hi")
+	assert.Contains(t, c.say(t, "/show prompt"), "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
+	require.NoError(t, c.end(t))
+
+	file := filepath.Join(t.TempDir(), "t.jinja")
+	require.NoError(t, os.WriteFile(file, []byte("{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}"), 0o644))
+	c = startChat(t, "--template", file, "-n", "4")
+	assert.Contains(t, c.errOut.String(), "chat template: jinja")
+	c.say(t, `"""a`)
+	c.say(t, `b"""`)
+	assert.Contains(t, c.say(t, "/show prompt"), "<user>a\nb<assistant>")
+	require.NoError(t, c.end(t))
+
+	err := runChat(context.Background(), []string{stories(t), "--template", "no-such-format"}, strings.NewReader(""), io.Discard, io.Discard, nil)
+	require.ErrorIs(t, err, chat.ErrUnknownTemplate)
+	assert.ErrorContains(t, err, "chatml")
+}
