@@ -229,6 +229,20 @@ func TestChatContextFull(t *testing.T) {
 	assert.Contains(t, c.say(t, "/show"), "Conversation: 0 messages", "the message that did not fit is taken back")
 	c.say(t, "Hi")
 	require.NoError(t, c.end(t))
+
+	// A reply that runs into the end of the context is cut with a message;
+	// the next message no longer fits.
+	c = startChat(t, "--ctx", "48", "--ignore-eos")
+	reply := c.say(t, "Hi")
+	assert.NotEmpty(t, strings.TrimSpace(reply))
+	assert.Contains(t, c.errOut.String(), "[context full: the reply was cut; /clear starts a new conversation]")
+	c.say(t, "And then?")
+	assert.Contains(t, c.errOut.String(), "context full: the conversation is")
+	assert.Contains(t, c.say(t, "/clear"), "Cleared")
+	c.say(t, "/set num_predict 3")
+	c.say(t, "Hi again")
+	assert.Contains(t, c.say(t, "/show"), "Conversation: 2 messages")
+	require.NoError(t, c.end(t))
 }
 
 // TestChatKeepsKV: the second turn evaluates only what follows the
