@@ -181,6 +181,8 @@ func stringMethod(s, name string) func(*renderer, []value, map[string]value) (va
 			}
 			return r.replace(s, str(args[0]), str(args[1]))
 		}
+	case "format":
+		return func(r *renderer, args []value, kw map[string]value) (value, error) { return r.braceFormat(s, args, kw) }
 	case "find":
 		return func(_ *renderer, args []value, _ map[string]value) (value, error) {
 			return int64(strings.Index(s, arg(args, 0, ""))), nil

@@ -733,6 +733,13 @@ func (r *renderer) arith(op string, l, rv value) (value, error) {
 			}
 		}
 	}
+	if f, ok := l.(string); ok && op == "%" {
+		args := []value{rv}
+		if t, ok := rv.(*list); ok {
+			args = t.items
+		}
+		return r.percentFormat(f, args)
+	}
 	if op == "*" {
 		if v, ok, err := r.repeat(l, rv); ok {
 			return v, err

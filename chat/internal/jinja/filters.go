@@ -95,6 +95,8 @@ func (r *renderer) applyFilter(name string, v value, args []value, kw map[string
 		return r.replace(str(v), str(args[0]), str(args[1]))
 	case "indent":
 		return indent(str(v), arg(args, kw, 0, "width", int64(4)), truthy(arg(args, kw, 1, "first", false)), truthy(arg(args, kw, 2, "blank", false)), r)
+	case "format":
+		return r.percentFormat(str(v), args)
 	case "wordcount":
 		return int64(len(strings.Fields(str(v)))), nil
 	case "items":

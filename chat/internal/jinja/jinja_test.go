@@ -75,7 +75,12 @@ var jinja2Cases = []struct{ src, want string }{
 	{"{{ messages[0]['role'] }}|{{ messages[0].content }}|{{ messages|length }}|{{ messages[-1].role }}|{{ messages[1:]|map(attribute='role')|join(',') }}",
 		"system|S|2|user|user"},
 	{"",
-		""}}
+		""},
+	{"{{ '%s-%d' % ('a', 3) }}|{{ '%5.2f' % 2.5 }}|{{ '%s' % 'x' }}|{{ '%%' % () }}|{{ '%r' % 'q' }}|{{ '%x' % 255 }}|{{ '%-4s|' % 'ab' }}",
+		"a-3| 2.50|x|%|'q'|ff|ab  |"},
+	{"{{ '%s and %s'|format('a', 'b') }}|{{ '{} {}'.format(1, 'b') }}|{{ '{1}{0}'.format('x', 'y') }}|{{ '{name}!'.format(name='N') }}|{{ '{{}}'.format() }}",
+		"a and b|1 b|yx|N!|{}"},
+}
 
 func msg(role, content string) Dict { return Dict{{"role", role}, {"content", content}} }
 
