@@ -23,7 +23,7 @@ import (
 type chatConfig struct {
 	model, template, system string
 	ctx, threads, n         int
-	ignoreEOS               bool
+	ignoreEOS, verbose      bool
 	sampling                sample.Params
 	where                   backendFlags
 }
@@ -41,6 +41,7 @@ func parseChatFlags(args []string) (*chatConfig, error) {
 	fs.IntVar(&c.threads, "threads", 0, "threads (default: all cores)")
 	fs.IntVar(&c.n, "n", -1, "most tokens in one reply (-1: until the end of the turn or a full context)")
 	fs.BoolVar(&c.ignoreEOS, "ignore-eos", false, "keep generating past end-of-turn tokens (for tests)")
+	fs.BoolVar(&c.verbose, "verbose", false, "after each reply, show the tokens evaluated, reused from the KV cache and generated")
 	c.where = addBackendFlags(fs)
 	sp := &c.sampling
 	fs.Var(float32Flag{&sp.Temp}, "temp", "temperature (0: greedy)")
@@ -121,7 +122,7 @@ func runChat(ctx context.Context, args []string, in io.Reader, stdout, stderr io
 		return err
 	}
 	r := &repl{m: m, s: s, tmpl: tmpl, model: c.model, out: stdout, errOut: stderr, sigs: sigs,
-		params: chatParams{Sampling: c.sampling, MaxTokens: c.n}, ignoreEOS: c.ignoreEOS}
+		params: chatParams{Sampling: c.sampling, MaxTokens: c.n}, ignoreEOS: c.ignoreEOS, verbose: c.verbose}
 	r.params.normalize(s.Context())
 	if c.system != "" {
 		r.setSystem(c.system)
@@ -205,7 +206,9 @@ type repl struct {
 	msgs      []chat.Message // the conversation, a system message first if set
 	params    chatParams
 	ignoreEOS bool
-	turns     int // replies so far (varies the seed)
+	verbose   bool // statistics after each reply
+	reused    int  // prompt tokens of the last reply found in the KV cache
+	turns     int  // replies so far (varies the seed)
 	out       io.Writer
 	errOut    io.Writer
 	sigs      <-chan os.Signal

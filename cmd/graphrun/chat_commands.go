@@ -18,6 +18,7 @@ const chatHelp = `Commands:
                        repeat_penalty F, repeat_last_n N, seed N, num_predict N (most tokens a reply)
   /set system "TEXT"   system message ("" removes it)
   /set stop "S" ...    extra strings a reply stops at (none: clear them)
+  /set verbose|quiet   show (or not) token counts and speeds after each reply
   /show                model, template, parameters and conversation size
   /show prompt         the conversation as the template renders it
   /clear               forget the conversation (the system message stays)
@@ -74,6 +75,10 @@ func (r *repl) set(args []string) error {
 	case "system":
 		r.setSystem(strings.Join(vals, " "))
 		fmt.Fprintln(r.out, "Set the system message.")
+		return nil
+	case "verbose", "quiet":
+		r.verbose = name == "verbose"
+		fmt.Fprintf(r.out, "Set %s mode.\n", name)
 		return nil
 	case "stop":
 		r.params.Stops = append([]string(nil), vals...)

@@ -72,6 +72,7 @@ func (r *repl) promptTokens() ([]int32, error) {
 	if err := r.s.Truncate(keep); err != nil {
 		return nil, err
 	}
+	r.reused = keep
 	return ids[keep:], nil
 }
 
@@ -103,6 +104,10 @@ func (r *repl) finish(res *runtime.Result, err error, text string) {
 		return
 	}
 	r.msgs = append(r.msgs, assistant(text))
+	if r.verbose {
+		fmt.Fprintf(r.errOut, "[prompt: %d tokens reused from the KV cache, %d evaluated at %.1f tok/s; reply: %d tokens at %.1f tok/s]\n",
+			r.reused, len(res.PromptTokens), res.PrefillTokensPerSecond(), len(res.Tokens), res.DecodeTokensPerSecond())
+	}
 	switch {
 	case errors.Is(err, runtime.ErrContextFull):
 		fmt.Fprintln(r.errOut, "[context full: the reply was cut; /clear starts a new conversation]")
