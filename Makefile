@@ -76,7 +76,8 @@ generate:
 check-generated: generate
 	@git diff --exit-code --stat -- backends/cpu/simd shaders || { echo "generated files are stale: run make generate and commit"; exit 1; }
 
-# Parsers under the fuzzer: GGUF files, and plans with their side files
+# Parsers under the fuzzer: GGUF files, plans with their side files, chat
+# templates, and graphrun chat's input and /load files
 # (FUZZTIME=1000000x for a fixed number of executions). A plan seed is
 # 100+ KB, so minimising each new input is capped: uncapped, the default
 # minute of minimisation per input stalls the run.
@@ -85,6 +86,10 @@ FUZZFLAGS = -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10x
 fuzz:
 	$(GO) test $(FUZZFLAGS) -fuzz FuzzParse ./gguf
 	$(GO) test $(FUZZFLAGS) -fuzz FuzzPlan ./runtime
+	$(GO) test $(FUZZFLAGS) -fuzz FuzzTemplate ./chat/internal/jinja
+	$(GO) test $(FUZZFLAGS) -fuzz FuzzParseRender ./chat
+	$(GO) test $(FUZZFLAGS) -fuzz FuzzParseSaved ./cmd/graphrun
+	$(GO) test $(FUZZFLAGS) -fuzz FuzzChatInput ./cmd/graphrun
 
 clean:
 	rm -rf $(BIN)
