@@ -10,7 +10,8 @@ import (
 
 // Message is one turn of a conversation. Role is "system", "user" or
 // "assistant"; other roles ("tool") are passed to Jinja templates as they
-// are and skipped by the built-in ones that have no place for them.
+// are, and the built-in formats write them under their own name where the
+// format names roles (chatml, llama3, phi3, …), else as a reply turn.
 type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
