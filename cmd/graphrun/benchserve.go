@@ -42,13 +42,20 @@ type levelResult struct {
 	Failed      int       `json:"failed"`
 	Tokens      int       `json:"output_tokens"`
 	TokPerSec   []float64 `json:"output_tok_s"` // one per round
-	TTFT        []float64 `json:"-"`            // seconds, every request
-	ITL         []float64 `json:"-"`            // seconds, every gap between tokens
-	TTFTP50     float64   `json:"ttft_p50_ms"`
-	TTFTP95     float64   `json:"ttft_p95_ms"`
-	ITLP50      float64   `json:"itl_p50_ms"`
-	ITLP95      float64   `json:"itl_p95_ms"`
-	TokS        float64   `json:"output_tok_s_median"`
+	// DecodePerSec is the rate at which the clients together receive
+	// tokens once their first has come: clients × (tokens after the
+	// first) / (time after the first), summed over the round's requests.
+	// It leaves out the prompts' prefill, which TokPerSec includes.
+	DecodePerSec []float64 `json:"decode_tok_s"`
+	TTFT         []float64 `json:"-"` // seconds, every request
+	ITL          []float64 `json:"-"` // seconds, every gap between tokens
+	TTFTP50      float64   `json:"ttft_p50_ms"`
+	TTFTP95      float64   `json:"ttft_p95_ms"`
+	ITLP50       float64   `json:"itl_p50_ms"`
+	ITLP95       float64   `json:"itl_p95_ms"`
+	TokS         float64   `json:"output_tok_s_median"`
+	DecodeTokS   float64   `json:"decode_tok_s_median"`
+	Errors       []string  `json:"errors,omitempty"` // the first failure of each round that had one
 }
 
 type serverResult struct {
@@ -134,6 +141,9 @@ func runBenchServe(ctx context.Context, args []string, stdout, stderr io.Writer)
 					return err
 				}
 				fmt.Fprintf(stderr, "%.1f tok/s\n", lv.TokPerSec[len(lv.TokPerSec)-1])
+				if len(lv.Errors) > 0 {
+					fmt.Fprintf(stderr, "  %d failed so far; this round's first error: %s\n", lv.Failed, lv.Errors[len(lv.Errors)-1])
+				}
 			}
 		}
 	}
@@ -183,6 +193,8 @@ func measureLevel(ctx context.Context, client *http.Client, c *benchServeConfig,
 		wg     sync.WaitGroup
 		tokens int
 		first  error
+		decN   int
+		decT   float64
 	)
 	start := time.Now()
 	for range n {
@@ -200,6 +212,8 @@ func measureLevel(ctx context.Context, client *http.Client, c *benchServeConfig,
 					}
 				} else {
 					tokens += s.tokens
+					decN += s.tokens - 1
+					decT += s.decode.Seconds()
 					lv.TTFT = append(lv.TTFT, s.ttft.Seconds())
 					lv.ITL = append(lv.ITL, s.gaps...)
 				}
@@ -211,8 +225,14 @@ func measureLevel(ctx context.Context, client *http.Client, c *benchServeConfig,
 	wall := time.Since(start)
 	lv.Tokens += tokens
 	lv.TokPerSec = append(lv.TokPerSec, float64(tokens)/wall.Seconds())
+	if decT > 0 {
+		lv.DecodePerSec = append(lv.DecodePerSec, float64(n)*float64(decN)/decT)
+	}
 	if first != nil && lv.Failed == lv.Requests {
 		return fmt.Errorf("%s: every request failed, the first: %w", t.Label, first)
+	}
+	if first != nil {
+		lv.Errors = append(lv.Errors, first.Error())
 	}
 	return nil
 }
@@ -233,7 +253,8 @@ func benchPrompt(round, level, i, words int) string {
 // reqTiming is one request's timings.
 type reqTiming struct {
 	ttft   time.Duration
-	gaps   []float64 // seconds between successive tokens
+	decode time.Duration // from the first token to the last
+	gaps   []float64     // seconds between successive tokens
 	tokens int
 }
 
@@ -253,6 +274,10 @@ func oneRequest(ctx context.Context, client *http.Client, c *benchServeConfig, t
 		return s, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	// Marks the POST as safe to resend: Go's client then retries it on a
+	// kept-alive connection that the server closed meanwhile (llama-server
+	// closes idle ones after a few seconds), instead of failing it.
+	req.Header.Set("X-Idempotency-Key", prompt)
 	if c.apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}
@@ -314,7 +339,7 @@ func oneRequest(ctx context.Context, client *http.Client, c *benchServeConfig, t
 	if chunks == 0 {
 		return s, errors.New("no tokens streamed")
 	}
-	s.tokens = chunks
+	s.tokens, s.decode = chunks, last.Sub(start)-s.ttft
 	if counted > 0 {
 		s.tokens = counted
 	}
@@ -326,6 +351,7 @@ func (lv *levelResult) summarise() {
 	lv.TTFTP50, lv.TTFTP95 = ms(lv.TTFT, 0.5), ms(lv.TTFT, 0.95)
 	lv.ITLP50, lv.ITLP95 = ms(lv.ITL, 0.5), ms(lv.ITL, 0.95)
 	lv.TokS = quantile(lv.TokPerSec, 0.5)
+	lv.DecodeTokS = quantile(lv.DecodePerSec, 0.5)
 }
 
 // quantile is the q-quantile of v by linear interpolation (0 when empty).
@@ -344,16 +370,17 @@ func quantile(v []float64, q float64) float64 {
 }
 
 func printBenchServe(w io.Writer, c *benchServeConfig, results []*serverResult) {
-	fmt.Fprintf(w, "%d-word prompts, %d tokens per request, %d round(s); output tok/s: median over rounds; latencies over all requests\n",
+	fmt.Fprintf(w, "%d-word prompts, %d tokens per request, %d round(s); tok/s: all output tokens over the wall time; "+
+		"decode: clients × tokens after the first over the time after the first; both the median over rounds; latencies over all requests\n",
 		c.promptWords, c.maxTokens, c.rounds)
-	fmt.Fprintf(w, "%-14s %5s %9s %8s %10s %10s %9s %9s %7s\n", "server", "conc", "requests", "failed", "ttft p50", "ttft p95", "itl p50", "itl p95", "tok/s")
+	fmt.Fprintf(w, "%-14s %5s %9s %8s %10s %10s %9s %9s %7s %7s\n", "server", "conc", "requests", "failed", "ttft p50", "ttft p95", "itl p50", "itl p95", "tok/s", "decode")
 	for _, r := range results {
 		for _, lv := range r.Levels {
 			if lv.Requests == 0 {
 				continue
 			}
-			fmt.Fprintf(w, "%-14s %5d %9d %8d %8.0fms %8.0fms %7.1fms %7.1fms %7.1f\n", r.Label, lv.Concurrency, lv.Requests, lv.Failed,
-				lv.TTFTP50, lv.TTFTP95, lv.ITLP50, lv.ITLP95, lv.TokS)
+			fmt.Fprintf(w, "%-14s %5d %9d %8d %8.0fms %8.0fms %7.1fms %7.1fms %7.1f %7.1f\n", r.Label, lv.Concurrency, lv.Requests, lv.Failed,
+				lv.TTFTP50, lv.TTFTP95, lv.ITLP50, lv.ITLP95, lv.TokS, lv.DecodeTokS)
 		}
 	}
 	printRatios(w, results)
@@ -364,12 +391,12 @@ func printBenchServe(w io.Writer, c *benchServeConfig, results []*serverResult) 
 // with the second's at each level.
 func printRatios(w io.Writer, results []*serverResult) {
 	for _, r := range results {
-		if len(r.Levels) < 2 || r.Levels[0].TokS == 0 {
+		if len(r.Levels) < 2 || r.Levels[0].TokS == 0 || r.Levels[0].DecodeTokS == 0 {
 			continue
 		}
 		var parts []string
 		for _, lv := range r.Levels[1:] {
-			parts = append(parts, fmt.Sprintf("c%d %.2f×", lv.Concurrency, lv.TokS/r.Levels[0].TokS))
+			parts = append(parts, fmt.Sprintf("c%d %.2f× (decode %.2f×)", lv.Concurrency, lv.TokS/r.Levels[0].TokS, lv.DecodeTokS/r.Levels[0].DecodeTokS))
 		}
 		fmt.Fprintf(w, "%s throughput vs c%d: %s\n", r.Label, r.Levels[0].Concurrency, strings.Join(parts, ", "))
 	}
@@ -379,8 +406,8 @@ func printRatios(w io.Writer, results []*serverResult) {
 	a, b := results[0], results[1]
 	var parts []string
 	for i, lv := range a.Levels {
-		if i < len(b.Levels) && b.Levels[i].TokS > 0 {
-			parts = append(parts, fmt.Sprintf("c%d %.2f×", lv.Concurrency, lv.TokS/b.Levels[i].TokS))
+		if i < len(b.Levels) && b.Levels[i].TokS > 0 && b.Levels[i].DecodeTokS > 0 {
+			parts = append(parts, fmt.Sprintf("c%d %.2f× (decode %.2f×)", lv.Concurrency, lv.TokS/b.Levels[i].TokS, lv.DecodeTokS/b.Levels[i].DecodeTokS))
 		}
 	}
 	fmt.Fprintf(w, "%s / %s throughput: %s\n", a.Label, b.Label, strings.Join(parts, ", "))

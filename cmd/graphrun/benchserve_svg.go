@@ -10,13 +10,13 @@ import (
 // seriesColours: weft first (blue), then the comparison (orange), …
 var seriesColours = []string{"#3182bd", "#e6550d", "#31a354", "#756bb1"}
 
-// benchServeSVG draws three panels over the concurrency levels: output
-// tokens per second, time to first token (p50) and inter-token latency
-// (p50), one line per server. Self-contained: no scripts, fonts or links.
+// benchServeSVG draws four panels over the concurrency levels: output
+// and decode tokens per second, time to first token (p50) and inter-token
+// latency (p50), one line per server. Self-contained: no scripts, fonts or links.
 func benchServeSVG(c *benchServeConfig, results []*serverResult) string {
 	const panelW, panelH, top = 360, 260, 70
 	var b strings.Builder
-	width := 3*panelW + 40
+	width := 4*panelW + 50
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n",
 		width, panelH+top+40, width, panelH+top+40)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
@@ -32,6 +32,7 @@ func benchServeSVG(c *benchServeConfig, results []*serverResult) string {
 		value func(*levelResult) float64
 	}{
 		{"output tokens/s (all clients)", func(l *levelResult) float64 { return l.TokS }},
+		{"decode tokens/s (all clients)", func(l *levelResult) float64 { return l.DecodeTokS }},
 		{"time to first token p50 (ms)", func(l *levelResult) float64 { return l.TTFTP50 }},
 		{"inter-token latency p50 (ms)", func(l *levelResult) float64 { return l.ITLP50 }},
 	}

@@ -82,7 +82,7 @@ func screenshotSVG(t *testing.T, svg string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second) // never hang CI on a stuck browser
 	defer cancel()
 	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-		"--window-size=1200,420", "--screenshot="+shot, "file://"+svg)
+		"--window-size=1560,420", "--screenshot="+shot, "file://"+svg)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "chromium: %s", out)
 	f, err := os.Open(shot)
