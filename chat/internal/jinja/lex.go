@@ -169,8 +169,8 @@ func applyWhitespace(segs []segment) {
 		} else if prev != nil && prev.kind != 'e' {
 			text = strings.TrimPrefix(text, "\n")
 		}
-		if next == nil {
-			text = strings.TrimSuffix(text, "\n")
+		if next == nil && strings.HasSuffix(text, "\n") {
+			text = strings.TrimSuffix(strings.TrimSuffix(text, "\n"), "\r")
 		}
 		s.body = text
 	}
