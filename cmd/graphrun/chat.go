@@ -94,21 +94,8 @@ func runChat(ctx context.Context, args []string, in io.Reader, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	loadCtx, cancelLoad := context.WithCancelCause(ctx)
-	loaded := make(chan struct{})
-	go func() { // a signal while loading gives up the load
-		select {
-		case sig := <-sigs:
-			cancelLoad(&signalError{sig})
-		case <-loaded:
-		}
-	}()
-	m, err := openModel(loadCtx, c.model, c.where.options(runtime.Options{Threads: c.threads}, stderr))
-	close(loaded)
+	m, err := loadChatModel(ctx, c, stderr, sigs)
 	if err != nil {
-		if cause := context.Cause(loadCtx); cause != nil && errors.Is(err, errLoadCancelled) {
-			return cause
-		}
 		return err
 	}
 	defer m.Close()
@@ -129,6 +116,27 @@ func runChat(ctx context.Context, args []string, in io.Reader, stdout, stderr io
 	}
 	r.banner()
 	return r.loop(ctx, readLines(in))
+}
+
+// loadChatModel opens the model; a signal meanwhile gives the load up
+// and is returned as the error (exit 128+N).
+func loadChatModel(ctx context.Context, c *chatConfig, stderr io.Writer, sigs <-chan os.Signal) (*runtime.Model, error) {
+	loadCtx, cancelLoad := context.WithCancelCause(ctx)
+	defer cancelLoad(nil)
+	loaded := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-sigs:
+			cancelLoad(&signalError{sig})
+		case <-loaded:
+		}
+	}()
+	m, err := openModel(loadCtx, c.model, c.where.options(runtime.Options{Threads: c.threads}, stderr))
+	close(loaded)
+	if cause := context.Cause(loadCtx); err != nil && cause != nil && errors.Is(err, errLoadCancelled) {
+		return nil, cause
+	}
+	return m, err
 }
 
 // chatTemplate is the --template choice: a built-in name, a Jinja file,
