@@ -2,6 +2,7 @@ package chat
 
 import (
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -119,4 +120,28 @@ func TestFromModelJinja(t *testing.T) {
 	tm, err = FromModel(broken)
 	require.NoError(t, err)
 	assert.Contains(t, tm.Name(), "chatml (fallback: the file's tokenizer.chat_template did not parse")
+}
+
+// A Template serves concurrent renderings (the server renders requests
+// in parallel).
+func TestRenderConcurrently(t *testing.T) {
+	tm, err := Parse("{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{{ m.role }}{% endfor %}{{ ns.n }}", "", "")
+	require.NoError(t, err)
+	named, err := Named("llama-3")
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 50; j++ {
+				out, err := tm.Render([]Message{{"user", "a"}, {"assistant", "b"}}, true)
+				assert.NoError(t, err)
+				assert.Equal(t, "userassistant2", out)
+				_, err = named.Render([]Message{{"user", "a"}}, true)
+				assert.NoError(t, err)
+			}
+		}()
+	}
+	wg.Wait()
 }
