@@ -79,6 +79,8 @@ func TestStopsFromSource(t *testing.T) {
 func TestMergeSystem(t *testing.T) {
 	got := mergeSystem([]Message{{"system", "A"}, {"system", "B"}, {"user", "u"}, {"assistant", "x"}, {"user", ""}})
 	assert.Equal(t, []Message{{"user", "A\nB\nu"}, {"assistant", "x"}, {"user", ""}}, got)
+	got = mergeSystem([]Message{{"system", "S"}, {"assistant", "x"}, {"system", "T"}})
+	assert.Equal(t, []Message{{"user", "S"}, {"assistant", "x"}, {"user", "T"}}, got, "system text before a reply or at the end stands as a user message")
 }
 
 // withTemplate writes a copy of stories260K whose metadata carries the

@@ -90,11 +90,18 @@ func (j *jinjaTemplate) run(msgs []Message, gen bool, lim jinja.Limits) (string,
 }
 
 // mergeSystem folds system messages into the next user message, joined
-// by a newline, for templates without a system role (llama.cpp's
-// polyfill); a system message with no user message after it is dropped.
+// by a newline, for templates without a system role; system text that
+// no user message follows directly becomes a user message of its own
+// (llama.cpp's polyfill, so the prompts match its).
 func mergeSystem(msgs []Message) []Message {
 	var out []Message
 	pending := ""
+	flush := func() {
+		if pending != "" {
+			out = append(out, Message{Role: "user", Content: pending})
+			pending = ""
+		}
+	}
 	for _, m := range msgs {
 		switch m.Role {
 		case "system":
@@ -110,9 +117,12 @@ func mergeSystem(msgs []Message) []Message {
 				}
 				m.Content, pending = pending, ""
 			}
+		default:
+			flush()
 		}
 		out = append(out, m)
 	}
+	flush()
 	return out
 }
 
