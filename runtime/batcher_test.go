@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weft-ml/weft/internal/testenv"
+	"github.com/weft-ml/weft/passes"
 )
 
 // batchPrompts are prompts of different lengths for stories260K.
@@ -384,6 +385,16 @@ func TestBatcherVulkan(t *testing.T) {
 	defer m.Close()
 	require.Equal(t, "vulkan", m.Backend)
 	checkBatcherAgrees(t, m, 7, 0.01)
+
+	// A split plan (a CPU-only custom op inside a Vulkan plan) passes the
+	// sequences to both backends, and CopyPrefix copies on both.
+	goSiLU(t)
+	split, err := Open(stories(t), Options{Backend: "vulkan", Compile: CompileOptions{Backend: "vulkan", Insert: []passes.Insertion{swapSiLU}}})
+	require.NoError(t, err)
+	defer split.Close()
+	require.Greater(t, len(split.Plan.Graph.Splits), 1)
+	checkBatcherAgrees(t, split, 7, 0.01)
+	m = split
 
 	// CopyPrefix copies the cells on the device.
 	p := encodeAll(t, m, batchPrompts[1:2])[0]
