@@ -17,7 +17,8 @@ import (
 //	WEFT_BENCH_MODEL=out/bench/tinyllama-1.1b-q4_0.gguf go test -run '^$' -bench BatcherDecode -benchtime 32x ./runtime
 //
 // "tok/s" is every sequence's tokens together; "session" is a plain
-// Session's decode for comparison.
+// Session's decode for comparison. WEFT_BENCH_BACKEND=vulkan runs it on
+// the GPU.
 func BenchmarkBatcherDecode(b *testing.B) {
 	path := os.Getenv("WEFT_BENCH_MODEL")
 	if path == "" {
@@ -25,7 +26,8 @@ func BenchmarkBatcherDecode(b *testing.B) {
 	} else if !os.IsPathSeparator(path[0]) {
 		path = "../" + path // tests run in the package's folder
 	}
-	m, err := Open(path, Options{})
+	be := os.Getenv("WEFT_BENCH_BACKEND")
+	m, err := Open(path, Options{Backend: be, Compile: CompileOptions{Backend: be}})
 	if err != nil {
 		b.Fatal(err)
 	}

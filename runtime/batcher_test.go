@@ -374,17 +374,24 @@ func identity(n int) []int {
 	return p
 }
 
+// vulkanBatchTol bounds the logit difference between a Vulkan Session and
+// the Batcher: a lone token takes the matrix-vector shaders, a batch the
+// matmul ones, which sum in another order. Measured: 0.007 on lavapipe,
+// 0.0093 on an H100; stories260K's logits have a standard deviation of
+// 5–6, and ../shared/reference allows 0.1 against llama.cpp with an f16
+// cache. A token reading another sequence's cells is off by whole units.
+const vulkanBatchTol = 0.05
+
 // The Vulkan backend runs the same batches (sequence ids and first cells
 // in the step buffer, one KV cache of Slots·SlotCtx cells per layer): the
-// same tokens as its plain Sessions, logits within the last bits (a
-// lone token takes the matrix-vector shaders, a batch the matmul ones).
+// same tokens as its plain Sessions, logits within vulkanBatchTol.
 func TestBatcherVulkan(t *testing.T) {
 	skipWithoutVulkanDevice(t)
 	m, err := Open(stories(t), Options{Backend: "vulkan", Compile: CompileOptions{Backend: "vulkan"}})
 	require.NoError(t, err)
 	defer m.Close()
 	require.Equal(t, "vulkan", m.Backend)
-	checkBatcherAgrees(t, m, 7, 0.01)
+	checkBatcherAgrees(t, m, 7, vulkanBatchTol)
 
 	// A split plan (a CPU-only custom op inside a Vulkan plan) passes the
 	// sequences to both backends, and CopyPrefix copies on both.
@@ -393,7 +400,7 @@ func TestBatcherVulkan(t *testing.T) {
 	require.NoError(t, err)
 	defer split.Close()
 	require.Greater(t, len(split.Plan.Graph.Splits), 1)
-	checkBatcherAgrees(t, split, 7, 0.01)
+	checkBatcherAgrees(t, split, 7, vulkanBatchTol)
 	m = split
 
 	// CopyPrefix copies the cells on the device.
