@@ -140,9 +140,9 @@ func (s *Server) newJob(r *http.Request, req *completionRequest, prompt []int32,
 	if err != nil {
 		return nil, err
 	}
-	params, err := samplingParams(req)
-	if err != nil {
-		return nil, err
+	params := samplingParams(req)
+	if params.RepeatLastN == -1 { // llama.cpp's "the whole context"
+		params.RepeatLastN = s.batcher.SlotContext()
 	}
 	if _, err := sample.New(params, s.model.VocabSize()); err != nil {
 		return nil, badRequest("", "%v", err)
@@ -178,7 +178,7 @@ func (s *Server) maxTokens(req *completionRequest, prompt int) (int, error) {
 // samplingParams starts from llama.cpp's defaults (what llama-server
 // users expect) and applies the request's fields. Without a seed each
 // request draws its own.
-func samplingParams(req *completionRequest) (sample.Params, error) {
+func samplingParams(req *completionRequest) sample.Params {
 	p := sample.DefaultParams()
 	setF := func(dst *float32, v *float32) {
 		if v != nil {
@@ -204,7 +204,7 @@ func samplingParams(req *completionRequest) (sample.Params, error) {
 		rand.Read(b[:])
 		p.Seed = binary.LittleEndian.Uint64(b[:])
 	}
-	return p, nil
+	return p
 }
 
 // submit queues j, or answers 503 when the queue is full or the server is

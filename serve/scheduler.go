@@ -61,7 +61,7 @@ func (s *Server) admit() bool {
 		case e := <-s.embeds:
 			s.embed(e)
 		case <-s.stopping:
-			if len(s.queue) == 0 {
+			if len(s.queue) == 0 && len(s.embeds) == 0 {
 				return false
 			}
 		case <-s.abort:
@@ -196,6 +196,8 @@ func (s *Server) abortAll() {
 		case j := <-s.queue:
 			s.metrics.queueDepth.Add(-1)
 			j.out.put(event{Err: errShuttingDown})
+		case e := <-s.embeds:
+			e.done <- embedResult{err: errShuttingDown}
 		default:
 			return
 		}

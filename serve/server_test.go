@@ -22,6 +22,7 @@ import (
 	"github.com/weft-ml/weft/chat"
 	"github.com/weft-ml/weft/internal/testenv"
 	"github.com/weft-ml/weft/runtime"
+	"github.com/weft-ml/weft/runtime/sample"
 )
 
 // The tiny stories260K model is shared by the tests of this package:
@@ -354,4 +355,29 @@ func TestPrefixCopiedFromBusySlot(t *testing.T) {
 	assert.Greater(t, metric(t, ts, "weft_prefix_cache_tokens_total"), 15.0)
 	assert.Equal(t, 1.0, metric(t, ts, "weft_slots_busy"), "the first request still runs")
 	assert.Equal(t, http.StatusOK, <-first)
+}
+
+func TestSamplingFields(t *testing.T) {
+	_, ts := start(t, Options{Parallel: 2})
+	// A seed makes a sampled completion repeat.
+	req := map[string]any{"prompt": "Once upon a time", "max_tokens": 24, "temperature": 1.0, "top_k": 0, "top_p": 1, "min_p": 0,
+		"seed": 7, "repeat_penalty": 1.1, "repeat_last_n": -1, "presence_penalty": 0.2, "frequency_penalty": 0.1}
+	_, a := post(t, ts, "/v1/completions", req)
+	_, b := post(t, ts, "/v1/completions", req)
+	assert.Equal(t, choiceText(t, a), choiceText(t, b))
+	// logit_bias -100 bans the greedy first token.
+	first := greedy("Once upon a time", 1)
+	_, resp := post(t, ts, "/v1/completions", first)
+	m := openTiny(t)
+	sess, err := m.NewSession(runtime.SessionOptions{})
+	require.NoError(t, err)
+	defer sess.Close()
+	ids, err := m.Tokenizer.Encode("Once upon a time", true, true)
+	require.NoError(t, err)
+	logits, err := sess.Eval(ids, false)
+	require.NoError(t, err)
+	first["logit_bias"] = map[string]any{strconv.Itoa(int(sample.Greedy(logits))): -100}
+	status, banned := post(t, ts, "/v1/completions", first)
+	require.Equal(t, http.StatusOK, status)
+	assert.NotEqual(t, choiceText(t, resp), choiceText(t, banned))
 }
