@@ -5,7 +5,10 @@
 // it into a Program: weights uploaded or mapped once per model, one
 // activation arena from the memory plan. A Program makes a State per
 // session, which owns that session's KV cache and runs one batch at a
-// time.
+// time. A State may hold several independent sequences (StateOptions.Seqs,
+// continuous batching): each token of a Batch names its sequence, writes
+// its K and V into that sequence's cells and attends to them only
+// (CheckBatch says which batches are valid).
 //
 // Backends register themselves (Register) from their package's init;
 // backends/all imports every built-in backend, so adding one is a new

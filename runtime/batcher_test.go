@@ -418,3 +418,19 @@ func TestBatcherVulkan(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want[0], got[0])
 }
+
+// A Batcher whose model is closed answers ErrClosed, not a panic.
+func TestBatcherAfterModelClose(t *testing.T) {
+	m, err := Open(stories(t), Options{})
+	require.NoError(t, err)
+	b, err := m.NewBatcher(BatcherOptions{Slots: 2, SlotCtx: 16})
+	require.NoError(t, err)
+	_, err = b.Step(context.Background(), []SeqInput{{Slot: 0, Tokens: []int32{1, 2}}})
+	require.NoError(t, err)
+	require.NoError(t, m.Close())
+	_, err = b.Step(context.Background(), []SeqInput{{Slot: 1, Tokens: []int32{1}, Logits: true}})
+	assert.ErrorIs(t, err, ErrClosed)
+	assert.ErrorIs(t, b.CopyPrefix(1, 0, 2), ErrClosed)
+	assert.Equal(t, []int32{1, 2}, b.History(0))
+	assert.NoError(t, b.Close())
+}

@@ -4,7 +4,9 @@
 //
 // A Model is read-only once loaded and may be shared by any number of
 // Sessions in different goroutines; each Session owns its activation
-// buffers and KV cache.
+// buffers and KV cache. A Batcher holds the KV caches of several
+// sequences (a server's slots) and runs the new tokens of all of them in
+// one graph evaluation per step (continuous batching).
 //
 //	m, _ := runtime.Open("model.plan", runtime.Options{})
 //	s, _ := m.NewSession(runtime.SessionOptions{})
