@@ -27,6 +27,7 @@ type benchServeConfig struct {
 	maxTokens   int
 	promptWords int
 	rounds      int
+	slots       int // streams a server decodes at once; 0: as many as clients
 	apiKey      string
 	svg, jsonTo string
 	timeout     time.Duration
@@ -43,9 +44,11 @@ type levelResult struct {
 	Tokens      int       `json:"output_tokens"`
 	TokPerSec   []float64 `json:"output_tok_s"` // one per round
 	// DecodePerSec is the rate at which the clients together receive
-	// tokens once their first has come: clients × (tokens after the
-	// first) / (time after the first), summed over the round's requests.
-	// It leaves out the prompts' prefill, which TokPerSec includes.
+	// tokens once their first has come: streams × (tokens after the
+	// first) / (time after the first), summed over the round's requests,
+	// where streams is the clients, or the servers' slots when fewer
+	// (the others wait in the queue). It leaves out the time before each
+	// request's first token, which TokPerSec includes.
 	DecodePerSec []float64 `json:"decode_tok_s"`
 	TTFT         []float64 `json:"-"` // seconds, every request
 	ITL          []float64 `json:"-"` // seconds, every gap between tokens
@@ -74,6 +77,7 @@ func parseBenchServe(args []string, stderr io.Writer) (*benchServeConfig, error)
 	fs.IntVar(&c.promptWords, "prompt-words", 32, "words of each request's prompt (different prompts: no prefix reuse)")
 	fs.IntVar(&c.rounds, "rounds", 1, "rounds; each measures every server at every level, servers alternating")
 	labels := fs.String("labels", "", "names of the servers, comma-separated (default: their URLs)")
+	fs.IntVar(&c.slots, "slots", 0, "the servers' slots: decode tok/s counts at most this many streams at once (default: the clients)")
 	fs.StringVar(&c.apiKey, "api-key", "", "bearer token to send")
 	fs.StringVar(&c.svg, "svg", "", "write the chart (SVG) to this file")
 	fs.StringVar(&c.jsonTo, "json", "", "write the results (JSON) to this file")
@@ -212,8 +216,10 @@ func measureLevel(ctx context.Context, client *http.Client, c *benchServeConfig,
 					}
 				} else {
 					tokens += s.tokens
-					decN += s.tokens - 1
-					decT += s.decode.Seconds()
+					if s.decode > 0 {
+						decN += s.tokens - 1
+						decT += s.decode.Seconds()
+					}
 					lv.TTFT = append(lv.TTFT, s.ttft.Seconds())
 					lv.ITL = append(lv.ITL, s.gaps...)
 				}
@@ -226,7 +232,11 @@ func measureLevel(ctx context.Context, client *http.Client, c *benchServeConfig,
 	lv.Tokens += tokens
 	lv.TokPerSec = append(lv.TokPerSec, float64(tokens)/wall.Seconds())
 	if decT > 0 {
-		lv.DecodePerSec = append(lv.DecodePerSec, float64(n)*float64(decN)/decT)
+		streams := n
+		if c.slots > 0 {
+			streams = min(n, c.slots)
+		}
+		lv.DecodePerSec = append(lv.DecodePerSec, float64(streams)*float64(decN)/decT)
 	}
 	if first != nil && lv.Failed == lv.Requests {
 		return fmt.Errorf("%s: every request failed, the first: %w", t.Label, first)
@@ -336,10 +346,13 @@ func oneRequest(ctx context.Context, client *http.Client, c *benchServeConfig, t
 	if err := sc.Err(); err != nil {
 		return s, err
 	}
-	if chunks == 0 {
+	if chunks == 0 && counted == 0 {
 		return s, errors.New("no tokens streamed")
 	}
-	s.tokens, s.decode = chunks, last.Sub(start)-s.ttft
+	if chunks == 0 { // tokens that made no text (pieces of characters never finished)
+		s.ttft = time.Since(start)
+	}
+	s.tokens, s.decode = chunks, max(0, last.Sub(start)-s.ttft)
 	if counted > 0 {
 		s.tokens = counted
 	}
@@ -371,7 +384,7 @@ func quantile(v []float64, q float64) float64 {
 
 func printBenchServe(w io.Writer, c *benchServeConfig, results []*serverResult) {
 	fmt.Fprintf(w, "%d-word prompts, %d tokens per request, %d round(s); tok/s: all output tokens over the wall time; "+
-		"decode: clients × tokens after the first over the time after the first; both the median over rounds; latencies over all requests\n",
+		"decode: streams (clients, at most --slots) × tokens after the first over the time after the first; both the median over rounds; latencies over all requests\n",
 		c.promptWords, c.maxTokens, c.rounds)
 	fmt.Fprintf(w, "%-14s %5s %9s %8s %10s %10s %9s %9s %7s %7s\n", "server", "conc", "requests", "failed", "ttft p50", "ttft p95", "itl p50", "itl p95", "tok/s", "decode")
 	for _, r := range results {

@@ -66,4 +66,4 @@ if [ -n "$LLAMA_SERVER" ]; then
 	urls+=("http://127.0.0.1:$LLAMA_PORT") labels=weft,llama-server
 fi
 $CLIENT_PREFIX "$BIN/graphrun" bench-serve "${urls[@]}" --labels "$labels" --concurrency "$LEVELS" --rounds "$ROUNDS" \
-	--requests "$REQUESTS" --max-tokens "$MAX_TOKENS" --svg "$OUT/serve.svg" --json "$OUT/serve.json" | tee "$OUT/serve.txt"
+	--requests "$REQUESTS" --slots "$PARALLEL" --max-tokens "$MAX_TOKENS" --svg "$OUT/serve.svg" --json "$OUT/serve.json" | tee "$OUT/serve.txt"
