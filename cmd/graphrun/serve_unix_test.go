@@ -4,12 +4,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"regexp"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -67,4 +71,56 @@ func TestServeSIGTERM(t *testing.T) {
 	assert.Contains(t, errOut, "shutting down")
 	_, err = http.Get(url + "/health")
 	assert.Error(t, err, "no longer listening")
+}
+
+// TestServeEmbeddingsAndKey runs graphrun serve in-process with
+// --embeddings and --api-key, and stops it by cancelling its context (as
+// the first signal does).
+func TestServeEmbeddingsAndKey(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var errOut bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- runServe(ctx, []string{stories(t), "--port", "0", "--embeddings", "--pooling", "last", "--api-key", "k", "--ctx", "256"},
+			io.Discard, lockedWriter{&mu, &errOut})
+	}()
+	addr := regexp.MustCompile(`on http://(127\.0\.0\.1:\d+)`)
+	var url string
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		m := addr.FindStringSubmatch(errOut.String())
+		if m != nil {
+			url = "http://" + m[1]
+		}
+		return m != nil
+	}, 60*time.Second, 10*time.Millisecond)
+	req, _ := http.NewRequest("POST", url+"/v1/embeddings", strings.NewReader(`{"input": "Once upon a time"}`))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	req, _ = http.NewRequest("POST", url+"/v1/embeddings", strings.NewReader(`{"input": "Once upon a time"}`))
+	req.Header.Set("Authorization", "Bearer k")
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	var out struct {
+		Data []struct{ Embedding []float32 }
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	resp.Body.Close()
+	require.Len(t, out.Data, 1)
+	assert.Len(t, out.Data[0].Embedding, 64)
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("graphrun serve did not stop after its context was cancelled")
+	}
+	mu.Lock()
+	assert.Contains(t, errOut.String(), "shutting down")
+	mu.Unlock()
 }
