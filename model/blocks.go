@@ -104,6 +104,9 @@ type Attention struct {
 	// unscaled (phi2, gemma), instead of scaling the scores (llama, qwen2).
 	// The two round differently.
 	ScaleQ bool
+	// Window, when positive, is a sliding window: a token attends to its
+	// last Window positions only (llama.cpp's SWA mask; Phi-3).
+	Window int
 }
 
 // SelfAttention is the attention sub-block on the normalised input h:
@@ -120,10 +123,14 @@ func (l *Lowering) SelfAttention(h int, a Attention) int {
 		scale = 1
 	}
 	k = l.Op(ops.RoPE, l.Name("k_rope"), l.ropeAttrs(p.KVHeads, a.NeoX), l.ropeOperands(k)...)
-	attn := l.Op(ops.Attention, l.Name("attn"), graph.Attrs{
+	attrs := graph.Attrs{
 		"heads": float64(p.Heads), "kv_heads": float64(p.KVHeads), "head_dim": float64(p.HeadDim),
 		"scale": float64(scale),
-	}, q, k, v, l.pos)
+	}
+	if a.Window > 0 {
+		attrs["window"] = float64(a.Window)
+	}
+	attn := l.Op(ops.Attention, l.Name("attn"), attrs, q, k, v, l.pos)
 	return l.Linear(attn, "attn_output", "attn_out")
 }
 

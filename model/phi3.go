@@ -8,13 +8,12 @@ import (
 
 // phi3 (Phi-3, Phi-3.5 mini and medium): llama's block with q, k and v in
 // one attn_qkv tensor and the SwiGLU gate and up in one ffn_up tensor
-// (gate first), NeoX RoPE, q scaled by 1/√head_dim before the scores,
-// untied output. LongRoPE files carry per-pair factors for short and long
+// (gate first), NeoX RoPE, q scaled by 1/√head_dim before the scores, a
+// sliding attention window of attention.sliding_window positions, untied
+// output. LongRoPE files carry per-pair factors for short and long
 // contexts; llama.cpp takes the long ones past
-// rope.scaling.original_context_length, and applies a sliding attention
-// window of attention.sliding_window positions. weft implements neither
-// yet, so it runs these models up to the smaller of the two
-// (Params.CtxLimit), with the short factors, where it matches llama.cpp.
+// rope.scaling.original_context_length. weft implements the short case
+// only, so it runs those models up to that context (Params.CtxLimit).
 func init() {
 	mustRegister(Arch{
 		Name: "phi3",
@@ -40,23 +39,21 @@ func init() {
 			})...)
 		},
 		Lower: func(l *Lowering) error {
-			limit := l.P.slidingWindow
 			if l.Has(ropeFactorsShort) {
 				l.ropeFactors = ropeFactorsShort
 				orig := l.P.ropeOrigCtx
 				if orig == 0 {
 					orig = l.P.CtxTrain
 				}
-				limit = min(limit, orig)
-			}
-			if limit < l.P.CtxTrain {
-				l.P.CtxLimit = limit
+				if orig < l.P.CtxTrain {
+					l.P.CtxLimit = orig
+				}
 			}
 			x := l.Embed(0)
 			for il := range l.P.Layers {
 				l.SetLayer(il)
 				h := l.Norm(x, RMSNorm, "attn_norm", "attn_norm")
-				x = l.Add(l.SelfAttention(h, Attention{NeoX: true, ScaleQ: true}), x, "ffn_inp")
+				x = l.Add(l.SelfAttention(h, Attention{NeoX: true, ScaleQ: true, Window: l.P.slidingWindow}), x, "ffn_inp")
 				h = l.Norm(x, RMSNorm, "ffn_norm", "ffn_norm")
 				x = l.Add(l.FeedForward(h, FFN{Act: ops.SiLU, Gated: true, GateInUp: true}), x, "l_out")
 			}

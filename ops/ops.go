@@ -189,5 +189,8 @@ func inferAttention(in []graph.Type, a graph.Attrs) (graph.Type, error) {
 	if err := isIndexVector(pos); err != nil || pos.Shape[0] != q.Shape[0] {
 		return graph.Type{}, fmt.Errorf("positions %s do not match %s", pos, q)
 	}
+	if w := a["window"]; w < 0 || w != float64(int64(w)) {
+		return graph.Type{}, fmt.Errorf("sliding window %v must be a whole number of positions (0: none)", w)
+	}
 	return q, nil
 }

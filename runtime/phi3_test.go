@@ -17,12 +17,13 @@ import (
 
 // phi3Fixtures are small random-weight Phi-3 models written by
 // writePhi3 (stories260K's vocabulary): "synth-phi3" as Phi-3-mini-4k is
-// laid out (fused attn_qkv and gate-up ffn_up), and "synth-phi3-longrope"
+// laid out (fused attn_qkv and gate-up ffn_up) with an 8-position sliding
+// window, and "synth-phi3-longrope"
 // as Phi-3-mini-128k (LongRoPE short and long factors, an attention
 // factor, original context 4096). testdata/phi3/README.md says how their
 // llama.cpp references were made.
 var phi3Fixtures = map[string]phi3Shape{
-	"synth-phi3":          {ctxTrain: 4096, window: 4096},
+	"synth-phi3":          {ctxTrain: 4096, window: 8}, // the prompts outgrow the window
 	"synth-phi3-longrope": {ctxTrain: 131072, window: 262144, longRoPE: true},
 }
 
@@ -139,16 +140,20 @@ func TestPhi3References(t *testing.T) {
 	}
 }
 
-// A context past the sliding window (or LongRoPE's original context) is
-// refused with the limit and the flag, at compile and at session time.
+// A context past LongRoPE's original context (where llama.cpp switches
+// to the long factors) is refused with the limit and the flag, at compile
+// and at session time.
 func TestPhi3ContextLimit(t *testing.T) {
-	path := writePhi3(t, t.TempDir(), "synth-phi3-window", phi3Shape{ctxTrain: 4096, window: 1024})
-	_, err := Compile(path, CompileOptions{Ctx: 2048})
-	require.ErrorContains(t, err, "context of 2048 tokens: weft runs this phi3 model at up to 1024")
+	path := writePhi3(t, t.TempDir(), "synth-phi3-longrope", phi3Fixtures["synth-phi3-longrope"])
+	_, err := Compile(path, CompileOptions{Ctx: 8192})
+	require.ErrorContains(t, err, "context of 8192 tokens: weft runs this phi3 model at up to 4096")
 	m, err := Open(path, Options{})
 	require.NoError(t, err)
 	defer m.Close()
-	require.Equal(t, 1024, m.Plan.Run.Ctx, "the default context stops at the limit")
-	_, err = m.NewSession(SessionOptions{Ctx: 1025})
-	require.ErrorContains(t, err, "use --ctx 1024 or less")
+	require.Equal(t, 2048, m.Plan.Run.Ctx)
+	_, err = m.NewSession(SessionOptions{Ctx: 4097})
+	require.ErrorContains(t, err, "use --ctx 4096 or less")
+	s, err := m.NewSession(SessionOptions{Ctx: 4096})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
 }

@@ -264,7 +264,7 @@ func (p *Plan) adoptPacked(buf []byte, free func() error, err error) ([]byte, er
 // llama.cpp changes the computation in a way weft does not implement yet.
 func checkCtx(p model.Params, ctx int) error {
 	if p.CtxLimit > 0 && ctx > p.CtxLimit {
-		return fmt.Errorf("context of %d tokens: weft runs this %s model at up to %d (beyond it llama.cpp uses a sliding attention window or long RoPE factors, not implemented yet); use --ctx %d or less",
+		return fmt.Errorf("context of %d tokens: weft runs this %s model at up to %d (beyond it llama.cpp switches to long RoPE factors, not implemented yet); use --ctx %d or less",
 			ctx, p.Arch, p.CtxLimit, p.CtxLimit)
 	}
 	return nil

@@ -24,6 +24,7 @@ layout(push_constant) uniform Push {
     float scale;
     uint aoff; // Q8_0, Q8_1: word offset of the output's activation blocks
     uint celloff;
+    uint window; // sliding window (llama.cpp's SWA mask): a token sees its last window positions; 0: all
 } pc;
 
 layout(binding = 0) readonly buffer Q { float q[]; };
@@ -119,8 +120,11 @@ void main() {
 
     const float ninf = uintBitsToFloat(0xff800000u);
     const bool keep = visible <= MAXS;
+    // Positions before first are outside the sliding window: their
+    // probabilities are exactly 0, so they are skipped.
+    const uint first = pc.window != 0u && visible > pc.window ? visible - pc.window : 0u;
     float m = ninf, s = 0.0;
-    for (uint j = tid; j < visible; j += WG) {
+    for (uint j = first + tid; j < visible; j += WG) {
         const float x = score(cell0 + j * width + kvh * hd, hd) * pc.scale;
         if (keep) {
             sc[j] = x;
@@ -137,7 +141,7 @@ void main() {
     const float inv = div_rn(1.0, total);
 
     float acc[4] = float[4](0.0, 0.0, 0.0, 0.0);
-    for (uint c0 = 0u; c0 < visible; c0 += WG) {
+    for (uint c0 = first; c0 < visible; c0 += WG) {
         const uint j = c0 + tid;
         float p = 0.0;
         if (j < visible) {

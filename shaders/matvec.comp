@@ -7,8 +7,9 @@
 // variant needs far fewer registers and so runs more rows at once):
 // invocation i takes chunks i, i+WG, … of 32 weights (single weights for
 // F32/F16/BF16), so neighbouring invocations read neighbouring weight bytes,
-// and the partial sums are reduced through shared memory (no assumption
-// about the subgroup size). Workgroup x takes row x; rows beyond the x
+// and the partial sums are reduced by subgroup additions, then across the
+// workgroup's subgroups through shared memory (any subgroup size: lavapipe
+// 8, NVIDIA 32, AMD 64). Workgroup x takes row x; rows beyond the x
 // dispatch limit continue in y.
 //
 // Weight types: W_F32, W_F16, W_BF16, W_Q8_0, W_Q4_0, W_Q5_0, W_Q4_1, W_Q5_1
@@ -21,6 +22,7 @@
 // chunk. Only the order of the float sums differs from the CPU.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
@@ -431,22 +433,26 @@ void main() {
         }
     }
 #endif
-    // Reduce each of the nt·NW sums across the workgroup.
+    // Reduce each of the nt·NW sums: within each subgroup, then the
+    // subgroups' partials (one word each in red) by the invocation that
+    // writes the token's output. Two barriers, whatever WG is.
     for (uint s = 0u; s < NW; s++) {
         for (uint j = 0u; j < nt; j++) {
-            red[(s * NT + j) * WG + l] = acc[s * NT + j];
+            const float v = subgroupAdd(acc[s * NT + j]);
+            if (subgroupElect()) {
+                red[(s * NT + j) * WG + gl_SubgroupID] = v;
+            }
         }
     }
     barrier();
-    for (uint h = WG / 2u; h > 0u; h >>= 1) {
-        if (l < h) {
-            for (uint s = 0u; s < NW; s++) {
-                for (uint j = 0u; j < nt; j++) {
-                    red[(s * NT + j) * WG + l] += red[(s * NT + j) * WG + l + h];
-                }
+    if (l < nt) {
+        for (uint s = 0u; s < NW; s++) {
+            float v = red[(s * NT + l) * WG];
+            for (uint k = 1u; k < gl_NumSubgroups; k++) {
+                v += red[(s * NT + l) * WG + k];
             }
+            red[(s * NT + l) * WG] = v; // read below by the same invocation only
         }
-        barrier();
     }
     if (l < nt) {
         const uint o = (t0 + l) * pc.dstride + row;

@@ -103,6 +103,24 @@ func (c *kvCache) copyFrom(src *kvCache, n int) {
 type attnShape struct {
 	heads, kvHeads, headDim int
 	scale                   float32
+	window                  int // sliding window (0: none): see first
+}
+
+// first is the first position a token at pos sees: pos-window+1 with a
+// sliding window (llama.cpp's SWA mask), else 0.
+func (sh attnShape) first(pos int) int {
+	if sh.window <= 0 {
+		return 0
+	}
+	return max(0, pos+1-sh.window)
+}
+
+// maskWindow sets the scores of the positions before first to -∞, as
+// llama.cpp's mask does before the softmax.
+func maskWindow(row []float32, first int) {
+	for p := range first {
+		row[p] = float32(math.Inf(-1))
+	}
 }
 
 func (sh attnShape) check(c *kvCache) error {
@@ -238,6 +256,7 @@ func (c *kvCache) attendHeads(out, q []float32, t, pos, h0, h1 int, sh attnShape
 		for p := visible; p < soft; p++ {
 			row[p] = float32(math.Inf(-1))
 		}
+		maskWindow(row, sh.first(pos))
 		simd.SoftmaxRow(row[:soft], sh.scale)
 		clear(row[soft:])
 		c.mulPV(oh, row, visible, soft, g, b)
@@ -268,6 +287,7 @@ func (c *kvCache) attendHeadsF16(out, q []float32, t, pos, h0, h1 int, sh attnSh
 		for p := visible; p < soft; p++ {
 			row[p] = float32(math.Inf(-1))
 		}
+		maskWindow(row, sh.first(pos))
 		simd.SoftmaxRow(row[:soft], sh.scale)
 		clear(row[soft:])
 	}

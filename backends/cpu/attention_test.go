@@ -21,7 +21,7 @@ type attnCase struct {
 }
 
 func newAttnCase(rng *rand.Rand, heads, kvHeads, hd, nTok, pos0 int, kt KVType) *attnCase {
-	c := &attnCase{sh: attnShape{heads, kvHeads, hd, float32(1 / math.Sqrt(float64(hd)))}, nTok: nTok, pos0: pos0, kvType: kt}
+	c := &attnCase{sh: attnShape{heads: heads, kvHeads: kvHeads, headDim: hd, scale: float32(1 / math.Sqrt(float64(hd)))}, nTok: nTok, pos0: pos0, kvType: kt}
 	c.q = randVec(rng, nTok*heads*hd, 1)
 	for range pos0 + nTok {
 		// Keys scaled so that scores spread over a few units: the softmax
@@ -82,7 +82,7 @@ func (c *attnCase) run(threads int) (got, want []float32) {
 	fast.attend(got, c.q, c.nTok, c.pos0, sh, newAttnBufs(threads, sh.heads/sh.kvHeads, sh.headDim, ctx))
 	want = make([]float32, len(c.q))
 	scratch := make([]float32, ref.AttentionScratch(c.nTok, c.pos0))
-	ref.Attention(want, c.q, rk, rv, c.nTok, c.pos0, sh.heads, sh.kvHeads, sh.headDim, sh.scale, scratch)
+	ref.AttentionWindow(want, c.q, rk, rv, c.nTok, c.pos0, sh.heads, sh.kvHeads, sh.headDim, sh.window, sh.scale, scratch)
 	return got, want
 }
 
@@ -97,8 +97,11 @@ func TestAttentionMatchesRef(t *testing.T) {
 			for _, group := range []int{1, 4, 8} {
 				for i, s := range shapes {
 					kvHeads := 1 + (i+group)%2
-					name := fmt.Sprintf("%s/hd%d/gqa%d/tok%d@%d", kt, hd, group, s.nTok, s.pos0)
 					c := newAttnCase(rng, kvHeads*group, kvHeads, hd, s.nTok, s.pos0, kt)
+					if i%2 == 1 {
+						c.sh.window = 5 + 7*i // a sliding window shorter than the context
+					}
+					name := fmt.Sprintf("%s/hd%d/gqa%d/tok%d@%d/window%d", kt, hd, group, s.nTok, s.pos0, c.sh.window)
 					t.Run(name, func(t *testing.T) { c.check(t, 3) })
 				}
 			}

@@ -154,7 +154,7 @@ func runRoPE(s *State, v *value) error {
 // then attends (see attnJob.attend).
 func runAttention(s *State, v *value) error {
 	a := v.node.Attrs
-	sh := attnShape{heads: a.Int("heads"), kvHeads: a.Int("kv_heads"), headDim: a.Int("head_dim"), scale: a.Float("scale")}
+	sh := attnShape{heads: a.Int("heads"), kvHeads: a.Int("kv_heads"), headDim: a.Int("head_dim"), scale: a.Float("scale"), window: a.Int("window")}
 	caches := s.kv[v.kv]
 	if err := sh.check(caches[0]); err != nil {
 		return err

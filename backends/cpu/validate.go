@@ -78,7 +78,7 @@ var optionalOperands = map[string]int{ops.RoPE: 1}
 // intAttrs lists the integer attributes a kernel sizes or indexes with,
 // and their smallest allowed value.
 var intAttrs = map[string]map[string]int{
-	ops.Attention: {"heads": 1, "kv_heads": 1, "head_dim": 1},
+	ops.Attention: {"heads": 1, "kv_heads": 1, "head_dim": 1, "window": 0},
 	ops.RoPE:      {"heads": 1, "head_dim": 1, "dims": 1},
 	ops.Part:      {"start": 0, "width": 1},
 }

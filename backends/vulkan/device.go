@@ -29,7 +29,7 @@ type DeviceInfo struct {
 	MaxWorkgroupInvocations          uint32
 	DeviceLocalBytes                 uint64 // size of the largest device-local heap
 	Features                         vk.Features
-	Usable                           bool   // Vulkan 1.2 with a compute queue
+	Usable                           bool   // Vulkan 1.2 with a compute queue and subgroup arithmetic
 	Why                              string // why not, when !Usable
 }
 
@@ -63,6 +63,9 @@ func describe(index int, pd vk.PhysicalDevice) DeviceInfo {
 		info.Usable, info.Why = false, "Vulkan 1.2 or newer is needed"
 	} else if _, _, ok := pd.ComputeQueueFamily(); !ok {
 		info.Usable, info.Why = false, "no compute queue"
+	} else if p.SubgroupStages&vk.StageCompute == 0 || p.SubgroupOperations&vk.SubgroupArithmetic == 0 {
+		// matvec.comp reduces its sums with subgroupAdd.
+		info.Usable, info.Why = false, "no subgroup arithmetic in compute shaders"
 	}
 	return info
 }

@@ -34,6 +34,13 @@ func paddedKV(n int) int { return (n + kvPad - 1) / kvPad * kvPad }
 // nHead; k and v hold pos0+nTok rows of RowLen >= nKVHead·headDim and are
 // both F16 or both F32; len(scratch) >= AttentionScratch(nTok, pos0).
 func Attention(out, q []float32, k, v KV, nTok, pos0, nHead, nKVHead, headDim int, scale float32, scratch []float32) {
+	AttentionWindow(out, q, k, v, nTok, pos0, nHead, nKVHead, headDim, 0, scale, scratch)
+}
+
+// AttentionWindow is Attention with a sliding window (llama.cpp's SWA
+// mask): token t at position p sees only positions p-window+1 … p, the
+// others' scores are -∞ before the softmax; window 0 sees them all.
+func AttentionWindow(out, q []float32, k, v KV, nTok, pos0, nHead, nKVHead, headDim, window int, scale float32, scratch []float32) {
 	nKV := pos0 + nTok
 	nPad := paddedKV(nKV)
 	probs := scratch[:nTok*nPad]
@@ -44,7 +51,11 @@ func Attention(out, q []float32, k, v KV, nTok, pos0, nHead, nKVHead, headDim in
 		for t := 0; t < nTok; t++ {
 			slot := (t*nHead + h) * headDim
 			row := probs[t*nPad : (t+1)*nPad]
-			scores(row, q[slot:slot+headDim], out[slot:slot+headDim], k, kvOff, pos0+t+1, nTok, scale)
+			first := 0
+			if window > 0 {
+				first = max(0, pos0+t+1-window)
+			}
+			scores(row, q[slot:slot+headDim], out[slot:slot+headDim], k, kvOff, first, pos0+t+1, nTok, scale)
 		}
 		for d := 0; d < headDim; d++ {
 			gatherColumn(column, v, kvOff+d, nKV)
@@ -57,9 +68,9 @@ func Attention(out, q []float32, k, v KV, nTok, pos0, nHead, nKVHead, headDim in
 }
 
 // scores fills row with the softmax probabilities of one query head against
-// the first visible positions of k (the rest of row gets 0). tmp (headDim
+// positions [first, visible) of k (the rest of row gets 0). tmp (headDim
 // elements of the output, overwritten later) holds the f16-rounded query.
-func scores(row, qh, tmp []float32, k KV, kvOff, visible, nTok int, scale float32) {
+func scores(row, qh, tmp []float32, k KV, kvOff, first, visible, nTok int, scale float32) {
 	headDim := len(qh)
 	if k.isF16() {
 		for i, x := range qh {
@@ -78,6 +89,9 @@ func scores(row, qh, tmp []float32, k KV, kvOff, visible, nTok int, scale float3
 	}
 	for p := visible; p < len(row); p++ {
 		row[p] = float32(math.Inf(-1))
+	}
+	for p := range first {
+		row[p] = float32(math.Inf(-1)) // outside the sliding window
 	}
 	SoftmaxRowWith(row, 1, GoSoftmax()) // already scaled; x·1 = x
 	if k.isF16() {

@@ -59,12 +59,12 @@ var variants = []variant{
 	{"rope_f32", "rope.comp", nil, 4, 36, 64},
 	{"kv_store_f16", "kv_store.comp", []string{"KV_F16"}, 5, 24, 64},
 	{"kv_store_f32", "kv_store.comp", []string{"KV_F32"}, 5, 24, 64},
-	{"attention_f16", "attention.comp", []string{"KV_F16"}, 5, 40, 64},
-	{"attention_f32", "attention.comp", []string{"KV_F32"}, 5, 40, 64},
-	{"attention_f16_q8_0", "attention.comp", []string{"KV_F16", "Q8_0"}, 6, 40, 64},
-	{"attention_f32_q8_0", "attention.comp", []string{"KV_F32", "Q8_0"}, 6, 40, 64},
-	{"attention_f16_q8_1", "attention.comp", []string{"KV_F16", "Q8_1"}, 6, 40, 64},
-	{"attention_f32_q8_1", "attention.comp", []string{"KV_F32", "Q8_1"}, 6, 40, 64},
+	{"attention_f16", "attention.comp", []string{"KV_F16"}, 5, 44, 64},
+	{"attention_f32", "attention.comp", []string{"KV_F32"}, 5, 44, 64},
+	{"attention_f16_q8_0", "attention.comp", []string{"KV_F16", "Q8_0"}, 6, 44, 64},
+	{"attention_f32_q8_0", "attention.comp", []string{"KV_F32", "Q8_0"}, 6, 44, 64},
+	{"attention_f16_q8_1", "attention.comp", []string{"KV_F16", "Q8_1"}, 6, 44, 64},
+	{"attention_f32_q8_1", "attention.comp", []string{"KV_F32", "Q8_1"}, 6, 44, 64},
 }
 
 // weightTypes are the weight types of the matmul and row-gather variants,
