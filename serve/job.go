@@ -72,6 +72,7 @@ type job struct {
 	sampler   *sample.Sampler
 	dec       *tokenizer.StreamDecoder
 	held      string // text kept back because it may begin a stop string
+	stopHit   bool   // a stop string ended the text
 	scratch   []float32
 	lastToken time.Time
 }
@@ -92,7 +93,7 @@ func (j *job) stopScan(piece string) (send string, stopped bool) {
 		}
 	}
 	if cut >= 0 {
-		j.held = ""
+		j.held, j.stopHit = "", true
 		return t[:cut], true
 	}
 	keep := 0

@@ -170,7 +170,7 @@ func (s *Server) finish(j *job, reason string) {
 			j.out.put(event{Text: send})
 		}
 	}
-	if j.held != "" && reason != "stop" {
+	if j.held != "" && !j.stopHit { // kept back for a stop string that never came
 		j.out.put(event{Text: j.held})
 	}
 	j.out.put(event{Done: true, Finish: reason, Usage: usage{

@@ -381,3 +381,32 @@ func TestSamplingFields(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	assert.NotEqual(t, choiceText(t, resp), choiceText(t, banned))
 }
+
+// TestHeldTextSentAtEnd: text kept back because it might begin a stop
+// string comes out when the request ends otherwise, on its length or on
+// the end-of-sequence token.
+func TestHeldTextSentAtEnd(t *testing.T) {
+	_, ts := start(t, Options{Ctx: 1024})
+	// On its length (greedy, 12 tokens).
+	want := reference(t, "Once upon a time", 12)
+	req := greedy("Once upon a time", 12)
+	req["stop"] = want[len(want)-1:] + "\x00never" // begins with the text's last character
+	status, resp := post(t, ts, "/v1/completions", req)
+	require.Equal(t, http.StatusOK, status)
+	assert.Equal(t, want, choiceText(t, resp))
+	// On the end-of-sequence token (finish reason "stop" without a stop
+	// string; the tiny model never emits EOS, so the scheduler's finish is
+	// called directly).
+	srv := &Server{slots: make([]slot, 1), metrics: newMetrics(1)}
+	j := &job{stops: []string{"c\x00never"}, dec: openTiny(t).Tokenizer.NewStreamDecoder(), out: newOutbox()}
+	srv.slots[0].job = j
+	sent, stopped := j.stopScan("abc")
+	require.False(t, stopped)
+	require.Equal(t, "ab", sent)
+	srv.finish(j, "stop")
+	var text strings.Builder
+	for _, ev := range j.out.take() {
+		text.WriteString(ev.Text)
+	}
+	assert.Equal(t, "c", text.String())
+}
