@@ -17,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/weft-ml/weft/runtime"
 )
 
 // errorOf checks OpenAI's error shape and returns the error object.
@@ -162,7 +164,7 @@ func TestEmbeddingsOff(t *testing.T) {
 func block(s *Server) (entered chan struct{}, release func()) {
 	entered = make(chan struct{}, 1024)
 	gate := make(chan struct{})
-	s.stepHook = func() {
+	s.stepHook = func([]runtime.SeqInput) {
 		entered <- struct{}{}
 		<-gate
 	}
@@ -195,7 +197,7 @@ func TestQueueFull(t *testing.T) {
 
 func TestDisconnectFreesSlot(t *testing.T) {
 	s, ts := start(t, Options{Parallel: 1})
-	s.stepHook = func() { time.Sleep(time.Millisecond) } // keep the stream going a while
+	s.stepHook = func([]runtime.SeqInput) { time.Sleep(time.Millisecond) } // keep the stream going a while
 	ctx, cancel := context.WithCancel(context.Background())
 	body, _ := json.Marshal(map[string]any{"prompt": "Once upon a time", "max_tokens": 1000, "ignore_eos": true, "stream": true})
 	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/completions", bytes.NewReader(body))

@@ -250,7 +250,7 @@ func (s *Server) step() {
 		return
 	}
 	if s.stepHook != nil {
-		s.stepHook()
+		s.stepHook(in)
 	}
 	logits, err := s.batcher.Step(s.runCtx, in)
 	s.metrics.steps.Add(1)

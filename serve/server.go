@@ -86,8 +86,8 @@ type Server struct {
 	stopOnce  sync.Once
 	abortOnce sync.Once
 
-	copyPrefix bool   // the backend copies KV cells between slots (until it fails once)
-	stepHook   func() // tests: runs before every Batcher step
+	copyPrefix bool                        // the backend copies KV cells between slots (until it fails once)
+	stepHook   func(in []runtime.SeqInput) // tests: runs before every Batcher step
 }
 
 // New starts a server on m (which it does not close).

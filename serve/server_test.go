@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -342,7 +343,7 @@ func TestChatCompletions(t *testing.T) {
 // still generating in another slot starts from a copy of its cells.
 func TestPrefixCopiedFromBusySlot(t *testing.T) {
 	s, ts := start(t, Options{Parallel: 2})
-	s.stepHook = func() { time.Sleep(time.Millisecond) }
+	s.stepHook = func([]runtime.SeqInput) { time.Sleep(time.Millisecond) }
 	system := "Lily and Ben were friends. They liked to play in the park with their ball. One day"
 	first := make(chan int, 1)
 	go func() { status, _ := post(t, ts, "/v1/completions", greedy(system, 300)); first <- status }()
@@ -409,4 +410,48 @@ func TestHeldTextSentAtEnd(t *testing.T) {
 		text.WriteString(ev.Text)
 	}
 	assert.Equal(t, "c", text.String())
+}
+
+// TestChunkedPrefill: a long prompt arriving while another request
+// decodes is prefilled PrefillChunk tokens a step, each step also
+// carrying the other's next token, and both outputs stay the model's.
+func TestChunkedPrefill(t *testing.T) {
+	s, ts := start(t, Options{Parallel: 2, PrefillChunk: 16})
+	var mu sync.Mutex
+	var steps [][]runtime.SeqInput
+	s.stepHook = func(in []runtime.SeqInput) {
+		mu.Lock()
+		steps = append(steps, slices.Clone(in))
+		mu.Unlock()
+		time.Sleep(500 * time.Microsecond)
+	}
+	first := make(chan string, 1)
+	go func() {
+		_, resp := post(t, ts, "/v1/completions", greedy("Once upon a time", 200))
+		first <- choiceText(t, resp)
+	}()
+	waitFor(t, "the first request decoding", func() bool { return metric(t, ts, "weft_generated_tokens_total") > 2 })
+	long := strings.Repeat("Lily and Ben went to the park and played with a ball. ", 12)
+	status, resp := post(t, ts, "/v1/completions", greedy(long, 8))
+	require.Equal(t, http.StatusOK, status)
+	assert.Equal(t, reference(t, long, 8), choiceText(t, resp))
+	assert.Equal(t, reference(t, "Once upon a time", 200), <-first)
+	mu.Lock()
+	defer mu.Unlock()
+	mixed := 0
+	for _, in := range steps {
+		prefill, decode := 0, 0
+		for _, x := range in {
+			if len(x.Tokens) > 1 {
+				prefill += len(x.Tokens)
+			} else {
+				decode++
+			}
+		}
+		if prefill > 0 && decode > 0 {
+			mixed++
+			assert.LessOrEqual(t, prefill, 16, "prefill beside decoding stays within the chunk")
+		}
+	}
+	assert.GreaterOrEqual(t, mixed, 8, "the long prompt was spread over steps that also decoded")
 }
