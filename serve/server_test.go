@@ -455,3 +455,19 @@ func TestChunkedPrefill(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, mixed, 8, "the long prompt was spread over steps that also decoded")
 }
+
+// TestChatTurnsReusePrefix: the second turn of a chat repeats the first
+// in its prompt, and the slot's cached tokens serve it.
+func TestChatTurnsReusePrefix(t *testing.T) {
+	_, ts := start(t, Options{Parallel: 2})
+	turn := []map[string]any{{"role": "user", "content": "Tell me a story about a dog named Max who lived in a small house."}}
+	body := map[string]any{"messages": turn, "max_tokens": 16, "temperature": 0}
+	status, resp := post(t, ts, "/v1/chat/completions", body)
+	require.Equal(t, http.StatusOK, status, "%v", resp)
+	reply := choiceText(t, resp)
+	reused := metric(t, ts, "weft_prefix_cache_tokens_total")
+	body["messages"] = append(turn, map[string]any{"role": "assistant", "content": reply}, map[string]any{"role": "user", "content": "And then?"})
+	status, _ = post(t, ts, "/v1/chat/completions", body)
+	require.Equal(t, http.StatusOK, status)
+	assert.Greater(t, metric(t, ts, "weft_prefix_cache_tokens_total")-reused, 20.0, "the first turn's prompt came from the cache")
+}
