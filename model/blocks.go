@@ -105,8 +105,13 @@ type Attention struct {
 	// The two round differently.
 	ScaleQ bool
 	// Window, when positive, is a sliding window: a token attends to its
-	// last Window positions only (llama.cpp's SWA mask; Phi-3).
+	// last Window positions only (llama.cpp's SWA mask; Phi-3, Gemma 2).
 	Window int
+	// SoftCap, when positive, soft-caps the scores (Gemma 2).
+	SoftCap float32
+	// QScaleDim, when set, is the dimension whose 1/√ ScaleQ uses instead
+	// of the head dimension (Gemma 2 27B: n_embd/n_head).
+	QScaleDim int
 }
 
 // SelfAttention is the attention sub-block on the normalised input h:
@@ -117,7 +122,11 @@ func (l *Lowering) SelfAttention(h int, a Attention) int {
 	p := l.P
 	q, k, v := l.projectQKV(h)
 	q = l.Op(ops.RoPE, l.Name("q_rope"), l.ropeAttrs(p.Heads, a.NeoX), l.ropeOperands(q)...)
-	scale := float32(1 / math.Sqrt(float64(p.HeadDim)))
+	dim := p.HeadDim
+	if a.QScaleDim > 0 {
+		dim = a.QScaleDim
+	}
+	scale := float32(1 / math.Sqrt(float64(dim)))
 	if a.ScaleQ {
 		q = l.Op(ops.Scale, l.Name("q_scaled"), graph.Attrs{"scale": float64(scale)}, q)
 		scale = 1
@@ -129,6 +138,9 @@ func (l *Lowering) SelfAttention(h int, a Attention) int {
 	}
 	if a.Window > 0 {
 		attrs["window"] = float64(a.Window)
+	}
+	if a.SoftCap > 0 {
+		attrs["softcap"] = float64(a.SoftCap)
 	}
 	attn := l.Op(ops.Attention, l.Name("attn"), attrs, q, k, v, l.pos)
 	return l.Linear(attn, "attn_output", "attn_out")
@@ -220,7 +232,11 @@ func (l *Lowering) FeedForward(h int, f FFN) int {
 // ("result_output"), adding output.bias when present. Selecting before the
 // final norm gives the same rows as llama.cpp's inp_out_ids selection
 // inside the last layer: every op after it works row by row.
-func (l *Lowering) Output(x int, norm NormKind) {
+func (l *Lowering) Output(x int, norm NormKind) { l.OutputSoftCap(x, norm, 0) }
+
+// OutputSoftCap is Output with the logits soft-capped at cap when it is
+// positive ("result_softcap": Gemma 2's final logit soft-capping).
+func (l *Lowering) OutputSoftCap(x int, norm NormKind, cap float32) {
 	l.SetLayer(-1)
 	x = l.Op(ops.SelectRows, "out_rows", nil, x, l.rows)
 	x = l.Norm(x, norm, "output_norm", "result_norm")
@@ -229,6 +245,9 @@ func (l *Lowering) Output(x int, norm NormKind) {
 		weight = "output.weight"
 	}
 	logits := l.linearWith(x, "output", weight, "result_output")
+	if cap > 0 {
+		logits = l.Op(ops.SoftCap, "result_softcap", graph.Attrs{"cap": float64(cap)}, logits)
+	}
 	if l.Err() == nil {
 		l.b.Output("logits", logits)
 	}

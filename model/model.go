@@ -43,6 +43,8 @@ type Params struct {
 	// Read for the lowering (phi3): the attention window and
 	// rope.scaling.original_context_length (0 when absent).
 	slidingWindow, ropeOrigCtx int
+	// Gemma 2's soft-capping of the attention scores and of the logits.
+	attnSoftCap, finalSoftCap float32
 }
 
 // KVWidth is the width of one token's K (or V) row in a layer's cache.

@@ -8,8 +8,10 @@
 //
 //	RMSNorm, LayerNorm   eps
 //	Scale, Softmax       scale
+//	SoftCap              cap
 //	RoPE                 heads, head_dim, dims (rotated dims), base, freq_scale, neox (0/1);
 //	                     YaRN: ext_factor, attn_factor, corr_lo, corr_hi (absent: plain RoPE)
 //	Attention            heads, kv_heads, head_dim, scale, window (sliding window; absent or 0:
-//	                     none); the node's Layer picks its KV cache
+//	                     none), softcap (scores soft-capped before the scale; absent or 0: none);
+//	                     the node's Layer picks its KV cache
 package ops

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/weft-ml/weft/graph"
 )
@@ -18,6 +19,7 @@ const (
 	Softmax    = "Softmax"    // (x) -> softmax(x * scale) along rows
 	SiLU       = "SiLU"       // (x) -> x * sigmoid(x)
 	GELU       = "GELU"       // (x) -> tanh-approximated GELU
+	SoftCap    = "SoftCap"    // (x) -> cap·tanh(x/cap) (Gemma 2's final logit soft-capping)
 	SwiGLU     = "SwiGLU"     // (gate, up) -> silu(gate) * up
 	MatMul     = "MatMul"     // (x F32[T,K], w [N,K]) -> F32[T,N]; w may be quantized
 	RoPE       = "RoPE"       // (x F32[T,H*hd], pos I32[T] [, factors F32[dims/2]]) -> rotated x
@@ -36,6 +38,7 @@ func init() {
 		{Name: Softmax, Arity: 1, Infer: unaryF32},
 		{Name: SiLU, Arity: 1, Infer: unaryF32},
 		{Name: GELU, Arity: 1, Infer: unaryF32},
+		{Name: SoftCap, Arity: 1, Infer: inferSoftCap},
 		{Name: SwiGLU, Arity: 2, Infer: inferSame},
 		{Name: MatMul, Arity: 2, Infer: inferMatMul},
 		{Name: RoPE, Arity: -1, Infer: inferRoPE}, // 2 operands, or 3 with frequency factors
@@ -192,5 +195,15 @@ func inferAttention(in []graph.Type, a graph.Attrs) (graph.Type, error) {
 	if w := a["window"]; w < 0 || w != float64(int64(w)) {
 		return graph.Type{}, fmt.Errorf("sliding window %v must be a whole number of positions (0: none)", w)
 	}
+	if c := a["softcap"]; c < 0 || math.IsInf(c, 0) || math.IsNaN(c) {
+		return graph.Type{}, fmt.Errorf("soft-capping %v must be a positive number (0: none)", c)
+	}
 	return q, nil
+}
+
+func inferSoftCap(in []graph.Type, a graph.Attrs) (graph.Type, error) {
+	if c := a["cap"]; !(c > 0) || math.IsInf(c, 0) {
+		return graph.Type{}, fmt.Errorf("soft-capping %v must be a positive number", c)
+	}
+	return unaryF32(in, a)
 }

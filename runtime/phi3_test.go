@@ -1,18 +1,12 @@
 package runtime
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/weft-ml/weft/gguf"
 )
 
 // phi3Fixtures are small random-weight Phi-3 models written by
@@ -42,76 +36,42 @@ const (
 // N(0, 0.05) from a fixed PCG stream, norms 1: the same bytes every time.
 func writePhi3(t *testing.T, dir, name string, sh phi3Shape) string {
 	t.Helper()
-	voc, err := gguf.Open(filepath.Join("..", "testdata", "stories260K.gguf"))
-	require.NoError(t, err)
-	defer voc.Close()
-	u32 := func(v int) gguf.Value { return gguf.ValueOf(uint32(v)) }
-	kv := []gguf.KV{
-		{Key: "general.architecture", Value: gguf.ValueOf("phi3")},
-		{Key: "phi3.context_length", Value: u32(sh.ctxTrain)},
-		{Key: "phi3.embedding_length", Value: u32(phi3Embd)},
-		{Key: "phi3.feed_forward_length", Value: u32(phi3FFN)},
-		{Key: "phi3.block_count", Value: u32(phi3Layers)},
-		{Key: "phi3.attention.head_count", Value: u32(phi3Heads)},
-		{Key: "phi3.attention.head_count_kv", Value: u32(phi3KVHeads)},
-		{Key: "phi3.attention.layer_norm_rms_epsilon", Value: gguf.ValueOf(float32(1e-5))},
-		{Key: "phi3.rope.dimension_count", Value: u32(phi3HeadDim)},
-		{Key: "phi3.rope.freq_base", Value: gguf.ValueOf(float32(10000))},
-		{Key: "phi3.attention.sliding_window", Value: u32(sh.window)},
+	f := newFixture(t, "phi3", 3)
+	for _, k := range []struct {
+		name string
+		v    any
+	}{
+		{"context_length", sh.ctxTrain}, {"embedding_length", phi3Embd}, {"feed_forward_length", phi3FFN},
+		{"block_count", phi3Layers}, {"attention.head_count", phi3Heads}, {"attention.head_count_kv", phi3KVHeads},
+		{"attention.layer_norm_rms_epsilon", float32(1e-5)}, {"rope.dimension_count", phi3HeadDim},
+		{"rope.freq_base", float32(10000)}, {"attention.sliding_window", sh.window},
+	} {
+		f.key(k.name, k.v)
 	}
 	if sh.longRoPE {
-		kv = append(kv,
-			gguf.KV{Key: "phi3.rope.scaling.original_context_length", Value: u32(4096)},
-			gguf.KV{Key: "phi3.rope.scaling.attn_factor", Value: gguf.ValueOf(float32(1.19))})
+		f.key("rope.scaling.original_context_length", 4096)
+		f.key("rope.scaling.attn_factor", float32(1.19))
 	}
-	for _, e := range voc.KV {
-		if strings.HasPrefix(e.Key, "tokenizer.") {
-			kv = append(kv, e)
-		}
-	}
-	rng := rand.New(rand.NewPCG(3, 0xfeed))
-	vocab := int(voc.Tensors[0].Dims[1])
-	if ti, ok := voc.Tensor("token_embd.weight"); ok {
-		vocab = int(ti.Dims[1])
-	}
-	f32 := func(name string, rows, cols int, fill func() float32) gguf.TensorSpec {
-		data := make([]byte, 4*rows*cols)
-		for i := range rows * cols {
-			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(fill()))
-		}
-		dims := []uint64{uint64(cols), uint64(rows)}
-		if rows == 1 {
-			dims = []uint64{uint64(cols)}
-		}
-		return gguf.TensorSpec{Name: name, Dims: dims, Type: gguf.TypeF32, Data: data}
-	}
-	normal := func() float32 { return float32(0.05 * rng.NormFloat64()) }
-	one := func() float32 { return 1 }
-	ts := []gguf.TensorSpec{
-		f32("token_embd.weight", vocab, phi3Embd, normal),
-		f32("output_norm.weight", 1, phi3Embd, one),
-		f32("output.weight", vocab, phi3Embd, normal),
-	}
+	normal := f.normal(0.05)
+	f.tensor("token_embd.weight", f.vocab, phi3Embd, normal)
+	f.tensor("output_norm.weight", 1, phi3Embd, ones)
+	f.tensor("output.weight", f.vocab, phi3Embd, normal)
 	if sh.longRoPE {
 		short, long := 1.0, 1.0
-		ts = append(ts,
-			f32("rope_factors_short.weight", 1, phi3HeadDim/2, func() float32 { short *= 1.1; return float32(short) }),
-			f32("rope_factors_long.weight", 1, phi3HeadDim/2, func() float32 { long *= 1.7; return float32(long) }))
+		f.tensor("rope_factors_short.weight", 1, phi3HeadDim/2, func() float32 { short *= 1.1; return float32(short) })
+		f.tensor("rope_factors_long.weight", 1, phi3HeadDim/2, func() float32 { long *= 1.7; return float32(long) })
 	}
 	qkv := phi3Embd + 2*phi3KVHeads*phi3HeadDim
 	for il := range phi3Layers {
 		pre := fmt.Sprintf("blk.%d.", il)
-		ts = append(ts,
-			f32(pre+"attn_norm.weight", 1, phi3Embd, one),
-			f32(pre+"attn_qkv.weight", qkv, phi3Embd, normal),
-			f32(pre+"attn_output.weight", phi3Embd, phi3Embd, normal),
-			f32(pre+"ffn_norm.weight", 1, phi3Embd, one),
-			f32(pre+"ffn_up.weight", 2*phi3FFN, phi3Embd, normal),
-			f32(pre+"ffn_down.weight", phi3Embd, phi3FFN, normal))
+		f.tensor(pre+"attn_norm.weight", 1, phi3Embd, ones)
+		f.tensor(pre+"attn_qkv.weight", qkv, phi3Embd, normal)
+		f.tensor(pre+"attn_output.weight", phi3Embd, phi3Embd, normal)
+		f.tensor(pre+"ffn_norm.weight", 1, phi3Embd, ones)
+		f.tensor(pre+"ffn_up.weight", 2*phi3FFN, phi3Embd, normal)
+		f.tensor(pre+"ffn_down.weight", phi3Embd, phi3FFN, normal)
 	}
-	path := filepath.Join(dir, name+".gguf")
-	require.NoError(t, gguf.WriteFile(path, kv, ts))
-	return path
+	return f.write(dir, name)
 }
 
 // Phi-3 (fused attn_qkv, gate and up in ffn_up, LongRoPE's short factors

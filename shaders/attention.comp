@@ -25,6 +25,7 @@ layout(push_constant) uniform Push {
     uint aoff; // Q8_0, Q8_1: word offset of the output's activation blocks
     uint celloff;
     uint window; // sliding window (llama.cpp's SWA mask): a token sees its last window positions; 0: all
+    float softcap, capinv; // Gemma 2: scores become softcap·tanh(score·capinv) before the scale; 0: none
 } pc;
 
 layout(binding = 0) readonly buffer Q { float q[]; };
@@ -100,6 +101,11 @@ float score(uint kb, uint hd) {
     return dot;
 }
 
+// capped soft-caps a raw score as ggml does (·(1/cap), tanh, ·cap).
+float capped(float x) {
+    return pc.softcap > 0.0 ? tanh(x * pc.capinv) * pc.softcap : x;
+}
+
 void main() {
     const uint h = gl_WorkGroupID.x, t = gl_WorkGroupID.y;
     const uint tid = gl_LocalInvocationID.x;
@@ -125,7 +131,7 @@ void main() {
     const uint first = pc.window != 0u && visible > pc.window ? visible - pc.window : 0u;
     float m = ninf, s = 0.0;
     for (uint j = first + tid; j < visible; j += WG) {
-        const float x = score(cell0 + j * width + kvh * hd, hd) * pc.scale;
+        const float x = capped(score(cell0 + j * width + kvh * hd, hd)) * pc.scale;
         if (keep) {
             sc[j] = x;
         }
@@ -145,7 +151,7 @@ void main() {
         const uint j = c0 + tid;
         float p = 0.0;
         if (j < visible) {
-            const float x = keep ? sc[j] : score(cell0 + j * width + kvh * hd, hd) * pc.scale;
+            const float x = keep ? sc[j] : capped(score(cell0 + j * width + kvh * hd, hd)) * pc.scale;
             p = exp(x - mx) * inv;
 #if defined(KV_F16)
             p = round_f16(p);

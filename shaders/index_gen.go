@@ -27,6 +27,9 @@ var spvGeluF32 []byte
 //go:embed spv/scale_f32.spv
 var spvScaleF32 []byte
 
+//go:embed spv/softcap_f32.spv
+var spvSoftcapF32 []byte
+
 //go:embed spv/rms_norm_f32.spv
 var spvRmsNormF32 []byte
 
@@ -667,6 +670,14 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  2,
+	Defines:   []string{"SOFTCAP"},
+	Name:      "softcap_f32",
+	PushBytes: 20,
+	SPIRV:     spvSoftcapF32,
+	Source:    "silu.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  2,
 	Name:      "rms_norm_f32",
 	PushBytes: 28,
 	SPIRV:     spvRmsNormF32,
@@ -807,7 +818,7 @@ var kernels = []Kernel{{
 	Bindings:  5,
 	Defines:   []string{"KV_F16"},
 	Name:      "attention_f16",
-	PushBytes: 44,
+	PushBytes: 52,
 	SPIRV:     spvAttentionF16,
 	Source:    "attention.comp",
 	Workgroup: 64,
@@ -815,7 +826,7 @@ var kernels = []Kernel{{
 	Bindings:  5,
 	Defines:   []string{"KV_F32"},
 	Name:      "attention_f32",
-	PushBytes: 44,
+	PushBytes: 52,
 	SPIRV:     spvAttentionF32,
 	Source:    "attention.comp",
 	Workgroup: 64,
@@ -823,7 +834,7 @@ var kernels = []Kernel{{
 	Bindings:  6,
 	Defines:   []string{"KV_F16", "Q8_0"},
 	Name:      "attention_f16_q8_0",
-	PushBytes: 44,
+	PushBytes: 52,
 	SPIRV:     spvAttentionF16Q80,
 	Source:    "attention.comp",
 	Workgroup: 64,
@@ -831,7 +842,7 @@ var kernels = []Kernel{{
 	Bindings:  6,
 	Defines:   []string{"KV_F32", "Q8_0"},
 	Name:      "attention_f32_q8_0",
-	PushBytes: 44,
+	PushBytes: 52,
 	SPIRV:     spvAttentionF32Q80,
 	Source:    "attention.comp",
 	Workgroup: 64,
@@ -839,7 +850,7 @@ var kernels = []Kernel{{
 	Bindings:  6,
 	Defines:   []string{"KV_F16", "Q8_1"},
 	Name:      "attention_f16_q8_1",
-	PushBytes: 44,
+	PushBytes: 52,
 	SPIRV:     spvAttentionF16Q81,
 	Source:    "attention.comp",
 	Workgroup: 64,
@@ -847,7 +858,7 @@ var kernels = []Kernel{{
 	Bindings:  6,
 	Defines:   []string{"KV_F32", "Q8_1"},
 	Name:      "attention_f32_q8_1",
-	PushBytes: 44,
+	PushBytes: 52,
 	SPIRV:     spvAttentionF32Q81,
 	Source:    "attention.comp",
 	Workgroup: 64,

@@ -421,12 +421,17 @@ func TestRoPE(t *testing.T) {
 func TestAttention(t *testing.T) {
 	e := newEnv(t)
 	for _, f16 := range []bool{true, false} {
-		for _, c := range []struct{ heads, kvHeads, hd, pos0, ntok, window int }{
-			{8, 8, 8, 0, 5, 0}, {6, 2, 48, 37, 30, 0}, {4, 1, 64, 130, 1, 0}, {2, 2, 256, 3, 2, 0}, {9, 3, 80, 64, 7, 0},
-			{3, 1, 6, 11, 2, 0},    // K pairs left over after the 8-pair loads
-			{4, 2, 64, 2100, 3, 0}, // more positions than the shader keeps scores of
-			{4, 2, 64, 100, 9, 37}, // a sliding window (tokens see 37 positions)
-			{3, 1, 48, 2100, 2, 1000},
+		for _, c := range []struct {
+			heads, kvHeads, hd, pos0, ntok, window int
+			softCap                                float32
+		}{
+			{8, 8, 8, 0, 5, 0, 0}, {6, 2, 48, 37, 30, 0, 0}, {4, 1, 64, 130, 1, 0, 0}, {2, 2, 256, 3, 2, 0, 0}, {9, 3, 80, 64, 7, 0, 0},
+			{3, 1, 6, 11, 2, 0, 0},    // K pairs left over after the 8-pair loads
+			{4, 2, 64, 2100, 3, 0, 0}, // more positions than the shader keeps scores of
+			{4, 2, 64, 100, 9, 37, 0}, // a sliding window (tokens see 37 positions)
+			{3, 1, 48, 2100, 2, 1000, 0},
+			{6, 2, 48, 37, 30, 0, 1.5}, // soft-capped scores (Gemma 2)
+			{4, 1, 64, 2100, 1, 0, 2},
 		} {
 			n := c.pos0 + c.ntok
 			w := c.kvHeads * c.hd
@@ -447,7 +452,7 @@ func TestAttention(t *testing.T) {
 				vr.Store(p, v[p*w:])
 			}
 			want := make([]float32, len(q))
-			ref.AttentionWindow(want, q, kr, vr, c.ntok, c.pos0, c.heads, c.kvHeads, c.hd, c.window, scale, make([]float32, ref.AttentionScratch(c.ntok, c.pos0)))
+			ref.AttentionWith(want, q, kr, vr, c.ntok, c.pos0, c.heads, c.kvHeads, c.hd, scale, ref.AttnOptions{Window: c.window, SoftCap: c.softCap}, make([]float32, ref.AttentionScratch(c.ntok, c.pos0)))
 
 			// The cache holds the earlier positions; the batch is stored by kv_store.
 			cacheBytes := func(kv ref.KV) []byte {
@@ -490,7 +495,7 @@ func TestAttention(t *testing.T) {
 
 			qb, ob := e.place(qoff, q), e.out(ooff+len(q)+2)
 			e.run("attention_"+kind, [3]uint32{uint32(c.heads), uint32(c.ntok), 1},
-				pushWords(c.heads, c.kvHeads, c.hd, c.ntok, qoff, ooff, posoff, scale, 0, celloff, c.window), qb, sb, kc, vc, ob)
+				pushWords(c.heads, c.kvHeads, c.hd, c.ntok, qoff, ooff, posoff, scale, 0, celloff, c.window, c.softCap, capInv(c.softCap)), qb, sb, kc, vc, ob)
 			abs, rel := 2e-6, 2e-5
 			if f16 {
 				// The probabilities are rounded to binary16 before P·V; exp
@@ -517,7 +522,7 @@ func TestAttention(t *testing.T) {
 				qa, qf, of := e.out(aoff+words), e.out(aoff+words), e.out(ooff+len(q)+2)
 				e.run("quantize_"+act.name, [3]uint32{3, 1, 1}, pushWords(cols, c.ntok, ooff, aoff), ob, qa)
 				e.run("attention_"+kind+"_"+act.name, [3]uint32{uint32(c.heads), uint32(c.ntok), 1},
-					pushWords(c.heads, c.kvHeads, c.hd, c.ntok, qoff, ooff, posoff, scale, aoff, celloff, c.window), qb, sb, kc, vc, of, qf)
+					pushWords(c.heads, c.kvHeads, c.hd, c.ntok, qoff, ooff, posoff, scale, aoff, celloff, c.window, c.softCap, capInv(c.softCap)), qb, sb, kc, vc, of, qf)
 				require.Equal(t, f32Bits(got), f32Bits(e.readAt(of, ooff, len(q))), "attention_%s_%s %+v: values", kind, act.name, c)
 				require.Equal(t, f32Bits(e.readAt(qa, aoff, words)), f32Bits(e.readAt(qf, aoff, words)), "attention_%s_%s %+v: activations", kind, act.name, c)
 			}
@@ -540,4 +545,12 @@ func TestSwiGLU(t *testing.T) {
 		e.run("swiglu_f32", [3]uint32{3, 1, 1}, pushWords(n, xoff, doff, uoff), xb, ub, db)
 		requireClose(t, fmt.Sprintf("swiglu n=%d", n), e.readAt(db, doff, n), want, 1e-6, 4e-6)
 	}
+}
+
+// capInv is 1/cap in float32 (0 for no cap), as the host passes it.
+func capInv(cap float32) float32 {
+	if cap == 0 {
+		return 0
+	}
+	return 1 / cap
 }

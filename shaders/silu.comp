@@ -13,8 +13,10 @@ layout(constant_id = 0) const uint WG = 256;
 layout(push_constant) uniform Push {
     uint n;
     uint xoff, doff;
-#ifdef SCALE
+#if defined(SCALE)
     float s;
+#elif defined(SOFTCAP)
+    float s, inv; // the cap and 1/cap (float32, from the host as ggml computes it)
 #else
     uint uoff;
 #endif
@@ -45,6 +47,8 @@ void main() {
         d[pc.doff + i] = gelu_f16table(v);
 #elif defined(SCALE)
         d[pc.doff + i] = v * pc.s;
+#elif defined(SOFTCAP)
+        d[pc.doff + i] = tanh(v * pc.inv) * pc.s;
 #else
         d[pc.doff + i] = v / (1.0 + exp(-v));
 #endif

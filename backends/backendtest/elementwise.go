@@ -241,6 +241,29 @@ func testUnary(op string) func(t *testing.T, s *suite) {
 	}
 }
 
+// testSoftCap soft-caps values spread over the cap's range and beyond.
+func testSoftCap(t *testing.T, s *suite) {
+	const cap = 30
+	for _, d := range s.widths() {
+		t.Run(fmt.Sprintf("D=%d", d), func(t *testing.T) {
+			b := s.builder(t)
+			x := b.activation("x", d, dist{sd: 40})
+			out := b.op(ops.SoftCap, "softcap", graph.Attrs{"cap": cap}, x)
+			p := b.finish(out, out, ops.SoftCap, "")
+			s.runStateless(t, p, func(tokens []int32, _ int) ([]float32, []float64) {
+				want := perRow(func(dst, x []float32) { ref.SoftCapRow(dst, x, cap) }, b.gather("x", tokens), d)
+				// A device's tanh is exp-based: near 0 its error is absolute
+				// (lavapipe: 8e-7 at 0.18), so the scale has a part of cap/8.
+				scale := absScale(want)
+				for i := range scale {
+					scale[i] += cap / 8
+				}
+				return want, scale
+			})
+		})
+	}
+}
+
 func testSwiGLU(t *testing.T, s *suite) {
 	for _, d := range s.widths() {
 		t.Run(fmt.Sprintf("D=%d", d), func(t *testing.T) {

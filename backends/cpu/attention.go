@@ -6,6 +6,7 @@ import (
 
 	"github.com/weft-ml/weft/backends/cpu/simd"
 	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/ops/ref"
 	"github.com/weft-ml/weft/quant"
 )
 
@@ -103,7 +104,19 @@ func (c *kvCache) copyFrom(src *kvCache, n int) {
 type attnShape struct {
 	heads, kvHeads, headDim int
 	scale                   float32
-	window                  int // sliding window (0: none): see first
+	window                  int     // sliding window (0: none): see first
+	softCap                 float32 // scores soft-capped (Gemma 2; 0: none): see capScores
+}
+
+// capScores soft-caps the raw scores of row (before the softmax's scale),
+// as ggml does: ·(1/cap), tanh, ·cap.
+func (sh attnShape) capScores(row []float32) {
+	if sh.softCap <= 0 {
+		return
+	}
+	for p, x := range row {
+		row[p] = ref.SoftCap(x, sh.softCap)
+	}
 }
 
 // first is the first position a token at pos sees: pos-window+1 with a
@@ -256,6 +269,7 @@ func (c *kvCache) attendHeads(out, q []float32, t, pos, h0, h1 int, sh attnShape
 		for p := visible; p < soft; p++ {
 			row[p] = float32(math.Inf(-1))
 		}
+		sh.capScores(row[:visible])
 		maskWindow(row, sh.first(pos))
 		simd.SoftmaxRow(row[:soft], sh.scale)
 		clear(row[soft:])
@@ -287,6 +301,7 @@ func (c *kvCache) attendHeadsF16(out, q []float32, t, pos, h0, h1 int, sh attnSh
 		for p := visible; p < soft; p++ {
 			row[p] = float32(math.Inf(-1))
 		}
+		sh.capScores(row[:visible])
 		maskWindow(row, sh.first(pos))
 		simd.SoftmaxRow(row[:soft], sh.scale)
 		clear(row[soft:])

@@ -82,7 +82,7 @@ func (c *attnCase) run(threads int) (got, want []float32) {
 	fast.attend(got, c.q, c.nTok, c.pos0, sh, newAttnBufs(threads, sh.heads/sh.kvHeads, sh.headDim, ctx))
 	want = make([]float32, len(c.q))
 	scratch := make([]float32, ref.AttentionScratch(c.nTok, c.pos0))
-	ref.AttentionWindow(want, c.q, rk, rv, c.nTok, c.pos0, sh.heads, sh.kvHeads, sh.headDim, sh.window, sh.scale, scratch)
+	ref.AttentionWith(want, c.q, rk, rv, c.nTok, c.pos0, sh.heads, sh.kvHeads, sh.headDim, sh.scale, ref.AttnOptions{Window: sh.window, SoftCap: sh.softCap}, scratch)
 	return got, want
 }
 
@@ -101,7 +101,10 @@ func TestAttentionMatchesRef(t *testing.T) {
 					if i%2 == 1 {
 						c.sh.window = 5 + 7*i // a sliding window shorter than the context
 					}
-					name := fmt.Sprintf("%s/hd%d/gqa%d/tok%d@%d/window%d", kt, hd, group, s.nTok, s.pos0, c.sh.window)
+					if i%3 == 2 {
+						c.sh.softCap = 1.5 // Gemma 2's soft-capping, tight enough to bite
+					}
+					name := fmt.Sprintf("%s/hd%d/gqa%d/tok%d@%d/window%d/cap%g", kt, hd, group, s.nTok, s.pos0, c.sh.window, c.sh.softCap)
 					t.Run(name, func(t *testing.T) { c.check(t, 3) })
 				}
 			}

@@ -22,6 +22,7 @@ var kernels = map[string]kernel{
 	ops.Scale:      runScale,
 	ops.SiLU:       perRow(simd.SiLU),
 	ops.GELU:       unary(simd.GELU),
+	ops.SoftCap:    runSoftCap,
 	ops.SwiGLU:     perRow2(simd.SwiGLU),
 	ops.MatMul:     runMatMul,
 	ops.RoPE:       runRoPE,
@@ -154,7 +155,7 @@ func runRoPE(s *State, v *value) error {
 // then attends (see attnJob.attend).
 func runAttention(s *State, v *value) error {
 	a := v.node.Attrs
-	sh := attnShape{heads: a.Int("heads"), kvHeads: a.Int("kv_heads"), headDim: a.Int("head_dim"), scale: a.Float("scale"), window: a.Int("window")}
+	sh := attnShape{heads: a.Int("heads"), kvHeads: a.Int("kv_heads"), headDim: a.Int("head_dim"), scale: a.Float("scale"), window: a.Int("window"), softCap: a.Float("softcap")}
 	caches := s.kv[v.kv]
 	if err := sh.check(caches[0]); err != nil {
 		return err
@@ -169,5 +170,12 @@ func runAttention(s *State, v *value) error {
 	}
 	s.attnJob = attnJob{caches: caches, seqs: s.batch.Seqs, pos: s.batch.Positions, out: s.f32(v), q: s.f32(s.input(v, 0)), nTok: s.rowsT, sh: sh, bufs: s.attnScratch}
 	s.attnJob.attend()
+	return nil
+}
+
+// runSoftCap is Gemma 2's final logit soft-capping, element by element
+// (ref.SoftCap: ggml's float32 steps).
+func runSoftCap(s *State, v *value) error {
+	ref.SoftCapRow(s.f32(v), s.f32(s.input(v, 0)), v.node.Attrs.Float("cap"))
 	return nil
 }

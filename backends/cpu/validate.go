@@ -55,6 +55,7 @@ var operands = map[string][]operand{
 	ops.Scale:              {opAct},
 	ops.SiLU:               {opAct},
 	ops.GELU:               {opAct},
+	ops.SoftCap:            {opAct},
 	ops.SwiGLU:             {opAct, opAct},
 	ops.MatMul:             {opAct, opMat},
 	ops.RoPE:               {opAct, opIDs, opRow}, // the factors are optional (optionalOperands)

@@ -109,7 +109,7 @@ func (Backend) Supports(n *graph.Node, g *graph.Graph) error {
 			return fmt.Errorf("RMSNormMul with a %s weight: the Vulkan shader takes F32", in(1).Type.DType)
 		}
 		return nil
-	case ops.GELU, ops.Scale, ops.LayerNorm, ops.LayerNormMul, ops.LayerNormMulAdd:
+	case ops.GELU, ops.Scale, ops.SoftCap, ops.LayerNorm, ops.LayerNormMul, ops.LayerNormMulAdd:
 		// gelu_f32 and scale_f32 (silu.comp), layer_norm*.comp: F32
 		// operands, norm weight and bias 1-D.
 		for i := range n.Inputs {

@@ -555,6 +555,10 @@ func (r *recorder) node(v *value) error {
 		x, xoff := r.operand(n.Inputs[0])
 		total := rows * v.width
 		return r.dispatch("scale_f32", strided(total, 256), []uint32{uint32(total), xoff, doff, f32bits(a.Float("scale"))}, x, dst)
+	case ops.SoftCap:
+		x, xoff := r.operand(n.Inputs[0])
+		total := rows * v.width
+		return r.dispatch("softcap_f32", strided(total, 256), []uint32{uint32(total), xoff, doff, f32bits(a.Float("cap")), f32bits(capInv(a.Float("cap")))}, x, dst)
 	case ops.LayerNorm, ops.LayerNormMul, ops.LayerNormMulAdd:
 		x, xoff := r.operand(n.Inputs[0])
 		push := []uint32{uint32(v.width), uint32(rows), f32bits(a.Float("eps")), xoff, doff, 0, 0}
@@ -605,7 +609,7 @@ func (r *recorder) attention(v *value, dst Range, doff uint32) error {
 	}
 	r.p.Stamp("KVStore")
 	r.p.Barrier()
-	push := []uint32{uint32(heads), uint32(kvHeads), uint32(hd), uint32(r.T), qoff, doff, posoff, f32bits(a.Float("scale")), 0, celloff, uint32(a.Int("window"))}
+	push := []uint32{uint32(heads), uint32(kvHeads), uint32(hd), uint32(r.T), qoff, doff, posoff, f32bits(a.Float("scale")), 0, celloff, uint32(a.Int("window")), f32bits(a.Float("softcap")), f32bits(capInv(a.Float("softcap")))}
 	if kind := r.s.e.normQuant[v.n.ID]; kind != "" {
 		// The output projection's activations too (fusedNormQuant).
 		r.scratch = v.n.ID
@@ -748,4 +752,13 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		return nil
 	}
 	return fmt.Errorf("no Vulkan matmul for %s", n.Op)
+}
+
+// capInv is 1/cap in float32, as ggml computes the soft-capping's first
+// scale on the host (0 for no cap).
+func capInv(cap float32) float32 {
+	if cap <= 0 {
+		return 0
+	}
+	return 1 / cap
 }

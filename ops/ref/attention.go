@@ -34,13 +34,36 @@ func paddedKV(n int) int { return (n + kvPad - 1) / kvPad * kvPad }
 // nHead; k and v hold pos0+nTok rows of RowLen >= nKVHead·headDim and are
 // both F16 or both F32; len(scratch) >= AttentionScratch(nTok, pos0).
 func Attention(out, q []float32, k, v KV, nTok, pos0, nHead, nKVHead, headDim int, scale float32, scratch []float32) {
-	AttentionWindow(out, q, k, v, nTok, pos0, nHead, nKVHead, headDim, 0, scale, scratch)
+	AttentionWith(out, q, k, v, nTok, pos0, nHead, nKVHead, headDim, scale, AttnOptions{}, scratch)
 }
 
-// AttentionWindow is Attention with a sliding window (llama.cpp's SWA
-// mask): token t at position p sees only positions p-window+1 … p, the
-// others' scores are -∞ before the softmax; window 0 sees them all.
-func AttentionWindow(out, q []float32, k, v KV, nTok, pos0, nHead, nKVHead, headDim, window int, scale float32, scratch []float32) {
+// AttnOptions are the variations of attention some architectures use.
+type AttnOptions struct {
+	// Window is a sliding window (llama.cpp's SWA mask): token t at
+	// position p sees only positions p-Window+1 … p, the others' scores
+	// are -∞ before the softmax; 0 sees them all.
+	Window int
+	// SoftCap, when positive, caps every score s as SoftCap·tanh(s/SoftCap)
+	// before the scale and the softmax (Gemma 2's attention logit
+	// soft-capping, in ggml's float32 steps: ·(1/SoftCap), tanh, ·SoftCap).
+	SoftCap float32
+}
+
+// SoftCap is ggml's soft-capping of x: scale by 1/cap, tanh, scale by cap,
+// each rounded to float32.
+func SoftCap(x, cap float32) float32 {
+	return float32(math.Tanh(float64(x*(1/cap)))) * cap
+}
+
+// SoftCapRow soft-caps every element of x into dst (see SoftCap).
+func SoftCapRow(dst, x []float32, cap float32) {
+	for i, v := range x {
+		dst[i] = SoftCap(v, cap)
+	}
+}
+
+// AttentionWith is Attention with the options o.
+func AttentionWith(out, q []float32, k, v KV, nTok, pos0, nHead, nKVHead, headDim int, scale float32, o AttnOptions, scratch []float32) {
 	nKV := pos0 + nTok
 	nPad := paddedKV(nKV)
 	probs := scratch[:nTok*nPad]
@@ -52,10 +75,10 @@ func AttentionWindow(out, q []float32, k, v KV, nTok, pos0, nHead, nKVHead, head
 			slot := (t*nHead + h) * headDim
 			row := probs[t*nPad : (t+1)*nPad]
 			first := 0
-			if window > 0 {
-				first = max(0, pos0+t+1-window)
+			if o.Window > 0 {
+				first = max(0, pos0+t+1-o.Window)
 			}
-			scores(row, q[slot:slot+headDim], out[slot:slot+headDim], k, kvOff, first, pos0+t+1, nTok, scale)
+			scores(row, q[slot:slot+headDim], out[slot:slot+headDim], k, kvOff, first, pos0+t+1, nTok, scale, o.SoftCap)
 		}
 		for d := 0; d < headDim; d++ {
 			gatherColumn(column, v, kvOff+d, nKV)
@@ -70,7 +93,7 @@ func AttentionWindow(out, q []float32, k, v KV, nTok, pos0, nHead, nKVHead, head
 // scores fills row with the softmax probabilities of one query head against
 // positions [first, visible) of k (the rest of row gets 0). tmp (headDim
 // elements of the output, overwritten later) holds the f16-rounded query.
-func scores(row, qh, tmp []float32, k KV, kvOff, first, visible, nTok int, scale float32) {
+func scores(row, qh, tmp []float32, k KV, kvOff, first, visible, nTok int, scale, softCap float32) {
 	headDim := len(qh)
 	if k.isF16() {
 		for i, x := range qh {
@@ -79,12 +102,12 @@ func scores(row, qh, tmp []float32, k KV, kvOff, first, visible, nTok int, scale
 		tiny := nTok >= 2 && headDim%lanes == 0
 		for p := 0; p < visible; p++ {
 			kr := k.F16[p*k.RowLen+kvOff : p*k.RowLen+kvOff+headDim]
-			row[p] = dotHalf(tmp, kr, tiny) * scale
+			row[p] = capScore(dotHalf(tmp, kr, tiny), softCap) * scale
 		}
 	} else {
 		for p := 0; p < visible; p++ {
 			kr := k.F32[p*k.RowLen+kvOff : p*k.RowLen+kvOff+headDim]
-			row[p] = vecDotF32(qh, kr) * scale
+			row[p] = capScore(vecDotF32(qh, kr), softCap) * scale
 		}
 	}
 	for p := visible; p < len(row); p++ {
@@ -99,6 +122,14 @@ func scores(row, qh, tmp []float32, k KV, kvOff, first, visible, nTok int, scale
 			row[p] = roundHalf(row[p])
 		}
 	}
+}
+
+// capScore soft-caps a score when cap is positive.
+func capScore(x, cap float32) float32 {
+	if cap > 0 {
+		return SoftCap(x, cap)
+	}
+	return x
 }
 
 // gatherColumn copies element i of the first n rows of c into column and
