@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/internal/testenv"
+	"github.com/weft-ml/weft/model"
 )
 
 // rewritten writes stories260K with edit applied to its metadata and
@@ -65,11 +67,12 @@ func inspectOut(t *testing.T, path string) string {
 // tensor keeps it from lowering; JSON carries the same.
 func TestInspectSaysWhetherWeftRunsIt(t *testing.T) {
 	stories := filepath.Join(testenv.RepoRoot(t), "testdata", "stories260K.gguf")
-	assert.Contains(t, inspectOut(t, stories), "weft:         supported (weft runs gemma, llama, phi2, qwen2)\n")
+	archs := strings.Join(model.Architectures(), ", ")
+	assert.Contains(t, inspectOut(t, stories), "weft:         supported (weft runs "+archs+")\n")
 
 	mamba := rewritten(t, withArch("mamba"))
 	assert.Contains(t, inspectOut(t, mamba),
-		`weft:         not supported: weft runs gemma, llama, phi2, qwen2 (unsupported architecture "mamba" (supported: gemma, llama, phi2, qwen2))`)
+		`weft:         not supported: weft runs `+archs+` (unsupported architecture "mamba" (supported: `+archs+`))`)
 
 	// The 64×32 K projection stored as 64×16, as a bad conversion writes it.
 	bad := rewritten(t, reshaped("blk.3.attn_k.weight", []uint64{64, 16}))
@@ -77,8 +80,8 @@ func TestInspectSaysWhetherWeftRunsIt(t *testing.T) {
 		`weft:         llama is supported, but this file cannot be lowered: lowering llama: tensor "blk.3.attn_k.weight" has GGUF dims [64 16], want [64 32]`)
 
 	doc := inspectDocOf(t, mamba)
-	assert.Equal(t, weftSupport{Architectures: []string{"gemma", "llama", "phi2", "qwen2"}, Supported: false,
-		Error: `unsupported architecture "mamba" (supported: gemma, llama, phi2, qwen2)`}, doc.Weft)
+	assert.Equal(t, weftSupport{Architectures: model.Architectures(), Supported: false,
+		Error: `unsupported architecture "mamba" (supported: ` + archs + `)`}, doc.Weft)
 	assert.Empty(t, inspectDocOf(t, stories).Weft.Error)
 }
 
@@ -97,7 +100,7 @@ func TestCompileRefusalsNameTheProblem(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "x.plan")
 	err := runCompile([]string{rewritten(t, withArch("mamba")), "-o", out})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `unsupported architecture "mamba" (supported: gemma, llama, phi2, qwen2)`)
+	assert.Contains(t, err.Error(), `unsupported architecture "mamba" (supported: `+strings.Join(model.Architectures(), ", ")+`)`)
 
 	err = runCompile([]string{rewritten(t, reshaped("blk.3.attn_k.weight", []uint64{64, 16})), "-o", out})
 	require.Error(t, err)
