@@ -6,7 +6,8 @@
 //
 // Attribute conventions (all numbers, see graph.Attrs):
 //
-//	RMSNorm, LayerNorm   eps
+//	RMSNorm, LayerNorm   eps; RMSNorm(Mul) also group (values normalised together, dividing
+//	                     the row; absent or 0: the whole row)
 //	Scale, Softmax       scale
 //	SoftCap              cap
 //	RoPE                 heads, head_dim, dims (rotated dims), base, freq_scale, neox (0/1);

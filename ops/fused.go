@@ -124,10 +124,18 @@ func inferMatMulBias(in []graph.Type, a graph.Attrs) (graph.Type, error) {
 }
 
 func inferNormMul(in []graph.Type, a graph.Attrs) (graph.Type, error) {
-	if _, err := unaryF32(in[:1], a); err != nil {
+	t, err := inferNorm(in[:1], a)
+	if err != nil {
 		return graph.Type{}, err
 	}
-	return inferRowOperand(in[0], in[1])
+	if _, err := inferRowOperand(in[0], in[1]); err != nil {
+		return graph.Type{}, err
+	}
+	// The fused kernels multiply each normalised group by the whole row.
+	if g := NormGroup(a, int(t.Shape.Inner().N)); rowWidth(in[1]) != g {
+		return graph.Type{}, fmt.Errorf("weight %s is not one row of the normalised width %d", in[1], g)
+	}
+	return t, nil
 }
 
 func inferNormMulAdd(in []graph.Type, a graph.Attrs) (graph.Type, error) {

@@ -11,7 +11,7 @@ import (
 const (
 	GetRows    = "GetRows"    // (table [V,D], ids I32[T]) -> F32[T,D]: embedding lookup, any table type
 	SelectRows = "SelectRows" // (x F32[T,D], rows I32[R]) -> F32[R,D]
-	RMSNorm    = "RMSNorm"    // (x) -> x / rms(x)
+	RMSNorm    = "RMSNorm"    // (x) -> x / rms(x), over each row or each group of its values (attribute group)
 	LayerNorm  = "LayerNorm"  // (x) -> (x - mean) / std
 	Mul        = "Mul"        // (a, b) elementwise; b broadcast over rows when it is one row
 	Add        = "Add"        // (a, b) elementwise, broadcast like Mul
@@ -30,7 +30,7 @@ func init() {
 	for _, d := range []graph.OpDef{
 		{Name: GetRows, Arity: 2, Infer: inferGetRows},
 		{Name: SelectRows, Arity: 2, Infer: inferSelectRows},
-		{Name: RMSNorm, Arity: 1, Infer: unaryF32},
+		{Name: RMSNorm, Arity: 1, Infer: inferNorm},
 		{Name: LayerNorm, Arity: 1, Infer: unaryF32},
 		{Name: Mul, Arity: 2, Infer: inferBroadcast},
 		{Name: Add, Arity: 2, Infer: inferBroadcast},
@@ -95,13 +95,49 @@ func inferBroadcast(in []graph.Type, _ graph.Attrs) (graph.Type, error) {
 	if a.Shape.Equal(b.Shape) {
 		return a, nil
 	}
-	width := a.Shape.Inner()
-	row := (len(b.Shape) == 1 && b.Shape[0] == width) ||
-		(len(b.Shape) == 2 && b.Shape[0] == graph.D(1) && b.Shape[1] == width)
-	if !row {
+	// b is one row repeated along a's rows; its width may also divide
+	// a's, repeated within each row (ggml's broadcast: a per-head weight).
+	width := int(a.Shape.Inner().N)
+	bw := rowWidth(b)
+	if bw <= 0 || width%bw != 0 {
 		return graph.Type{}, fmt.Errorf("cannot broadcast %s over %s", b, a)
 	}
 	return a, nil
+}
+
+// rowWidth is the width of a single row (shape [n] or [1, n]), or 0.
+func rowWidth(b graph.Type) int {
+	switch {
+	case len(b.Shape) == 1 && !b.Shape[0].IsSym():
+		return int(b.Shape[0].N)
+	case len(b.Shape) == 2 && b.Shape[0] == graph.D(1) && !b.Shape[1].IsSym():
+		return int(b.Shape[1].N)
+	}
+	return 0
+}
+
+// NormGroup is the number of values a norm node normalises together:
+// its group attribute (Qwen 3's per-head q and k norms) or, without one,
+// the whole row of width values.
+func NormGroup(a graph.Attrs, width int) int {
+	if g := a.Int("group"); g > 0 {
+		return g
+	}
+	return width
+}
+
+// inferNorm checks that a norm's group, when it has one, divides its
+// rows.
+func inferNorm(in []graph.Type, a graph.Attrs) (graph.Type, error) {
+	t, err := unaryF32(in, a)
+	if err != nil {
+		return graph.Type{}, err
+	}
+	g := a["group"]
+	if w := int(t.Shape.Inner().N); g != 0 && (g != float64(int(g)) || g < 1 || w%int(g) != 0) {
+		return graph.Type{}, fmt.Errorf("group %v must be a whole number dividing the row width %d", g, w)
+	}
+	return t, nil
 }
 
 func inferGetRows(in []graph.Type, _ graph.Attrs) (graph.Type, error) {

@@ -38,6 +38,9 @@ func TestInferValid(t *testing.T) {
 		{ops.RoPE, graph.Attrs{"heads": 8, "head_dim": 8, "dims": 8, "base": 10000, "freq_scale": 1}, []graph.Type{act, pos}, "F32[T,64]"},
 		{ops.Attention, attrs, []graph.Type{act, kv, kv, pos}, "F32[T,64]"},
 		{ops.SelectRows, nil, []graph.Type{act, {DType: graph.I32, Shape: graph.S(graph.Rows)}}, "F32[R,64]"},
+		// A row whose width divides the other's repeats along it (a per-head weight).
+		{ops.Mul, nil, []graph.Type{act, {DType: graph.F32, Shape: graph.S(32)}}, "F32[T,64]"},
+		{ops.RMSNormMul, graph.Attrs{"group": 32}, []graph.Type{act, {DType: graph.F32, Shape: graph.S(32)}}, "F32[T,64]"},
 	}
 	for _, c := range cases {
 		got, err := infer(t, c.op, c.a, c.in...)
@@ -55,7 +58,9 @@ func TestInferRejects(t *testing.T) {
 		want string
 	}{
 		{ops.MatMul, nil, []graph.Type{act, {DType: graph.DType(2), Shape: graph.S(128, 32)}}, "inner dimensions"},
-		{ops.Mul, nil, []graph.Type{act, {DType: graph.F32, Shape: graph.S(32)}}, "broadcast"},
+		{ops.Mul, nil, []graph.Type{act, {DType: graph.F32, Shape: graph.S(48)}}, "broadcast"},
+		{ops.RMSNorm, graph.Attrs{"group": 48}, []graph.Type{act}, "dividing the row width"},
+		{ops.RMSNormMul, graph.Attrs{"group": 16}, []graph.Type{act, {DType: graph.F32, Shape: graph.S(32)}}, "normalised width 16"},
 		{ops.RoPE, graph.Attrs{"heads": 8, "head_dim": 8, "dims": 10, "base": 10000, "freq_scale": 1}, []graph.Type{act, pos}, "rotated dims"},
 		{ops.Attention, graph.Attrs{"heads": 8, "kv_heads": 3, "head_dim": 8}, []graph.Type{act, kv, kv, pos}, "multiple"},
 		{ops.GetRows, nil, []graph.Type{q4, act}, "indices"},

@@ -90,7 +90,11 @@ func fuseNorm(g *graph.Graph, c Config) (Change, error) {
 		if mul < 0 || g.Nodes[mul].Op != ops.Mul || g.Nodes[mul].Inputs[0] != n.ID || !isRow(g, g.Nodes[mul].Inputs[1]) {
 			continue
 		}
-		f := fusion{root: mul, members: []int{n.ID, mul}, node: &graph.Node{Op: to, Attrs: graph.Attrs{"eps": n.Attrs["eps"]}, Inputs: []int{n.Inputs[0], g.Nodes[mul].Inputs[1]}}}
+		attrs := graph.Attrs{"eps": n.Attrs["eps"]}
+		if grp, ok := n.Attrs["group"]; ok {
+			attrs["group"] = grp
+		}
+		f := fusion{root: mul, members: []int{n.ID, mul}, node: &graph.Node{Op: to, Attrs: attrs, Inputs: []int{n.Inputs[0], g.Nodes[mul].Inputs[1]}}}
 		if add := single(g, users, mul); to == ops.LayerNormMul && add >= 0 && g.Nodes[add].Op == ops.Add && g.Nodes[add].Inputs[0] == mul && isRow(g, g.Nodes[add].Inputs[1]) {
 			f.root, f.members = add, append(f.members, add)
 			f.node.Op, f.node.Inputs = ops.LayerNormMulAdd, append(f.node.Inputs, g.Nodes[add].Inputs[1])

@@ -305,14 +305,16 @@ func testSoftmax(t *testing.T, s *suite) {
 
 // normWidths pairs a row width with the spread of its values: a small sd
 // makes eps (1e-5) count, so a kernel that drops or misplaces it fails.
-func (s *suite) normWidths() []struct {
+// normCase is one norm geometry: rows of d values at standard deviation
+// sd, normalised in groups of g values (0: the whole row).
+type normCase struct {
 	d  int
 	sd float64
-} {
-	all := []struct {
-		d  int
-		sd float64
-	}{{37, 1}, {100, 0.003}, {7, 2}, {260, 1}}
+	g  int
+}
+
+func (s *suite) normWidths() []normCase {
+	all := []normCase{{d: 37, sd: 1}, {d: 100, sd: 0.003}, {d: 7, sd: 2}, {d: 260, sd: 1}}
 	if s.short {
 		return all[:2]
 	}
@@ -326,18 +328,27 @@ func testNorm(op string) func(t *testing.T, s *suite) {
 	withB := op == ops.LayerNormMulAdd
 	const eps = 1e-5
 	return func(t *testing.T, s *suite) {
-		for _, c := range s.normWidths() {
-			t.Run(fmt.Sprintf("D=%d,sd=%g", c.d, c.sd), func(t *testing.T) {
-				d := c.d
+		cases := s.normWidths()
+		if !layer {
+			// Grouped norms (Qwen 3's per-head q and k norms): each group
+			// of g values of a row is normalised on its own.
+			cases = append(cases, normCase{d: 3 * 37, sd: 1, g: 37}, normCase{d: 4 * 64, sd: 0.5, g: 64})
+		}
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("D=%d,sd=%g,group=%d", c.d, c.sd, c.g), func(t *testing.T) {
+				d, attrs := c.d, graph.Attrs{"eps": eps}
+				if c.g > 0 {
+					d, attrs["group"] = c.g, float64(c.g)
+				}
 				b := s.builder(t)
-				in := []int{b.activation("x", d, dist{sd: c.sd})}
+				in := []int{b.activation("x", c.d, dist{sd: c.sd})}
 				if withW {
 					in = append(in, b.weight("w", gguf.TypeF32, unit, d))
 				}
 				if withB {
 					in = append(in, b.weight("b", gguf.TypeF32, unit, d))
 				}
-				out := b.op(op, "norm", graph.Attrs{"eps": eps}, in...)
+				out := b.op(op, "norm", attrs, in...)
 				p := b.finish(out, out, op, "")
 				s.runStateless(t, p, func(tokens []int32, _ int) ([]float32, []float64) {
 					x := b.gather("x", tokens)

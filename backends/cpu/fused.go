@@ -305,8 +305,9 @@ func runMatMulBias(s *State, v *value) error {
 // each row is a serial chain, so a batch of rows is worth splitting.
 func normMul(norm func(dst, x []float32, n int, eps float32)) kernel {
 	return func(s *State, v *value) error {
-		s.jobs.norm = normJob{norm: norm, x: s.f32(s.input(v, 0)), w: s.f32(s.input(v, 1)), dst: s.f32(v), n: v.width, eps: v.node.Attrs.Float("eps")}
-		parallelFor(len(s.jobs.norm.x)/v.width, s.p.threads, 16, &s.jobs.norm)
+		n := ops.NormGroup(v.node.Attrs, v.width)
+		s.jobs.norm = normJob{norm: norm, x: s.f32(s.input(v, 0)), w: s.f32(s.input(v, 1)), dst: s.f32(v), n: n, eps: v.node.Attrs.Float("eps")}
+		parallelFor(len(s.jobs.norm.x)/n, s.p.threads, 16, &s.jobs.norm)
 		return nil
 	}
 }

@@ -72,7 +72,7 @@ func runScale(s *State, v *value) error {
 }
 
 func runRMSNorm(s *State, v *value) error {
-	ref.RMSNorm(s.f32(v), s.f32(s.input(v, 0)), v.width, v.node.Attrs.Float("eps"))
+	ref.RMSNorm(s.f32(v), s.f32(s.input(v, 0)), ops.NormGroup(v.node.Attrs, v.width), v.node.Attrs.Float("eps"))
 	return nil
 }
 

@@ -79,9 +79,11 @@ var optionalOperands = map[string]int{ops.RoPE: 1}
 // intAttrs lists the integer attributes a kernel sizes or indexes with,
 // and their smallest allowed value.
 var intAttrs = map[string]map[string]int{
-	ops.Attention: {"heads": 1, "kv_heads": 1, "head_dim": 1, "window": 0},
-	ops.RoPE:      {"heads": 1, "head_dim": 1, "dims": 1},
-	ops.Part:      {"start": 0, "width": 1},
+	ops.Attention:  {"heads": 1, "kv_heads": 1, "head_dim": 1, "window": 0},
+	ops.RoPE:       {"heads": 1, "head_dim": 1, "dims": 1},
+	ops.Part:       {"start": 0, "width": 1},
+	ops.RMSNorm:    {"group": 0},
+	ops.RMSNormMul: {"group": 0},
 }
 
 // graphInputs are the inputs State.Run binds, with their types.

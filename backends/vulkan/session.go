@@ -504,7 +504,10 @@ func (r *recorder) node(v *value) error {
 			table, Whole(r.s.step), dst)
 	case ops.RMSNorm, ops.RMSNormMul:
 		x, xoff := r.operand(n.Inputs[0])
-		push := []uint32{uint32(v.width), uint32(rows), f32bits(a.Float("eps")), xoff, doff, 0}
+		// A grouped norm (per-head) is a norm over rows of the group width.
+		group := ops.NormGroup(a, v.width)
+		rows = rows * v.width / group
+		push := []uint32{uint32(group), uint32(rows), f32bits(a.Float("eps")), xoff, doff, 0}
 		if n.Op == ops.RMSNorm {
 			return r.dispatch("rms_norm_f32", rowGroups(rows), append(push, 0), x, dst)
 		}
