@@ -26,6 +26,8 @@ type Lowering struct {
 	// ropeFactors names the tensor of RoPE frequency factors every RoPE
 	// reads ("": rope_freqs.weight when the file has it).
 	ropeFactors string
+	// ctx is the context the graph is lowered for (0: unknown, small).
+	ctx int
 }
 
 func newLowering(f *gguf.File, p Params, decls map[string]Tensor) *Lowering {

@@ -31,11 +31,13 @@ type Params struct {
 	// length), 0 unless rope.scaling.type is "yarn".
 	RopeAttnFactor float32 `json:"rope_attn_factor,omitempty"`
 	RopeYaRNCtx    int     `json:"rope_yarn_ctx,omitempty"`
-	// CtxLimit is the largest context weft runs the model at exactly to
-	// llama.cpp (0: the training context): beyond it llama.cpp would use
-	// something weft does not implement yet (Phi-3's sliding window, its
-	// long LongRoPE factors).
-	CtxLimit int `json:"ctx_limit,omitempty"`
+	// LongRoPECtx, when set, is the context past which llama.cpp reads
+	// LongRoPE's long frequency factors instead of its short ones (Phi-3
+	// 128k: rope.scaling.original_context_length). LongRoPE reports that
+	// this lowering, made for a context past it, reads the long ones. A
+	// session's context must stay on its plan's side of LongRoPECtx.
+	LongRoPECtx int  `json:"long_rope_ctx,omitempty"`
+	LongRoPE    bool `json:"long_rope,omitempty"`
 
 	// Read from the file and checked, not needed after lowering.
 	valueDim   int
@@ -124,7 +126,12 @@ func (e *UnsupportedError) Error() string {
 }
 
 // Lower builds the graph of the model in f.
-func Lower(f *gguf.File) (*Lowered, error) {
+func Lower(f *gguf.File) (*Lowered, error) { return LowerFor(f, 0) }
+
+// LowerFor is Lower for a context of ctx tokens (0: unknown, taken as
+// small), which an architecture may read as llama.cpp's graph builders
+// do: Phi-3's LongRoPE picks its short or long factors by it.
+func LowerFor(f *gguf.File, ctx int) (*Lowered, error) {
 	name := f.Architecture()
 	if name == "" {
 		return nil, fmt.Errorf("model has no general.architecture key")
@@ -133,7 +140,7 @@ func Lower(f *gguf.File) (*Lowered, error) {
 	if !ok {
 		return nil, &UnsupportedError{Arch: name}
 	}
-	l, err := lower(f, a)
+	l, err := lower(f, a, ctx)
 	if err != nil {
 		return nil, fmt.Errorf("lowering %s: %w", name, err)
 	}
@@ -143,7 +150,7 @@ func Lower(f *gguf.File) (*Lowered, error) {
 	return l, nil
 }
 
-func lower(f *gguf.File, a *Arch) (*Lowered, error) {
+func lower(f *gguf.File, a *Arch, ctx int) (*Lowered, error) {
 	p, err := readParams(f, a)
 	if err != nil {
 		return nil, err
@@ -161,6 +168,7 @@ func lower(f *gguf.File, a *Arch) (*Lowered, error) {
 		return nil, err
 	}
 	l := newLowering(f, p, decls)
+	l.ctx = ctx
 	if err := a.Lower(l); err != nil {
 		return nil, err
 	}
@@ -171,7 +179,8 @@ func lower(f *gguf.File, a *Arch) (*Lowered, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.CtxLimit = l.P.CtxLimit // the one parameter a lowering may set
+	// The parameters a lowering may set.
+	p.LongRoPECtx, p.LongRoPE = l.P.LongRoPECtx, l.P.LongRoPE
 	return &Lowered{Graph: g, Params: p}, nil
 }
 

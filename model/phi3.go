@@ -11,9 +11,9 @@ import (
 // (gate first), NeoX RoPE, q scaled by 1/√head_dim before the scores, a
 // sliding attention window of attention.sliding_window positions, untied
 // output. LongRoPE files carry per-pair factors for short and long
-// contexts; llama.cpp takes the long ones past
-// rope.scaling.original_context_length. weft implements the short case
-// only, so it runs those models up to that context (Params.CtxLimit).
+// contexts; llama.cpp takes the long ones when the context exceeds
+// rope.scaling.original_context_length (else the training context), and
+// so does the lowering for the context it is made for (LowerFor).
 func init() {
 	mustRegister(Arch{
 		Name: "phi3",
@@ -40,14 +40,7 @@ func init() {
 		},
 		Lower: func(l *Lowering) error {
 			if l.Has(ropeFactorsShort) {
-				l.ropeFactors = ropeFactorsShort
-				orig := l.P.ropeOrigCtx
-				if orig == 0 {
-					orig = l.P.CtxTrain
-				}
-				if orig < l.P.CtxTrain {
-					l.P.CtxLimit = orig
-				}
+				l.chooseLongRoPE()
 			}
 			x := l.Embed(0)
 			for il := range l.P.Layers {
@@ -84,4 +77,24 @@ func phi3DefaultWindow(p Params) int {
 		return 131072
 	}
 	return 0
+}
+
+// chooseLongRoPE picks the factors llama.cpp's build_rope_factors does
+// for the lowering's context: the short ones up to the original context,
+// the long ones past it (none when the file lacks them, as in
+// llama.cpp).
+func (l *Lowering) chooseLongRoPE() {
+	orig := l.P.ropeOrigCtx
+	if orig == 0 {
+		orig = l.P.CtxTrain
+	}
+	l.P.LongRoPECtx = orig
+	l.ropeFactors = ropeFactorsShort
+	if l.ctx > orig {
+		l.P.LongRoPE = true
+		l.ropeFactors = ""
+		if l.Has(ropeFactorsLong) {
+			l.ropeFactors = ropeFactorsLong
+		}
+	}
 }

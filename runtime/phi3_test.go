@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,18 +13,22 @@ import (
 // phi3Fixtures are small random-weight Phi-3 models written by
 // writePhi3 (stories260K's vocabulary): "synth-phi3" as Phi-3-mini-4k is
 // laid out (fused attn_qkv and gate-up ffn_up) with an 8-position sliding
-// window, and "synth-phi3-longrope"
-// as Phi-3-mini-128k (LongRoPE short and long factors, an attention
-// factor, original context 4096). testdata/phi3/README.md says how their
+// window, "synth-phi3-longrope" as Phi-3-mini-128k (LongRoPE short and
+// long factors, an attention factor, original context 4096: the
+// references' context of 512 reads the short factors) and
+// "synth-phi3-longrope-256", the same with an original context of 256, so
+// that 512 reads the long ones. testdata/phi3/README.md says how their
 // llama.cpp references were made.
 var phi3Fixtures = map[string]phi3Shape{
-	"synth-phi3":          {ctxTrain: 4096, window: 8}, // the prompts outgrow the window
-	"synth-phi3-longrope": {ctxTrain: 131072, window: 262144, longRoPE: true},
+	"synth-phi3":              {ctxTrain: 4096, window: 8}, // the prompts outgrow the window
+	"synth-phi3-longrope":     {ctxTrain: 131072, window: 262144, origCtx: 4096},
+	"synth-phi3-longrope-256": {ctxTrain: 131072, window: 262144, origCtx: 256},
 }
 
+// phi3Shape is a fixture's context, window and, when origCtx is set,
+// LongRoPE factors with that original context.
 type phi3Shape struct {
-	ctxTrain, window int
-	longRoPE         bool
+	ctxTrain, window, origCtx int
 }
 
 // Dimensions of the fixtures: 4 heads of 16 over 2 KV heads.
@@ -48,15 +53,15 @@ func writePhi3(t *testing.T, dir, name string, sh phi3Shape) string {
 	} {
 		f.key(k.name, k.v)
 	}
-	if sh.longRoPE {
-		f.key("rope.scaling.original_context_length", 4096)
+	if sh.origCtx > 0 {
+		f.key("rope.scaling.original_context_length", sh.origCtx)
 		f.key("rope.scaling.attn_factor", float32(1.19))
 	}
 	normal := f.normal(0.05)
 	f.tensor("token_embd.weight", f.vocab, phi3Embd, normal)
 	f.tensor("output_norm.weight", 1, phi3Embd, ones)
 	f.tensor("output.weight", f.vocab, phi3Embd, normal)
-	if sh.longRoPE {
+	if sh.origCtx > 0 {
 		short, long := 1.0, 1.0
 		f.tensor("rope_factors_short.weight", 1, phi3HeadDim/2, func() float32 { short *= 1.1; return float32(short) })
 		f.tensor("rope_factors_long.weight", 1, phi3HeadDim/2, func() float32 { long *= 1.7; return float32(long) })
@@ -94,26 +99,49 @@ func TestPhi3References(t *testing.T) {
 				if backend == "vulkan" {
 					skipWithoutVulkanDevice(t)
 				}
-				checkModelOn(t, path, name, refs, Options{Backend: backend, Compile: CompileOptions{Backend: backend}})
+				// The references' context, 512: which LongRoPE factors
+				// llama.cpp read depends on it.
+				checkModelOn(t, path, name, refs, Options{Backend: backend, Compile: CompileOptions{Backend: backend, Ctx: 512}})
 			})
 		}
 	}
 }
 
-// A context past LongRoPE's original context (where llama.cpp switches
-// to the long factors) is refused with the limit and the flag, at compile
-// and at session time.
-func TestPhi3ContextLimit(t *testing.T) {
+// A plan reads LongRoPE's short or long factors by the context it is
+// compiled for, as llama.cpp does by the session's: a session on the other
+// side of the original context is refused, naming both ways out.
+func TestPhi3LongRoPEContext(t *testing.T) {
 	path := writePhi3(t, t.TempDir(), "synth-phi3-longrope", phi3Fixtures["synth-phi3-longrope"])
-	_, err := Compile(path, CompileOptions{Ctx: 8192})
-	require.ErrorContains(t, err, "context of 8192 tokens: weft runs this phi3 model at up to 4096")
+	long, err := Compile(path, CompileOptions{Ctx: 8192})
+	require.NoError(t, err)
+	require.True(t, long.Params.LongRoPE)
+	short, err := Compile(path, CompileOptions{})
+	require.NoError(t, err)
+	require.False(t, short.Params.LongRoPE)
+	require.Equal(t, 2048, short.Run.Ctx)
+	factors := func(p *Plan) (names []string) {
+		for _, n := range p.Graph.Nodes {
+			if n.Op == "Weight" && strings.HasPrefix(n.Name, "rope_factors") {
+				names = append(names, n.Name)
+			}
+		}
+		return names
+	}
+	require.Equal(t, []string{"rope_factors_long.weight"}, factors(long))
+	require.Equal(t, []string{"rope_factors_short.weight"}, factors(short))
+
 	m, err := Open(path, Options{})
 	require.NoError(t, err)
 	defer m.Close()
-	require.Equal(t, 2048, m.Plan.Run.Ctx)
 	_, err = m.NewSession(SessionOptions{Ctx: 4097})
-	require.ErrorContains(t, err, "use --ctx 4096 or less")
+	require.ErrorContains(t, err, "use --ctx 4096 or less, or recompile with --ctx 4097 for its long factors")
 	s, err := m.NewSession(SessionOptions{Ctx: 4096})
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
+
+	m8, err := Open(path, Options{Compile: CompileOptions{Ctx: 8192}})
+	require.NoError(t, err)
+	defer m8.Close()
+	_, err = m8.NewSession(SessionOptions{Ctx: 1024})
+	require.ErrorContains(t, err, "compiled for contexts above 4096")
 }

@@ -146,6 +146,12 @@ func Compile(path string, o CompileOptions) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if l.Params.LongRoPECtx > 0 && run.Ctx > l.Params.LongRoPECtx {
+		// The graph depends on the context (LongRoPE's long factors).
+		if l, err = model.LowerFor(f, run.Ctx); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	p := &Plan{
 		Format: PlanFormat, Version: PlanVersion,
 		Model:  ModelRef{Path: path, AbsPath: abs, Size: f.Size(), Fingerprint: fp},
@@ -217,12 +223,6 @@ func (o CompileOptions) resolve(p model.Params) (RunParams, error) {
 		if p.CtxTrain > 0 {
 			r.Ctx = min(r.Ctx, p.CtxTrain)
 		}
-		if p.CtxLimit > 0 {
-			r.Ctx = min(r.Ctx, p.CtxLimit)
-		}
-	}
-	if err := checkCtx(p, r.Ctx); err != nil {
-		return r, err
 	}
 	if r.Batch == 0 {
 		r.Batch = 512
@@ -260,12 +260,17 @@ func (p *Plan) adoptPacked(buf []byte, free func() error, err error) ([]byte, er
 	return buf, nil
 }
 
-// checkCtx refuses a context beyond the model's CtxLimit: past it
-// llama.cpp changes the computation in a way weft does not implement yet.
+// checkCtx refuses a session context on the other side of the plan's
+// LongRoPE switch: llama.cpp would read the other set of RoPE factors,
+// which the plan's graph does not.
 func checkCtx(p model.Params, ctx int) error {
-	if p.CtxLimit > 0 && ctx > p.CtxLimit {
-		return fmt.Errorf("context of %d tokens: weft runs this %s model at up to %d (beyond it llama.cpp switches to long RoPE factors, not implemented yet); use --ctx %d or less",
-			ctx, p.Arch, p.CtxLimit, p.CtxLimit)
+	if p.LongRoPECtx == 0 || (ctx > p.LongRoPECtx) == p.LongRoPE {
+		return nil
 	}
-	return nil
+	if p.LongRoPE {
+		return fmt.Errorf("context of %d tokens: this plan was compiled for contexts above %d (LongRoPE's long factors); use a --ctx above %d, or recompile with --ctx %d for LongRoPE's short factors",
+			ctx, p.LongRoPECtx, p.LongRoPECtx, ctx)
+	}
+	return fmt.Errorf("context of %d tokens: this plan was compiled for contexts up to %d (LongRoPE's short factors); use --ctx %d or less, or recompile with --ctx %d for its long factors",
+		ctx, p.LongRoPECtx, p.LongRoPECtx, ctx)
 }
