@@ -73,8 +73,7 @@ func (c *kvCache) storeFlash(pos int, k, v []float32) {
 	ref.StoreQuantRow(t, v[:w], vd)
 }
 
-// headBytes is the offset of KV head g within a row, and blockBytes the
-// size of a head's values.
+// headBytes is the offset of KV head g within a row.
 func (c *kvCache) headBytes(g int) int { return kvRowBytes(c.kt, g*c.headDim) }
 
 // flashBuf is one worker's flash scratch: the converted query (binary16
@@ -108,15 +107,21 @@ func (c *kvCache) convertQuery(qh []float32, b *flashBuf) []byte {
 // this one function, so a score never depends on the batch, the tile or
 // the thread that computed it.
 func (c *kvCache) flashScore(p, g int, q []byte) float32 {
+	return c.score(simd.VecDot(kvElemType(c.kt)), p, c.headBytes(g), q)
+}
+
+// score is flashScore with the dot kernel and the head's byte offset in
+// a row looked up once.
+func (c *kvCache) score(dot simd.DotFunc, p, hb int, q []byte) float32 {
 	hd := c.headDim
-	row := c.kq[p*c.rowBytes+c.headBytes(g):]
+	row := c.kq[p*c.rowBytes+hb:]
 	if c.kt != KVF16 {
-		return simd.VecDot(kvElemType(c.kt))(hd, row, q)
+		return dot(hd, row, q)
 	}
 	body := hd / f16Chunk * f16Chunk
 	var s float32
 	if body > 0 {
-		s = simd.VecDot(gguf.TypeF16)(body, row, q)
+		s = dot(body, row, q)
 	}
 	if body == hd {
 		return s
@@ -142,6 +147,7 @@ func (c *kvCache) flashHeads(out, q []float32, t, pos, h0, h1 int, sh attnShape,
 	if sh.softCap > 0 {
 		scale /= sh.softCap
 	}
+	dot, hb := simd.VecDot(kvElemType(c.kt)), c.headBytes(g)
 	for h := h0; h < h1; h++ {
 		off := (t*sh.heads + h) * hd
 		qc := c.convertQuery(q[off:off+hd], b)
@@ -149,7 +155,7 @@ func (c *kvCache) flashHeads(out, q []float32, t, pos, h0, h1 int, sh attnShape,
 		clear(acc)
 		sum, maxv := float32(0), float32(math.Inf(-1))
 		for p := first; p <= pos; p++ {
-			x := c.flashScore(p, g, qc) * scale
+			x := c.score(dot, p, hb, qc) * scale
 			if sh.softCap > 0 {
 				x = sh.softCap * float32(math.Tanh(float64(x)))
 			}
@@ -161,7 +167,7 @@ func (c *kvCache) flashHeads(out, q []float32, t, pos, h0, h1 int, sh attnShape,
 			} else {
 				vs = float32(math.Exp(float64(x - maxv)))
 			}
-			c.madV(acc, p, g, vs, b)
+			c.madV(acc, p, hb, vs, b)
 			sum = sum*ms + vs
 		}
 		inv := 1 / sum
@@ -172,15 +178,16 @@ func (c *kvCache) flashHeads(out, q []float32, t, pos, h0, h1 int, sh attnShape,
 	}
 }
 
-// madV adds vs times V row p of KV head g to acc as ref.FlashMad does.
-func (c *kvCache) madV(acc []float32, p, g int, vs float32, b *flashBuf) {
+// madV adds vs times V row p's head at byte hb to acc as ref.FlashMad
+// does.
+func (c *kvCache) madV(acc []float32, p, hb int, vs float32, b *flashBuf) {
 	hd := c.headDim
-	src := c.vq[p*c.rowBytes+c.headBytes(g):]
+	src := c.vq[p*c.rowBytes+hb:]
 	row := b.row[:hd]
 	if c.kt == KVF16 {
-		quant.FP16ToFP32Row(src, row)
-	} else {
-		_ = quant.Dequantize(kvElemType(c.kt), src[:kvRowBytes(c.kt, hd)], row)
+		simd.FlashMadF16(acc, src[:2*hd], vs, row)
+		return
 	}
-	ref.FlashMad(acc, row, vs, c.f16)
+	_ = quant.Dequantize(kvElemType(c.kt), src[:kvRowBytes(c.kt, hd)], row)
+	simd.FlashMadF32(acc, row, vs)
 }
