@@ -105,5 +105,5 @@ func noteKV(stderr io.Writer, m *runtime.Model, s *runtime.Session, o runtime.Se
 	if o.FlashAttn || m.Plan.Run.FlashAttn {
 		how = ", flash attention"
 	}
-	fmt.Fprintf(stderr, "graphrun: KV cache %s%s: %s for %d positions\n", kt, how, safemath.Bytes(s.KVBytes()), s.Context())
+	fmt.Fprintf(stderr, "KV cache %s%s: %s for %d positions\n", kt, how, safemath.Bytes(s.KVBytes()), s.Context())
 }
