@@ -94,35 +94,69 @@ type Program interface {
 // KVType is the element type of the KV cache.
 type KVType int
 
-// KV cache element types.
+// KV cache element types. Q8_0 and Q4_0 (llama.cpp's -ctk/-ctv q8_0 and
+// q4_0) quantize K and V on store; they need flash attention (CheckKV).
 const (
 	KVF16 KVType = iota
 	KVF32
+	KVQ8_0
+	KVQ4_0
 )
 
-// String returns "f16" or "f32".
+// String returns "f16", "f32", "q8_0" or "q4_0".
 func (t KVType) String() string {
-	if t == KVF32 {
+	switch t {
+	case KVF32:
 		return "f32"
+	case KVQ8_0:
+		return "q8_0"
+	case KVQ4_0:
+		return "q4_0"
 	}
 	return "f16"
 }
 
-// ParseKVType reads "f16" or "f32".
+// Quantized reports whether the cache stores blocks (Q8_0, Q4_0).
+func (t KVType) Quantized() bool { return t == KVQ8_0 || t == KVQ4_0 }
+
+// ParseKVType reads "f16", "f32", "q8_0" or "q4_0".
 func ParseKVType(s string) (KVType, error) {
 	switch s {
 	case "f16":
 		return KVF16, nil
 	case "f32":
 		return KVF32, nil
+	case "q8_0":
+		return KVQ8_0, nil
+	case "q4_0":
+		return KVQ4_0, nil
 	}
-	return 0, fmt.Errorf("KV cache type %q: want f16 or f32", s)
+	return 0, fmt.Errorf("KV cache type %q: want f16, f32, q8_0 or q4_0", s)
+}
+
+// CheckKV applies llama.cpp's rules (c392e5094) to a KV cache type and
+// the flash-attention switch: a quantized cache quantizes V, which only
+// flash attention reads ("V cache quantization requires flash_attn"), and
+// llama.cpp's CPU flash attention has no f32 cache (it aborts on one).
+func CheckKV(t KVType, flash bool) error {
+	switch {
+	case t.Quantized() && !flash:
+		return fmt.Errorf("a %s KV cache quantizes V, which needs flash attention (as in llama.cpp): add --flash-attn, or use --kv-type f16", t)
+	case t == KVF32 && flash:
+		return fmt.Errorf("flash attention runs on an f16, q8_0 or q4_0 KV cache, not f32 (llama.cpp's CPU flash attention has none): use --kv-type f16 or leave out --flash-attn")
+	}
+	return nil
 }
 
 // StateOptions configure Program.NewState.
 type StateOptions struct {
 	Ctx    int // KV cache positions of each sequence
 	KVType KVType
+	// FlashAttn computes attention as llama.cpp's flash attention (-fa)
+	// does: an online softmax over the cells, no score rows, its rounding
+	// points (see ops/ref.FlashAttention). CheckKV says which KV types
+	// go with it.
+	FlashAttn bool
 	// Seqs is the number of independent sequences the State holds (0: 1),
 	// each with its own Ctx KV cells: a KV cache of Seqs·Ctx cells in all.
 	Seqs int

@@ -77,7 +77,10 @@ type ModelRef struct {
 type RunParams struct {
 	Ctx    int    `json:"ctx"`     // KV cache positions
 	Batch  int    `json:"batch"`   // largest prefill batch
-	KVType string `json:"kv_type"` // "f16" or "f32"
+	KVType string `json:"kv_type"` // "f16", "f32", "q8_0" or "q4_0"
+	// FlashAttn makes sessions compute attention as llama.cpp's -fa does
+	// (backends.StateOptions.FlashAttn). Off by default, as in llama.cpp.
+	FlashAttn bool `json:"flash_attn,omitempty"`
 }
 
 // PassLogEntry records what one optimisation pass changed.
@@ -108,6 +111,9 @@ type CompileOptions struct {
 	Ctx    int    // 0: min(2048, the model's training context)
 	Batch  int    // 0: 512
 	KVType string // "": f16
+	// FlashAttn is the plan's run.flash_attn (sessions may also ask for
+	// it themselves).
+	FlashAttn bool
 
 	Passes    []string // run only these passes, in this order (empty: all)
 	Disable   []string // passes to leave out
@@ -217,7 +223,7 @@ func (o CompileOptions) placementOrder() ([]backends.Backend, error) {
 }
 
 func (o CompileOptions) resolve(p model.Params) (RunParams, error) {
-	r := RunParams{Ctx: o.Ctx, Batch: o.Batch, KVType: o.KVType}
+	r := RunParams{Ctx: o.Ctx, Batch: o.Batch, KVType: o.KVType, FlashAttn: o.FlashAttn}
 	if r.Ctx == 0 {
 		r.Ctx = 2048
 		if p.CtxTrain > 0 {
@@ -237,10 +243,11 @@ func (o CompileOptions) resolve(p model.Params) (RunParams, error) {
 		return r, fmt.Errorf("batch of %d tokens: want 1 or more (--batch)", r.Batch)
 	}
 	r.Batch = min(r.Batch, r.Ctx) // ≤ maxContext
-	if r.KVType != "f16" && r.KVType != "f32" {
-		return r, fmt.Errorf("KV cache type %q: want f16 or f32", r.KVType)
+	kt, err := backends.ParseKVType(r.KVType)
+	if err != nil {
+		return r, err
 	}
-	return r, nil
+	return r, backends.CheckKV(kt, r.FlashAttn)
 }
 
 // adoptPacked takes memory for the repacked weights and the function that

@@ -93,12 +93,17 @@ func checkModelOn(t *testing.T, path, name, refDir string, o Options) {
 }
 
 func checkPrompt(t *testing.T, m *Model, ref *reference.Reference, bar float64, stats *top5Stats, trained bool) {
-	label := fmt.Sprintf("%q kv=%s", truncate(ref.Prompt, 20), ref.KVType)
+	checkPromptWith(t, m, ref, bar, stats, trained, SessionOptions{Ctx: 2048, KVType: ref.KVType})
+}
+
+// checkPromptWith is checkPrompt on a session made with so.
+func checkPromptWith(t *testing.T, m *Model, ref *reference.Reference, bar float64, stats *top5Stats, trained bool, so SessionOptions) (worstRel float64) {
+	label := fmt.Sprintf("%q kv=%s flash=%v", truncate(ref.Prompt, 20), so.KVType, so.FlashAttn)
 	ids, err := m.Tokenizer.Encode(ref.Prompt, true, false)
 	if err != nil || !slices.Equal(ids, ref.PromptTokens) {
 		t.Fatalf("%s: tokens %v (err %v), want %v", label, ids, err, ref.PromptTokens)
 	}
-	s, err := m.NewSession(SessionOptions{Ctx: 2048, KVType: ref.KVType})
+	s, err := m.NewSession(so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +112,7 @@ func checkPrompt(t *testing.T, m *Model, ref *reference.Reference, bar float64, 
 		t.Fatal(err)
 	}
 	v := ref.NVocab
-	worstRel, worstAbs := 0.0, 0.0
+	worstAbs := 0.0
 	for pos := range ids {
 		row := all[pos*v : (pos+1)*v]
 		stats.add(reference.Overlap(reference.Top5(row), ref.PromptTopK[pos]))
@@ -121,6 +126,7 @@ func checkPrompt(t *testing.T, m *Model, ref *reference.Reference, bar float64, 
 		t.Errorf("%s: ‖Δ‖/‖ref‖ %.3g exceeds %.3g", label, worstRel, bar)
 	}
 	checkGreedy(t, s, ref, all[(len(ids)-1)*v:], stats, trained, label)
+	return worstRel
 }
 
 // checkGreedy teacher-forces the reference's greedy tokens, comparing each

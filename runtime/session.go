@@ -28,7 +28,11 @@ var ErrSessionBusy = errors.New("session is in use by another goroutine: make on
 // SessionOptions configure a session. Zero values take the plan's settings.
 type SessionOptions struct {
 	Ctx    int    // KV cache positions
-	KVType string // "f16" or "f32"
+	KVType string // "f16", "f32", "q8_0" or "q4_0" (the last two need FlashAttn)
+	// FlashAttn computes attention as llama.cpp's -fa does (see
+	// backends.StateOptions.FlashAttn); the session uses it when either
+	// this or the plan's run.flash_attn is set.
+	FlashAttn bool
 	// Tap, when set, sees the value of every node the model was opened to
 	// tap (Options.Taps) in each batch. A tapped session evaluates long
 	// inputs in whole batches even with a cancellable context, so that
@@ -77,6 +81,10 @@ func (m *Model) newSession(o SessionOptions, seqs int) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	o.FlashAttn = o.FlashAttn || m.Plan.Run.FlashAttn
+	if err := backends.CheckKV(kt, o.FlashAttn); err != nil {
+		return nil, err
+	}
 	if err := checkCtx(m.Plan.Params, o.Ctx); err != nil {
 		return nil, err
 	}
@@ -85,7 +93,7 @@ func (m *Model) newSession(o SessionOptions, seqs int) (*Session, error) {
 	if m.closed {
 		return nil, ErrClosed
 	}
-	st, err := m.prog.NewState(backends.StateOptions{Ctx: o.Ctx, KVType: kt, Seqs: seqs})
+	st, err := m.prog.NewState(backends.StateOptions{Ctx: o.Ctx, KVType: kt, Seqs: seqs, FlashAttn: o.FlashAttn})
 	if err != nil {
 		return nil, err
 	}

@@ -45,8 +45,10 @@ func (p *Plan) validate() error {
 		return bad("run.ctx", r.Ctx, fmt.Sprintf("want 1 to %d", maxContext))
 	case r.Batch < 1 || r.Batch > maxContext:
 		return bad("run.batch", r.Batch, fmt.Sprintf("want 1 to %d", maxContext))
-	case r.KVType != "f16" && r.KVType != "f32":
-		return bad("run.kv_type", fmt.Sprintf("%q", r.KVType), `want "f16" or "f32"`)
+	case !validKVType(r.KVType):
+		return bad("run.kv_type", fmt.Sprintf("%q", r.KVType), `want "f16", "f32", "q8_0" or "q4_0"`)
+	case checkKV(r) != nil:
+		return bad("run.kv_type", fmt.Sprintf("%q", r.KVType), checkKV(r).Error())
 	case p.Graph == nil:
 		return fmt.Errorf("the plan has no graph")
 	}
@@ -110,4 +112,16 @@ func (p *Plan) checkCustomOps() error {
 		return fmt.Errorf("the plan uses op %s, which this program does not know: a custom op must be registered (ops.Register) by the program that loads the plan, as by the one that compiled it", strings.Join(missing, ", "))
 	}
 	return nil
+}
+
+// validKVType reports whether s names a KV cache type.
+func validKVType(s string) bool {
+	_, err := backends.ParseKVType(s)
+	return err == nil
+}
+
+// checkKV applies backends.CheckKV to a plan's run parameters.
+func checkKV(r RunParams) error {
+	kt, _ := backends.ParseKVType(r.KVType)
+	return backends.CheckKV(kt, r.FlashAttn)
 }

@@ -44,6 +44,13 @@ type kvCache struct {
 	k32, v32         []float32
 	job              attnJob     // attend's reusable work for the pool
 	one              [1]*kvCache // attend's caches: this one
+
+	// Flash attention (flash.go): K and V row-major in kq and vq, rows
+	// rowBytes apart, of type kt (F16, Q8_0 or Q4_0).
+	flash    bool
+	kt       KVType
+	rowBytes int
+	kq, vq   []byte
 }
 
 func newKVCache(kvHeads, headDim, ctx int, t KVType) *kvCache {
@@ -60,13 +67,17 @@ func newKVCache(kvHeads, headDim, ctx int, t KVType) *kvCache {
 func (c *kvCache) width() int { return c.kvHeads * c.headDim }
 
 func (c *kvCache) bytes() int64 {
-	return int64(len(c.k16)+len(c.v16)) + 4*int64(len(c.k32)+len(c.v32))
+	return int64(len(c.k16)+len(c.v16)+len(c.kq)+len(c.vq)) + 4*int64(len(c.k32)+len(c.v32))
 }
 
 // store writes one token's K and V rows (width values each) at position
 // pos, rounding to binary16 to nearest even for an F16 cache as ggml_cpy
 // does. Precondition: 0 <= pos < ctx.
 func (c *kvCache) store(pos int, k, v []float32) {
+	if c.flash {
+		c.storeFlash(pos, k, v)
+		return
+	}
 	w := c.width()
 	k, v = k[:w], v[:w]
 	if c.f16 {
@@ -86,6 +97,11 @@ func (c *kvCache) store(pos int, k, v []float32) {
 
 // copyFrom copies positions [0, n) of src, a cache of the same geometry.
 func (c *kvCache) copyFrom(src *kvCache, n int) {
+	if c.flash {
+		copy(c.kq[:n*c.rowBytes], src.kq)
+		copy(c.vq[:n*c.rowBytes], src.vq)
+		return
+	}
 	w, vs := c.width(), c.vStride
 	if c.f16 {
 		copy(c.k16[:2*n*w], src.k16)
@@ -154,15 +170,21 @@ type attnBuf struct {
 	qTail  []float32
 	scores []float32
 	p16    []byte
+	flash  flashBuf
 }
 
 // newAttnBufs sizes scratch for threads workers, up to group query heads
-// per KV head, head dimension up to headDim and ctx positions.
-func newAttnBufs(threads, group, headDim, ctx int) []attnBuf {
+// per KV head, head dimension up to headDim and ctx positions (flash
+// attention: head dimension only).
+func newAttnBufs(threads, group, headDim, ctx int, flash bool) []attnBuf {
 	bufs := make([]attnBuf, max(threads, 1))
 	n := padKV(ctx)
 	for i := range bufs {
 		bufs[i] = attnBuf{q16: make([]byte, 2*group*headDim), qTail: make([]float32, headDim), scores: make([]float32, group*n), p16: make([]byte, 2*group*n)}
+		if flash {
+			// Flash attention keeps no score rows.
+			bufs[i] = attnBuf{flash: newFlashBuf(headDim)}
+		}
 	}
 	return bufs
 }
@@ -246,6 +268,10 @@ func (j *attnJob) units(first, stride int, b *attnBuf) {
 // normalised by ref.SoftmaxRow. Only the summation order of the dot
 // products differs from ref.Attention.
 func (c *kvCache) attendHeads(out, q []float32, t, pos, h0, h1 int, sh attnShape, b *attnBuf) {
+	if c.flash {
+		c.flashHeads(out, q, t, pos, h0, h1, sh, &b.flash)
+		return
+	}
 	if c.f16 && c.headDim%f16Chunk == 0 {
 		c.attendHeadsF16(out, q, t, pos, h0, h1, sh, b)
 		return

@@ -79,7 +79,7 @@ func (c *attnCase) run(threads int) (got, want []float32) {
 	for i := range got {
 		got[i] = float32(math.NaN())
 	}
-	fast.attend(got, c.q, c.nTok, c.pos0, sh, newAttnBufs(threads, sh.heads/sh.kvHeads, sh.headDim, ctx))
+	fast.attend(got, c.q, c.nTok, c.pos0, sh, newAttnBufs(threads, sh.heads/sh.kvHeads, sh.headDim, ctx, false))
 	want = make([]float32, len(c.q))
 	scratch := make([]float32, ref.AttentionScratch(c.nTok, c.pos0))
 	ref.AttentionWith(want, c.q, rk, rv, c.nTok, c.pos0, sh.heads, sh.kvHeads, sh.headDim, sh.scale, ref.AttnOptions{Window: sh.window, SoftCap: sh.softCap}, scratch)
@@ -155,7 +155,7 @@ func TestAttentionNoAllocs(t *testing.T) {
 		ctx := 100
 		fast := newKVCache(2, 64, ctx, kt)
 		c.fill(fast, refKV(ctx, 128, kt), refKV(ctx, 128, kt))
-		out, bufs := make([]float32, len(c.q)), newAttnBufs(1, 4, 64, ctx)
+		out, bufs := make([]float32, len(c.q)), newAttnBufs(1, 4, 64, ctx, false)
 		if n := testing.AllocsPerRun(5, func() { fast.attend(out, c.q, c.nTok, c.pos0, c.sh, bufs) }); n != 0 {
 			t.Errorf("%s: %v allocations per call", kt, n)
 		}

@@ -54,7 +54,7 @@ func (Backend) Load(g *graph.Graph, w backends.Weights, o backends.LoadOptions) 
 type loaded struct{ *Program }
 
 func (l loaded) NewState(o backends.StateOptions) (backends.State, error) {
-	st, err := l.Program.NewStateSeqs(o.Ctx, o.NumSeqs(), o.KVType)
+	st, err := l.Program.NewStateWith(backends.StateOptions{Ctx: o.Ctx, Seqs: o.NumSeqs(), KVType: o.KVType, FlashAttn: o.FlashAttn})
 	if err != nil {
 		return nil, err
 	}

@@ -28,11 +28,13 @@ func (z StateSize) Total() int64 { return z.KV + z.Attention + z.Activations }
 // kvType) would allocate. It fails when ctx is out of range or a size
 // overflows.
 func (p *Program) StateBytes(ctx int, kvType KVType) (StateSize, error) {
-	return p.stateBytes(ctx, 1, kvType)
+	return p.stateBytes(ctx, 1, kvType, false)
 }
 
-// stateBytes is StateBytes for seqs sequences of ctx positions each.
-func (p *Program) stateBytes(ctx, seqs int, kvType KVType) (StateSize, error) {
+// stateBytes is StateBytes for seqs sequences of ctx positions each, with
+// flash attention's layout and scratch when flash is set (its caches
+// hold ctx rows of the type's real bytes, Q8_0 and Q4_0 blocks included).
+func (p *Program) stateBytes(ctx, seqs int, kvType KVType, flash bool) (StateSize, error) {
 	z := StateSize{Ctx: ctx, Batch: p.maxTokens, group: 1}
 	if ctx <= 0 || ctx > MaxContext {
 		return z, fmt.Errorf("context of %d tokens: want 1 to %d (--ctx)", ctx, MaxContext)
@@ -47,15 +49,28 @@ func (p *Program) stateBytes(ctx, seqs int, kvType KVType) (StateSize, error) {
 		a := p.g.Nodes[id].Attrs
 		kvHeads, hd := a.Int("kv_heads"), a.Int("head_dim") // bounded by checkGraph
 		width := c.Mul(int64(kvHeads), int64(hd))
-		z.KVPerPos = c.Add(z.KVPerPos, c.Mul(c.Mul(width, elem), 2))
-		// K: ctx rows; V: width rows of padded positions (newKVCache).
-		z.KV = c.Add(z.KV, c.Mul(c.Mul(c.Mul(width, elem), c.Add(int64(ctx), padded)), int64(seqs)))
+		if flash {
+			if err := checkFlash(kvType, hd); err != nil {
+				return z, err
+			}
+			// K and V: ctx rows each (newFlashKVCache).
+			row := int64(kvRowBytes(kvType, int(width)))
+			z.KVPerPos = c.Add(z.KVPerPos, c.Mul(row, 2))
+			z.KV = c.Add(z.KV, c.Mul(c.Mul(c.Mul(row, 2), int64(ctx)), int64(seqs)))
+		} else {
+			z.KVPerPos = c.Add(z.KVPerPos, c.Mul(c.Mul(width, elem), 2))
+			// K: ctx rows; V: width rows of padded positions (newKVCache).
+			z.KV = c.Add(z.KV, c.Mul(c.Mul(c.Mul(width, elem), c.Add(int64(ctx), padded)), int64(seqs)))
+		}
 		z.headDim = max(z.headDim, hd)
 		z.group = max(z.group, a.Int("heads")/kvHeads)
 	}
 	// newAttnBufs: per thread q16, qTail, scores and p16.
 	g, hd := int64(z.group), int64(z.headDim)
 	perThread := c.Add(c.Add(c.Mul(2, c.Mul(g, hd)), c.Mul(4, hd)), c.Mul(6, c.Mul(g, padded)))
+	if flash {
+		perThread = c.Add(c.Mul(2, hd), c.Mul(8, hd)) // newFlashBuf: query, accumulator, V row
+	}
 	z.Attention = c.Mul(perThread, int64(max(p.threads, 1)))
 	tiles := c.Mul(p.tileBytes, int64(p.threads))
 	z.Activations = c.Add(c.Add(p.ActivationBytes(), int64(p.actBytes)), tiles)
@@ -74,7 +89,7 @@ func (p *Program) stateBytes(ctx, seqs int, kvType KVType) (StateSize, error) {
 // checkFits checks z, for kvType, against the memory the machine has
 // available now (internal/sysmem), saying what to change when it does not
 // fit.
-func (p *Program) checkFits(z StateSize, kvType KVType) error {
+func (p *Program) checkFits(z StateSize, kvType KVType, flash bool) error {
 	m, ok := sysmem.Available()
 	if !ok || z.Total() <= m.Bytes {
 		return nil
@@ -84,7 +99,7 @@ func (p *Program) checkFits(z StateSize, kvType KVType) error {
 		z.Ctx, safemath.Bytes(z.Total()), safemath.Bytes(z.KV), safemath.Bytes(z.KVPerPos), safemath.Bytes(z.Attention), safemath.Bytes(z.Activations), z.Batch, safemath.Bytes(m.Bytes), m.Source)
 	// The largest context that fits now: sizes grow with ctx.
 	fits := func(ctx int) bool {
-		y, err := p.StateBytes(ctx, kvType)
+		y, err := p.stateBytes(ctx, 1, kvType, flash)
 		return err == nil && y.Total() <= m.Bytes
 	}
 	lo, hi := 0, z.Ctx // fits(lo) or lo == 0; !fits(hi)

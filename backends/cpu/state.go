@@ -52,14 +52,24 @@ func (p *Program) NewState(ctx int, kvType KVType) (*State, error) {
 // K and V caches, and a batch may hold tokens of any of them
 // (RunBatch).
 func (p *Program) NewStateSeqs(ctx, seqs int, kvType KVType) (*State, error) {
+	return p.NewStateWith(backends.StateOptions{Ctx: ctx, Seqs: seqs, KVType: kvType})
+}
+
+// NewStateWith is NewStateSeqs with every option of the backends
+// contract, flash attention included (backends.CheckKV's rules).
+func (p *Program) NewStateWith(o backends.StateOptions) (*State, error) {
+	ctx, seqs, kvType, flash := o.Ctx, o.Seqs, o.KVType, o.FlashAttn
 	if seqs < 1 || seqs > MaxContext {
 		return nil, fmt.Errorf("%d sequences: want 1 to %d", seqs, MaxContext)
 	}
-	need, err := p.stateBytes(ctx, seqs, kvType)
+	if err := backends.CheckKV(kvType, flash); err != nil {
+		return nil, err
+	}
+	need, err := p.stateBytes(ctx, seqs, kvType, flash)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.checkFits(need, kvType); err != nil {
+	if err := p.checkFits(need, kvType, flash); err != nil {
 		return nil, err
 	}
 	s := &State{p: p, ctx: ctx, seqs: seqs, ints: map[int][]int32{}}
@@ -72,11 +82,15 @@ func (p *Program) NewStateSeqs(ctx, seqs int, kvType KVType) (*State, error) {
 	for i, id := range p.attention {
 		a := p.g.Nodes[id].Attrs
 		for range seqs {
-			s.kv[i] = append(s.kv[i], newKVCache(a.Int("kv_heads"), a.Int("head_dim"), ctx, kvType))
+			if flash {
+				s.kv[i] = append(s.kv[i], newFlashKVCache(a.Int("kv_heads"), a.Int("head_dim"), ctx, kvType))
+			} else {
+				s.kv[i] = append(s.kv[i], newKVCache(a.Int("kv_heads"), a.Int("head_dim"), ctx, kvType))
+			}
 		}
 	}
 	s.act = make([]byte, p.actBytes)
-	s.attnScratch = newAttnBufs(p.threads, need.group, need.headDim, ctx)
+	s.attnScratch = newAttnBufs(p.threads, need.group, need.headDim, ctx, flash)
 	s.tileBufs = make([][]float32, p.threads)
 	return s, nil
 }

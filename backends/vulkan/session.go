@@ -66,6 +66,9 @@ func (e *Executable) NewSession(o backends.StateOptions) (s *Session, err error)
 	if o.Ctx <= 0 {
 		return nil, fmt.Errorf("context size %d must be positive", o.Ctx)
 	}
+	if o.FlashAttn || o.KVType.Quantized() {
+		return nil, fmt.Errorf("vulkan: flash attention and %s KV caches run on the CPU backend only (no Vulkan shaders yet): use --backend cpu, or leave out --flash-attn and use --kv-type f16 or f32", backends.KVQ8_0.String()+"/"+backends.KVQ4_0.String())
+	}
 	seqs := o.NumSeqs()
 	if int64(o.Ctx)*int64(seqs) > math.MaxInt32 {
 		return nil, fmt.Errorf("vulkan: %d sequences of %d positions are too many KV cells", seqs, o.Ctx)

@@ -55,7 +55,8 @@ func runCompile(args []string) error {
 	out := fs.String("o", "", "output plan file (default: MODEL with .plan)")
 	ctx := fs.Int("ctx", 0, "KV cache size in tokens (default: min(2048, training context))")
 	batch := fs.Int("batch", 0, "largest prefill batch (default 512)")
-	kv := fs.String("kv-type", "", "KV cache type f16|f32 (default f16)")
+	kv := fs.String("kv-type", "", "KV cache type f16|f32|q8_0|q4_0 (default f16; q8_0 and q4_0 need --flash-attn)")
+	flash := fs.Bool("flash-attn", false, "sessions use flash attention, as llama.cpp's -fa (default off)")
 	backend := fs.String("backend", "cpu", "preferred backend for placement: cpu or vulkan (nodes it cannot run stay on the cpu)")
 	pf := addPassFlags(fs)
 	dumpAfter := fs.String("dump-after", "", "write the graph after PASS (comma-separated, or all) as JSON")
@@ -71,7 +72,7 @@ func runCompile(args []string) error {
 	if *out == "" {
 		*out = strings.TrimSuffix(in, ".gguf") + ".plan"
 	}
-	o := runtime.CompileOptions{Ctx: *ctx, Batch: *batch, KVType: *kv, Backend: *backend}
+	o := runtime.CompileOptions{Ctx: *ctx, Batch: *batch, KVType: *kv, Backend: *backend, FlashAttn: *flash}
 	pf.apply(&o)
 	if *dumpAfter != "" {
 		if err := os.MkdirAll(*dumpDir, 0o755); err != nil {

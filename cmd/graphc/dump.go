@@ -150,6 +150,7 @@ func compileSource(path string, o runtime.CompileOptions) (*runtime.Plan, error)
 			return nil, err
 		}
 		o.Ctx, o.Batch, o.KVType, o.Backend = p.Run.Ctx, p.Run.Batch, p.Run.KVType, p.DeviceBackend()
+		o.FlashAttn = p.Run.FlashAttn
 		if path = p.Model.AbsPath; path == "" {
 			path = p.Model.Path
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/weft-ml/weft/internal/safemath"
 	"io"
 	goruntime "runtime"
 
@@ -91,4 +92,18 @@ func listDevices(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// noteKV says on stderr what the session's KV cache is and how much
+// memory it holds (its real bytes: Q8_0 and Q4_0 blocks are 8.5 and 4.5
+// bits a value).
+func noteKV(stderr io.Writer, m *runtime.Model, s *runtime.Session, o runtime.SessionOptions) {
+	kt, how := o.KVType, ""
+	if kt == "" {
+		kt = m.Plan.Run.KVType
+	}
+	if o.FlashAttn || m.Plan.Run.FlashAttn {
+		how = ", flash attention"
+	}
+	fmt.Fprintf(stderr, "KV cache %s%s: %s for %d positions\n", kt, how, safemath.Bytes(s.KVBytes()), s.Context())
 }

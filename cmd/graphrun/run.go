@@ -25,7 +25,7 @@ type config struct {
 	dumpTensors, tap                       string
 	n, ctx, threads                        int
 	jsonOut, ignoreEOS, noBOS, special     bool
-	listDevices                            bool
+	listDevices, flashAttn                 bool
 	sampling                               sample.Params
 	where                                  backendFlags
 }
@@ -42,7 +42,8 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.n, "n", 128, "tokens to generate (-1: until EOS or the context is full)")
 	fs.IntVar(&c.ctx, "ctx", 0, "context size in tokens (default: the plan's)")
 	fs.IntVar(&c.threads, "threads", 0, "threads (default: all cores)")
-	fs.StringVar(&c.kvType, "kv-type", "", "KV cache type f16|f32 (default: the plan's)")
+	fs.StringVar(&c.kvType, "kv-type", "", "KV cache type f16|f32|q8_0|q4_0 (default: the plan's; q8_0 and q4_0 need --flash-attn)")
+	fs.BoolVar(&c.flashAttn, "flash-attn", false, "flash attention, as llama.cpp's -fa (CPU backend; default: the plan's, off)")
 	fs.BoolVar(&c.ignoreEOS, "ignore-eos", false, "keep generating past end-of-sequence")
 	fs.BoolVar(&c.noBOS, "no-bos", false, "do not add the BOS token")
 	fs.BoolVar(&c.special, "special", false, "parse special-token text in the prompt")
@@ -157,7 +158,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	defer m.Close()
 	noteBackend(stderr, m)
-	so := runtime.SessionOptions{Ctx: c.ctx, KVType: c.kvType}
+	so := runtime.SessionOptions{Ctx: c.ctx, KVType: c.kvType, FlashAttn: c.flashAttn}
 	if c.dumpTensors != "" {
 		dump, err := tapdump.Create(c.dumpTensors, tapdump.Meta{Source: c.model, Backend: m.Backend, Pattern: c.tap, Prompt: c.prompt})
 		if err != nil {
@@ -178,6 +179,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
+	noteKV(stderr, m, s, so)
 	c.normalizeSampling(s.Context())
 	opts := runtime.GenerateOptions{MaxTokens: c.n, Sampling: c.sampling, IgnoreEOS: c.ignoreEOS, NoBOS: c.noBOS, ParseSpecial: c.special}
 	if c.logitsOut != "" {

@@ -34,8 +34,10 @@ type impl struct {
 	mul, add   func(nc int, dst, a, b *float32) // nil: pure Go
 	scaleMax   func(nc int, row *float32, scale float32) (float32, bool)
 	scale      func(nc int, row *float32, s float32)
-	lanes      int // floats per chunk of mul, add, scaleMax, scale and gelu
+	lanes      int // floats per chunk of mul, add, scaleMax, scale, gelu and flash
 	gelu       func(nc int, dst, x, table *float32)
+	flashF16   func(nc int, acc *float32, x *byte, vs float32)
+	flashF32   func(nc int, acc *float32, x *float32, vs float32)
 }
 
 const pureGo = "purego"

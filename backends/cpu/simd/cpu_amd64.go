@@ -62,6 +62,11 @@ type kernelSet struct {
 	lanes    int
 	// gelu: dst = GELU(x) over nc chunks of lanes floats, by table.
 	gelu func(nc int, dst, x, table *float32)
+	// flashF16 and flashF32: flash attention's acc = fma(x, vs, acc)
+	// over nc chunks of lanes values (x binary16, acc rounded to
+	// binary16; x float32).
+	flashF16 func(nc int, acc *float32, x *byte, vs float32)
+	flashF32 func(nc int, acc *float32, x *float32, vs float32)
 }
 
 // supported reports whether this CPU runs the named variant. Every
@@ -114,5 +119,6 @@ func wrapSet(s *kernelSet) *impl {
 	v.mul, v.add, v.lanes = s.mul, s.add, s.lanes
 	v.scaleMax, v.scale = s.scaleMax, s.scale
 	v.gelu = s.gelu
+	v.flashF16, v.flashF32 = s.flashF16, s.flashF32
 	return v
 }

@@ -114,6 +114,13 @@ func scaleMaxAVX2(nc int, row *float32, scale float32) (maxv float32, nan bool)
 // scaleF32AVX2 multiplies nc chunks of 8 floats at row by s.
 func scaleF32AVX2(nc int, row *float32, s float32)
 
+// flashMadF16AVX2 sets acc to binary16(fma(x, vs, acc)) over nc chunks of 8 values;
+// x holds binary16 values.
+func flashMadF16AVX2(nc int, acc *float32, x *byte, vs float32)
+
+// flashMadF32AVX2 sets acc to fma(x, vs, acc) over nc chunks of 8 floats.
+func flashMadF32AVX2(nc int, acc *float32, x *float32, vs float32)
+
 // geluF32AVX2 sets dst = GELU(x) by table lookup for nc chunks of 8 floats,
 // bit-identical to ops/ref.GELU.
 func geluF32AVX2(nc int, dst *float32, x *float32, table *float32)
@@ -366,6 +373,13 @@ func scaleMaxAVX512(nc int, row *float32, scale float32) (maxv float32, nan bool
 
 // scaleF32AVX512 multiplies nc chunks of 16 floats at row by s.
 func scaleF32AVX512(nc int, row *float32, s float32)
+
+// flashMadF16AVX512 sets acc to binary16(fma(x, vs, acc)) over nc chunks of 16 values;
+// x holds binary16 values.
+func flashMadF16AVX512(nc int, acc *float32, x *byte, vs float32)
+
+// flashMadF32AVX512 sets acc to fma(x, vs, acc) over nc chunks of 16 floats.
+func flashMadF32AVX512(nc int, acc *float32, x *float32, vs float32)
 
 // geluF32AVX512 sets dst = GELU(x) by table lookup for nc chunks of 16 floats,
 // bit-identical to ops/ref.GELU.

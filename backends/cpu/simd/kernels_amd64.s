@@ -5303,6 +5303,58 @@ done:
 	VZEROUPPER
 	RET
 
+// func flashMadF16AVX2(nc int, acc *float32, x *byte, vs float32)
+// Requires: AVX, AVX2, F16C, FMA3, SSE
+TEXT ·flashMadF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ         nc+0(FP), AX
+	MOVQ         acc+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVSS        vs+24(FP), X0
+	VBROADCASTSS X0, Y0
+	TESTQ        AX, AX
+	JZ           done
+
+loop:
+	VCVTPH2PS   (DX), Y1
+	VMOVUPS     (CX), Y2
+	VFMADD231PS Y0, Y1, Y2
+	VCVTPS2PH   $0x00, Y2, X1
+	VCVTPH2PS   X1, Y2
+	VMOVUPS     Y2, (CX)
+	ADDQ        $0x00000020, CX
+	ADDQ        $0x00000010, DX
+	DECQ        AX
+	JNZ         loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func flashMadF32AVX2(nc int, acc *float32, x *float32, vs float32)
+// Requires: AVX, AVX2, FMA3, SSE
+TEXT ·flashMadF32AVX2(SB), NOSPLIT, $0-28
+	MOVQ         nc+0(FP), AX
+	MOVQ         acc+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVSS        vs+24(FP), X0
+	VBROADCASTSS X0, Y0
+	TESTQ        AX, AX
+	JZ           done
+
+loop:
+	VMOVUPS     (DX), Y1
+	VMOVUPS     (CX), Y2
+	VFMADD231PS Y0, Y1, Y2
+	VMOVUPS     Y2, (CX)
+	ADDQ        $0x00000020, CX
+	ADDQ        $0x00000020, DX
+	DECQ        AX
+	JNZ         loop
+
+done:
+	VZEROUPPER
+	RET
+
 // func geluF32AVX2(nc int, dst *float32, x *float32, table *float32)
 // Requires: AVX, AVX2, F16C
 TEXT ·geluF32AVX2(SB), NOSPLIT, $0-32
@@ -26409,6 +26461,58 @@ loop:
 	ADDQ    $0x00000040, CX
 	DECQ    AX
 	JNZ     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func flashMadF16AVX512(nc int, acc *float32, x *byte, vs float32)
+// Requires: AVX, AVX512F, SSE
+TEXT ·flashMadF16AVX512(SB), NOSPLIT, $0-28
+	MOVQ         nc+0(FP), AX
+	MOVQ         acc+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVSS        vs+24(FP), X0
+	VBROADCASTSS X0, Z0
+	TESTQ        AX, AX
+	JZ           done
+
+loop:
+	VCVTPH2PS   (DX), Z1
+	VMOVUPS     (CX), Z2
+	VFMADD231PS Z0, Z1, Z2
+	VCVTPS2PH   $0x00, Z2, Y1
+	VCVTPH2PS   Y1, Z2
+	VMOVUPS     Z2, (CX)
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x00000020, DX
+	DECQ        AX
+	JNZ         loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func flashMadF32AVX512(nc int, acc *float32, x *float32, vs float32)
+// Requires: AVX, AVX512F, SSE
+TEXT ·flashMadF32AVX512(SB), NOSPLIT, $0-28
+	MOVQ         nc+0(FP), AX
+	MOVQ         acc+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVSS        vs+24(FP), X0
+	VBROADCASTSS X0, Z0
+	TESTQ        AX, AX
+	JZ           done
+
+loop:
+	VMOVUPS     (DX), Z1
+	VMOVUPS     (CX), Z2
+	VFMADD231PS Z0, Z1, Z2
+	VMOVUPS     Z2, (CX)
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x00000040, DX
+	DECQ        AX
+	JNZ         loop
 
 done:
 	VZEROUPPER

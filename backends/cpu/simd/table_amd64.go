@@ -68,7 +68,9 @@ var asmKernels = []kernelSet{{
 		one:   dotQ2_KAVX2,
 		w:     gguf.TypeQ2_K,
 	}},
-	gelu: geluF32AVX2,
+	flashF16: flashMadF16AVX2,
+	flashF32: flashMadF32AVX2,
+	gelu:     geluF32AVX2,
 	gemms: []gemmKernel{{
 		chunk: 32,
 		tiles: []gemmTile{gemmQ8_04x1AVX2, gemmQ8_04x2AVX2},
@@ -158,7 +160,9 @@ var asmKernels = []kernelSet{{
 		one:   dotQ2_KAVX2,
 		w:     gguf.TypeQ2_K,
 	}},
-	gelu: geluF32AVX512,
+	flashF16: flashMadF16AVX512,
+	flashF32: flashMadF32AVX512,
+	gelu:     geluF32AVX512,
 	gemms: []gemmKernel{{
 		chunk: 32,
 		tiles: []gemmTile{gemmQ8_04x1AVX512, gemmQ8_04x2AVX512, gemmQ8_04x3AVX512, gemmQ8_04x4AVX512},

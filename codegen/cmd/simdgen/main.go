@@ -41,6 +41,7 @@ func main() {
 		genExpKernels(v, &reg)
 		genBinaryKernels(v, &reg)
 		genSoftmaxSteps(v, &reg)
+		genFlashKernels(v, &reg)
 		genGELUKernel(v, &reg)
 	}
 	if *tableOut != "" {

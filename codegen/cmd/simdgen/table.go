@@ -42,6 +42,7 @@ type elemEntry struct {
 	scaleMax, scale            string
 	lanes                      int // floats per chunk of mul, add, scaleMax, scale and gelu
 	gelu                       string
+	flashF16, flashF32         string // flash attention's accumulator updates
 }
 
 func (r *registry) see(v variant) {
@@ -96,6 +97,13 @@ func (r *registry) softmaxSteps(v variant, scaleMax, scale string) {
 	r.see(v)
 	e := r.elems[v.name]
 	e.scaleMax, e.scale = scaleMax, scale
+	r.elems[v.name] = e
+}
+
+func (r *registry) flash(v variant, f16, f32 string) {
+	r.see(v)
+	e := r.elems[v.name]
+	e.flashF16, e.flashF32 = f16, f32
 	r.elems[v.name] = e
 }
 
@@ -192,6 +200,10 @@ func writeTable(path string, r *registry) error {
 		}
 		if e := r.elems[name]; e.gelu != "" {
 			set[jen.Id("gelu")] = jen.Id(e.gelu)
+		}
+		if e := r.elems[name]; e.flashF16 != "" {
+			set[jen.Id("flashF16")] = jen.Id(e.flashF16)
+			set[jen.Id("flashF32")] = jen.Id(e.flashF32)
 		}
 		sets = append(sets, jen.Values(set))
 	}

@@ -1,6 +1,8 @@
 // refgen: llama.cpp reference logits in the format of ../shared/reference
 // (README there), through llama.h only. Ours, not llama.cpp code.
-// usage: refgen MODEL.gguf PROMPT_FILE N KV(f16|f32) ROWS(all|last K) OUT_PREFIX
+// usage: refgen MODEL.gguf PROMPT_FILE N KV ROWS(all|last K) OUT_PREFIX [fa]
+// KV is the cache type of K and V (f16, f32, q8_0, q4_0; llama.cpp's -ctk/-ctv), or K:V for
+// different types (q8_0:f16); a trailing "fa" switches flash attention on (llama.cpp's -fa).
 // writes OUT_PREFIX.json and OUT_PREFIX.logits.f32 (the prompt rows ROWS asks for).
 #include "llama.h"
 #include <algorithm>
@@ -67,14 +69,31 @@ static std::string sha256(const std::string &path) {
   return b;
 }
 
+// cache_type reads a KV cache type name; it exits on any other.
+static ggml_type cache_type(const std::string &s) {
+  if (s == "f16") return GGML_TYPE_F16;
+  if (s == "f32") return GGML_TYPE_F32;
+  if (s == "q8_0") return GGML_TYPE_Q8_0;
+  if (s == "q4_0") return GGML_TYPE_Q4_0;
+  fprintf(stderr, "unknown KV cache type %s (want f16, f32, q8_0 or q4_0)\n", s.c_str());
+  exit(2);
+}
+
 int main(int argc, char **argv) {
-  if (argc != 7) { fprintf(stderr, "usage: refgen MODEL PROMPT_FILE N f16|f32 all|lastK OUT_PREFIX\n"); return 2; }
+  if (argc != 7 && !(argc == 8 && !strcmp(argv[7], "fa"))) {
+    fprintf(stderr, "usage: refgen MODEL PROMPT_FILE N f16|f32|q8_0|q4_0|K:V all|lastK OUT_PREFIX [fa]\n");
+    return 2;
+  }
+  bool fa = argc == 8;
   std::string model_path = argv[1], out = argv[6];
   std::ifstream pf(argv[2], std::ios::binary);
   std::stringstream ss; ss << pf.rdbuf();
   std::string prompt = ss.str();
   int N = atoi(argv[3]);
-  bool kvf32 = !strcmp(argv[4], "f32");
+  std::string kvarg = argv[4];
+  std::string kname = kvarg.substr(0, kvarg.find(':'));
+  std::string vname = kvarg.find(':') == std::string::npos ? kname : kvarg.substr(kvarg.find(':') + 1);
+  ggml_type type_k = cache_type(kname), type_v = cache_type(vname);
   std::string rows = argv[5];
 
   llama_backend_init();
@@ -95,8 +114,9 @@ int main(int argc, char **argv) {
   cp.n_ctx = std::min(2048, n_ctx_train);
   cp.n_batch = cp.n_ubatch = std::max(512, np);
   cp.n_threads = cp.n_threads_batch = 1;
-  cp.flash_attn = false;
-  cp.type_k = cp.type_v = kvf32 ? GGML_TYPE_F32 : GGML_TYPE_F16;
+  cp.flash_attn = fa;
+  cp.type_k = type_k;
+  cp.type_v = type_v;
   llama_context *ctx = llama_init_from_model(model, cp);
   if (!ctx) { fprintf(stderr, "context failed\n"); return 1; }
 
@@ -181,13 +201,13 @@ int main(int argc, char **argv) {
   kv("topk", "5");
   kv("prompt_topk", pt + "]");
   kv("prompt_logsumexp", pl + "]");
-  kv("kv_cache_type", jstr(kvf32 ? "f32" : "f16"));
+  kv("kv_cache_type", jstr(kvarg));
   kv("n_ctx", std::to_string(cp.n_ctx));
   kv("n_ctx_train", std::to_string(n_ctx_train));
   kv("n_batch", std::to_string(cp.n_batch));
   kv("n_ubatch", std::to_string(cp.n_ubatch));
   kv("n_threads", "1");
-  kv("flash_attn", "false");
+  kv("flash_attn", fa ? "true" : "false");
   kv("generator", jstr("llama.cpp c392e5094 (b4748), CPU, 1 thread; weft quant/testdata refgen"), true);
   j += "}\n";
   std::ofstream(out + ".json") << j;
