@@ -296,11 +296,12 @@ func (s *splitState) CopySeq(dst, src, n int) error {
 // treat the sequence as lost (the runtime empties it).
 func (s *splitState) ShiftSeq(seq, keep, discard, n int) error {
 	for _, name := range s.names {
-		c, ok := s.states[name].(KVShifter)
-		if !ok {
+		if _, ok := s.states[name].(KVShifter); !ok {
 			return fmt.Errorf("backend %s cannot shift KV cells (context shift)", name)
 		}
-		if err := c.ShiftSeq(seq, keep, discard, n); err != nil {
+	}
+	for _, name := range s.names {
+		if err := s.states[name].(KVShifter).ShiftSeq(seq, keep, discard, n); err != nil {
 			return fmt.Errorf("backend %s: %w", name, err)
 		}
 	}

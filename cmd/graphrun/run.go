@@ -23,8 +23,9 @@ var errUsage = errors.New("usage")
 type config struct {
 	model, prompt, file, logitsOut, kvType string
 	dumpTensors, tap                       string
-	n, ctx, threads                        int
+	n, ctx, threads, keep                  int
 	jsonOut, ignoreEOS, noBOS, special     bool
+	contextShift                           bool
 	listDevices                            bool
 	sampling                               sample.Params
 	where                                  backendFlags
@@ -43,6 +44,8 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.ctx, "ctx", 0, "context size in tokens (default: the plan's)")
 	fs.IntVar(&c.threads, "threads", 0, "threads (default: all cores)")
 	fs.StringVar(&c.kvType, "kv-type", "", "KV cache type f16|f32 (default: the plan's)")
+	fs.BoolVar(&c.contextShift, "context-shift", false, "when the context fills, discard half of the tokens after --keep and go on (llama.cpp's context shift; its default, not weft's)")
+	fs.IntVar(&c.keep, "keep", 0, "with a context shift: prompt tokens kept besides BOS (-1: the whole prompt), as llama.cpp's --keep; giving it turns on --context-shift")
 	fs.BoolVar(&c.ignoreEOS, "ignore-eos", false, "keep generating past end-of-sequence")
 	fs.BoolVar(&c.noBOS, "no-bos", false, "do not add the BOS token")
 	fs.BoolVar(&c.special, "special", false, "parse special-token text in the prompt")
@@ -81,7 +84,13 @@ func parseFlags(args []string) (*config, error) {
 	}
 	c.model = pos[0]
 	seeded := false
-	fs.Visit(func(f *flag.Flag) { seeded = seeded || f.Name == "seed" })
+	fs.Visit(func(f *flag.Flag) {
+		seeded = seeded || f.Name == "seed"
+		c.contextShift = c.contextShift || f.Name == "keep"
+	})
+	if c.keep < -1 {
+		return nil, fmt.Errorf("--keep %d: want -1 (the whole prompt) or a number of tokens", c.keep)
+	}
 	if !seeded {
 		c.sampling.Seed = uint64(time.Now().UnixNano())
 	}
@@ -174,6 +183,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 				Backend: t.Backend, Rows: t.Rows, Width: t.Width}, v)
 		}
 	}
+	var ids []int32 // the prompt's tokens, when a context shift needs their number
+	if c.contextShift {
+		if ids, err = m.Tokenizer.Encode(c.prompt, !c.noBOS, c.special); err != nil {
+			return fmt.Errorf("tokenizing the prompt: %w", err)
+		}
+		if len(ids) == 0 {
+			return errors.New("empty prompt: nothing to evaluate (give a prompt, or let the model add its BOS token)")
+		}
+		so.ContextShift = true
+		so.Keep = keepTokens(c.keep, ids, m.Tokenizer.AddBOS() && !c.noBOS, c.ctx, m.Plan.Run.Ctx)
+	}
 	s, err := m.NewSession(so)
 	if err != nil {
 		return err
@@ -194,13 +214,37 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		io.WriteString(out, text)
 		return out.Flush()
 	}
-	res, genErr := s.Generate(ctx, c.prompt, opts, onToken)
+	var res *runtime.Result
+	var genErr error
+	if ids != nil {
+		res, genErr = s.GenerateTokens(ctx, ids, opts, onToken)
+	} else {
+		res, genErr = s.Generate(ctx, c.prompt, opts, onToken)
+	}
 	out.Flush()
 	if res == nil {
 		return genErr
 	}
 	report(stdout, stderr, c, m.LoadTime, res)
 	return genErr
+}
+
+// keepTokens is llama.cpp's n_keep (examples/main): --keep N keeps the
+// BOS token, when one was added, and the prompt's first N tokens; -1, or
+// more than the prompt has, keeps the whole prompt. Like llama-server it
+// is capped at the context less 4, so that a shift always has something
+// to discard.
+func keepTokens(keep int, prompt []int32, bos bool, ctx, planCtx int) int {
+	switch {
+	case keep < 0 || keep > len(prompt):
+		keep = len(prompt)
+	case bos:
+		keep++
+	}
+	if ctx == 0 {
+		ctx = planCtx
+	}
+	return max(0, min(keep, ctx-4))
 }
 
 // report ends the output: the JSON object (--json) or a newline after the
@@ -219,9 +263,13 @@ func summarize(w io.Writer, load time.Duration, r *runtime.Result) {
 	if r.PrefillCancelled {
 		prefill = fmt.Sprintf("cancelled after %.0f ms", float64(r.PrefillTime.Microseconds())/1000)
 	}
-	fmt.Fprintf(w, "\nload %.0f ms | prompt %d tokens, %s | generated %d tokens, %.1f tok/s | stop: %s\n",
+	shifts := ""
+	if r.ContextShifts > 0 {
+		shifts = fmt.Sprintf(" | context shifts: %d", r.ContextShifts)
+	}
+	fmt.Fprintf(w, "\nload %.0f ms | prompt %d tokens, %s | generated %d tokens, %.1f tok/s%s | stop: %s\n",
 		float64(load.Microseconds())/1000, len(r.PromptTokens), prefill,
-		len(r.Tokens), r.DecodeTokensPerSecond(), r.StopReason)
+		len(r.Tokens), r.DecodeTokensPerSecond(), shifts, r.StopReason)
 }
 
 func writeJSON(w io.Writer, load time.Duration, r *runtime.Result) {
@@ -235,6 +283,7 @@ func writeJSON(w io.Writer, load time.Duration, r *runtime.Result) {
 		"prompt_tokens": ids(r.PromptTokens), "tokens": ids(r.Tokens), "text": r.Text, "stop_reason": r.StopReason,
 		"load_ms": load.Seconds() * 1000, "prefill_ms": r.PrefillTime.Seconds() * 1000, "decode_ms": r.DecodeTime.Seconds() * 1000,
 		"prefill_tok_s": r.PrefillTokensPerSecond(), "decode_tok_s": r.DecodeTokensPerSecond(),
+		"context_shifts": r.ContextShifts,
 	})
 }
 

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/weft-ml/weft/internal/testenv"
 )
 
@@ -131,4 +134,37 @@ func TestBenchJSON(t *testing.T) {
 		rep.Bandwidth.Median <= 0 || len(rep.Bandwidth.Runs) != 2 || rep.Env.Kernels == "" {
 		t.Fatalf("report %+v", rep)
 	}
+}
+
+// TestContextShiftMatchesLlamaCpp: --keep -1 keeps the whole prompt (BOS
+// included) and shifts as llama-cli does; the greedy text through two
+// shifts of a 64-token context is llama.cpp's (testdata/shift).
+func TestContextShiftMatchesLlamaCpp(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "testdata", "shift", "reference", "stories260K.p1.c64k5.json"))
+	require.NoError(t, err)
+	var ref struct {
+		GreedyText string `json:"greedy_text"`
+		NKeep      int    `json:"n_keep"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &ref))
+	require.Equal(t, 5, ref.NKeep)
+	out, summary, err := runCLI(t, stories(t), "--prompt", "Once upon a time", "-n", "100", "--temp", "0", "--ignore-eos", "--ctx", "64", "--keep", "-1")
+	require.NoError(t, err)
+	require.Equal(t, ref.GreedyText+"\n", out)
+	require.Contains(t, summary, "context shifts: 2")
+	_, _, err = runCLI(t, stories(t), "--prompt", "Once upon a time", "-n", "100", "--temp", "0", "--ignore-eos", "--ctx", "64")
+	require.ErrorContains(t, err, "context full", "without --context-shift a full context stops the run")
+	_, _, err = runCLI(t, stories(t), "--prompt", "Once", "--keep", "-2")
+	require.ErrorContains(t, err, "--keep -2")
+}
+
+func TestKeepTokens(t *testing.T) {
+	p := []int32{1, 10, 11, 12}
+	assert.Equal(t, 1, keepTokens(0, p, true, 64, 0), "--keep 0 keeps BOS")
+	assert.Equal(t, 0, keepTokens(0, p[1:], false, 64, 0), "no BOS, nothing kept")
+	assert.Equal(t, 3, keepTokens(2, p, true, 64, 0))
+	assert.Equal(t, 4, keepTokens(-1, p, true, 64, 0), "-1: the whole prompt, BOS included")
+	assert.Equal(t, 4, keepTokens(9, p, true, 64, 0), "more than the prompt: the whole prompt")
+	assert.Equal(t, 4, keepTokens(-1, append(p, p...), true, 8, 0), "capped at the context less 4")
+	assert.Equal(t, 3, keepTokens(2, p, true, 0, 2048), "the plan's context")
 }
