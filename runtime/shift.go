@@ -89,3 +89,53 @@ func shiftPlan(keep, n int) (int, error) {
 	}
 	return discard, nil
 }
+
+// Shift is Session.Shift for one slot: it keeps slot's first keep tokens,
+// discards the next (len−keep)/2 and moves the rest down, keys rotated to
+// their new positions, and returns the number discarded. On error the
+// slot is unchanged.
+func (b *Batcher) Shift(slot, keep int) (int, error) {
+	if err := b.claim(); err != nil {
+		return 0, err
+	}
+	defer b.s.unclaim()
+	if err := b.checkSlot(slot); err != nil {
+		return 0, err
+	}
+	m := b.m
+	m.life.RLock()
+	defer m.life.RUnlock()
+	if m.closed {
+		return 0, ErrClosed
+	}
+	h := b.hist[slot]
+	discard, err := shiftPlan(keep, len(h))
+	if err != nil {
+		return 0, fmt.Errorf("batcher: slot %d: %w", slot, err)
+	}
+	sh, ok := b.s.st.(backends.KVShifter)
+	if !ok {
+		return 0, fmt.Errorf("batcher: the %s backend cannot shift the context", m.Backend)
+	}
+	if err := sh.ShiftSeq(slot, keep, discard, len(h)); err != nil {
+		return 0, fmt.Errorf("batcher: slot %d: context shift: %w", slot, err)
+	}
+	b.hist[slot] = append(h[:keep], h[keep+discard:]...)
+	return discard, nil
+}
+
+// KeepTokens is llama.cpp's n_keep for a prompt of prompt tokens
+// (examples/main): keep tokens of the prompt are kept besides its BOS
+// token, when one was added (bos); a negative keep, or more than the
+// prompt has, keeps the whole prompt. Like llama-server it is capped at
+// ctx−4, so that a shift always has tokens to discard. The result is
+// what SessionOptions.Keep and Batcher.Shift take.
+func KeepTokens(keep, prompt int, bos bool, ctx int) int {
+	switch {
+	case keep < 0 || keep > prompt:
+		keep = prompt
+	case bos:
+		keep++
+	}
+	return max(0, min(keep, ctx-4))
+}

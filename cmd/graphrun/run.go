@@ -229,22 +229,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	return genErr
 }
 
-// keepTokens is llama.cpp's n_keep (examples/main): --keep N keeps the
-// BOS token, when one was added, and the prompt's first N tokens; -1, or
-// more than the prompt has, keeps the whole prompt. Like llama-server it
-// is capped at the context less 4, so that a shift always has something
-// to discard.
+// keepTokens is runtime.KeepTokens for graphrun's flags: --keep N
+// (-1: the whole prompt) of prompt, in a context of ctx (0: the plan's).
 func keepTokens(keep int, prompt []int32, bos bool, ctx, planCtx int) int {
-	switch {
-	case keep < 0 || keep > len(prompt):
-		keep = len(prompt)
-	case bos:
-		keep++
-	}
 	if ctx == 0 {
 		ctx = planCtx
 	}
-	return max(0, min(keep, ctx-4))
+	return runtime.KeepTokens(keep, len(prompt), bos, ctx)
 }
 
 // report ends the output: the JSON object (--json) or a newline after the
