@@ -168,3 +168,28 @@ func TestKeepTokens(t *testing.T) {
 	assert.Equal(t, 4, keepTokens(-1, append(p, p...), true, 8, 0), "capped at the context less 4")
 	assert.Equal(t, 3, keepTokens(2, p, true, 0, 2048), "the plan's context")
 }
+
+// TestBenchDepth: --depth fills the cache first and labels the tests as
+// llama-bench does; the JSON carries the depth and the peak RSS.
+func TestBenchDepth(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.NoError(t, runBench(context.Background(), []string{stories(t), "-p", "16", "-n", "4", "-r", "1", "--depth", "64"}, &out, &errOut))
+	assert.Contains(t, out.String(), "pp16 @ d64")
+	assert.Contains(t, out.String(), "tg4 @ d64")
+	assert.Contains(t, out.String(), "peak RSS")
+	assert.Contains(t, errOut.String(), "filling the cache to depth 64")
+	out.Reset()
+	require.NoError(t, runBench(context.Background(), []string{stories(t), "-p", "16", "-n", "4", "-r", "1", "-d", "32", "--json"}, &out, &errOut))
+	var rep struct {
+		Depth   int   `json:"depth"`
+		PeakRSS int64 `json:"peak_rss_bytes"`
+		Decode  struct {
+			Runs []float64 `json:"runs"`
+		} `json:"decode_tok_s"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rep))
+	assert.Equal(t, 32, rep.Depth)
+	assert.Len(t, rep.Decode.Runs, 1)
+	assert.Positive(t, rep.PeakRSS)
+	require.ErrorContains(t, runBench(context.Background(), []string{stories(t), "--depth", "-1"}, &out, &errOut), "--depth -1")
+}
