@@ -191,7 +191,8 @@ func (s *Session) truncate(n int) {
 // plan's batch size, and returns logits: for every token as
 // [len(tokens)][vocab] when all is set, else for the last token only.
 // The returned slice belongs to the caller. On error the session is left
-// as it was before the call.
+// as it was before the call, except for a context shift made first
+// (SessionOptions.ContextShift), which stays.
 func (s *Session) Eval(tokens []int32, all bool) ([]float32, error) {
 	return s.EvalContext(context.Background(), tokens, all)
 }
