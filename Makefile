@@ -46,10 +46,16 @@ demo: build
 # TinyLlama-shaped models of four weight types and Qwen2.5-0.5B- and
 # Phi-2-shaped Q4_0 models (BENCHES=SHAPE:TYPE,… picks others), weft beside
 # llama.cpp when LLAMA_BENCH=/path/to/llama-bench is set; writes
-# docs/benchmarks.md and .svg.
+# docs/benchmarks.md and .svg. DEPTHS=4096,16384 adds rows measured with
+# that many tokens in the KV cache (PEER_DEPTH=d|gp|none: llama-bench's -d,
+# ik_llama.cpp's -gp, or no peer; PEER_FLAGS="-fa 1" for the peer).
 BENCHES ?=
+DEPTHS ?=
+PEER_DEPTH ?= d
+PEER_FLAGS ?=
 bench: build
-	$(GO) run ./internal/cmd/benchdoc -bin $(BIN) -models out/bench -out docs/benchmarks.md $(if $(BENCHES),-benches $(BENCHES))
+	$(GO) run ./internal/cmd/benchdoc -bin $(BIN) -models out/bench -out docs/benchmarks.md $(if $(BENCHES),-benches $(BENCHES)) \
+		$(if $(DEPTHS),-depths $(DEPTHS) -peer-depth $(PEER_DEPTH)) $(if $(PEER_FLAGS),-peer-flags "$(PEER_FLAGS)")
 
 # Serving load (graphrun bench-serve): weft's server on the TinyLlama-shaped
 # Q4_0 model with 8 slots, beside llama-server -np 8 -cb on the same file

@@ -289,6 +289,25 @@ func (s *splitState) CopySeq(dst, src, n int) error {
 	return nil
 }
 
+// ShiftSeq shifts the cells on every backend that holds KV caches of the
+// graph (KVShifter); a backend that cannot fails the shift. Each backend
+// checks what it can shift before it changes anything, but a failure on a
+// later backend leaves the earlier ones shifted: the caller must then
+// treat the sequence as lost (the runtime empties it).
+func (s *splitState) ShiftSeq(seq, keep, discard, n int) error {
+	for _, name := range s.names {
+		if _, ok := s.states[name].(KVShifter); !ok {
+			return fmt.Errorf("backend %s cannot shift KV cells (context shift)", name)
+		}
+	}
+	for _, name := range s.names {
+		if err := s.states[name].(KVShifter).ShiftSeq(seq, keep, discard, n); err != nil {
+			return fmt.Errorf("backend %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
 func (s *splitState) Close() error {
 	var errs []error
 	for i := len(s.names) - 1; i >= 0; i-- {

@@ -13,8 +13,12 @@ import (
 type BenchOptions struct {
 	PromptTokens int // prefill batch size to time (llama-bench -p); 0 skips prefill
 	GenTokens    int // tokens to decode one at a time (-n); 0 skips decode
-	Reps         int // timed repetitions after one warm-up run
-	Progress     func(stage string, rep, reps int)
+	// Depth is how many tokens are already in the KV cache when each
+	// prefill or decode run starts (llama-bench's -d): they are evaluated
+	// once, untimed, and every run continues from them.
+	Depth    int
+	Reps     int // timed repetitions after one warm-up run
+	Progress func(stage string, rep, reps int)
 }
 
 // Stat summarises repeated throughput measurements in tokens per second.
@@ -32,9 +36,12 @@ type BenchResult struct {
 }
 
 // Bench times prefill of PromptTokens random tokens (one batch, like
-// llama-bench's pp test) and decode of GenTokens tokens after an empty
-// cache (tg test), each after a warm-up run. Token ids are random: speed
-// does not depend on them.
+// llama-bench's pp test) and decode of GenTokens tokens (tg test), each
+// after a warm-up run, on an empty cache or, with Depth, after Depth
+// tokens: like llama-bench's -d, those are evaluated once (untimed) and
+// every run starts from them (Session.Truncate), so attention reads a
+// cache of that length. Token ids are random: speed does not depend on
+// them.
 func (m *Model) Bench(o BenchOptions) (*BenchResult, error) {
 	return m.BenchContext(context.Background(), o)
 }
@@ -47,10 +54,14 @@ func (m *Model) BenchContext(ctx context.Context, o BenchOptions) (*BenchResult,
 	if o.Reps < 1 {
 		o.Reps = 1
 	}
-	s, err := m.NewSession(SessionOptions{Ctx: max(o.PromptTokens, o.GenTokens) + 1})
+	if o.Depth < 0 {
+		return nil, fmt.Errorf("bench depth %d: want 0 or more tokens", o.Depth)
+	}
+	s, err := m.NewSession(SessionOptions{Ctx: o.Depth + max(o.PromptTokens, o.GenTokens) + 1})
 	if err != nil {
 		return nil, err
 	}
+	defer s.Close()
 	rng := rand.New(rand.NewPCG(1, 2))
 	tokens := func(n int) []int32 {
 		t := make([]int32, n)
@@ -60,10 +71,18 @@ func (m *Model) BenchContext(ctx context.Context, o BenchOptions) (*BenchResult,
 		return t
 	}
 	res := &BenchResult{}
+	if o.Depth > 0 {
+		if o.Progress != nil {
+			o.Progress("depth", 0, 0)
+		}
+		if _, err := s.EvalContext(ctx, tokens(o.Depth), false); err != nil {
+			return res, fmt.Errorf("filling the cache to depth %d: %w", o.Depth, err)
+		}
+	}
 	if o.PromptTokens > 0 {
 		prompt := tokens(o.PromptTokens)
 		res.Prefill, err = repeat(ctx, o, "prefill", o.PromptTokens, func() error {
-			if err := s.Reset(); err != nil {
+			if err := s.Truncate(o.Depth); err != nil {
 				return err
 			}
 			_, err := s.Eval(prompt, false)
@@ -76,7 +95,7 @@ func (m *Model) BenchContext(ctx context.Context, o BenchOptions) (*BenchResult,
 	if o.GenTokens > 0 {
 		gen := tokens(o.GenTokens)
 		res.Decode, err = repeat(ctx, o, "decode", o.GenTokens, func() error {
-			if err := s.Reset(); err != nil {
+			if err := s.Truncate(o.Depth); err != nil {
 				return err
 			}
 			for _, t := range gen {

@@ -29,6 +29,9 @@ type Result struct {
 	PrefillTime  time.Duration
 	DecodeTime   time.Duration
 	StopReason   string // "length", "eos", "context", "cancelled", "closed" (Model.Close)
+	// ContextShifts counts the context shifts made during the call
+	// (SessionOptions.ContextShift).
+	ContextShifts int
 	// PrefillCancelled: the prompt's evaluation was cancelled, so it was
 	// taken out of the session again and nothing was generated.
 	PrefillCancelled bool
@@ -96,7 +99,7 @@ func (s *Session) GenerateTokens(ctx context.Context, ids []int32, o GenerateOpt
 	if len(ids) == 0 {
 		return nil, errors.New("no prompt tokens: nothing to evaluate")
 	}
-	if s.Pos()+len(ids) >= s.Context() {
+	if !s.shift && s.Pos()+len(ids) >= s.Context() {
 		return nil, fmt.Errorf("%w: the prompt has %d tokens, the context %d (with %d already used)", ErrContextFull, len(ids), s.Context(), s.Pos())
 	}
 	smp, err := sample.New(o.Sampling, s.m.VocabSize())
@@ -110,6 +113,8 @@ func (s *Session) GenerateTokens(ctx context.Context, ids []int32, o GenerateOpt
 		smp.Accept(id)
 	}
 	res := &Result{PromptTokens: ids}
+	shifts0 := s.shifts
+	defer func() { res.ContextShifts = s.shifts - shifts0 }()
 	start := time.Now()
 	logits, err := s.prefill(ctx, ids, o)
 	res.PrefillTime = time.Since(start)
@@ -183,7 +188,7 @@ func (s *Session) decode(ctx context.Context, logits []float32, smp *sample.Samp
 			res.StopReason = "length"
 			return nil
 		}
-		if s.Pos() >= s.Context() {
+		if !s.shift && s.Pos() >= s.Context() {
 			res.StopReason = "context"
 			return fmt.Errorf("%w after %d generated tokens (context %d)", ErrContextFull, len(res.Tokens), s.Context())
 		}
@@ -192,6 +197,9 @@ func (s *Session) decode(ctx context.Context, logits []float32, smp *sample.Samp
 			if errors.Is(err, ErrClosed) {
 				res.StopReason = "closed"
 				return fmt.Errorf("after %d generated tokens: %w", len(res.Tokens), err)
+			}
+			if errors.Is(err, ErrContextFull) {
+				res.StopReason = "context"
 			}
 			return err
 		}

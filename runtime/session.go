@@ -38,6 +38,17 @@ type SessionOptions struct {
 	// inputs in whole batches even with a cancellable context, so that
 	// the values of two runs line up batch for batch.
 	Tap TapFunc
+	// ContextShift makes Eval, Step and Generate shift the context when
+	// new tokens would fill it, as llama.cpp does (its default; weft's is
+	// an ErrContextFull error): the first Keep tokens stay, half of the
+	// others are discarded and the rest move down (see Session.Shift).
+	// Like llama.cpp, it shifts once the tokens would reach the last
+	// position (Pos()+n >= Context()), so that position stays unused.
+	ContextShift bool
+	// Keep is how many tokens at the start of the history a context
+	// shift never discards (llama.cpp's n_keep, with the BOS token
+	// counted: graphrun --keep N keeps the BOS plus N prompt tokens).
+	Keep int
 }
 
 // Session is one conversation: a KV cache and the tokens in it.
@@ -59,6 +70,9 @@ type Session struct {
 	posBuf  []int32 // scratch for positions
 	one     [1]int32
 	tapped  bool // SessionOptions.Tap is set
+	shift   bool // SessionOptions.ContextShift
+	keep    int  // SessionOptions.Keep
+	shifts  int  // context shifts so far
 	batches int  // batches run so far (TapInfo.Step)
 	tapPos  int  // first position of the running batch (TapInfo.Pos)
 }
@@ -88,6 +102,9 @@ func (m *Model) newSession(o SessionOptions, seqs int) (*Session, error) {
 	if err := checkCtx(m.Plan.Params, o.Ctx); err != nil {
 		return nil, err
 	}
+	if o.Ctx > 0 && (o.Keep < 0 || o.Keep >= o.Ctx) { // a bad context is NewState's to refuse
+		return nil, fmt.Errorf("keep %d tokens in a context shift: want 0 to %d (the context less one)", o.Keep, o.Ctx-1)
+	}
 	m.life.RLock()
 	defer m.life.RUnlock()
 	if m.closed {
@@ -97,7 +114,7 @@ func (m *Model) newSession(o SessionOptions, seqs int) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{m: m, st: st, ctx: st.Context(), cost: costOf(m.Plan.Graph), history: make([]int32, 0, o.Ctx)}
+	s := &Session{m: m, st: st, ctx: st.Context(), cost: costOf(m.Plan.Graph), history: make([]int32, 0, o.Ctx), shift: o.ContextShift, keep: o.Keep}
 	if o.Tap != nil {
 		if err := s.setTap(o.Tap); err != nil {
 			closeIfCloser(st)
@@ -182,7 +199,8 @@ func (s *Session) truncate(n int) {
 // plan's batch size, and returns logits: for every token as
 // [len(tokens)][vocab] when all is set, else for the last token only.
 // The returned slice belongs to the caller. On error the session is left
-// as it was before the call.
+// as it was before the call, except for a context shift made first
+// (SessionOptions.ContextShift), which stays.
 func (s *Session) Eval(tokens []int32, all bool) ([]float32, error) {
 	return s.EvalContext(context.Background(), tokens, all)
 }
@@ -258,6 +276,9 @@ func (c tokenCost) chunkFloor(pos int) int {
 func (s *Session) eval(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
 	if len(tokens) == 0 {
 		return nil, fmt.Errorf("no tokens to evaluate")
+	}
+	if err := s.makeRoom(len(tokens)); err != nil {
+		return nil, err
 	}
 	pos0 := s.Pos()
 	if pos0+len(tokens) > s.Context() {
@@ -339,6 +360,9 @@ func (s *Session) Step(id int32) ([]float32, error) {
 
 // step is Step for a caller that holds the session.
 func (s *Session) step(id int32) ([]float32, error) {
+	if err := s.makeRoom(1); err != nil {
+		return nil, err
+	}
 	if s.Pos() >= s.Context() {
 		return nil, fmt.Errorf("%w: all %d positions are used", ErrContextFull, s.Context())
 	}

@@ -64,6 +64,24 @@ func TestPlanSplitAcrossBackends(t *testing.T) {
 		}
 		assert.Less(t, relDiff(lg, lh), 1e-3, "step %d logits", step)
 	}
+	// A context shift reaches the backend holding the KV cache (the CPU,
+	// whose attention reads keys a RoPE on Vulkan rotated).
+	for _, s := range []*Session{sg, sh} {
+		n, err := s.Shift(2)
+		require.NoError(t, err)
+		require.Equal(t, 5, n)
+	}
+	for step := 0; step < 4; step++ {
+		a, b := argmax(lg[len(lg)-v:]), argmax(lh[len(lh)-v:])
+		require.Equal(t, b, a, "greedy step %d after the shift", step)
+		if lg, err = sg.Step(int32(a)); err != nil {
+			t.Fatal(err)
+		}
+		if lh, err = sh.Step(int32(b)); err != nil {
+			t.Fatal(err)
+		}
+		assert.Less(t, relDiff(lg, lh), 1e-3, "step %d logits after the shift", step)
+	}
 }
 
 func relDiff(a, b []float32) float64 {

@@ -69,6 +69,7 @@ type completionRequest struct {
 	N                   *int               `json:"n"`
 	LogitBias           map[string]float32 `json:"logit_bias"`
 	IgnoreEOS           bool               `json:"ignore_eos"`
+	NKeep               *int               `json:"n_keep"` // llama-server's: prompt tokens a context shift keeps besides BOS (-1: all)
 }
 
 // chatMessage is one message of a chat request. Content is a string or

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weft-ml/weft/chat"
+	"github.com/weft-ml/weft/runtime"
 	"github.com/weft-ml/weft/runtime/sample"
 )
 
@@ -155,8 +156,17 @@ func (s *Server) newJob(r *http.Request, req *completionRequest, prompt []int32,
 	if err != nil {
 		return nil, err
 	}
+	keep := s.opts.Keep
+	if req.NKeep != nil {
+		if keep = *req.NKeep; keep < -1 {
+			return nil, badRequest("n_keep", "n_keep = %d: want -1 (the whole prompt) or a number of tokens", keep)
+		}
+	}
+	tok := s.model.Tokenizer
+	bos := len(prompt) > 0 && tok.AddBOS() && prompt[0] == tok.BOS()
+	keep = runtime.KeepTokens(keep, len(prompt), bos, ctxLen)
 	return &job{ctx: r.Context(), prompt: prompt, maxTokens: maxTokens, params: params, bias: bias,
-		stops: append(own, stops...), ignoreEOS: req.IgnoreEOS, queued: time.Now(), out: newOutbox()}, nil
+		stops: append(own, stops...), ignoreEOS: req.IgnoreEOS, keep: keep, queued: time.Now(), out: newOutbox()}, nil
 }
 
 // maxTokens is the request's generation limit: what it asks, within the
@@ -167,6 +177,9 @@ func (s *Server) maxTokens(req *completionRequest, prompt int) (int, error) {
 		ask = req.MaxCompletionTokens
 	}
 	if ask == nil {
+		if s.opts.ContextShift {
+			return s.opts.MaxTokens, nil
+		}
 		return min(s.opts.MaxTokens, s.batcher.SlotContext()-prompt+1), nil
 	}
 	if *ask < 1 || *ask > s.opts.MaxTokens {

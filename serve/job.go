@@ -61,6 +61,7 @@ type job struct {
 	bias      map[int32]float32
 	stops     []string
 	ignoreEOS bool
+	keep      int // tokens a context shift keeps (runtime.KeepTokens)
 	queued    time.Time
 	out       *outbox
 

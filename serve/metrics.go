@@ -59,6 +59,7 @@ type metrics struct {
 	prefixHits      atomic.Uint64
 	prefixTokens    atomic.Uint64 // prompt tokens not recomputed thanks to the cache
 	prefixCopies    atomic.Uint64 // hits whose cells were copied from another slot
+	contextShifts   atomic.Uint64 // slots shifted because they filled (Options.ContextShift)
 	cancelled       atomic.Uint64 // requests whose client went away
 	queueDepth      atomic.Int64
 	slotsBusy       atomic.Int64
@@ -115,6 +116,7 @@ func (m *metrics) write(w io.Writer) {
 	counter("weft_prefix_cache_hits_total", "Requests that reused KV cells of a cached prefix.", m.prefixHits.Load())
 	counter("weft_prefix_cache_tokens_total", "Prompt tokens taken from the prefix cache instead of computed.", m.prefixTokens.Load())
 	counter("weft_prefix_cache_copies_total", "Prefix hits whose KV cells were copied from another slot.", m.prefixCopies.Load())
+	counter("weft_context_shifts_total", "Context shifts of slots that filled (--context-shift).", m.contextShifts.Load())
 	counter("weft_requests_cancelled_total", "Generations stopped because the client went away.", m.cancelled.Load())
 	gauge("weft_queue_depth", "Requests waiting for a slot.", m.queueDepth.Load())
 	gauge("weft_slots_busy", "Slots generating for a request.", m.slotsBusy.Load())

@@ -242,9 +242,31 @@ func (s *Server) dropGone() {
 	}
 }
 
+// shiftFull shifts the context of every decoding slot whose next token
+// would reach its last cell (llama-server's rule, n_past + 1 >= n_ctx),
+// when the server shifts (Options.ContextShift). A slot that cannot shift
+// ends its request with the reason.
+func (s *Server) shiftFull() {
+	if !s.opts.ContextShift {
+		return
+	}
+	for _, sl := range s.slots {
+		j := sl.job
+		if j == nil || !j.decoding || len(s.batcher.History(j.slot))+1 < s.batcher.SlotContext() {
+			continue
+		}
+		if _, err := s.batcher.Shift(j.slot, j.keep); err != nil {
+			s.fail(j, &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: fmt.Sprintf("the context is full and shifting it failed: %v", err)})
+			continue
+		}
+		s.metrics.contextShifts.Add(1)
+	}
+}
+
 // step runs one Batcher step and hands each sequence's logits to its job.
 func (s *Server) step() {
 	s.dropGone()
+	s.shiftFull()
 	in := s.plan()
 	if len(in) == 0 {
 		return
@@ -311,7 +333,7 @@ func (s *Server) advance(j *job, logits []float32) {
 	switch {
 	case stopped:
 		s.finish(j, "stop")
-	case j.generated >= j.maxTokens, len(s.batcher.History(j.slot)) >= s.batcher.SlotContext():
+	case j.generated >= j.maxTokens, !s.opts.ContextShift && len(s.batcher.History(j.slot)) >= s.batcher.SlotContext():
 		s.finish(j, "length")
 	default:
 		j.next, j.decoding = id, true

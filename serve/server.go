@@ -27,6 +27,13 @@ type Options struct {
 	MaxTokens    int    // the largest max_tokens a request may ask [the slot context]
 	MaxBodyBytes int64  // request body limit [8 MiB]
 	APIKey       string // when set, requests need "Authorization: Bearer APIKey"
+	// ContextShift makes a request whose slot fills go on, as llama-server
+	// does: the slot keeps its first Keep prompt tokens (besides BOS; -1:
+	// the whole prompt; a request's n_keep overrides it), discards half of
+	// the rest and moves the others down (runtime.Batcher.Shift). Without
+	// it a request ends with finish_reason "length" when its slot is full.
+	ContextShift bool
+	Keep         int
 	// Embeddings enables /v1/embeddings; the model must have been opened
 	// with runtime.Options{Taps: EmbeddingTaps}. Pooling is "mean" (the
 	// default) or "last".
@@ -101,8 +108,12 @@ func New(m *runtime.Model, o Options) (*Server, error) {
 		b.Close()
 		return nil, fmt.Errorf("serve: %d slots but a step takes at most %d tokens", o.Parallel, b.MaxTokens())
 	}
-	if o.MaxTokens <= 0 || o.MaxTokens > b.SlotContext() {
+	if o.MaxTokens <= 0 || o.MaxTokens > b.SlotContext() && !o.ContextShift {
 		o.MaxTokens = b.SlotContext()
+	}
+	if o.Keep < -1 {
+		b.Close()
+		return nil, fmt.Errorf("serve: keep %d: want -1 (the whole prompt) or a number of tokens", o.Keep)
 	}
 	s := &Server{
 		model: m, opts: o, batcher: b, slots: make([]slot, o.Parallel),

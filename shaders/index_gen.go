@@ -84,6 +84,12 @@ var spvKvStoreF16 []byte
 //go:embed spv/kv_store_f32.spv
 var spvKvStoreF32 []byte
 
+//go:embed spv/kv_shift_f16.spv
+var spvKvShiftF16 []byte
+
+//go:embed spv/kv_shift_f32.spv
+var spvKvShiftF32 []byte
+
 //go:embed spv/attention_f16.spv
 var spvAttentionF16 []byte
 
@@ -813,6 +819,22 @@ var kernels = []Kernel{{
 	PushBytes: 24,
 	SPIRV:     spvKvStoreF32,
 	Source:    "kv_store.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"KV_F16"},
+	Name:      "kv_shift_f16",
+	PushBytes: 32,
+	SPIRV:     spvKvShiftF16,
+	Source:    "kv_shift.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"KV_F32"},
+	Name:      "kv_shift_f32",
+	PushBytes: 32,
+	SPIRV:     spvKvShiftF32,
+	Source:    "kv_shift.comp",
 	Workgroup: 64,
 }, {
 	Bindings:  5,

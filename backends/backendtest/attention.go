@@ -55,6 +55,7 @@ func testAttention(t *testing.T, s *suite) {
 			for _, sh := range shapes[:2] {
 				t.Run(sh.String()+",seqs", func(t *testing.T) { s.runAttentionSeqs(t, sh, kv) })
 			}
+			t.Run("shift", func(t *testing.T) { testKVShift(t, s, kv) })
 		})
 	}
 }
@@ -243,26 +244,31 @@ func cached(c ref.KV, p, i int) float64 {
 // ref.Attention's result with its error scale (see bound).
 func (r *attnRef) want(t *testing.T) oracle {
 	return func(tokens []int32, pos0 int) ([]float32, []float64) {
-		sh, n := r.sh, len(tokens)
-		q, k, v := r.b.gather("q", tokens), r.b.gather("k", tokens), r.b.gather("v", tokens)
-		w := sh.kvHeads * sh.headDim
-		for i := range n {
-			r.kc.Store(pos0+i, k[i*w:(i+1)*w])
-			r.vc.Store(pos0+i, v[i*w:(i+1)*w])
-		}
-		out := make([]float32, len(q))
-		scratch := make([]float32, ref.AttentionScratch(n, pos0))
-		ref.Attention(out, q, r.kc, r.vc, n, pos0, sh.heads, sh.kvHeads, sh.headDim, r.scale, scratch)
-		scale := make([]float64, len(q))
-		qw := sh.heads * sh.headDim
-		for tk := range n {
-			for h := range sh.heads {
-				off := tk*qw + h*sh.headDim
-				r.bound(scale[off:off+sh.headDim], q[off:off+sh.headDim], h, pos0+tk+1, pos0+n)
-			}
-		}
-		return out, scale
+		return r.wantKeys(tokens, pos0, r.b.gather("k", tokens))
 	}
+}
+
+// wantKeys is want's oracle with the batch's K rows given.
+func (r *attnRef) wantKeys(tokens []int32, pos0 int, k []float32) ([]float32, []float64) {
+	sh, n := r.sh, len(tokens)
+	q, v := r.b.gather("q", tokens), r.b.gather("v", tokens)
+	w := sh.kvHeads * sh.headDim
+	for i := range n {
+		r.kc.Store(pos0+i, k[i*w:(i+1)*w])
+		r.vc.Store(pos0+i, v[i*w:(i+1)*w])
+	}
+	out := make([]float32, len(q))
+	scratch := make([]float32, ref.AttentionScratch(n, pos0))
+	ref.Attention(out, q, r.kc, r.vc, n, pos0, sh.heads, sh.kvHeads, sh.headDim, r.scale, scratch)
+	scale := make([]float64, len(q))
+	qw := sh.heads * sh.headDim
+	for tk := range n {
+		for h := range sh.heads {
+			off := tk*qw + h*sh.headDim
+			r.bound(scale[off:off+sh.headDim], q[off:off+sh.headDim], h, pos0+tk+1, pos0+n)
+		}
+	}
+	return out, scale
 }
 
 // bound sets m[d], for one query head h of a token that sees visible

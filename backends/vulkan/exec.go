@@ -39,6 +39,7 @@ type Executable struct {
 	logits                int   // output node
 	attention             []int // Attention nodes, in KV-cache order
 	ropes                 []ropeParams
+	shifts                []shiftParams // per attention layer: how a context shift rotates its keys
 	weights               []*Buffer
 
 	// normQuant names, per RMSNormMul node whose every reader is a matmul
@@ -225,6 +226,7 @@ func (e *Executable) prepare(n *graph.Node, w backends.Weights) error {
 	case ops.Attention:
 		v.kv = len(e.attention)
 		e.attention = append(e.attention, n.ID)
+		e.shifts = append(e.shifts, e.shiftOf(n, w))
 	case ops.RoPE:
 		r, err := e.ropeOf(n, w)
 		if err != nil {

@@ -28,6 +28,7 @@ type benchReport struct {
 	Threads      int           `json:"threads"`
 	PromptTokens int           `json:"prompt_tokens"`
 	GenTokens    int           `json:"gen_tokens"`
+	Depth        int           `json:"depth"` // tokens in the KV cache before each run (--depth)
 	Reps         int           `json:"reps"`
 	Prefill      *runtime.Stat `json:"prefill_tok_s,omitempty"`
 	Decode       *runtime.Stat `json:"decode_tok_s,omitempty"`
@@ -60,6 +61,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	p := fs.Int("p", 512, "prompt tokens for the prefill test (0: skip)")
 	n := fs.Int("n", 128, "tokens for the decode test (0: skip)")
 	r := fs.Int("r", 5, "repetitions (after one warm-up)")
+	depth := fs.Int("depth", 0, "tokens already in the KV cache when each prefill and decode run starts (llama-bench's -d)")
+	fs.IntVar(depth, "d", 0, "short for --depth")
 	threads := fs.Int("threads", 0, "threads (default: all cores)")
 	where := addBackendFlags(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -76,11 +79,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		pos, args = append(pos, args[0]), args[1:]
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: graphrun bench MODEL.plan|MODEL.gguf [-p 512] [-n 128] [-r 5] [--threads N] [--backend cpu|vulkan|auto] [--device N] [--bandwidth] [--json] [--cpuprofile F]")
+		fmt.Fprintln(stderr, "usage: graphrun bench MODEL.plan|MODEL.gguf [-p 512] [-n 128] [-r 5] [--depth N] [--threads N] [--backend cpu|vulkan|auto] [--device N] [--bandwidth] [--json] [--cpuprofile F]")
 		return errUsage
 	}
+	if *depth < 0 || *p < 0 || *n < 0 {
+		return fmt.Errorf("-p %d, -n %d, --depth %d: want 0 or more tokens", *p, *n, *depth)
+	}
 	batch := max(*p, 1)
-	m, err := openModel(ctx, pos[0], where.options(runtime.Options{Threads: *threads, Compile: runtime.CompileOptions{Batch: batch, Ctx: max(*p, *n) + 1}}, stderr))
+	m, err := openModel(ctx, pos[0], where.options(runtime.Options{Threads: *threads, Compile: runtime.CompileOptions{Batch: batch, Ctx: *depth + max(*p, *n) + 1}}, stderr))
 	if errors.Is(err, errLoadCancelled) {
 		fmt.Fprintln(stderr, "graphrun bench: stopped while loading the model: nothing measured")
 		return nil
@@ -100,7 +106,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer stop()
 	}
-	res, err := m.BenchContext(ctx, runtime.BenchOptions{PromptTokens: *p, GenTokens: *n, Reps: *r, Progress: func(stage string, rep, reps int) {
+	res, err := m.BenchContext(ctx, runtime.BenchOptions{PromptTokens: *p, GenTokens: *n, Reps: *r, Depth: *depth, Progress: func(stage string, rep, reps int) {
+		if stage == "depth" {
+			fmt.Fprintf(stderr, "filling the cache to depth %d\n", *depth)
+			return
+		}
 		fmt.Fprintf(stderr, "\r%s: run %d/%d (run 0 is warm-up)   ", stage, rep, reps)
 	}})
 	fmt.Fprintln(stderr)
@@ -108,7 +118,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil && !cancelled {
 		return err
 	}
-	rep := benchReport{Model: filepath.Base(pos[0]), Backend: m.Backend, Threads: *threads, PromptTokens: *p, GenTokens: *n, Reps: *r,
+	if res == nil {
+		res = &runtime.BenchResult{}
+	}
+	rep := benchReport{Model: filepath.Base(pos[0]), Backend: m.Backend, Threads: *threads, PromptTokens: *p, GenTokens: *n, Reps: *r, Depth: *depth,
 		Prefill: res.Prefill, Decode: res.Decode, Env: environment(), ModelBytes: m.File.Size(), PeakRSS: peakRSS(), Cancelled: cancelled}
 	if rep.Threads == 0 {
 		rep.Threads = goruntime.GOMAXPROCS(0)
@@ -145,7 +158,7 @@ func startProfile(path string) (func(), error) {
 
 func printBench(w io.Writer, r benchReport) {
 	fmt.Fprintf(w, "model %s, %d threads, %s (%s; kernels %s), %s, commit %s\n", r.Model, r.Threads, r.Env.CPU, strings.Join(r.Env.CPUFlags, " "), r.Env.Kernels, r.Env.GoVersion, r.Env.Commit)
-	fmt.Fprintf(w, "%-10s %10s %10s %8s %s\n", "test", "median", "p95", "cv", "runs (tok/s)")
+	fmt.Fprintf(w, "%-16s %10s %10s %8s %s\n", "test", "median", "p95", "cv", "runs (tok/s)")
 	row := func(name string, s *runtime.Stat) {
 		if s == nil {
 			return
@@ -154,12 +167,16 @@ func printBench(w io.Writer, r benchReport) {
 		for i, x := range s.Runs {
 			runs[i] = fmt.Sprintf("%.2f", x)
 		}
-		fmt.Fprintf(w, "%-10s %10.2f %10.2f %7.1f%% %s\n", name, s.Median, s.P95, 100*s.CV, strings.Join(runs, " "))
+		fmt.Fprintf(w, "%-16s %10.2f %10.2f %7.1f%% %s\n", name, s.Median, s.P95, 100*s.CV, strings.Join(runs, " "))
 	}
-	row(fmt.Sprintf("pp%d", r.PromptTokens), r.Prefill)
-	row(fmt.Sprintf("tg%d", r.GenTokens), r.Decode)
+	at := ""
+	if r.Depth > 0 {
+		at = fmt.Sprintf(" @ d%d", r.Depth) // llama-bench's label
+	}
+	row(fmt.Sprintf("pp%d%s", r.PromptTokens, at), r.Prefill)
+	row(fmt.Sprintf("tg%d%s", r.GenTokens, at), r.Decode)
 	if b := r.ReadBandwidth; b != nil {
-		fmt.Fprintf(w, "%-10s %10.2f %10.2f %7.1f%% (GB/s, memory read)\n", "bandwidth", b.Median, b.P95, 100*b.CV)
+		fmt.Fprintf(w, "%-16s %10.2f %10.2f %7.1f%% (GB/s, memory read)\n", "bandwidth", b.Median, b.P95, 100*b.CV)
 		if r.Decode != nil {
 			fmt.Fprintf(w, "decode streams the file at %.1f GB/s, %.0f%% of that\n", r.Decode.Median*float64(r.ModelBytes)/1e9, 100*r.Decode.Median*float64(r.ModelBytes)/1e9/b.Median)
 		}

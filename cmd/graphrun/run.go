@@ -23,9 +23,9 @@ var errUsage = errors.New("usage")
 type config struct {
 	model, prompt, file, logitsOut, kvType string
 	dumpTensors, tap                       string
-	n, ctx, threads                        int
+	n, ctx, threads, keep                  int
 	jsonOut, ignoreEOS, noBOS, special     bool
-	listDevices, flashAttn                 bool
+	listDevices, flashAttn, contextShift   bool
 	sampling                               sample.Params
 	where                                  backendFlags
 }
@@ -44,6 +44,8 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.threads, "threads", 0, "threads (default: all cores)")
 	fs.StringVar(&c.kvType, "kv-type", "", "KV cache type f16|f32|q8_0|q4_0 (default: the plan's; q8_0 and q4_0 need --flash-attn)")
 	fs.BoolVar(&c.flashAttn, "flash-attn", false, "flash attention, as llama.cpp's -fa (CPU backend; default: the plan's, off)")
+	fs.BoolVar(&c.contextShift, "context-shift", false, "when the context fills, discard half of the tokens after --keep and go on (llama.cpp's context shift; its default, not weft's)")
+	fs.IntVar(&c.keep, "keep", 0, "with a context shift: prompt tokens kept besides BOS (-1: the whole prompt), as llama.cpp's --keep; giving it turns on --context-shift")
 	fs.BoolVar(&c.ignoreEOS, "ignore-eos", false, "keep generating past end-of-sequence")
 	fs.BoolVar(&c.noBOS, "no-bos", false, "do not add the BOS token")
 	fs.BoolVar(&c.special, "special", false, "parse special-token text in the prompt")
@@ -82,7 +84,13 @@ func parseFlags(args []string) (*config, error) {
 	}
 	c.model = pos[0]
 	seeded := false
-	fs.Visit(func(f *flag.Flag) { seeded = seeded || f.Name == "seed" })
+	fs.Visit(func(f *flag.Flag) {
+		seeded = seeded || f.Name == "seed"
+		c.contextShift = c.contextShift || f.Name == "keep"
+	})
+	if c.keep < -1 {
+		return nil, fmt.Errorf("--keep %d: want -1 (the whole prompt) or a number of tokens", c.keep)
+	}
 	if !seeded {
 		c.sampling.Seed = uint64(time.Now().UnixNano())
 	}
@@ -175,6 +183,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 				Backend: t.Backend, Rows: t.Rows, Width: t.Width}, v)
 		}
 	}
+	var ids []int32 // the prompt's tokens, when a context shift needs their number
+	if c.contextShift {
+		if ids, err = m.Tokenizer.Encode(c.prompt, !c.noBOS, c.special); err != nil {
+			return fmt.Errorf("tokenizing the prompt: %w", err)
+		}
+		if len(ids) == 0 {
+			return errors.New("empty prompt: nothing to evaluate (give a prompt, or let the model add its BOS token)")
+		}
+		so.ContextShift = true
+		so.Keep = keepTokens(c.keep, ids, m.Tokenizer.AddBOS() && !c.noBOS, c.ctx, m.Plan.Run.Ctx)
+	}
 	s, err := m.NewSession(so)
 	if err != nil {
 		return err
@@ -196,13 +215,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		io.WriteString(out, text)
 		return out.Flush()
 	}
-	res, genErr := s.Generate(ctx, c.prompt, opts, onToken)
+	var res *runtime.Result
+	var genErr error
+	if ids != nil {
+		res, genErr = s.GenerateTokens(ctx, ids, opts, onToken)
+	} else {
+		res, genErr = s.Generate(ctx, c.prompt, opts, onToken)
+	}
 	out.Flush()
 	if res == nil {
 		return genErr
 	}
 	report(stdout, stderr, c, m.LoadTime, res)
 	return genErr
+}
+
+// keepTokens is runtime.KeepTokens for graphrun's flags: --keep N
+// (-1: the whole prompt) of prompt, in a context of ctx (0: the plan's).
+func keepTokens(keep int, prompt []int32, bos bool, ctx, planCtx int) int {
+	if ctx == 0 {
+		ctx = planCtx
+	}
+	return runtime.KeepTokens(keep, len(prompt), bos, ctx)
 }
 
 // report ends the output: the JSON object (--json) or a newline after the
@@ -221,9 +255,13 @@ func summarize(w io.Writer, load time.Duration, r *runtime.Result) {
 	if r.PrefillCancelled {
 		prefill = fmt.Sprintf("cancelled after %.0f ms", float64(r.PrefillTime.Microseconds())/1000)
 	}
-	fmt.Fprintf(w, "\nload %.0f ms | prompt %d tokens, %s | generated %d tokens, %.1f tok/s | stop: %s\n",
+	shifts := ""
+	if r.ContextShifts > 0 {
+		shifts = fmt.Sprintf(" | context shifts: %d", r.ContextShifts)
+	}
+	fmt.Fprintf(w, "\nload %.0f ms | prompt %d tokens, %s | generated %d tokens, %.1f tok/s%s | stop: %s\n",
 		float64(load.Microseconds())/1000, len(r.PromptTokens), prefill,
-		len(r.Tokens), r.DecodeTokensPerSecond(), r.StopReason)
+		len(r.Tokens), r.DecodeTokensPerSecond(), shifts, r.StopReason)
 }
 
 func writeJSON(w io.Writer, load time.Duration, r *runtime.Result) {
@@ -237,6 +275,7 @@ func writeJSON(w io.Writer, load time.Duration, r *runtime.Result) {
 		"prompt_tokens": ids(r.PromptTokens), "tokens": ids(r.Tokens), "text": r.Text, "stop_reason": r.StopReason,
 		"load_ms": load.Seconds() * 1000, "prefill_ms": r.PrefillTime.Seconds() * 1000, "decode_ms": r.DecodeTime.Seconds() * 1000,
 		"prefill_tok_s": r.PrefillTokensPerSecond(), "decode_tok_s": r.DecodeTokensPerSecond(),
+		"context_shifts": r.ContextShifts,
 	})
 }
 

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/weft-ml/weft/internal/testenv"
 )
 
@@ -131,4 +134,62 @@ func TestBenchJSON(t *testing.T) {
 		rep.Bandwidth.Median <= 0 || len(rep.Bandwidth.Runs) != 2 || rep.Env.Kernels == "" {
 		t.Fatalf("report %+v", rep)
 	}
+}
+
+// TestContextShiftMatchesLlamaCpp: --keep -1 keeps the whole prompt (BOS
+// included) and shifts as llama-cli does; the greedy text through two
+// shifts of a 64-token context is llama.cpp's (testdata/shift).
+func TestContextShiftMatchesLlamaCpp(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "testdata", "shift", "reference", "stories260K.p1.c64k5.json"))
+	require.NoError(t, err)
+	var ref struct {
+		GreedyText string `json:"greedy_text"`
+		NKeep      int    `json:"n_keep"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &ref))
+	require.Equal(t, 5, ref.NKeep)
+	out, summary, err := runCLI(t, stories(t), "--prompt", "Once upon a time", "-n", "100", "--temp", "0", "--ignore-eos", "--ctx", "64", "--keep", "-1")
+	require.NoError(t, err)
+	require.Equal(t, ref.GreedyText+"\n", out)
+	require.Contains(t, summary, "context shifts: 2")
+	_, _, err = runCLI(t, stories(t), "--prompt", "Once upon a time", "-n", "100", "--temp", "0", "--ignore-eos", "--ctx", "64")
+	require.ErrorContains(t, err, "context full", "without --context-shift a full context stops the run")
+	_, _, err = runCLI(t, stories(t), "--prompt", "Once", "--keep", "-2")
+	require.ErrorContains(t, err, "--keep -2")
+}
+
+func TestKeepTokens(t *testing.T) {
+	p := []int32{1, 10, 11, 12}
+	assert.Equal(t, 1, keepTokens(0, p, true, 64, 0), "--keep 0 keeps BOS")
+	assert.Equal(t, 0, keepTokens(0, p[1:], false, 64, 0), "no BOS, nothing kept")
+	assert.Equal(t, 3, keepTokens(2, p, true, 64, 0))
+	assert.Equal(t, 4, keepTokens(-1, p, true, 64, 0), "-1: the whole prompt, BOS included")
+	assert.Equal(t, 4, keepTokens(9, p, true, 64, 0), "more than the prompt: the whole prompt")
+	assert.Equal(t, 4, keepTokens(-1, append(p, p...), true, 8, 0), "capped at the context less 4")
+	assert.Equal(t, 3, keepTokens(2, p, true, 0, 2048), "the plan's context")
+}
+
+// TestBenchDepth: --depth fills the cache first and labels the tests as
+// llama-bench does; the JSON carries the depth and the peak RSS.
+func TestBenchDepth(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.NoError(t, runBench(context.Background(), []string{stories(t), "-p", "16", "-n", "4", "-r", "1", "--depth", "64"}, &out, &errOut))
+	assert.Contains(t, out.String(), "pp16 @ d64")
+	assert.Contains(t, out.String(), "tg4 @ d64")
+	assert.Contains(t, out.String(), "peak RSS")
+	assert.Contains(t, errOut.String(), "filling the cache to depth 64")
+	out.Reset()
+	require.NoError(t, runBench(context.Background(), []string{stories(t), "-p", "16", "-n", "4", "-r", "1", "-d", "32", "--json"}, &out, &errOut))
+	var rep struct {
+		Depth   int   `json:"depth"`
+		PeakRSS int64 `json:"peak_rss_bytes"`
+		Decode  struct {
+			Runs []float64 `json:"runs"`
+		} `json:"decode_tok_s"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rep))
+	assert.Equal(t, 32, rep.Depth)
+	assert.Len(t, rep.Decode.Runs, 1)
+	assert.Positive(t, rep.PeakRSS)
+	require.ErrorContains(t, runBench(context.Background(), []string{stories(t), "--depth", "-1"}, &out, &errOut), "--depth -1")
 }

@@ -17,12 +17,12 @@ import (
 
 // serveConfig is what `graphrun serve` is told.
 type serveConfig struct {
-	host, apiKey, kvType, pooling string
-	port, parallel, ctx, threads  int
-	queue, maxTokens, chunk       int
-	maxBody                       int64
-	embeddings, flashAttn         bool
-	grace                         time.Duration
+	host, apiKey, kvType, pooling       string
+	port, parallel, ctx, threads        int
+	queue, maxTokens, chunk, keep       int
+	maxBody                             int64
+	embeddings, flashAttn, contextShift bool
+	grace                               time.Duration
 }
 
 func serveFlags(fs *flag.FlagSet) *serveConfig {
@@ -36,11 +36,13 @@ func serveFlags(fs *flag.FlagSet) *serveConfig {
 	fs.BoolVar(&c.flashAttn, "flash-attn", false, "flash attention, as llama.cpp's -fa (CPU backend; default: the plan's, off)")
 	fs.StringVar(&c.apiKey, "api-key", "", "require the header Authorization: Bearer KEY")
 	fs.IntVar(&c.queue, "queue", 0, "requests that may wait for a slot before 503 (default: 4 × --parallel)")
-	fs.IntVar(&c.maxTokens, "max-tokens", 0, "the largest max_tokens a request may ask (default: the slot context)")
+	fs.IntVar(&c.maxTokens, "max-tokens", 0, "the largest max_tokens a request may ask (default: the slot context; larger only with --context-shift)")
 	fs.IntVar(&c.chunk, "prefill-chunk", 128, "prompt tokens a step takes while other requests decode")
 	fs.Int64Var(&c.maxBody, "max-body", 8<<20, "request body limit in bytes")
 	fs.BoolVar(&c.embeddings, "embeddings", false, "serve /v1/embeddings (taps the final norm; see docs/decisions.md)")
 	fs.StringVar(&c.pooling, "pooling", "mean", "embeddings pooling: mean or last")
+	fs.BoolVar(&c.contextShift, "context-shift", false, "when a slot fills, discard half of its tokens after --keep and go on (llama-server's context shift)")
+	fs.IntVar(&c.keep, "keep", 0, "with a context shift: prompt tokens kept besides BOS (-1: the whole prompt; a request's n_keep overrides it); giving it turns on --context-shift")
 	fs.DurationVar(&c.grace, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long running requests may take to finish")
 	return c
 }
@@ -57,6 +59,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return errUsage
 	}
+	fs.Visit(func(f *flag.Flag) { c.contextShift = c.contextShift || f.Name == "keep" })
 	if len(pos) != 1 {
 		fmt.Fprintln(stderr, "usage: graphrun serve MODEL.plan|MODEL.gguf [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx N] [--api-key K] [--embeddings] [flags]")
 		return errUsage
@@ -75,7 +78,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer m.Close()
 	noteBackend(stderr, m)
 	s, err := serve.New(m, serve.Options{Parallel: c.parallel, Ctx: c.ctx, KVType: c.kvType, QueueSize: c.queue, PrefillChunk: c.chunk,
-		MaxTokens: c.maxTokens, MaxBodyBytes: c.maxBody, APIKey: c.apiKey, Embeddings: c.embeddings, Pooling: c.pooling})
+		MaxTokens: c.maxTokens, MaxBodyBytes: c.maxBody, APIKey: c.apiKey, Embeddings: c.embeddings, Pooling: c.pooling,
+		ContextShift: c.contextShift, Keep: c.keep})
 	if err != nil {
 		return err
 	}

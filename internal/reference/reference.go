@@ -25,7 +25,39 @@ type Reference struct {
 	LogitsFirstPos int           `json:"logits_first_pos"`
 	KVType         string        `json:"kv_cache_type"`
 
+	// Context-shift references (testdata/shift): the context, the tokens
+	// kept, each shift, the position every greedy token was fed at and
+	// the greedy steps whose logits the file stores (then Row(i) is the
+	// row of step LogitsSteps[i]).
+	NCtx            int       `json:"n_ctx"`
+	NKeep           int       `json:"n_keep"`
+	Shifts          []Shift   `json:"shifts"`
+	GreedyPositions []int     `json:"greedy_positions"`
+	GreedyLogSumExp []float64 `json:"greedy_logsumexp"`
+	LogitsSteps     []int     `json:"logits_steps"`
+
 	Logits []float32 `json:"-"` // the stored rows, [LogitsShape[0]][NVocab]
+}
+
+// Shift is one context shift of a context-shift reference: made before
+// the greedy token of Step was fed, at NPast tokens, discarding NDiscard
+// after the first NKeep.
+type Shift struct {
+	Step     int `json:"step"`
+	NPast    int `json:"n_past"`
+	NKeep    int `json:"n_keep"`
+	NDiscard int `json:"n_discard"`
+}
+
+// StepRow returns the stored logits of greedy step g of a context-shift
+// reference, or nil.
+func (r *Reference) StepRow(g int) []float32 {
+	for i, s := range r.LogitsSteps {
+		if s == g {
+			return r.Logits[i*r.NVocab : (i+1)*r.NVocab]
+		}
+	}
+	return nil
 }
 
 // Load reads dir/name and its logits file.

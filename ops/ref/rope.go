@@ -29,13 +29,20 @@ type RoPE struct {
 // elements, pos is the token's position. Preconditions: len(x) >=
 // nHeads·headDim, Dims even and <= headDim, len(Factors) >= Dims/2 when set.
 func (r RoPE) Apply(x []float32, nHeads, headDim int, pos int32) {
-	half := r.Dims / 2
 	var buf [512]float32 // heads up to 512 wide need no allocation
 	cs := buf[:]
 	if r.Dims > len(buf) {
 		cs = make([]float32, r.Dims)
 	}
-	cs = r.CosSin(pos, cs)
+	r.Rotate(x, nHeads, headDim, r.CosSin(pos, cs))
+}
+
+// Rotate rotates one token's heads in place by the angles whose cos and
+// sin cs holds (as CosSin writes them): x0·c − x1·s and x0·s + x1·c,
+// each product rounded to float32 before the sum (ISO C, no fused
+// multiply-add). Preconditions as Apply's, len(cs) >= Dims.
+func (r RoPE) Rotate(x []float32, nHeads, headDim int, cs []float32) {
+	half := r.Dims / 2
 	for i := 0; i < half; i++ {
 		c, s := cs[2*i], cs[2*i+1]
 		lo, hi := 2*i, 2*i+1
@@ -59,7 +66,6 @@ func (r RoPE) Apply(x []float32, nHeads, headDim int, pos int32) {
 // pair's factor; then rope_yarn's interpolation, mix and magnitude, cos
 // and sin taken in float32.
 func (r RoPE) CosSin(pos int32, out []float32) []float32 {
-	thetaScale := powf(r.Base, -2/float32(r.Dims))
 	mscale := r.AttnFactor
 	if mscale == 0 {
 		mscale = 1
@@ -67,6 +73,24 @@ func (r RoPE) CosSin(pos int32, out []float32) []float32 {
 	if r.ExtFactor != 0 {
 		mscale *= 1 + float32(0.1*logf(1/r.FreqScale)) // rounded: no fused multiply-add
 	}
+	return r.cosSin(pos, mscale, out)
+}
+
+// ShiftCosSin is CosSin with magnitude 1: the pure rotation by the angles
+// of position delta, which moves keys already rotated (and scaled) for
+// position p to position p+delta (a context shift). Without YaRN or an
+// attention factor it equals CosSin.
+//
+// llama.cpp c392e5094 applies the shift with ggml_rope_ext, so its keys
+// gain YaRN's and attn_factor's magnitude once more at every shift (the
+// cells that do not move too, rotated by 0); that compounds and is not a
+// rotation, so weft does not copy it.
+func (r RoPE) ShiftCosSin(delta int32, out []float32) []float32 {
+	return r.cosSin(delta, 1, out)
+}
+
+func (r RoPE) cosSin(pos int32, mscale float32, out []float32) []float32 {
+	thetaScale := powf(r.Base, -2/float32(r.Dims))
 	theta := float32(pos)
 	for i := 0; i < r.Dims/2; i++ {
 		extrap := theta

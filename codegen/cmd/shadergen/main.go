@@ -60,6 +60,8 @@ var variants = []variant{
 	{"rope_f32", "rope.comp", nil, 4, 36, 64},
 	{"kv_store_f16", "kv_store.comp", []string{"KV_F16"}, 5, 24, 64},
 	{"kv_store_f32", "kv_store.comp", []string{"KV_F32"}, 5, 24, 64},
+	{"kv_shift_f16", "kv_shift.comp", []string{"KV_F16"}, 3, 32, 64},
+	{"kv_shift_f32", "kv_shift.comp", []string{"KV_F32"}, 3, 32, 64},
 	{"attention_f16", "attention.comp", []string{"KV_F16"}, 5, 52, 64},
 	{"attention_f32", "attention.comp", []string{"KV_F32"}, 5, 52, 64},
 	{"attention_f16_q8_0", "attention.comp", []string{"KV_F16", "Q8_0"}, 6, 52, 64},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -16,6 +17,13 @@ type config struct {
 	benches                      []bench
 	p, n, r, rounds, threads     int
 	bandwidth                    float64 // GB/s, for the decode floor
+	// depths adds rows measured with that many tokens already in the KV
+	// cache (graphrun bench --depth); peerDepth is how llama-bench is
+	// asked for the same (see peerDepthArgs), peerFlags extra llama-bench
+	// flags for every run (e.g. "-fa 1").
+	depths    []int
+	peerDepth string
+	peerFlags []string
 }
 
 // bench is one model measured: a graphc synth shape and a weight type.
@@ -68,7 +76,11 @@ func main() {
 	flag.IntVar(&c.rounds, "rounds", 5, "rounds, each running weft and llama.cpp once")
 	flag.IntVar(&c.threads, "threads", 2, "threads")
 	flag.Float64Var(&c.bandwidth, "bandwidth", 47, "memory bandwidth in GB/s for the decode floor (ANCHORS.md: 44-50 on the 2-core machine)")
+	depths := flag.String("depths", "", "also measure with this many tokens already in the KV cache, D[,…] (graphrun bench --depth), e.g. 4096,16384")
+	flag.StringVar(&c.peerDepth, "peer-depth", "d", "how llama-bench measures at depth: d (llama.cpp's -d D, from b5600; not in c392e5094), gp (ik_llama.cpp's -gp D,N: decode only) or none")
+	peerFlags := flag.String("peer-flags", "", "extra llama-bench flags for every run, space-separated (e.g. \"-fa 1\", ik_llama.cpp's \"-rtr 1 -fa 1\")")
 	flag.Parse()
+	c.peerFlags = strings.Fields(*peerFlags)
 	if c.llamaBench != "" {
 		dir := filepath.Dir(c.llamaBench)
 		if c.llamaQuantize == "" {
@@ -83,10 +95,34 @@ func main() {
 		fmt.Fprintln(os.Stderr, "benchdoc:", err)
 		os.Exit(2)
 	}
+	if c.depths, err = parseDepths(*depths); err == nil {
+		_, err = peerDepthArgs(c.peerDepth, 1, c.p, c.n)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchdoc:", err)
+		os.Exit(2)
+	}
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "benchdoc:", err)
 		os.Exit(1)
 	}
+}
+
+// parseDepths reads -depths: a comma-separated list of positive token
+// counts (empty: none).
+func parseDepths(list string) ([]int, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, item := range strings.Split(list, ",") {
+		d, err := strconv.Atoi(strings.TrimSpace(item))
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("bad -depths entry %q: want a positive number of tokens, e.g. 4096", item)
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }
 
 func run(c config) error {
@@ -99,11 +135,13 @@ func run(c config) error {
 		if err := ensureModel(c, path, b); err != nil {
 			return err
 		}
-		r, err := measure(c, path, b)
-		if err != nil {
-			return err
+		for _, depth := range append([]int{0}, c.depths...) {
+			r, err := measure(c, path, b, depth)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, r)
 		}
-		rows = append(rows, r)
 	}
 	doc := report{when: time.Now().UTC(), cfg: c, rows: rows, env: rows[0].env}
 	if err := os.WriteFile(c.out, []byte(doc.markdown()), 0o644); err != nil {

@@ -26,15 +26,18 @@ type env struct {
 	Commit    string   `json:"commit"`
 }
 
-// row is one model's results.
+// row is one model's results, with depth tokens in the cache.
 type row struct {
 	bench          bench
+	depth          int
 	bytes          int64
 	weftPP, weftTG stat
 	peerPP, peerTG stat // llama.cpp; no runs when not run
 	ppRatio        stat // per-round weft/llama.cpp ratios
 	tgRatio        stat
 	bandwidth      stat // memory read GB/s, measured in each round
+	weftRSS        stat // peak RSS of each bench process, bytes
+	peerRSS        stat
 	env            env
 }
 
@@ -88,28 +91,32 @@ func quantizeWithLlama(c config, path string, b bench) error {
 // this shared machine's memory bandwidth. It summarises each side's runs
 // over all rounds, and the ratios as medians of each round's paired
 // ratio (weft's median over llama.cpp's), which cancels slow drift.
-func measure(c config, path string, b bench) (row, error) {
+func measure(c config, path string, b bench, depth int) (row, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return row{}, err
 	}
-	r := row{bench: b, bytes: st.Size()}
-	var weftPP, weftTG, peerPP, peerTG, bw, ppRatios, tgRatios []float64
+	r := row{bench: b, depth: depth, bytes: st.Size()}
+	var weftPP, weftTG, peerPP, peerTG, bw, ppRatios, tgRatios, weftRSS, peerRSS []float64
+	at := ""
+	if depth > 0 {
+		at = fmt.Sprintf(" at depth %d", depth)
+	}
 	for round := 1; round <= c.rounds; round++ {
 		var w, p sample
 		weft := func() error {
-			fmt.Fprintf(os.Stderr, "round %d/%d, weft: %s\n", round, c.rounds, filepath.Base(path))
+			fmt.Fprintf(os.Stderr, "round %d/%d, weft: %s%s\n", round, c.rounds, filepath.Base(path), at)
 			var err error
-			w, r.env, err = measureWeft(c, path)
+			w, r.env, err = measureWeft(c, path, depth)
 			return err
 		}
 		peer := func() error {
-			if c.llamaBench == "" {
+			if c.llamaBench == "" || depth > 0 && c.peerDepth == "none" {
 				return nil
 			}
-			fmt.Fprintf(os.Stderr, "round %d/%d, llama.cpp: %s\n", round, c.rounds, filepath.Base(path))
+			fmt.Fprintf(os.Stderr, "round %d/%d, llama.cpp: %s%s\n", round, c.rounds, filepath.Base(path), at)
 			var err error
-			p, err = measurePeer(c, path)
+			p, err = measurePeer(c, path, depth)
 			return err
 		}
 		order := []func() error{weft, peer}
@@ -123,6 +130,12 @@ func measure(c config, path string, b bench) (row, error) {
 		}
 		weftPP, weftTG, bw = append(weftPP, w.pp...), append(weftTG, w.tg...), append(bw, w.bw...)
 		peerPP, peerTG = append(peerPP, p.pp...), append(peerTG, p.tg...)
+		if w.rss > 0 {
+			weftRSS = append(weftRSS, float64(w.rss))
+		}
+		if p.rss > 0 {
+			peerRSS = append(peerRSS, float64(p.rss))
+		}
 		if len(w.pp) > 0 && len(p.pp) > 0 {
 			ppRatios = append(ppRatios, median(w.pp)/median(p.pp))
 		}
@@ -134,12 +147,17 @@ func measure(c config, path string, b bench) (row, error) {
 	r.peerPP, r.peerTG = summarize(peerPP), summarize(peerTG)
 	r.ppRatio, r.tgRatio = summarize(ppRatios), summarize(tgRatios)
 	r.bandwidth = summarize(bw)
+	r.weftRSS, r.peerRSS = summarize(weftRSS), summarize(peerRSS)
 	return r, nil
 }
 
 // sample is one bench call's runs: prefill and decode tokens/s and, for
-// weft, the memory read bandwidth in GB/s.
-type sample struct{ pp, tg, bw []float64 }
+// weft, the memory read bandwidth in GB/s; rss is the process's peak
+// resident memory in bytes (0: not known).
+type sample struct {
+	pp, tg, bw []float64
+	rss        int64
+}
 
 // median is the median of runs, which must not be empty.
 func median(runs []float64) float64 { return runtime.SummarizeRuns(runs).Median }
@@ -153,35 +171,78 @@ func summarize(runs []float64) stat {
 
 // measureWeft returns one graphrun bench call's prefill, decode and
 // memory-bandwidth runs.
-func measureWeft(c config, path string) (s sample, e env, err error) {
+func measureWeft(c config, path string, depth int) (s sample, e env, err error) {
 	var rep struct {
-		Prefill   stat `json:"prefill_tok_s"`
-		Decode    stat `json:"decode_tok_s"`
-		Bandwidth stat `json:"read_gb_s"`
-		Env       env  `json:"env"`
+		Prefill   stat  `json:"prefill_tok_s"`
+		Decode    stat  `json:"decode_tok_s"`
+		Bandwidth stat  `json:"read_gb_s"`
+		Env       env   `json:"env"`
+		PeakRSS   int64 `json:"peak_rss_bytes"`
 	}
-	args := []string{"bench", path, "-p", itoa(c.p), "-n", itoa(c.n), "-r", itoa(c.r), "--threads", itoa(c.threads), "--bandwidth", "--json"}
-	if err := runJSON(filepath.Join(c.bin, "graphrun"), args, &rep); err != nil {
+	if _, err := runJSON(filepath.Join(c.bin, "graphrun"), weftArgs(c, path, depth), &rep); err != nil {
 		return s, e, err
 	}
-	return sample{rep.Prefill.Runs, rep.Decode.Runs, rep.Bandwidth.Runs}, rep.Env, nil
+	return sample{rep.Prefill.Runs, rep.Decode.Runs, rep.Bandwidth.Runs, rep.PeakRSS}, rep.Env, nil
+}
+
+// weftArgs is the graphrun bench command line of one weft measurement.
+func weftArgs(c config, path string, depth int) []string {
+	args := []string{"bench", path, "-p", itoa(c.p), "-n", itoa(c.n), "-r", itoa(c.r), "--threads", itoa(c.threads), "--json"}
+	if depth > 0 {
+		return append(args, "--depth", itoa(depth))
+	}
+	return append(args, "--bandwidth")
+}
+
+// peerDepthArgs are the llama-bench flags of the tests at depth for a
+// -peer-depth mode: prefill of p and decode of n tokens after depth
+// tokens. llama.cpp's llama-bench learnt -d in 2025 (after c392e5094,
+// whose only combined test, -pg, times prefill and decode together);
+// ik_llama.cpp has no prefill at depth, and its -gp D,N times N decoded
+// tokens after D (reported with n_prompt = D: measurePeer counts them as
+// decode). Its -p and -n lists append to the defaults, hence -p 0 -n 0.
+func peerDepthArgs(mode string, depth, p, n int) ([]string, error) {
+	switch mode {
+	case "d":
+		return []string{"-p", itoa(p), "-n", itoa(n), "-d", itoa(depth)}, nil
+	case "gp":
+		return []string{"-p", "0", "-n", "0", "-gp", itoa(depth) + "," + itoa(n)}, nil
+	case "none":
+		return nil, nil
+	}
+	return nil, fmt.Errorf("-peer-depth %q: want d, gp or none", mode)
+}
+
+// peerArgs is the llama-bench command line of one peer measurement.
+func peerArgs(c config, path string, depth int) ([]string, error) {
+	args := []string{"-m", path, "-t", itoa(c.threads), "-r", itoa(c.r), "-o", "json"}
+	args = append(args, c.peerFlags...)
+	if depth == 0 {
+		return append(args, "-p", itoa(c.p), "-n", itoa(c.n)), nil
+	}
+	extra, err := peerDepthArgs(c.peerDepth, depth, c.p, c.n)
+	return append(args, extra...), err
 }
 
 // measurePeer returns one llama-bench call's prefill and decode runs in
 // tokens/s (from its per-run nanoseconds).
-func measurePeer(c config, path string) (s sample, err error) {
+func measurePeer(c config, path string, depth int) (s sample, err error) {
 	var peer []struct {
 		NPrompt int       `json:"n_prompt"`
 		NGen    int       `json:"n_gen"`
 		Samples []float64 `json:"samples_ns"`
 	}
-	args := []string{"-m", path, "-t", itoa(c.threads), "-p", itoa(c.p), "-n", itoa(c.n), "-r", itoa(c.r), "-o", "json"}
-	if err := runJSON(c.llamaBench, args, &peer); err != nil {
+	args, err := peerArgs(c, path, depth)
+	if err != nil {
 		return s, err
 	}
+	if s.rss, err = runJSON(c.llamaBench, args, &peer); err != nil {
+		return s, err
+	}
+	decodeOnly := depth > 0 && c.peerDepth == "gp"
 	for _, p := range peer {
 		for _, ns := range p.Samples {
-			if p.NPrompt > 0 {
+			if p.NPrompt > 0 && !decodeOnly {
 				s.pp = append(s.pp, float64(p.NPrompt)/ns*1e9)
 			} else {
 				s.tg = append(s.tg, float64(p.NGen)/ns*1e9)
@@ -191,14 +252,16 @@ func measurePeer(c config, path string) (s sample, err error) {
 	return s, nil
 }
 
-func runJSON(bin string, args []string, v any) error {
+// runJSON runs bin and decodes its standard output into v; it returns the
+// process's peak resident memory in bytes (0 where not known).
+func runJSON(bin string, args []string, v any) (int64, error) {
 	var out bytes.Buffer
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s %v: %w", bin, args, err)
+		return 0, fmt.Errorf("%s %v: %w", bin, args, err)
 	}
-	return json.Unmarshal(out.Bytes(), v)
+	return peakRSS(cmd.ProcessState), json.Unmarshal(out.Bytes(), v)
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

@@ -4,6 +4,10 @@
 // KV is the cache type of K and V (f16, f32, q8_0, q4_0; llama.cpp's -ctk/-ctv), or K:V for
 // different types (q8_0:f16); a trailing "fa" switches flash attention on (llama.cpp's -fa).
 // writes OUT_PREFIX.json and OUT_PREFIX.logits.f32 (the prompt rows ROWS asks for).
+//    or: refgen shift MODEL.gguf PROMPT_FILE N KV(f16|f32) N_CTX N_KEEP OUT_PREFIX [STEPS]
+// greedy decoding through a small context with llama.cpp's context shift (see shift_main);
+// writes OUT_PREFIX.json and OUT_PREFIX.logits.f32 (the logits of every greedy step, or of the
+// comma-separated greedy steps STEPS).
 #include "llama.h"
 #include <algorithm>
 #include <cmath>
@@ -79,7 +83,140 @@ static ggml_type cache_type(const std::string &s) {
   exit(2);
 }
 
+// shift_main: the prompt in one batch, then N greedy steps (raw argmax) in a context of N_CTX
+// cells. Before a token is decoded at n_past, if n_past + 1 >= N_CTX the context is shifted as
+// llama.cpp's examples/main and server do: n_discard = (n_past - N_KEEP) / 2,
+// llama_kv_cache_seq_rm(0, N_KEEP, N_KEEP + n_discard), llama_kv_cache_seq_add(0, N_KEEP + n_discard,
+// n_past, -n_discard), n_past -= n_discard. N_KEEP counts the BOS token (llama-cli's --keep K is
+// K + 1 here). The K rotation happens inside the next llama_decode (llama_kv_cache_update).
+static int shift_main(int argc, char **argv) {
+  if (argc != 9 && argc != 10) { fprintf(stderr, "usage: refgen shift MODEL PROMPT_FILE N f16|f32 N_CTX N_KEEP OUT_PREFIX [STEPS]\n"); return 2; }
+  std::string model_path = argv[2], out = argv[8];
+  std::ifstream pf(argv[3], std::ios::binary);
+  std::stringstream ss; ss << pf.rdbuf();
+  std::string prompt = ss.str();
+  int N = atoi(argv[4]);
+  bool kvf32 = !strcmp(argv[5], "f32");
+  int n_ctx = atoi(argv[6]), n_keep = atoi(argv[7]);
+
+  llama_backend_init();
+  llama_model_params mp = llama_model_default_params();
+  mp.n_gpu_layers = 0;
+  llama_model *model = llama_model_load_from_file(model_path.c_str(), mp);
+  if (!model) { fprintf(stderr, "load failed\n"); return 1; }
+  const llama_vocab *vocab = llama_model_get_vocab(model);
+  int nv = llama_vocab_n_tokens(vocab);
+  std::vector<llama_token> toks(prompt.size() + 16);
+  int np = llama_tokenize(vocab, prompt.c_str(), prompt.size(), toks.data(), toks.size(), true, false);
+  if (np < 0 || np + 1 >= n_ctx || n_keep > np) { fprintf(stderr, "tokenize failed or prompt/keep too long\n"); return 1; }
+  toks.resize(np);
+
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = n_ctx;
+  cp.n_batch = cp.n_ubatch = n_ctx;
+  cp.n_threads = cp.n_threads_batch = 1;
+  cp.flash_attn = false;
+  cp.type_k = cp.type_v = kvf32 ? GGML_TYPE_F32 : GGML_TYPE_F16;
+  llama_context *ctx = llama_init_from_model(model, cp);
+  if (!ctx) { fprintf(stderr, "context failed\n"); return 1; }
+  if ((int)llama_n_ctx(ctx) != n_ctx) { fprintf(stderr, "context of %d, asked %d\n", llama_n_ctx(ctx), n_ctx); return 1; }
+
+  llama_batch b = llama_batch_init(np, 0, 1);
+  for (int i = 0; i < np; i++) {
+    b.token[i] = toks[i]; b.pos[i] = i; b.n_seq_id[i] = 1; b.seq_id[i][0] = 0; b.logits[i] = i == np - 1;
+  }
+  b.n_tokens = np;
+  if (llama_decode(ctx, b)) { fprintf(stderr, "decode failed\n"); return 1; }
+  std::vector<float> cur(llama_get_logits_ith(ctx, np - 1), llama_get_logits_ith(ctx, np - 1) + nv);
+  int n_past = np;
+  std::vector<int> greedy, positions;
+  std::vector<float> glog;
+  std::string shifts = "[";
+  int nshift = 0;
+  for (int g = 0; g < N; g++) {
+    glog.insert(glog.end(), cur.begin(), cur.end());
+    int t = argmax(cur.data(), nv);
+    greedy.push_back(t);
+    if (g == N - 1) break;
+    if (n_past + 1 >= n_ctx) {
+      const int n_discard = (n_past - n_keep) / 2;
+      if (!llama_kv_cache_seq_rm(ctx, 0, n_keep, n_keep + n_discard)) { fprintf(stderr, "seq_rm failed\n"); return 1; }
+      llama_kv_cache_seq_add(ctx, 0, n_keep + n_discard, n_past, -n_discard);
+      shifts += std::string(nshift++ ? "," : "") + "{\"step\":" + std::to_string(g) + ",\"n_past\":" + std::to_string(n_past) +
+                ",\"n_keep\":" + std::to_string(n_keep) + ",\"n_discard\":" + std::to_string(n_discard) + "}";
+      n_past -= n_discard;
+    }
+    positions.push_back(n_past);
+    llama_batch one = llama_batch_init(1, 0, 1);
+    one.token[0] = t; one.pos[0] = n_past; one.n_seq_id[0] = 1; one.seq_id[0][0] = 0; one.logits[0] = true; one.n_tokens = 1;
+    if (llama_decode(ctx, one)) { fprintf(stderr, "decode failed\n"); return 1; }
+    llama_batch_free(one);
+    n_past++;
+    memcpy(cur.data(), llama_get_logits_ith(ctx, 0), nv * 4);
+  }
+  std::vector<int> rows;  // the greedy steps whose logits are stored
+  if (argc == 10) {
+    for (const char *p = argv[9]; *p;) { rows.push_back(atoi(p)); while (*p && *p != ',') p++; if (*p) p++; }
+  } else {
+    for (int g = 0; g < N; g++) rows.push_back(g);
+  }
+  std::string lpath = out + ".logits.f32";
+  FILE *lf = fopen(lpath.c_str(), "wb");
+  for (int g : rows) {
+    if (g < 0 || g >= N) { fprintf(stderr, "step %d outside 0..%d\n", g, N - 1); return 1; }
+    fwrite(&glog[(size_t)g * nv], 4, nv, lf);
+  }
+  fclose(lf);
+
+  auto ints = [](const std::vector<int> &v) { std::string o = "["; for (size_t i = 0; i < v.size(); i++) o += (i ? "," : "") + std::to_string(v[i]); return o + "]"; };
+  std::string text, gt = "[", gl = "[";
+  for (size_t g = 0; g < greedy.size(); g++) {
+    text += piece(vocab, greedy[g], false);
+    gt += (g ? "," : "") + topk(&glog[g * nv], nv);
+    gl += (g ? "," : "") + num(lse(&glog[g * nv], nv));
+  }
+  std::string base = model_path.substr(model_path.find_last_of('/') + 1);
+  std::string lbase = lpath.substr(lpath.find_last_of('/') + 1);
+  std::string j = "{\n";
+  auto kv = [&](const std::string &k, const std::string &v, bool last = false) { j += "  " + jstr(k) + ": " + v + (last ? "\n" : ",\n"); };
+  kv("model", jstr(base));
+  kv("model_sha256", jstr(sha256(model_path)));
+  kv("prompt", jstr(prompt));
+  kv("n_prompt", std::to_string(np));
+  kv("prompt_tokens", ints(std::vector<int>(toks.begin(), toks.end())));
+  kv("n_vocab", std::to_string(nv));
+  kv("n_ctx", std::to_string(n_ctx));
+  kv("n_keep", std::to_string(n_keep));
+  kv("shift_rule", jstr("before decoding at n_past: if n_past + 1 >= n_ctx, n_discard = (n_past - n_keep) / 2; seq_rm(0, n_keep, n_keep + n_discard); seq_add(0, n_keep + n_discard, n_past, -n_discard); n_past -= n_discard"));
+  kv("shifts", shifts + "]");
+  kv("n_greedy", std::to_string(N));
+  kv("greedy_tokens", ints(greedy));
+  kv("greedy_positions", ints(positions));
+  kv("greedy_text", jstr(text));
+  kv("greedy_topk", gt + "]");
+  kv("greedy_logsumexp", gl + "]");
+  kv("logits_file", jstr(lbase));
+  kv("logits_dtype", jstr("float32"));
+  kv("logits_shape", "[" + std::to_string(rows.size()) + "," + std::to_string(nv) + "]");
+  kv("logits_rows", jstr("greedy steps"));
+  kv("logits_steps", ints(rows));
+  kv("logits_sha256", jstr(sha256(lpath)));
+  kv("kv_cache_type", jstr(kvf32 ? "f32" : "f16"));
+  kv("n_batch", std::to_string(cp.n_batch));
+  kv("n_threads", "1");
+  kv("flash_attn", "false");
+  kv("generator", jstr("llama.cpp c392e5094 (b4748), CPU, 1 thread; weft refgen shift"), true);
+  j += "}\n";
+  std::ofstream(out + ".json") << j;
+  llama_batch_free(b);
+  llama_free(ctx);
+  llama_model_free(model);
+  llama_backend_free();
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "shift")) return shift_main(argc, argv);
   if (argc != 7 && !(argc == 8 && !strcmp(argv[7], "fa"))) {
     fprintf(stderr, "usage: refgen MODEL PROMPT_FILE N f16|f32|q8_0|q4_0|K:V all|lastK OUT_PREFIX [fa]\n");
     return 2;
