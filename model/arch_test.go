@@ -22,7 +22,7 @@ func archModel(t *testing.T, name string) *gguf.File {
 }
 
 func TestArchitectures(t *testing.T) {
-	assert.Equal(t, []string{"gemma", "gemma2", "llama", "phi2", "phi3", "qwen2"}, Architectures())
+	assert.Equal(t, []string{"gemma", "gemma2", "llama", "phi2", "phi3", "qwen2", "qwen3"}, Architectures())
 	assert.True(t, Supported("qwen2"))
 	assert.False(t, Supported("mamba"))
 	assert.Error(t, Register(Arch{Name: "llama", Tensors: func(Params) []Tensor { return nil }, Lower: func(*Lowering) error { return nil }}), "a second llama")

@@ -36,13 +36,23 @@ func (l *Lowering) Embed(scale float32) int {
 // tensor+".bias" when the file has it: llm_build_norm. tensor and name
 // are prefixed with the layer (Name); the nodes are name, name_w, name_b.
 func (l *Lowering) Norm(x int, kind NormKind, tensor, name string) int {
+	return l.normGroups(x, kind, tensor, name, 0)
+}
+
+// normGroups is Norm over each group of group values of a row (0: the
+// whole row), the weight being one group wide: per-head norms.
+func (l *Lowering) normGroups(x int, kind NormKind, tensor, name string, group int) int {
 	op := ops.RMSNorm
 	if kind == LayerNorm {
 		op = ops.LayerNorm
 	}
 	tensor, name = l.Name(tensor), l.Name(name)
 	wt := l.W(tensor + ".weight")
-	n := l.Op(op, name, graph.Attrs{"eps": float64(l.P.NormEps)}, x)
+	attrs := graph.Attrs{"eps": float64(l.P.NormEps)}
+	if group > 0 {
+		attrs["group"] = float64(group)
+	}
+	n := l.Op(op, name, attrs, x)
 	n = l.Op(ops.Mul, name+"_w", nil, n, wt)
 	if l.Has(tensor + ".bias") {
 		n = l.Op(ops.Add, name+"_b", nil, n, l.W(tensor+".bias"))
@@ -112,6 +122,9 @@ type Attention struct {
 	// QScaleDim, when set, is the dimension whose 1/√ ScaleQ uses instead
 	// of the head dimension (Gemma 2 27B: n_embd/n_head).
 	QScaleDim int
+	// QKNorm RMS-normalises every head of q and k before RoPE, with the
+	// head-wide weights attn_q_norm and attn_k_norm (Qwen 3).
+	QKNorm bool
 }
 
 // SelfAttention is the attention sub-block on the normalised input h:
@@ -121,6 +134,10 @@ type Attention struct {
 func (l *Lowering) SelfAttention(h int, a Attention) int {
 	p := l.P
 	q, k, v := l.projectQKV(h)
+	if a.QKNorm {
+		q = l.normGroups(q, RMSNorm, "attn_q_norm", "q_norm", p.HeadDim)
+		k = l.normGroups(k, RMSNorm, "attn_k_norm", "k_norm", p.HeadDim)
+	}
 	q = l.Op(ops.RoPE, l.Name("q_rope"), l.ropeAttrs(p.Heads, a.NeoX), l.ropeOperands(q)...)
 	dim := p.HeadDim
 	if a.QScaleDim > 0 {
