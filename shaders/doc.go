@@ -7,7 +7,8 @@
 // are stale.
 //
 // Conventions every shader follows:
-//   - storage buffers at bindings 0..n-1 of set 0, outputs last;
+//   - storage buffers at bindings 0..n-1 of set 0, outputs last (the
+//     lattice weight types then take their table, GridTable, at n);
 //     shapes in push constants (std430, 4-byte members);
 //   - the workgroup size is specialization constant 0 (Kernel.Workgroup is
 //     the default); reductions need it to be a power of two;
