@@ -3,6 +3,8 @@ package quant
 import (
 	"encoding/binary"
 	"math/bits"
+
+	"github.com/weft-ml/weft/gguf"
 )
 
 // Shared parts of the lattice ("grid") formats IQ2_XXS, IQ2_XS, IQ2_S,
@@ -48,3 +50,34 @@ func u32(b []byte, off int) uint32 { return binary.LittleEndian.Uint32(b[off:]) 
 
 // q8kSub returns the 32 int8 activations of sub-block ib of a Q8_K block.
 func q8kSub(q8 []byte, ib int) []byte { return q8[32*ib : 32*ib+32] }
+
+// LatticeGrid returns a copy of the lattice points of an IQ2, IQ3 or IQ1
+// weight type, for kernels and code generators that look points up
+// themselves (the Vulkan shaders' tables are generated from it): one
+// point per entry, value j in byte j (little-endian), 8 values per point
+// for the IQ2 and IQ1 types and 4 for IQ3 (the upper bytes zero); IQ1's
+// values are int8 (−1 is 0xff). ok is false for any other type.
+func LatticeGrid(t gguf.TensorType) (points []uint64, values int, ok bool) {
+	widen := func(p []uint32) []uint64 {
+		out := make([]uint64, len(p))
+		for i, v := range p {
+			out[i] = uint64(v)
+		}
+		return out
+	}
+	switch t {
+	case gguf.TypeIQ2_XXS:
+		return append([]uint64(nil), iq2xxsGrid[:]...), 8, true
+	case gguf.TypeIQ2_XS:
+		return append([]uint64(nil), iq2xsGrid[:]...), 8, true
+	case gguf.TypeIQ2_S:
+		return append([]uint64(nil), iq2sGrid[:]...), 8, true
+	case gguf.TypeIQ3_XXS:
+		return widen(iq3xxsGrid[:]), 4, true
+	case gguf.TypeIQ3_S:
+		return widen(iq3sGrid[:]), 4, true
+	case gguf.TypeIQ1_S, gguf.TypeIQ1_M:
+		return append([]uint64(nil), iq1sGrid[:]...), 8, true
+	}
+	return nil, 0, false
+}

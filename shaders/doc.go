@@ -2,12 +2,13 @@
 // SPIR-V compiled from them, embedded so that users need no shader
 // compiler. `make generate` recompiles them with glslc through
 // codegen/cmd/shadergen, whose table lists every variant (weight type, op)
-// as a set of preprocessor defines; the SPIR-V in spv/ and index_gen.go
-// are generated and committed, and `make check-generated` fails when they
+// as a set of preprocessor defines; the SPIR-V in spv/, index_gen.go and
+// iq_tables.glsl (internal/cmd/shadertables) are generated and committed, and `make check-generated` fails when they
 // are stale.
 //
 // Conventions every shader follows:
-//   - storage buffers at bindings 0..n-1 of set 0, outputs last;
+//   - storage buffers at bindings 0..n-1 of set 0, outputs last (the
+//     lattice weight types then take their table, GridTable, at n);
 //     shapes in push constants (std430, 4-byte members);
 //   - the workgroup size is specialization constant 0 (Kernel.Workgroup is
 //     the default); reductions need it to be a power of two;
@@ -17,4 +18,7 @@
 //     limit continue in y (row = y·groups_x + x).
 package shaders
 
+// The IQ types' lookup tables (iq_tables.glsl) are generated from quant's
+// tables first, then every variant is compiled.
+//go:generate go run ../internal/cmd/shadertables -o iq_tables.glsl
 //go:generate sh -c "cd ../codegen && go run ./cmd/shadergen -dir ../shaders"

@@ -3,6 +3,7 @@
 // ids are read from the step buffer at word idsoff; the host has checked
 // them. Variants by table type: W_F32 (a weight or an activation, from
 // element woff), and every other weight type of quant.glsl (woff 0).
+// The lattice types (IQ1/IQ2/IQ3) read their lattice table at binding 3.
 // A table larger than the device's storage-buffer range lies in several
 // buffers: this one holds rows [rbase, rbase+rcount), and output rows
 // whose ids fall outside are left to the other buffers' dispatches.
@@ -22,6 +23,7 @@ layout(binding = 0) readonly buffer Wt { uint w[]; };
 layout(binding = 1) readonly buffer Step { uint step[]; };
 layout(binding = 2) writeonly buffer D { float d[]; };
 
+#define GRID_BINDING 3
 #include "half.glsl"
 #include "quant.glsl"
 

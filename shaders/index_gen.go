@@ -618,6 +618,168 @@ var spvMatvecBiasIq4Xs []byte
 //go:embed spv/matvec_geglu_iq4_xs.spv
 var spvMatvecGegluIq4Xs []byte
 
+//go:embed spv/get_rows_iq2_xxs.spv
+var spvGetRowsIq2Xxs []byte
+
+//go:embed spv/matvec_iq2_xxs.spv
+var spvMatvecIq2Xxs []byte
+
+//go:embed spv/matvec_add_iq2_xxs.spv
+var spvMatvecAddIq2Xxs []byte
+
+//go:embed spv/matvec_gateup_iq2_xxs.spv
+var spvMatvecGateupIq2Xxs []byte
+
+//go:embed spv/matvec_bias_iq2_xxs.spv
+var spvMatvecBiasIq2Xxs []byte
+
+//go:embed spv/matvec_geglu_iq2_xxs.spv
+var spvMatvecGegluIq2Xxs []byte
+
+//go:embed spv/get_rows_iq2_xs.spv
+var spvGetRowsIq2Xs []byte
+
+//go:embed spv/matvec_iq2_xs.spv
+var spvMatvecIq2Xs []byte
+
+//go:embed spv/matvec_add_iq2_xs.spv
+var spvMatvecAddIq2Xs []byte
+
+//go:embed spv/matvec_gateup_iq2_xs.spv
+var spvMatvecGateupIq2Xs []byte
+
+//go:embed spv/matvec_bias_iq2_xs.spv
+var spvMatvecBiasIq2Xs []byte
+
+//go:embed spv/matvec_geglu_iq2_xs.spv
+var spvMatvecGegluIq2Xs []byte
+
+//go:embed spv/get_rows_iq2_s.spv
+var spvGetRowsIq2S []byte
+
+//go:embed spv/matvec_iq2_s.spv
+var spvMatvecIq2S []byte
+
+//go:embed spv/matvec_add_iq2_s.spv
+var spvMatvecAddIq2S []byte
+
+//go:embed spv/matvec_gateup_iq2_s.spv
+var spvMatvecGateupIq2S []byte
+
+//go:embed spv/matvec_bias_iq2_s.spv
+var spvMatvecBiasIq2S []byte
+
+//go:embed spv/matvec_geglu_iq2_s.spv
+var spvMatvecGegluIq2S []byte
+
+//go:embed spv/get_rows_iq3_xxs.spv
+var spvGetRowsIq3Xxs []byte
+
+//go:embed spv/matvec_iq3_xxs.spv
+var spvMatvecIq3Xxs []byte
+
+//go:embed spv/matvec_add_iq3_xxs.spv
+var spvMatvecAddIq3Xxs []byte
+
+//go:embed spv/matvec_gateup_iq3_xxs.spv
+var spvMatvecGateupIq3Xxs []byte
+
+//go:embed spv/matvec_bias_iq3_xxs.spv
+var spvMatvecBiasIq3Xxs []byte
+
+//go:embed spv/matvec_geglu_iq3_xxs.spv
+var spvMatvecGegluIq3Xxs []byte
+
+//go:embed spv/get_rows_iq3_s.spv
+var spvGetRowsIq3S []byte
+
+//go:embed spv/matvec_iq3_s.spv
+var spvMatvecIq3S []byte
+
+//go:embed spv/matvec_add_iq3_s.spv
+var spvMatvecAddIq3S []byte
+
+//go:embed spv/matvec_gateup_iq3_s.spv
+var spvMatvecGateupIq3S []byte
+
+//go:embed spv/matvec_bias_iq3_s.spv
+var spvMatvecBiasIq3S []byte
+
+//go:embed spv/matvec_geglu_iq3_s.spv
+var spvMatvecGegluIq3S []byte
+
+//go:embed spv/get_rows_iq1_s.spv
+var spvGetRowsIq1S []byte
+
+//go:embed spv/matvec_iq1_s.spv
+var spvMatvecIq1S []byte
+
+//go:embed spv/matvec_add_iq1_s.spv
+var spvMatvecAddIq1S []byte
+
+//go:embed spv/matvec_gateup_iq1_s.spv
+var spvMatvecGateupIq1S []byte
+
+//go:embed spv/matvec_bias_iq1_s.spv
+var spvMatvecBiasIq1S []byte
+
+//go:embed spv/matvec_geglu_iq1_s.spv
+var spvMatvecGegluIq1S []byte
+
+//go:embed spv/get_rows_iq1_m.spv
+var spvGetRowsIq1M []byte
+
+//go:embed spv/matvec_iq1_m.spv
+var spvMatvecIq1M []byte
+
+//go:embed spv/matvec_add_iq1_m.spv
+var spvMatvecAddIq1M []byte
+
+//go:embed spv/matvec_gateup_iq1_m.spv
+var spvMatvecGateupIq1M []byte
+
+//go:embed spv/matvec_bias_iq1_m.spv
+var spvMatvecBiasIq1M []byte
+
+//go:embed spv/matvec_geglu_iq1_m.spv
+var spvMatvecGegluIq1M []byte
+
+//go:embed spv/get_rows_tq1_0.spv
+var spvGetRowsTq10 []byte
+
+//go:embed spv/matvec_tq1_0.spv
+var spvMatvecTq10 []byte
+
+//go:embed spv/matvec_add_tq1_0.spv
+var spvMatvecAddTq10 []byte
+
+//go:embed spv/matvec_gateup_tq1_0.spv
+var spvMatvecGateupTq10 []byte
+
+//go:embed spv/matvec_bias_tq1_0.spv
+var spvMatvecBiasTq10 []byte
+
+//go:embed spv/matvec_geglu_tq1_0.spv
+var spvMatvecGegluTq10 []byte
+
+//go:embed spv/get_rows_tq2_0.spv
+var spvGetRowsTq20 []byte
+
+//go:embed spv/matvec_tq2_0.spv
+var spvMatvecTq20 []byte
+
+//go:embed spv/matvec_add_tq2_0.spv
+var spvMatvecAddTq20 []byte
+
+//go:embed spv/matvec_gateup_tq2_0.spv
+var spvMatvecGateupTq20 []byte
+
+//go:embed spv/matvec_bias_tq2_0.spv
+var spvMatvecBiasTq20 []byte
+
+//go:embed spv/matvec_geglu_tq2_0.spv
+var spvMatvecGegluTq20 []byte
+
 // kernels lists every compiled variant, in the generator's order.
 var kernels = []Kernel{{
 	Bindings:  3,
@@ -2242,6 +2404,438 @@ var kernels = []Kernel{{
 	Name:      "matvec_geglu_iq4_xs",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGegluIq4Xs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ2_XXS"},
+	Name:      "get_rows_iq2_xxs",
+	PushBytes: 28,
+	SPIRV:     spvGetRowsIq2Xxs,
+	Source:    "get_rows.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ2_XXS"},
+	Name:      "matvec_iq2_xxs",
+	PushBytes: 28,
+	SPIRV:     spvMatvecIq2Xxs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ2_XXS", "ADD"},
+	Name:      "matvec_add_iq2_xxs",
+	PushBytes: 28,
+	SPIRV:     spvMatvecAddIq2Xxs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ2_XXS", "GATEUP"},
+	Name:      "matvec_gateup_iq2_xxs",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupIq2Xxs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ2_XXS", "BIAS"},
+	Name:      "matvec_bias_iq2_xxs",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBiasIq2Xxs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ2_XXS", "GEGLU"},
+	Name:      "matvec_geglu_iq2_xxs",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGegluIq2Xxs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ2_XS"},
+	Name:      "get_rows_iq2_xs",
+	PushBytes: 28,
+	SPIRV:     spvGetRowsIq2Xs,
+	Source:    "get_rows.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ2_XS"},
+	Name:      "matvec_iq2_xs",
+	PushBytes: 28,
+	SPIRV:     spvMatvecIq2Xs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ2_XS", "ADD"},
+	Name:      "matvec_add_iq2_xs",
+	PushBytes: 28,
+	SPIRV:     spvMatvecAddIq2Xs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ2_XS", "GATEUP"},
+	Name:      "matvec_gateup_iq2_xs",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupIq2Xs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ2_XS", "BIAS"},
+	Name:      "matvec_bias_iq2_xs",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBiasIq2Xs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ2_XS", "GEGLU"},
+	Name:      "matvec_geglu_iq2_xs",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGegluIq2Xs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ2_S"},
+	Name:      "get_rows_iq2_s",
+	PushBytes: 28,
+	SPIRV:     spvGetRowsIq2S,
+	Source:    "get_rows.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ2_S"},
+	Name:      "matvec_iq2_s",
+	PushBytes: 28,
+	SPIRV:     spvMatvecIq2S,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ2_S", "ADD"},
+	Name:      "matvec_add_iq2_s",
+	PushBytes: 28,
+	SPIRV:     spvMatvecAddIq2S,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ2_S", "GATEUP"},
+	Name:      "matvec_gateup_iq2_s",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupIq2S,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ2_S", "BIAS"},
+	Name:      "matvec_bias_iq2_s",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBiasIq2S,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ2_S", "GEGLU"},
+	Name:      "matvec_geglu_iq2_s",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGegluIq2S,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ3_XXS"},
+	Name:      "get_rows_iq3_xxs",
+	PushBytes: 28,
+	SPIRV:     spvGetRowsIq3Xxs,
+	Source:    "get_rows.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ3_XXS"},
+	Name:      "matvec_iq3_xxs",
+	PushBytes: 28,
+	SPIRV:     spvMatvecIq3Xxs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ3_XXS", "ADD"},
+	Name:      "matvec_add_iq3_xxs",
+	PushBytes: 28,
+	SPIRV:     spvMatvecAddIq3Xxs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ3_XXS", "GATEUP"},
+	Name:      "matvec_gateup_iq3_xxs",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupIq3Xxs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ3_XXS", "BIAS"},
+	Name:      "matvec_bias_iq3_xxs",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBiasIq3Xxs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ3_XXS", "GEGLU"},
+	Name:      "matvec_geglu_iq3_xxs",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGegluIq3Xxs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ3_S"},
+	Name:      "get_rows_iq3_s",
+	PushBytes: 28,
+	SPIRV:     spvGetRowsIq3S,
+	Source:    "get_rows.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ3_S"},
+	Name:      "matvec_iq3_s",
+	PushBytes: 28,
+	SPIRV:     spvMatvecIq3S,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ3_S", "ADD"},
+	Name:      "matvec_add_iq3_s",
+	PushBytes: 28,
+	SPIRV:     spvMatvecAddIq3S,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ3_S", "GATEUP"},
+	Name:      "matvec_gateup_iq3_s",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupIq3S,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ3_S", "BIAS"},
+	Name:      "matvec_bias_iq3_s",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBiasIq3S,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ3_S", "GEGLU"},
+	Name:      "matvec_geglu_iq3_s",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGegluIq3S,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ1_S"},
+	Name:      "get_rows_iq1_s",
+	PushBytes: 28,
+	SPIRV:     spvGetRowsIq1S,
+	Source:    "get_rows.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ1_S"},
+	Name:      "matvec_iq1_s",
+	PushBytes: 28,
+	SPIRV:     spvMatvecIq1S,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ1_S", "ADD"},
+	Name:      "matvec_add_iq1_s",
+	PushBytes: 28,
+	SPIRV:     spvMatvecAddIq1S,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ1_S", "GATEUP"},
+	Name:      "matvec_gateup_iq1_s",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupIq1S,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ1_S", "BIAS"},
+	Name:      "matvec_bias_iq1_s",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBiasIq1S,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ1_S", "GEGLU"},
+	Name:      "matvec_geglu_iq1_s",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGegluIq1S,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ1_M"},
+	Name:      "get_rows_iq1_m",
+	PushBytes: 28,
+	SPIRV:     spvGetRowsIq1M,
+	Source:    "get_rows.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ1_M"},
+	Name:      "matvec_iq1_m",
+	PushBytes: 28,
+	SPIRV:     spvMatvecIq1M,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ1_M", "ADD"},
+	Name:      "matvec_add_iq1_m",
+	PushBytes: 28,
+	SPIRV:     spvMatvecAddIq1M,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ1_M", "GATEUP"},
+	Name:      "matvec_gateup_iq1_m",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupIq1M,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ1_M", "BIAS"},
+	Name:      "matvec_bias_iq1_m",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBiasIq1M,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_IQ1_M", "GEGLU"},
+	Name:      "matvec_geglu_iq1_m",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGegluIq1M,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_TQ1_0"},
+	Name:      "get_rows_tq1_0",
+	PushBytes: 28,
+	SPIRV:     spvGetRowsTq10,
+	Source:    "get_rows.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_TQ1_0"},
+	Name:      "matvec_tq1_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecTq10,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_TQ1_0", "ADD"},
+	Name:      "matvec_add_tq1_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecAddTq10,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_TQ1_0", "GATEUP"},
+	Name:      "matvec_gateup_tq1_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupTq10,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_TQ1_0", "BIAS"},
+	Name:      "matvec_bias_tq1_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBiasTq10,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_TQ1_0", "GEGLU"},
+	Name:      "matvec_geglu_tq1_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGegluTq10,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_TQ2_0"},
+	Name:      "get_rows_tq2_0",
+	PushBytes: 28,
+	SPIRV:     spvGetRowsTq20,
+	Source:    "get_rows.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_TQ2_0"},
+	Name:      "matvec_tq2_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecTq20,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_TQ2_0", "ADD"},
+	Name:      "matvec_add_tq2_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecAddTq20,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_TQ2_0", "GATEUP"},
+	Name:      "matvec_gateup_tq2_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupTq20,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_TQ2_0", "BIAS"},
+	Name:      "matvec_bias_tq2_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecBiasTq20,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_TQ2_0", "GEGLU"},
+	Name:      "matvec_geglu_tq2_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGegluTq20,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }}

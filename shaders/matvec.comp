@@ -19,7 +19,11 @@
 // 256 values 73 words, the GGUF Q8_K block). Per 32-value chunk the
 // integer sums are exact; the float terms follow ggml's operand order per
 // super-block, (d·dy)·Σ(scale·isum) and (dmin·dy)·Σ(min·bsum), taken per
-// chunk. Only the order of the float sums differs from the CPU.
+// chunk. Only the order of the float sums differs from the CPU. The
+// lattice types W_IQ2_XXS, W_IQ2_XS, W_IQ2_S, W_IQ3_XXS, W_IQ3_S, W_IQ1_S,
+// W_IQ1_M and the ternary W_TQ1_0, W_TQ2_0 (lattice.glsl) take Q8_K
+// activations too; the IQ types read their lattice table at the binding
+// after the others (3, or 4 with an epilogue).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -49,11 +53,12 @@ layout(binding = 0) readonly buffer Wt { uint w[]; };
 #elif defined(W_Q2_K) || defined(W_Q3_K) || defined(W_Q4_K) || defined(W_Q5_K) || defined(W_Q6_K) || defined(W_IQ4_XS)
 #define QUANT_ACT
 #define Q8_K_ACT
+#elif defined(W_IQ2_XXS) || defined(W_IQ2_XS) || defined(W_IQ2_S) || defined(W_IQ3_XXS) || defined(W_IQ3_S) || defined(W_IQ1_S) || defined(W_IQ1_M) || defined(W_TQ1_0) || defined(W_TQ2_0)
+#define QUANT_ACT
+#define Q8_K_ACT
+#define LATTICE
 #endif
-#if defined(W_IQ4_NL) || defined(W_IQ4_XS)
-// kvalues_iq4nl of llama.cpp's ggml-quants.c, as quant.IQ4Levels.
-const int IQ4_LEVELS[16] = int[16](-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
-#endif
+#include "iq_tables.glsl"
 #ifdef QUANT_ACT
 layout(binding = 1) readonly buffer Xq { uint xq[]; };
 #else
@@ -69,6 +74,11 @@ layout(binding = 3) readonly buffer Ut { uint u[]; };
 #endif
 #ifndef NW
 #define NW 1u
+#endif
+#if defined(ADD) || defined(BIAS) || defined(GATEUP) || defined(GEGLU)
+#define GRID_BINDING 4
+#else
+#define GRID_BINDING 3
 #endif
 
 #include "half.glsl"
@@ -86,6 +96,25 @@ uint wword(uint s, uint i) {
     return w[i];
 #endif
 }
+#ifdef LATTICE
+#define LW(s, i) wword(s, i)
+#include "lattice.glsl"
+// LATTICE_DOT is a chunk's term from its exact integer sum Σ(2s+1)·q·a
+// (ternary: Σt·a), in the CPU's operand order (quant's dot products: per
+// super-block (d·dy)·Σ, times the type's final factor).
+#if defined(W_IQ2_XXS) || defined(W_IQ2_XS) || defined(W_IQ2_S)
+#define LATTICE_DOT(dw, dy, isum) (((dw) * (dy)) * float(isum)) * 0.125
+#elif defined(W_IQ3_XXS)
+#define LATTICE_DOT(dw, dy, isum) (((dw) * (dy)) * float(isum)) * 0.25
+#elif defined(W_IQ3_S)
+#define LATTICE_DOT(dw, dy, isum) ((dw) * (dy)) * float(isum)
+#elif defined(W_IQ1_S) || defined(W_IQ1_M)
+// The bytes are 8·(point ± 1/8): Σ/8 is the CPU's sumi + sumShift/8, exact.
+#define LATTICE_DOT(dw, dy, isum) ((dw) * (dy)) * (float(isum) * 0.125)
+#else
+#define LATTICE_DOT(dw, dy, isum) float(isum) * ((dw) * (dy))
+#endif
+#endif
 uint wu16(uint s, uint off) { return (wword(s, off >> 2) >> ((off & 2u) * 8u)) & 0xffffu; }
 uint wu32(uint s, uint off) {
     const uint sh = (off & 3u) * 8u;
@@ -237,7 +266,39 @@ void main() {
     for (uint c = l; c < nsb * 8u; c += WG) {
         const uint sb = c >> 3, j = c & 7u;
         for (uint s = 0u; s < NW; s++) {
-#if defined(W_Q4_K) || defined(W_Q5_K)
+#if defined(LATTICE)
+            // The chunk's 32 weights as signed bytes, groups 0–1 in wq[0..3]
+            // with scale ls.x, groups 2–3 in wq[4..7] with ls.y.
+            const uint wb = (row * nsb + sb) * LATTICE_BYTES;
+            const float dw = lattice_d(s, wb);
+            uint wq[8];
+            uint sc[4];
+            for (uint g = 0u; g < 4u; g++) {
+                const uvec2 q = lattice_group(s, wb, j, g, sc[g]);
+                wq[2u * g] = q.x;
+                wq[2u * g + 1u] = q.y;
+            }
+#ifdef TERNARY
+            const ivec2 ls = ivec2(1);
+#else
+            const ivec2 ls = ivec2(2u * sc[0] + 1u, 2u * sc[2] + 1u);
+#endif
+            for (uint t = 0u; t < nt; t++) {
+                const uint ab = pc.xoff + ((t0 + t) * nsb + sb) * 73u;
+                const float dy = uintBitsToFloat(xq[ab]);
+                int is0 = 0, is1 = 0;
+                for (uint k = 0u; k < 4u; k++) {
+                    const uint a0 = xq[ab + 1u + 8u * j + k];
+                    const uint a1 = xq[ab + 5u + 8u * j + k];
+                    for (uint i = 0u; i < 4u; i++) {
+                        is0 += sbyte(wq[k], i) * sbyte(a0, i);
+                        is1 += sbyte(wq[k + 4u], i) * sbyte(a1, i);
+                    }
+                }
+                precise float v = LATTICE_DOT(dw, dy, ls.x * is0 + ls.y * is1);
+                acc[s * NT + t] += v;
+            }
+#elif defined(W_Q4_K) || defined(W_Q5_K)
 #if defined(W_Q4_K)
             const uint wb = (row * nsb + sb) * 144u;
             const uint qs = wb + 16u + (j >> 1) * 32u;

@@ -16,6 +16,7 @@ import (
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/ops/ref"
 	"github.com/weft-ml/weft/quant"
+	"github.com/weft-ml/weft/shaders"
 )
 
 // Operands sit at odd element offsets inside larger buffers, as they do in
@@ -48,10 +49,67 @@ func (e *env) readAt(b *vulkan.Buffer, off, n int) []float32 {
 // values they decode to.
 func (e *env) weights(wt gguf.TensorType, rows, cols int) ([]byte, []float32) {
 	f := e.random(rows * cols)
+	if lattice(wt) {
+		raw := e.randomBlocks(wt, rows*cols)
+		require.NoError(e.t, quant.Dequantize(wt, raw, f))
+		return pad4(raw), f
+	}
 	raw, err := quant.QuantizeAlloc(wt, f)
 	require.NoError(e.t, err)
 	require.NoError(e.t, quant.Dequantize(wt, raw, f))
 	return pad4(raw), f
+}
+
+// lattice reports the lattice and ternary types, whose weights are random
+// blocks: quant cannot write the IQ1/IQ2/IQ3 types (their quantizers need
+// an importance matrix), and random bytes reach every grid point, sign
+// pattern, scale and ternary field (TQ2_0's field 3 too, which its
+// quantizer never writes).
+func lattice(t gguf.TensorType) bool {
+	switch t {
+	case gguf.TypeIQ2_XXS, gguf.TypeIQ2_XS, gguf.TypeIQ2_S, gguf.TypeIQ3_XXS, gguf.TypeIQ3_S,
+		gguf.TypeIQ1_S, gguf.TypeIQ1_M, gguf.TypeTQ1_0, gguf.TypeTQ2_0:
+		return true
+	}
+	return false
+}
+
+// withGrid appends the lattice table of type t (shaders.GridTable) to a
+// dispatch's buffers when it has one.
+func (e *env) withGrid(t gguf.TensorType, bufs ...*vulkan.Buffer) []*vulkan.Buffer {
+	words, ok := shaders.GridTable(t)
+	if !ok {
+		return bufs
+	}
+	return append(bufs, e.words(words, 0))
+}
+
+// randomBlocks returns n values of type t as random bytes with each
+// block's d a binary16 between 1e-3 and 0.1 (at the type's offset; IQ1_M
+// spreads it over the top nibbles of its four scale words).
+func (e *env) randomBlocks(t gguf.TensorType, n int) []byte {
+	bb := int(t.BlockBytes())
+	b := make([]byte, n/int(t.BlockSize())*bb)
+	for i := range b {
+		b[i] = byte(e.rng.Uint32())
+	}
+	for off := 0; off < len(b); off += bb {
+		d := quant.FP32ToFP16(float32(e.rng.Float64()*0.1 + 1e-3))
+		switch t {
+		case gguf.TypeIQ1_M:
+			for k := range 4 {
+				x := b[off+49+2*k:]
+				x[0] = x[0]&0x0f | byte(d>>(4*k))<<4
+			}
+		case gguf.TypeTQ1_0:
+			binary.LittleEndian.PutUint16(b[off+52:], d)
+		case gguf.TypeTQ2_0:
+			binary.LittleEndian.PutUint16(b[off+64:], d)
+		default:
+			binary.LittleEndian.PutUint16(b[off:], d)
+		}
+	}
+	return b
 }
 
 func pad4(b []byte) []byte {
@@ -63,12 +121,16 @@ func pad4(b []byte) []byte {
 
 var weightTypes = []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ5_0,
 	gguf.TypeQ4_1, gguf.TypeQ5_1, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K,
-	gguf.TypeIQ4_NL, gguf.TypeIQ4_XS}
+	gguf.TypeIQ4_NL, gguf.TypeIQ4_XS,
+	gguf.TypeIQ2_XXS, gguf.TypeIQ2_XS, gguf.TypeIQ2_S, gguf.TypeIQ3_XXS, gguf.TypeIQ3_S, gguf.TypeIQ1_S, gguf.TypeIQ1_M,
+	gguf.TypeTQ1_0, gguf.TypeTQ2_0}
 
 func typeName(t gguf.TensorType) string {
 	return map[gguf.TensorType]string{gguf.TypeF32: "f32", gguf.TypeF16: "f16", gguf.TypeBF16: "bf16", gguf.TypeQ8_0: "q8_0", gguf.TypeQ4_0: "q4_0", gguf.TypeQ5_0: "q5_0",
 		gguf.TypeQ4_1: "q4_1", gguf.TypeQ5_1: "q5_1", gguf.TypeQ2_K: "q2_k", gguf.TypeQ3_K: "q3_k", gguf.TypeQ4_K: "q4_k", gguf.TypeQ5_K: "q5_k", gguf.TypeQ6_K: "q6_k",
-		gguf.TypeIQ4_NL: "iq4_nl", gguf.TypeIQ4_XS: "iq4_xs"}[t]
+		gguf.TypeIQ4_NL: "iq4_nl", gguf.TypeIQ4_XS: "iq4_xs",
+		gguf.TypeIQ2_XXS: "iq2_xxs", gguf.TypeIQ2_XS: "iq2_xs", gguf.TypeIQ2_S: "iq2_s", gguf.TypeIQ3_XXS: "iq3_xxs", gguf.TypeIQ3_S: "iq3_s",
+		gguf.TypeIQ1_S: "iq1_s", gguf.TypeIQ1_M: "iq1_m", gguf.TypeTQ1_0: "tq1_0", gguf.TypeTQ2_0: "tq2_0"}[t]
 }
 
 // q8_1 reports the weight types that take Q8_1 activations (quantize_q8_1).
@@ -103,7 +165,7 @@ func TestGetRows(t *testing.T) {
 			const idsoff, doff = 3, 7
 			wb, sb, db := e.buf(len(raw), raw), e.words(idw, idsoff), e.out(doff+len(want)+9)
 			name := "get_rows_" + typeName(wt)
-			e.run(name, e.rows(len(ids)), pushWords(cols, len(ids), idsoff, 0, doff, 0, vocab), wb, sb, db)
+			e.run(name, e.rows(len(ids)), pushWords(cols, len(ids), idsoff, 0, doff, 0, vocab), e.withGrid(wt, wb, sb, db)...)
 			require.Equal(t, want, e.readAt(db, doff, len(want)), "%s cols=%d", name, cols)
 			// The table in two buffers (a weight larger than the
 			// storage-buffer range): rows [0, 20) and [20, 37).
@@ -111,8 +173,8 @@ func TestGetRows(t *testing.T) {
 			rb := len(raw) / vocab
 			lo, hi := e.buf(cut*rb, raw[:cut*rb]), e.buf(len(raw)-cut*rb, raw[cut*rb:])
 			db = e.out(doff + len(want) + 9)
-			e.run(name, e.rows(len(ids)), pushWords(cols, len(ids), idsoff, 0, doff, 0, cut), lo, sb, db)
-			e.run(name, e.rows(len(ids)), pushWords(cols, len(ids), idsoff, 0, doff, cut, vocab-cut), hi, sb, db)
+			e.run(name, e.rows(len(ids)), pushWords(cols, len(ids), idsoff, 0, doff, 0, cut), e.withGrid(wt, lo, sb, db)...)
+			e.run(name, e.rows(len(ids)), pushWords(cols, len(ids), idsoff, 0, doff, cut, vocab-cut), e.withGrid(wt, hi, sb, db)...)
 			require.Equal(t, want, e.readAt(db, doff, len(want)), "%s cols=%d in two buffers", name, cols)
 		}
 	}
@@ -350,17 +412,17 @@ func TestMatMul(t *testing.T) {
 					}
 					t.Logf("%s %s: max |error|/tolerance = %.2g", what, label, worst)
 				}
-				e.run(name(""), g, push, wb, xb, db)
+				e.run(name(""), g, push, e.withGrid(wt, wb, xb, db)...)
 				check("matmul", gate, func(i int) float64 { return 1e-7 + tol*magW[i] })
 
 				rb := e.place(roff, res)
 				want := make([]float32, len(gate))
 				ref.Add(want, gate, res)
-				e.run(name("_add"), g, push, wb, xb, db, rb)
+				e.run(name("_add"), g, push, e.withGrid(wt, wb, xb, db, rb)...)
 				check("matmul+add", want, func(i int) float64 { return 1e-7 + tol*magW[i] })
 
 				ref.SwiGLU(want, gate, up)
-				e.run(name("_gateup"), g, push, wb, xb, db, ub)
+				e.run(name("_gateup"), g, push, e.withGrid(wt, wb, xb, db, ub)...)
 				check("matmul gate·up", want, func(i int) float64 {
 					// silu'(x) ≤ 1.1: the gate's error passes through scaled by |up|,
 					// the up's by |silu(gate)| ≤ |gate|+0.3; exp adds a few ulp.

@@ -3,8 +3,9 @@
 //   Q8_0: 34 bytes per 32 values: d (f16) | 32 int8
 //   Q4_0: 18 bytes per 32 values: d (f16) | 16 bytes, value j in the low
 //         nibble of byte j, value j+16 in the high nibble, minus 8.
-//   BF16, Q5_0, Q4_1, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS:
-//   see w_value below.
+//   BF16, Q5_0, Q4_1, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS,
+//   the lattice types IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M
+//   (lattice.glsl) and the ternary TQ1_0, TQ2_0: see w_value below.
 // Every block starts at an even byte, so a 16-bit field never straddles
 // two words.
 
@@ -17,6 +18,8 @@ uint w_u32(uint off) {
     return s == 0u ? lo : (lo >> s) | (w[(off >> 2) + 1u] << (32u - s));
 }
 int sbyte(uint word, uint i) { return int(bitfieldExtract(int(word), int(i * 8u), 8)); }
+
+#include "iq_tables.glsl"
 
 #if defined(W_F32)
 #define BLOCK 1u
@@ -166,7 +169,6 @@ float w_value(uint i) {
 // sub-block ib, whose scale is nibble ib of scales_l with bits 2ib, 2ib+1
 // of scales_h on top, minus 32. A value is d·level or d·(ls−32)·level,
 // exact in float32 (at most 11 + 6 + 7 significant bits).
-const int IQ4_LEVELS[16] = int[16](-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
 #ifdef W_IQ4_NL
 #define BLOCK 32u
 #define BLOCK_BYTES 18u
@@ -188,6 +190,16 @@ float w_value(uint i) {
     return dl * float(IQ4_LEVELS[j < 16u ? (q & 15u) : (q >> 4)]);
 }
 #endif
+#elif defined(W_IQ2_XXS) || defined(W_IQ2_XS) || defined(W_IQ2_S) || defined(W_IQ3_XXS) || defined(W_IQ3_S) || defined(W_IQ1_S) || defined(W_IQ1_M) || defined(W_TQ1_0) || defined(W_TQ2_0)
+// 256 values per block; the layouts are in lattice.glsl. Every value is
+// d·scale·level with the scale and level products exact in float32 (at
+// most 11 + 6 + 7 significant bits), so the order of the products does
+// not matter and the rows are bit-identical to quant.Dequantize.
+#define BLOCK 256u
+#define LW(s, i) w[i]
+#include "lattice.glsl"
+#define BLOCK_BYTES LATTICE_BYTES
+float w_value(uint i) { return lattice_value((i / 256u) * BLOCK_BYTES, i % 256u); }
 #else
 #error "define a weight type"
 #endif

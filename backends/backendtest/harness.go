@@ -109,16 +109,22 @@ func (b *builder) values(n int, d dist) []float32 {
 
 // weight adds a Weight node of type dt and shape dims (outermost first)
 // holding random values drawn from d, stored with quant's reference
-// quantizer.
+// quantizer; the types quant only reads (the IQ1/IQ2/IQ3 lattices, whose
+// quantizers need an importance matrix) get random blocks instead.
 func (b *builder) weight(name string, dt gguf.TensorType, d dist, dims ...int) int {
 	n := 1
 	for _, x := range dims {
 		n *= x
 	}
 	cols := dims[len(dims)-1]
-	src := b.values(n, d)
-	data, err := quant.QuantizeAlloc(dt, src)
-	require.NoError(b.t, err, "quantizing %s to %s", name, dt)
+	var data []byte
+	if quant.Writable(dt) {
+		var err error
+		data, err = quant.QuantizeAlloc(dt, b.values(n, d))
+		require.NoError(b.t, err, "quantizing %s to %s", name, dt)
+	} else {
+		data = b.randomBlocks(dt, n)
+	}
 	vals := make([]float32, n)
 	require.NoError(b.t, quant.Dequantize(dt, data, vals))
 	info := gguf.TensorInfo{Name: name, Type: dt, Size: uint64(len(data))}
@@ -127,6 +133,29 @@ func (b *builder) weight(name string, dt gguf.TensorType, d dist, dims ...int) i
 	}
 	b.ws[name] = &tensor{info: info, data: data, vals: vals, cols: cols}
 	return b.b.Weight(name, graph.Type{DType: dt, Shape: graph.S(anySlice(dims)...)})
+}
+
+// randomBlocks returns n values of a read-only block type as random
+// bytes (every bit pattern is a valid lattice block: all grid points, sign
+// codes and scales occur) with each block's d a binary16 between 1e-3 and
+// 0.1; IQ1_M keeps d in the top nibbles of its four scale words.
+func (b *builder) randomBlocks(dt gguf.TensorType, n int) []byte {
+	bb := int(dt.BlockBytes())
+	data := make([]byte, n/int(dt.BlockSize())*bb)
+	for i := range data {
+		data[i] = byte(b.rng.Uint32())
+	}
+	for off := 0; off < len(data); off += bb {
+		h := quant.FP32ToFP16(float32(b.rng.Float64()*0.1 + 1e-3))
+		if dt == gguf.TypeIQ1_M {
+			for k := range 4 {
+				data[off+49+2*k] = data[off+49+2*k]&0x0f | byte(h>>(4*k))<<4
+			}
+			continue
+		}
+		data[off], data[off+1] = byte(h), byte(h>>8)
+	}
+	return data
 }
 
 func anySlice(dims []int) []any {
@@ -438,6 +467,8 @@ var weightTypes = []gguf.TensorType{
 	gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ8_0,
 	gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K,
 	gguf.TypeIQ4_NL, gguf.TypeIQ4_XS,
+	gguf.TypeIQ2_XXS, gguf.TypeIQ2_XS, gguf.TypeIQ2_S, gguf.TypeIQ3_XXS, gguf.TypeIQ3_S,
+	gguf.TypeIQ1_S, gguf.TypeIQ1_M, gguf.TypeTQ1_0, gguf.TypeTQ2_0,
 }
 
 // WeightTypes lists the weight types the suite covers.

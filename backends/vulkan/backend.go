@@ -43,6 +43,9 @@ var weightKernel = map[gguf.TensorType]string{
 	gguf.TypeQ2_K: "q2_k", gguf.TypeQ3_K: "q3_k", gguf.TypeQ4_K: "q4_k", gguf.TypeQ5_K: "q5_k", gguf.TypeQ6_K: "q6_k",
 	gguf.TypeBF16: "bf16", gguf.TypeQ4_1: "q4_1", gguf.TypeQ5_1: "q5_1",
 	gguf.TypeIQ4_NL: "iq4_nl", gguf.TypeIQ4_XS: "iq4_xs",
+	gguf.TypeIQ2_XXS: "iq2_xxs", gguf.TypeIQ2_XS: "iq2_xs", gguf.TypeIQ2_S: "iq2_s",
+	gguf.TypeIQ3_XXS: "iq3_xxs", gguf.TypeIQ3_S: "iq3_s", gguf.TypeIQ1_S: "iq1_s", gguf.TypeIQ1_M: "iq1_m",
+	gguf.TypeTQ1_0: "tq1_0", gguf.TypeTQ2_0: "tq2_0",
 }
 
 // rowMatmul reports the weight types matmul.comp (one invocation per row,

@@ -41,6 +41,7 @@ type Executable struct {
 	ropes                 []ropeParams
 	shifts                []shiftParams // per attention layer: how a context shift rotates its keys
 	weights               []*Buffer
+	grids                 map[gguf.TensorType]*Buffer // lattice tables by weight type (shaders.GridTable)
 
 	// normQuant names, per RMSNormMul node whose every reader is a matmul
 	// taking one kind of activations, that kind: the norm writes them
@@ -297,7 +298,42 @@ func (e *Executable) upload(v *value, w backends.Weights) error {
 			e.progress(e.uploaded, e.weightBytes)
 		}
 	}
+	return e.uploadGrid(n.Type.DType)
+}
+
+// uploadGrid uploads the lattice table the shaders of weight type t read
+// (once per type), if it has one.
+func (e *Executable) uploadGrid(t gguf.TensorType) error {
+	words, ok := shaders.GridTable(t)
+	if !ok || e.grids[t] != nil {
+		return nil
+	}
+	b, err := e.d.Alloc(4 * int64(len(words)))
+	if err != nil {
+		return fmt.Errorf("%s lattice table: %w", t, err)
+	}
+	e.weights = append(e.weights, b) // freed with them
+	raw := make([]byte, 4*len(words))
+	for i, w := range words {
+		binary.LittleEndian.PutUint32(raw[4*i:], w)
+	}
+	if err := e.d.Upload(b, 0, raw); err != nil {
+		return fmt.Errorf("%s lattice table: %w", t, err)
+	}
+	if e.grids == nil {
+		e.grids = map[gguf.TensorType]*Buffer{}
+	}
+	e.grids[t] = b
 	return nil
+}
+
+// withGrid appends the lattice table of weight type t to a dispatch's
+// buffers when its shaders take one (their last binding).
+func (e *Executable) withGrid(t gguf.TensorType, bufs ...Range) []Range {
+	if b := e.grids[t]; b != nil {
+		return append(bufs, Whole(b))
+	}
+	return bufs
 }
 
 // weightLimit is the largest buffer a weight may take: the device's

@@ -496,7 +496,7 @@ func (r *recorder) node(v *value) error {
 			// output rows whose ids it holds.
 			for c, wb := range t.w {
 				push := []uint32{uint32(v.width), uint32(rows), idsoff, 0, doff, uint32(c * t.chunkRows), uint32(t.chunkRows)}
-				if err := r.dispatch("get_rows_"+weightKernel[t.n.Type.DType], rowGroups(rows), push, Whole(wb), Whole(r.s.step), dst); err != nil {
+				if err := r.dispatch("get_rows_"+weightKernel[t.n.Type.DType], rowGroups(rows), push, r.s.e.withGrid(t.n.Type.DType, Whole(wb), Whole(r.s.step), dst)...); err != nil {
 					return err
 				}
 			}
@@ -715,7 +715,7 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 				bufs = append(bufs, res)
 			}
 			push := []uint32{uint32(cols), uint32(rows), uint32(ntok), xaoff, doff + uint32(row0), roff + uint32(row0), uint32(rowsW)}
-			if err := r.dispatch(kernel+spec, groups(rows), push, bufs...); err != nil {
+			if err := r.dispatch(kernel+spec, groups(rows), push, r.s.e.withGrid(w.n.Type.DType, bufs...)...); err != nil {
 				return err
 			}
 		}

@@ -73,20 +73,29 @@ var variants = []variant{
 // weightTypes are the weight types of the matmul and row-gather variants,
 // with their defines. matmul.comp (one invocation per row) reads the
 // types with rowMatmul set; matvec.comp (a workgroup per row) reads all.
+// The lattice types (IQ1/IQ2/IQ3) take their lattice table at one more
+// binding (shaders.GridTable).
 var weightTypes = []struct {
-	name, define string
-	rowMatmul    bool
+	name, define    string
+	rowMatmul, grid bool
 }{
-	{"f32", "W_F32", true}, {"f16", "W_F16", true}, {"q8_0", "W_Q8_0", true}, {"q4_0", "W_Q4_0", true}, {"q5_0", "W_Q5_0", true},
-	{"bf16", "W_BF16", true}, {"q4_1", "W_Q4_1", true}, {"q5_1", "W_Q5_1", true},
-	{"q4_k", "W_Q4_K", false}, {"q5_k", "W_Q5_K", false}, {"q6_k", "W_Q6_K", false},
-	{"q2_k", "W_Q2_K", false}, {"q3_k", "W_Q3_K", false},
-	{"iq4_nl", "W_IQ4_NL", false}, {"iq4_xs", "W_IQ4_XS", false},
+	{"f32", "W_F32", true, false}, {"f16", "W_F16", true, false}, {"q8_0", "W_Q8_0", true, false}, {"q4_0", "W_Q4_0", true, false}, {"q5_0", "W_Q5_0", true, false},
+	{"bf16", "W_BF16", true, false}, {"q4_1", "W_Q4_1", true, false}, {"q5_1", "W_Q5_1", true, false},
+	{"q4_k", "W_Q4_K", false, false}, {"q5_k", "W_Q5_K", false, false}, {"q6_k", "W_Q6_K", false, false},
+	{"q2_k", "W_Q2_K", false, false}, {"q3_k", "W_Q3_K", false, false},
+	{"iq4_nl", "W_IQ4_NL", false, false}, {"iq4_xs", "W_IQ4_XS", false, false},
+	{"iq2_xxs", "W_IQ2_XXS", false, true}, {"iq2_xs", "W_IQ2_XS", false, true}, {"iq2_s", "W_IQ2_S", false, true},
+	{"iq3_xxs", "W_IQ3_XXS", false, true}, {"iq3_s", "W_IQ3_S", false, true}, {"iq1_s", "W_IQ1_S", false, true}, {"iq1_m", "W_IQ1_M", false, true},
+	{"tq1_0", "W_TQ1_0", false, false}, {"tq2_0", "W_TQ2_0", false, false},
 }
 
 func init() {
 	for _, w := range weightTypes {
-		variants = append(variants, variant{"get_rows_" + w.name, "get_rows.comp", []string{w.define}, 3, 28, 64})
+		grid := 0
+		if w.grid {
+			grid = 1
+		}
+		variants = append(variants, variant{"get_rows_" + w.name, "get_rows.comp", []string{w.define}, 3 + grid, 28, 64})
 		if w.rowMatmul {
 			variants = append(variants,
 				variant{"matmul_" + w.name, "matmul.comp", []string{w.define}, 3, 28, 64},
@@ -105,11 +114,11 @@ func init() {
 			}
 		}
 		variants = append(variants,
-			variant{"matvec_" + w.name, "matvec.comp", []string{w.define}, 3, 28, 64},
-			variant{"matvec_add_" + w.name, "matvec.comp", []string{w.define, "ADD"}, 4, 28, 64},
-			variant{"matvec_gateup_" + w.name, "matvec.comp", []string{w.define, "GATEUP"}, 4, 28, 64},
-			variant{"matvec_bias_" + w.name, "matvec.comp", []string{w.define, "BIAS"}, 4, 28, 64},
-			variant{"matvec_geglu_" + w.name, "matvec.comp", []string{w.define, "GEGLU"}, 4, 28, 64},
+			variant{"matvec_" + w.name, "matvec.comp", []string{w.define}, 3 + grid, 28, 64},
+			variant{"matvec_add_" + w.name, "matvec.comp", []string{w.define, "ADD"}, 4 + grid, 28, 64},
+			variant{"matvec_gateup_" + w.name, "matvec.comp", []string{w.define, "GATEUP"}, 4 + grid, 28, 64},
+			variant{"matvec_bias_" + w.name, "matvec.comp", []string{w.define, "BIAS"}, 4 + grid, 28, 64},
+			variant{"matvec_geglu_" + w.name, "matvec.comp", []string{w.define, "GEGLU"}, 4 + grid, 28, 64},
 		)
 	}
 }
