@@ -44,6 +44,12 @@ layout(binding = 3) writeonly buffer Q { uint q[]; };
 #include "half.glsl"
 #include "quantize.glsl"
 
+#ifdef BW
+shared float blk_abs[WG];     // |value| of each invocation's value
+shared float blk_d[WG / 32u]; // each block's scale
+shared int blk_q[WG];         // each invocation's int8
+#endif
+
 void main() {
     const uint row = wg_row();
     if (row >= pc.nrows) {
@@ -60,19 +66,60 @@ void main() {
     sum = wg_sum(sum);
     const float scale = 1.0 / sqrt(sum / float(pc.ncols) + pc.eps);
 #ifdef BW
-    // Whole blocks per invocation: each block is quantized from the
-    // values it has just written.
+    // Every invocation quantizes its own value: per chunk of WG values,
+    // the block's scale from the first lane of each 32, then each lane's
+    // int8, then every fourth lane packs a word (shared memory, not
+    // subgroup operations: lavapipe's subgroups are narrower than a
+    // block). The bits are store_q8_block's: the same max, the same
+    // per-value products, an exact integer sum.
     const uint nb = pc.ncols / 32u;
-    for (uint b = t; b < nb; b += WG) {
-        float v[32];
-        for (uint j = 0u; j < 32u; j++) {
-            const uint i = 32u * b + j;
-            v[j] = (x[xbase + i] * scale) * w[pc.woff + i];
+    const uint lane = t % 32u;
+    for (uint base = 0u; base < pc.ncols; base += WG) { // uniform: every invocation loops alike
+        const uint i = base + t;
+        const bool live = i < pc.ncols; // whole blocks: ncols and WG are multiples of 32
+        float v = 0.0;
+        if (live) {
+            v = (x[xbase + i] * scale) * w[pc.woff + i];
+            d[dbase + i] = v;
         }
-        for (uint j = 0u; j < 32u; j++) {
-            d[dbase + 32u * b + j] = v[j];
+        blk_abs[t] = abs(v);
+        barrier();
+        if (live && lane == 0u) {
+            float amax = 0.0;
+            for (uint j = 0u; j < 32u; j++) {
+                const float a = blk_abs[t + j];
+                amax = amax > a ? amax : a;
+            }
+            blk_d[t / 32u] = div_rn(amax, 127.0);
         }
-        store_q8_block(pc.qoff + (row * nb + b) * BW, v);
+        barrier();
+        const float dv = blk_d[t / 32u];
+        if (live) {
+            const float id = dv != 0.0 ? div_rn(1.0, dv) : 0.0;
+            precise float tq = v * id;
+            blk_q[t] = int(round_away(tq));
+        }
+        barrier();
+        if (live && lane % 4u == 0u) {
+            const uint o = pc.qoff + (row * nb + i / 32u) * BW;
+            uint word = 0u;
+            for (uint j = 0u; j < 4u; j++) {
+                word |= (uint(blk_q[t + j]) & 0xffu) << (8u * j);
+            }
+            q[o + BW - 8u + lane / 4u] = word;
+            if (lane == 0u) {
+                q[o] = floatBitsToUint(round_f16(dv));
+                if (BW == 10u) {
+                    int sum = 0;
+                    for (uint j = 0u; j < 32u; j++) {
+                        sum += blk_q[t + j];
+                    }
+                    precise float sd = float(sum) * dv;
+                    q[o + 1u] = floatBitsToUint(round_f16(sd));
+                }
+            }
+        }
+        barrier(); // the next chunk reuses the shared arrays
     }
 #else
     for (uint i = t; i < pc.ncols; i += WG) {
