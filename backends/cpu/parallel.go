@@ -1,8 +1,10 @@
 package cpu
 
 import (
+	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 )
@@ -136,8 +138,23 @@ func newPool(size int) *pool {
 // spinPolls is how many times an idle worker polls the queue before it
 // blocks. Decode issues a parallel call every few hundred microseconds;
 // a worker that slept would need a futex wake-up for each, which costs
-// more than the work of a small matmul tile.
-const spinPolls = 2000
+// more than the work of a small matmul tile. WEFT_CPU_SPIN sets it (0:
+// block at once), for machines where the cores are shared with other
+// busy processes (docs/decisions.md has the measurements).
+var spinPolls = spinPollsFrom(os.Getenv("WEFT_CPU_SPIN"))
+
+// defaultSpinPolls is spinPolls without WEFT_CPU_SPIN.
+const defaultSpinPolls = 2000
+
+// spinPollsFrom reads WEFT_CPU_SPIN: a count of polls, or the default
+// when empty or not a count (a bad value must not stop inference).
+func spinPollsFrom(v string) int {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return defaultSpinPolls
+	}
+	return n
+}
 
 // work serves the queue for the life of the process. Faults on its
 // goroutine panic (once set, the flag stays with the goroutine), and

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // TestParallelForCoversEachIndexOnce runs many overlapping calls, as
@@ -56,5 +58,13 @@ func TestParallelTilesCoversEachIndexOnce(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// WEFT_CPU_SPIN sets the idle workers' polls; anything but a count keeps
+// the default.
+func TestSpinPollsFrom(t *testing.T) {
+	for v, want := range map[string]int{"": defaultSpinPolls, "0": 0, "500": 500, "-1": defaultSpinPolls, "many": defaultSpinPolls} {
+		assert.Equal(t, want, spinPollsFrom(v), "WEFT_CPU_SPIN=%q", v)
 	}
 }
