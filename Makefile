@@ -43,19 +43,36 @@ demo: build
 	$(BIN)/graphc compile testdata/stories260K.gguf -o out/stories260K.plan
 	$(BIN)/graphrun out/stories260K.plan --prompt "Once upon a time" -n 200 --seed 42
 
-# TinyLlama-shaped models of four weight types and Qwen2.5-0.5B- and
-# Phi-2-shaped Q4_0 models (BENCHES=SHAPE:TYPE,… picks others), weft beside
-# llama.cpp when LLAMA_BENCH=/path/to/llama-bench is set; writes
-# docs/benchmarks.md and .svg. DEPTHS=4096,16384 adds rows measured with
-# that many tokens in the KV cache (PEER_DEPTH=d|gp|none: llama-bench's -d,
-# ik_llama.cpp's -gp, or no peer; PEER_FLAGS="-fa 1" for the peer).
+# TinyLlama-shaped models of seven weight types (BF16 and IQ4_XS among
+# them) and Qwen2.5-0.5B- and Phi-2-shaped Q4_0 models (BENCHES=SHAPE:TYPE,…
+# picks others), weft beside llama.cpp when LLAMA_BENCH=/path/to/llama-bench
+# is set and beside ik_llama.cpp (a third column, run with -rtr 1 -fa 1;
+# IK_FLAGS="…" changes that) when IK_BENCH=/path/to/its/llama-bench is set
+# (`make ik-build IK_SRC=…` builds one); writes docs/benchmarks.md and .svg.
+# The report says how each peer was built: read from the CMakeCache.txt of
+# its build folder, or LLAMA_BUILD="…" / IK_BUILD="…" (e.g. for a Makefile
+# build). DEPTHS=4096,16384 adds rows measured with that many tokens in the
+# KV cache (ik_llama.cpp: -gp D,N; LLAMA_DEPTH=d|gp|none: llama.cpp's -d
+# (not in c392e5094), -gp, or none; LLAMA_FLAGS="-fa 1" for llama.cpp).
 BENCHES ?=
 DEPTHS ?=
-PEER_DEPTH ?= d
-PEER_FLAGS ?=
+LLAMA_DEPTH ?= d
+LLAMA_FLAGS ?=
+IK_BENCH ?=
+IK_FLAGS ?=
 bench: build
 	$(GO) run ./internal/cmd/benchdoc -bin $(BIN) -models out/bench -out docs/benchmarks.md $(if $(BENCHES),-benches $(BENCHES)) \
-		$(if $(DEPTHS),-depths $(DEPTHS) -peer-depth $(PEER_DEPTH)) $(if $(PEER_FLAGS),-peer-flags "$(PEER_FLAGS)")
+		$(if $(DEPTHS),-depths $(DEPTHS) -llama-depth $(LLAMA_DEPTH)) $(if $(LLAMA_FLAGS),-llama-flags "$(LLAMA_FLAGS)") \
+		$(if $(IK_BENCH),-ik-bench $(IK_BENCH)) $(if $(IK_FLAGS),-ik-flags "$(IK_FLAGS)")
+
+# ik_llama.cpp's llama-bench and llama-quantize for bench's third column:
+# IK_SRC (a checkout or its URL) cloned at IK_COMMIT (default: its HEAD) and
+# built with cmake -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON into
+# IK_CACHE (default ~/.cache/weft/ik_llama.cpp-COMMIT, outside the
+# repository; about 25 minutes on 2 cores); prints the path for IK_BENCH.
+.PHONY: ik-build
+ik-build:
+	internal/cmd/benchdoc/build-ik.sh $(IK_SRC) $(IK_COMMIT)
 
 # Serving load (graphrun bench-serve): weft's server on the TinyLlama-shaped
 # Q4_0 model with 8 slots, beside llama-server -np 8 -cb on the same file

@@ -11,19 +11,19 @@ import (
 )
 
 type config struct {
-	bin, models, out, llamaBench string
-	llamaQuantize, llamaImatrix  string // for the types graphc cannot write
-	calibration                  string // text llama-imatrix reads
-	benches                      []bench
-	p, n, r, rounds, threads     int
-	bandwidth                    float64 // GB/s, for the decode floor
+	bin, models, out            string
+	llamaQuantize, llamaImatrix string // for the types graphc cannot write
+	calibration                 string // text llama-imatrix reads
+	benches                     []bench
+	p, n, r, rounds, threads    int
+	bandwidth                   float64 // GB/s, for the decode floor
 	// depths adds rows measured with that many tokens already in the KV
-	// cache (graphrun bench --depth); peerDepth is how llama-bench is
-	// asked for the same (see peerDepthArgs), peerFlags extra llama-bench
-	// flags for every run (e.g. "-fa 1").
-	depths    []int
-	peerDepth string
-	peerFlags []string
+	// cache (graphrun bench --depth); each peer is asked for the same its
+	// own way (peer.depth, see peerDepthArgs).
+	depths []int
+	// peers: llama.cpp (always; "not run" without -llama-bench), then
+	// ik_llama.cpp when -ik-bench is given.
+	peers []peer
 }
 
 // bench is one model measured: a graphc synth shape and a weight type.
@@ -40,12 +40,12 @@ func (b bench) label() string {
 
 const defaultShape = "tinyllama-1.1b"
 
-// defaultBenches: the TinyLlama shape in six weight types (IQ2_XXS made
+// defaultBenches: the TinyLlama shape in seven weight types (IQ2_XXS made
 // by llama.cpp's tools, see ensureModel), then a Qwen2.5-0.5B-shaped and a
 // Phi-2-shaped model (see model/synth's presets) in Q4_0, to compare their
 // share of llama.cpp with llama's.
 const defaultBenches = "tinyllama-1.1b:q4_0,tinyllama-1.1b:q4_k_m,tinyllama-1.1b:q8_0,tinyllama-1.1b:f16," +
-	"tinyllama-1.1b:iq4_xs,tinyllama-1.1b:iq2_xxs,qwen2-0.5b:q4_0,phi2:q4_0"
+	"tinyllama-1.1b:bf16,tinyllama-1.1b:iq4_xs,tinyllama-1.1b:iq2_xxs,qwen2-0.5b:q4_0,phi2:q4_0"
 
 // parseBenches reads a comma-separated list of SHAPE:TYPE.
 func parseBenches(list string) ([]bench, error) {
@@ -61,43 +61,7 @@ func parseBenches(list string) ([]bench, error) {
 }
 
 func main() {
-	var c config
-	benches := flag.String("benches", defaultBenches, "models to measure, SHAPE:TYPE[,…] (graphc synth shapes and types)")
-	flag.StringVar(&c.bin, "bin", "bin", "folder holding graphc and graphrun")
-	flag.StringVar(&c.models, "models", "out/bench", "folder for the synthesised models")
-	flag.StringVar(&c.out, "out", "docs/benchmarks.md", "markdown report (an .svg chart is written beside it)")
-	flag.StringVar(&c.llamaBench, "llama-bench", os.Getenv("LLAMA_BENCH"), "path to llama.cpp's llama-bench (optional; env LLAMA_BENCH)")
-	flag.StringVar(&c.llamaQuantize, "llama-quantize", os.Getenv("LLAMA_QUANTIZE"), "llama.cpp's llama-quantize, for the importance-matrix types graphc cannot write (env LLAMA_QUANTIZE; default: beside llama-bench)")
-	flag.StringVar(&c.llamaImatrix, "llama-imatrix", os.Getenv("LLAMA_IMATRIX"), "llama.cpp's llama-imatrix (env LLAMA_IMATRIX; default: beside llama-bench)")
-	flag.StringVar(&c.calibration, "calibration", "../shared/reference/prompts/p3-synth-15m.txt", "text llama-imatrix computes the importance matrix from")
-	flag.IntVar(&c.p, "p", 512, "prompt tokens")
-	flag.IntVar(&c.n, "n", 128, "generated tokens")
-	flag.IntVar(&c.r, "r", 2, "repetitions per round")
-	flag.IntVar(&c.rounds, "rounds", 5, "rounds, each running weft and llama.cpp once")
-	flag.IntVar(&c.threads, "threads", 2, "threads")
-	flag.Float64Var(&c.bandwidth, "bandwidth", 47, "memory bandwidth in GB/s for the decode floor (ANCHORS.md: 44-50 on the 2-core machine)")
-	depths := flag.String("depths", "", "also measure with this many tokens already in the KV cache, D[,…] (graphrun bench --depth), e.g. 4096,16384")
-	flag.StringVar(&c.peerDepth, "peer-depth", "d", "how llama-bench measures at depth: d (llama.cpp's -d D, from b5600; not in c392e5094), gp (ik_llama.cpp's -gp D,N: decode only) or none")
-	peerFlags := flag.String("peer-flags", "", "extra llama-bench flags for every run, space-separated (e.g. \"-fa 1\", ik_llama.cpp's \"-rtr 1 -fa 1\")")
-	flag.Parse()
-	c.peerFlags = strings.Fields(*peerFlags)
-	if c.llamaBench != "" {
-		dir := filepath.Dir(c.llamaBench)
-		if c.llamaQuantize == "" {
-			c.llamaQuantize = filepath.Join(dir, "llama-quantize")
-		}
-		if c.llamaImatrix == "" {
-			c.llamaImatrix = filepath.Join(dir, "llama-imatrix")
-		}
-	}
-	var err error
-	if c.benches, err = parseBenches(*benches); err != nil {
-		fmt.Fprintln(os.Stderr, "benchdoc:", err)
-		os.Exit(2)
-	}
-	if c.depths, err = parseDepths(*depths); err == nil {
-		_, err = peerDepthArgs(c.peerDepth, 1, c.p, c.n)
-	}
+	c, err := parseFlags(flag.CommandLine, os.Args[1:], os.Getenv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchdoc:", err)
 		os.Exit(2)
@@ -106,6 +70,74 @@ func main() {
 		fmt.Fprintln(os.Stderr, "benchdoc:", err)
 		os.Exit(1)
 	}
+}
+
+// parseFlags reads the command line (getenv supplies the defaults that
+// come from the environment: LLAMA_BENCH, IK_BENCH, …).
+func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) (config, error) {
+	var c config
+	benches := fs.String("benches", defaultBenches, "models to measure, SHAPE:TYPE[,…] (graphc synth shapes and types)")
+	fs.StringVar(&c.bin, "bin", "bin", "folder holding graphc and graphrun")
+	fs.StringVar(&c.models, "models", "out/bench", "folder for the synthesised models")
+	fs.StringVar(&c.out, "out", "docs/benchmarks.md", "markdown report (an .svg chart is written beside it)")
+	llamaBench := fs.String("llama-bench", getenv("LLAMA_BENCH"), "path to llama.cpp's llama-bench (optional; env LLAMA_BENCH)")
+	llamaFlags := fs.String("llama-flags", "", "extra flags for every llama.cpp llama-bench run, space-separated (e.g. \"-fa 1\")")
+	llamaDepth := fs.String("llama-depth", "d", "how llama.cpp's llama-bench measures at depth: d (-d D, from b5600; not in c392e5094), gp (-gp D,N, decode only, as ik_llama.cpp's) or none")
+	llamaBuild := fs.String("llama-build", getenv("LLAMA_BUILD"), "how that llama-bench was built, for the report (env LLAMA_BUILD; default: read from the CMakeCache.txt of its build folder)")
+	ikBench := fs.String("ik-bench", getenv("IK_BENCH"), "path to ik_llama.cpp's llama-bench: adds its columns (optional; env IK_BENCH; build-ik.sh builds one)")
+	ikFlags := fs.String("ik-flags", ikDefaultFlags, "flags for every ik_llama.cpp llama-bench run (its depth rows use -gp D,N)")
+	ikBuild := fs.String("ik-build", getenv("IK_BUILD"), "how that llama-bench was built, for the report (env IK_BUILD; default: read from the CMakeCache.txt of its build folder)")
+	fs.StringVar(&c.llamaQuantize, "llama-quantize", getenv("LLAMA_QUANTIZE"), "llama.cpp's llama-quantize, for the importance-matrix types graphc cannot write (env LLAMA_QUANTIZE; default: beside llama-bench)")
+	fs.StringVar(&c.llamaImatrix, "llama-imatrix", getenv("LLAMA_IMATRIX"), "llama.cpp's llama-imatrix (env LLAMA_IMATRIX; default: beside llama-bench)")
+	fs.StringVar(&c.calibration, "calibration", "../shared/reference/prompts/p3-synth-15m.txt", "text llama-imatrix computes the importance matrix from")
+	fs.IntVar(&c.p, "p", 512, "prompt tokens")
+	fs.IntVar(&c.n, "n", 128, "generated tokens")
+	fs.IntVar(&c.r, "r", 2, "repetitions per round")
+	fs.IntVar(&c.rounds, "rounds", 5, "rounds, each running weft and every peer once")
+	fs.IntVar(&c.threads, "threads", 2, "threads")
+	fs.Float64Var(&c.bandwidth, "bandwidth", 47, "memory bandwidth in GB/s for the decode floor (ANCHORS.md: 44-50 on the 2-core machine)")
+	depths := fs.String("depths", "", "also measure with this many tokens already in the KV cache, D[,…] (graphrun bench --depth), e.g. 4096,16384")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q: every setting is a flag (-h lists them)", fs.Args())
+	}
+	if *llamaBench != "" {
+		dir := filepath.Dir(*llamaBench)
+		if c.llamaQuantize == "" {
+			c.llamaQuantize = filepath.Join(dir, "llama-quantize")
+		}
+		if c.llamaImatrix == "" {
+			c.llamaImatrix = filepath.Join(dir, "llama-imatrix")
+		}
+	}
+	build := func(given, bin string) string {
+		if given != "" {
+			return given
+		}
+		return describeBuild(bin)
+	}
+	c.peers = []peer{llamaPeer(*llamaBench, strings.Fields(*llamaFlags), *llamaDepth, build(*llamaBuild, *llamaBench))}
+	if *ikBench != "" {
+		c.peers = append(c.peers, ikPeer(*ikBench, strings.Fields(*ikFlags), build(*ikBuild, *ikBench)))
+	}
+	var err error
+	if c.benches, err = parseBenches(*benches); err != nil {
+		return c, err
+	}
+	if c.depths, err = parseDepths(*depths); err != nil {
+		return c, err
+	}
+	if _, err := peerDepthArgs(*llamaDepth, 1, c.p, c.n); err != nil {
+		return c, err
+	}
+	for _, p := range c.peers {
+		if _, err := os.Stat(p.bin); p.bin != "" && err != nil {
+			return c, fmt.Errorf("-%s-bench: %w", p.option, err)
+		}
+	}
+	return c, nil
 }
 
 // parseDepths reads -depths: a comma-separated list of positive token

@@ -32,12 +32,9 @@ type row struct {
 	depth          int
 	bytes          int64
 	weftPP, weftTG stat
-	peerPP, peerTG stat // llama.cpp; no runs when not run
-	ppRatio        stat // per-round weft/llama.cpp ratios
-	tgRatio        stat
-	bandwidth      stat // memory read GB/s, measured in each round
-	weftRSS        stat // peak RSS of each bench process, bytes
-	peerRSS        stat
+	bandwidth      stat         // memory read GB/s, measured in each round
+	weftRSS        stat         // peak RSS of each bench process, bytes
+	peers          []peerResult // as config.peers; no runs where not run
 	env            env
 }
 
@@ -86,77 +83,119 @@ func quantizeWithLlama(c config, path string, b bench) error {
 	return nil
 }
 
-// measure runs weft and llama.cpp on one model in rounds, each side once
-// per round and in alternating order, so that both see the same drift of
-// this shared machine's memory bandwidth. It summarises each side's runs
-// over all rounds, and the ratios as medians of each round's paired
-// ratio (weft's median over llama.cpp's), which cancels slow drift.
+// measure runs weft and the peers on one model in rounds, each once per
+// round and in rotating order (roundOrder), so that all see the same drift
+// of this shared machine's memory bandwidth. It summarises each side's
+// runs over all rounds, and the ratios as medians of each round's paired
+// ratio (weft's median over the peer's), which cancels slow drift. A peer
+// that fails on a model (a weight type it cannot run) is noted in its
+// result and left out of the later rounds; weft failing is an error.
 func measure(c config, path string, b bench, depth int) (row, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return row{}, err
 	}
-	r := row{bench: b, depth: depth, bytes: st.Size()}
-	var weftPP, weftTG, peerPP, peerTG, bw, ppRatios, tgRatios, weftRSS, peerRSS []float64
+	r := row{bench: b, depth: depth, bytes: st.Size(), peers: make([]peerResult, len(c.peers))}
+	var weftPP, weftTG, bw, weftRSS []float64
+	acc := make([]peerRuns, len(c.peers))
 	at := ""
 	if depth > 0 {
 		at = fmt.Sprintf(" at depth %d", depth)
 	}
 	for round := 1; round <= c.rounds; round++ {
-		var w, p sample
-		weft := func() error {
+		var w sample
+		ps := make([]sample, len(c.peers))
+		steps := []func() error{func() error {
 			fmt.Fprintf(os.Stderr, "round %d/%d, weft: %s%s\n", round, c.rounds, filepath.Base(path), at)
 			var err error
 			w, r.env, err = measureWeft(c, path, depth)
 			return err
-		}
-		peer := func() error {
-			if c.llamaBench == "" || depth > 0 && c.peerDepth == "none" {
-				return nil
+		}}
+		for i, p := range c.peers {
+			if !p.runsAt(depth) || r.peers[i].err != "" {
+				continue
 			}
-			fmt.Fprintf(os.Stderr, "round %d/%d, llama.cpp: %s%s\n", round, c.rounds, filepath.Base(path), at)
-			var err error
-			p, err = measurePeer(c, path, depth)
-			return err
+			steps = append(steps, func() error {
+				fmt.Fprintf(os.Stderr, "round %d/%d, %s: %s%s\n", round, c.rounds, p.name, filepath.Base(path), at)
+				s, err := measurePeer(c, p, path, depth)
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "%s failed, left out of this row: %v\n", p.name, err)
+					r.peers[i].err = firstLine(err.Error())
+					return nil
+				}
+				ps[i] = s
+				r.peers[i].commit = s.commit
+				return nil
+			})
 		}
-		order := []func() error{weft, peer}
-		if round%2 == 0 {
-			order[0], order[1] = peer, weft
-		}
-		for _, f := range order {
-			if err := f(); err != nil {
+		for _, k := range roundOrder(len(steps), round) {
+			if err := steps[k](); err != nil {
 				return r, err
 			}
 		}
 		weftPP, weftTG, bw = append(weftPP, w.pp...), append(weftTG, w.tg...), append(bw, w.bw...)
-		peerPP, peerTG = append(peerPP, p.pp...), append(peerTG, p.tg...)
 		if w.rss > 0 {
 			weftRSS = append(weftRSS, float64(w.rss))
 		}
-		if p.rss > 0 {
-			peerRSS = append(peerRSS, float64(p.rss))
-		}
-		if len(w.pp) > 0 && len(p.pp) > 0 {
-			ppRatios = append(ppRatios, median(w.pp)/median(p.pp))
-		}
-		if len(w.tg) > 0 && len(p.tg) > 0 {
-			tgRatios = append(tgRatios, median(w.tg)/median(p.tg))
+		for i := range c.peers {
+			acc[i].add(w, ps[i])
 		}
 	}
 	r.weftPP, r.weftTG = summarize(weftPP), summarize(weftTG)
-	r.peerPP, r.peerTG = summarize(peerPP), summarize(peerTG)
-	r.ppRatio, r.tgRatio = summarize(ppRatios), summarize(tgRatios)
 	r.bandwidth = summarize(bw)
-	r.weftRSS, r.peerRSS = summarize(weftRSS), summarize(peerRSS)
+	r.weftRSS = summarize(weftRSS)
+	for i := range c.peers {
+		acc[i].summarize(&r.peers[i])
+	}
 	return r, nil
+}
+
+// roundOrder is the order of n steps (weft, then the peers) in a round
+// counted from 1: rotated by one each round, so that each takes every
+// place in turn (with one peer: weft first in odd rounds, second in even).
+func roundOrder(n, round int) []int {
+	out := make([]int, n)
+	for k := range out {
+		out[k] = (k + round - 1) % n
+	}
+	return out
+}
+
+// peerRuns gathers a peer's runs over the rounds of a row.
+type peerRuns struct{ pp, tg, ppRatio, tgRatio, rss []float64 }
+
+// add takes one round: weft's sample w and the peer's p.
+func (a *peerRuns) add(w, p sample) {
+	a.pp, a.tg = append(a.pp, p.pp...), append(a.tg, p.tg...)
+	if p.rss > 0 {
+		a.rss = append(a.rss, float64(p.rss))
+	}
+	if len(w.pp) > 0 && len(p.pp) > 0 {
+		a.ppRatio = append(a.ppRatio, median(w.pp)/median(p.pp))
+	}
+	if len(w.tg) > 0 && len(p.tg) > 0 {
+		a.tgRatio = append(a.tgRatio, median(w.tg)/median(p.tg))
+	}
+}
+
+func (a *peerRuns) summarize(r *peerResult) {
+	r.pp, r.tg = summarize(a.pp), summarize(a.tg)
+	r.ppRatio, r.tgRatio = summarize(a.ppRatio), summarize(a.tgRatio)
+	r.rss = summarize(a.rss)
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 // sample is one bench call's runs: prefill and decode tokens/s and, for
 // weft, the memory read bandwidth in GB/s; rss is the process's peak
-// resident memory in bytes (0: not known).
+// resident memory in bytes (0: not known); commit a peer's build_commit.
 type sample struct {
 	pp, tg, bw []float64
 	rss        int64
+	commit     string
 }
 
 // median is the median of runs, which must not be empty.
@@ -182,7 +221,7 @@ func measureWeft(c config, path string, depth int) (s sample, e env, err error) 
 	if _, err := runJSON(filepath.Join(c.bin, "graphrun"), weftArgs(c, path, depth), &rep); err != nil {
 		return s, e, err
 	}
-	return sample{rep.Prefill.Runs, rep.Decode.Runs, rep.Bandwidth.Runs, rep.PeakRSS}, rep.Env, nil
+	return sample{pp: rep.Prefill.Runs, tg: rep.Decode.Runs, bw: rep.Bandwidth.Runs, rss: rep.PeakRSS}, rep.Env, nil
 }
 
 // weftArgs is the graphrun bench command line of one weft measurement.
@@ -210,46 +249,58 @@ func peerDepthArgs(mode string, depth, p, n int) ([]string, error) {
 	case "none":
 		return nil, nil
 	}
-	return nil, fmt.Errorf("-peer-depth %q: want d, gp or none", mode)
+	return nil, fmt.Errorf("-llama-depth %q: want d, gp or none", mode)
 }
 
 // peerArgs is the llama-bench command line of one peer measurement.
-func peerArgs(c config, path string, depth int) ([]string, error) {
+func peerArgs(c config, p peer, path string, depth int) ([]string, error) {
 	args := []string{"-m", path, "-t", itoa(c.threads), "-r", itoa(c.r), "-o", "json"}
-	args = append(args, c.peerFlags...)
+	args = append(args, p.flags...)
 	if depth == 0 {
 		return append(args, "-p", itoa(c.p), "-n", itoa(c.n)), nil
 	}
-	extra, err := peerDepthArgs(c.peerDepth, depth, c.p, c.n)
+	extra, err := peerDepthArgs(p.depth, depth, c.p, c.n)
 	return append(args, extra...), err
+}
+
+// peerTest is one test of llama-bench's JSON output.
+type peerTest struct {
+	Commit  string    `json:"build_commit"`
+	NPrompt int       `json:"n_prompt"`
+	NGen    int       `json:"n_gen"`
+	Samples []float64 `json:"samples_ns"`
 }
 
 // measurePeer returns one llama-bench call's prefill and decode runs in
 // tokens/s (from its per-run nanoseconds).
-func measurePeer(c config, path string, depth int) (s sample, err error) {
-	var peer []struct {
-		NPrompt int       `json:"n_prompt"`
-		NGen    int       `json:"n_gen"`
-		Samples []float64 `json:"samples_ns"`
-	}
-	args, err := peerArgs(c, path, depth)
+func measurePeer(c config, p peer, path string, depth int) (s sample, err error) {
+	var tests []peerTest
+	args, err := peerArgs(c, p, path, depth)
 	if err != nil {
 		return s, err
 	}
-	if s.rss, err = runJSON(c.llamaBench, args, &peer); err != nil {
+	if s.rss, err = runJSON(p.bin, args, &tests); err != nil {
 		return s, err
 	}
-	decodeOnly := depth > 0 && c.peerDepth == "gp"
-	for _, p := range peer {
-		for _, ns := range p.Samples {
-			if p.NPrompt > 0 && !decodeOnly {
-				s.pp = append(s.pp, float64(p.NPrompt)/ns*1e9)
+	s.pp, s.tg, s.commit = peerRates(tests, depth > 0 && p.depth == "gp")
+	return s, nil
+}
+
+// peerRates turns llama-bench's tests into prefill and decode tokens/s.
+// decodeOnly: the tests are -gp D,N ones, whose n_prompt is the depth
+// (untimed), not a prefill.
+func peerRates(tests []peerTest, decodeOnly bool) (pp, tg []float64, commit string) {
+	for _, t := range tests {
+		commit = t.Commit
+		for _, ns := range t.Samples {
+			if t.NPrompt > 0 && !decodeOnly {
+				pp = append(pp, float64(t.NPrompt)/ns*1e9)
 			} else {
-				s.tg = append(s.tg, float64(p.NGen)/ns*1e9)
+				tg = append(tg, float64(t.NGen)/ns*1e9)
 			}
 		}
 	}
-	return s, nil
+	return pp, tg, commit
 }
 
 // runJSON runs bin and decodes its standard output into v; it returns the

@@ -1,6 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"flag"
+	"image"
+	"image/png"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -9,19 +20,76 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+func runs(xs ...float64) stat { return stat{Median: xs[len(xs)/2], Runs: xs} }
+
+var (
+	llamaOnly = []peer{llamaPeer("/opt/llama/llama-bench", nil, "d", "make")}
+	withIK    = []peer{llamaPeer("/opt/llama/llama-bench", nil, "none", "make"),
+		ikPeer("/opt/ik/bin/llama-bench", strings.Fields(ikDefaultFlags), "cmake -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON")}
+)
+
 func TestReportShowsRatiosAndFloor(t *testing.T) {
-	r := report{when: time.Unix(0, 0), cfg: config{p: 512, n: 128, r: 3, threads: 2, bandwidth: 47},
-		rows: []row{{bench: bench{defaultShape, "q4_0"}, bytes: 636725856, weftPP: stat{Median: 150}, weftTG: stat{Median: 60}, peerPP: stat{Median: 146, Runs: []float64{146}}, peerTG: stat{Median: 50, Runs: []float64{50}},
-			ppRatio: stat{Median: 1.03, Runs: []float64{1.01, 1.03, 1.1}}, tgRatio: stat{Median: 1.2, Runs: []float64{1.2}}, bandwidth: stat{Median: 40}}}}
+	r := report{when: time.Unix(0, 0), cfg: config{p: 512, n: 128, r: 3, threads: 2, bandwidth: 47, peers: llamaOnly},
+		rows: []row{{bench: bench{defaultShape, "q4_0"}, bytes: 636725856, weftPP: stat{Median: 150}, weftTG: stat{Median: 60}, bandwidth: stat{Median: 40},
+			peers: []peerResult{{pp: runs(146), tg: runs(50), ppRatio: runs(1.01, 1.03, 1.1), tgRatio: runs(1.2), commit: "c392e509"}}}}}
 	md := r.markdown()
-	for _, want := range []string{"| Q4_0 | 607 MiB | 150.0 | 146.0 | 1.03× (1.01–1.10) | 60.0 | 50.0 | 1.20× (1.20–1.20) | 73.8 | 81% | 40.0 | 96% |", "benchmarks.svg"} {
-		if !strings.Contains(md, want) {
-			t.Errorf("report lacks %q:\n%s", want, md)
-		}
+	for _, want := range []string{"| Q4_0 | 607 MiB | 150.0 | 146.0 | 1.03× (1.01–1.10) | 60.0 | 50.0 | 1.20× (1.20–1.20) | 73.8 | 81% | 40.0 | 96% |", "benchmarks.svg",
+		"| weft pp | llama.cpp pp | weft/llama.cpp (target ≥ 1.0×) | weft tg | llama.cpp tg | weft/llama.cpp (target ≥ 1.2×) |",
+		"llama.cpp: commit `c392e509`, built with `make`, run as `llama-bench -m FILE -t 2 -r 3 -o json -p 512 -n 128`."} {
+		assert.Contains(t, md, want)
 	}
-	if svg := r.svg(); strings.Count(svg, "<rect") != 2*2+3 {
-		t.Errorf("svg has %d rects", strings.Count(svg, "<rect"))
+	assert.NotContains(t, md, "ik")
+	assert.Equal(t, 2*2+3, strings.Count(r.svg(), "<rect"))
+}
+
+// TestReportThreeColumns: with -ik-bench, ik_llama.cpp has its columns
+// beside llama.cpp's in the table, the variation line and the chart, and
+// the text says how each peer was built and run.
+func TestReportThreeColumns(t *testing.T) {
+	r := report{when: time.Unix(0, 0), cfg: config{p: 512, n: 128, r: 2, threads: 2, bandwidth: 47, peers: withIK},
+		rows: []row{{bench: bench{defaultShape, "bf16"}, bytes: 2200 << 20, weftPP: stat{Median: 100, CV: 0.03}, weftTG: stat{Median: 20, CV: 0.05}, bandwidth: stat{Median: 40},
+			peers: []peerResult{
+				{pp: stat{Median: 80, Runs: []float64{80}, CV: 0.02}, tg: runs(16), ppRatio: runs(1.2, 1.25, 1.3), tgRatio: runs(1.25), commit: "unknown"},
+				{pp: stat{Median: 250, Runs: []float64{250}, CV: 0.04}, tg: runs(18), ppRatio: runs(0.38, 0.4, 0.41), tgRatio: runs(1.05, 1.11, 1.2), commit: "8337e4cd"},
+			}}}}
+	md := r.markdown()
+	t.Log(md)
+	for _, want := range []string{
+		"| weights | file | weft pp | llama.cpp pp | weft/llama.cpp (target ≥ 1.0×) | ik pp | weft/ik (target ≥ 1.2×) | weft tg | llama.cpp tg | weft/llama.cpp (target ≥ 1.2×) | ik tg | weft/ik (target ≥ 1.0×) | floor |",
+		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+		"| BF16 | 2200 MiB | 100.0 | 80.0 | 1.25× (1.20–1.30) | 250.0 | 0.40× (0.38–0.41) | 20.0 | 16.0 | 1.25× (1.25–1.25) | 18.0 | 1.11× (1.05–1.20) | 20.4 | 98% | 40.0 | 115% |",
+		"with 2 repetitions, llama.cpp and ik_llama.cpp, in rotating order",
+		"llama.cpp: commit `unknown`, built with `make`",
+		"ik_llama.cpp: commit `8337e4cd`, built with `cmake -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON`, run as `llama-bench -m FILE -t 2 -r 2 -o json -rtr 1 -fa 1 -p 512 -n 128`.",
+		"Variation (coefficient of variation, weft / llama.cpp / ik): bf16 pp 3% / 2% / 4%, tg 5% / 0% / 0%.",
+	} {
+		assert.Contains(t, md, want)
 	}
+	header := md[strings.Index(md, "| weights"):]
+	lines := strings.SplitN(header, "\n", 4)
+	for _, l := range lines[:3] {
+		assert.Equal(t, 17, strings.Count(l, "|"), "every line of the table has 16 cells: %s", l)
+	}
+	svg := r.svg()
+	assert.Equal(t, 2*3+4, strings.Count(svg, "<rect"), "three bars per panel and a legend entry per side")
+	assert.Contains(t, svg, `fill="#e6550d"><title>ik_llama.cpp 250.0</title>`)
+	assert.Contains(t, svg, ">ik_llama.cpp</text>")
+}
+
+// TestReportPeerFailure: a peer that cannot run a weight type leaves its
+// cells "failed" and says why below the table.
+func TestReportPeerFailure(t *testing.T) {
+	r := report{when: time.Unix(0, 0), cfg: config{p: 512, n: 128, r: 2, threads: 2, bandwidth: 47, peers: withIK},
+		rows: []row{{bench: bench{defaultShape, "iq4_xs"}, bytes: 600 << 20, weftPP: stat{Median: 100}, weftTG: stat{Median: 20},
+			peers: []peerResult{{pp: runs(80), tg: runs(16), ppRatio: runs(1.25), tgRatio: runs(1.25)}, {err: "exit status 1"}}}}}
+	md := r.markdown()
+	assert.Contains(t, md, "| 80.0 | 1.25× (1.25–1.25) | failed | – | 20.0 |")
+	assert.Contains(t, md, "ik_llama.cpp failed on IQ4_XS: exit status 1")
+	r.cfg.peers = []peer{llamaPeer("", nil, "d", ""), withIK[1]}
+	r.rows[0].peers[0] = peerResult{}
+	md = r.markdown()
+	assert.Contains(t, md, "| 100.0 | not run | – | failed | – |")
+	assert.Contains(t, md, "llama.cpp: not run (give -llama-bench).")
 }
 
 func TestParseDepths(t *testing.T) {
@@ -37,40 +105,194 @@ func TestParseDepths(t *testing.T) {
 	}
 }
 
-// TestDepthArgs: the depth rows run graphrun bench --depth and
-// llama-bench with the flag of the chosen peer.
+// TestDepthArgs: the depth rows run graphrun bench --depth and each
+// llama-bench with the flag of its kind, after the peer's own flags.
 func TestDepthArgs(t *testing.T) {
-	c := config{p: 512, n: 128, r: 2, threads: 2, peerDepth: "d", peerFlags: []string{"-fa", "1"}}
+	c := config{p: 512, n: 128, r: 2, threads: 2}
+	llama := llamaPeer("lb", []string{"-fa", "1"}, "d", "")
 	assert.Equal(t, []string{"bench", "m.gguf", "-p", "512", "-n", "128", "-r", "2", "--threads", "2", "--json", "--depth", "4096"}, weftArgs(c, "m.gguf", 4096))
 	assert.Contains(t, weftArgs(c, "m.gguf", 0), "--bandwidth")
-	args, err := peerArgs(c, "m.gguf", 4096)
+	args, err := peerArgs(c, llama, "m.gguf", 4096)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"-m", "m.gguf", "-t", "2", "-r", "2", "-o", "json", "-fa", "1", "-p", "512", "-n", "128", "-d", "4096"}, args)
-	c.peerDepth = "gp"
-	args, err = peerArgs(c, "m.gguf", 16384)
+	ik := ikPeer("ib", strings.Fields(ikDefaultFlags), "")
+	args, err = peerArgs(c, ik, "m.gguf", 16384)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"-m", "m.gguf", "-t", "2", "-r", "2", "-o", "json", "-fa", "1", "-p", "0", "-n", "0", "-gp", "16384,128"}, args)
-	args, err = peerArgs(c, "m.gguf", 0)
+	assert.Equal(t, []string{"-m", "m.gguf", "-t", "2", "-r", "2", "-o", "json", "-rtr", "1", "-fa", "1", "-p", "0", "-n", "0", "-gp", "16384,128"}, args)
+	args, err = peerArgs(c, ik, "m.gguf", 0)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"-m", "m.gguf", "-t", "2", "-r", "2", "-o", "json", "-fa", "1", "-p", "512", "-n", "128"}, args)
-	c.peerDepth = "x"
-	_, err = peerArgs(c, "m.gguf", 16384)
-	assert.ErrorContains(t, err, "-peer-depth")
+	assert.Equal(t, []string{"-m", "m.gguf", "-t", "2", "-r", "2", "-o", "json", "-rtr", "1", "-fa", "1", "-p", "512", "-n", "128"}, args)
+	llama.depth = "x"
+	_, err = peerArgs(c, llama, "m.gguf", 16384)
+	assert.ErrorContains(t, err, "-llama-depth")
+	assert.True(t, ik.runsAt(4096))
+	assert.False(t, llamaPeer("lb", nil, "none", "").runsAt(4096))
+	assert.True(t, llamaPeer("lb", nil, "none", "").runsAt(0))
+	assert.False(t, llamaPeer("", nil, "d", "").runsAt(0))
+}
+
+// TestPeerRates: llama-bench's tests become prefill and decode tok/s; a
+// -gp test's n_prompt is the untimed depth, so its runs are decode.
+func TestPeerRates(t *testing.T) {
+	tests := []peerTest{{Commit: "8337e4cd", NPrompt: 512, Samples: []float64{2e9, 4e9}}, {Commit: "8337e4cd", NGen: 128, Samples: []float64{1e9}}}
+	pp, tg, commit := peerRates(tests, false)
+	assert.Equal(t, []float64{256, 128}, pp)
+	assert.Equal(t, []float64{128}, tg)
+	assert.Equal(t, "8337e4cd", commit)
+	pp, tg, _ = peerRates([]peerTest{{NPrompt: 4096, NGen: 128, Samples: []float64{4e9}}}, true)
+	assert.Empty(t, pp)
+	assert.Equal(t, []float64{32}, tg)
+}
+
+// TestRoundOrder: each side takes every place in turn.
+func TestRoundOrder(t *testing.T) {
+	assert.Equal(t, []int{0, 1}, roundOrder(2, 1))
+	assert.Equal(t, []int{1, 0}, roundOrder(2, 2))
+	assert.Equal(t, []int{0, 1, 2}, roundOrder(3, 1))
+	assert.Equal(t, []int{1, 2, 0}, roundOrder(3, 2))
+	assert.Equal(t, []int{2, 0, 1}, roundOrder(3, 3))
+	assert.Equal(t, []int{0}, roundOrder(1, 2))
+}
+
+// TestParseFlags: -ik-bench (or IK_BENCH) adds the ik_llama.cpp peer with
+// -rtr 1 -fa 1 and its build read from the CMakeCache.txt of its build
+// folder; without it only llama.cpp's columns are there.
+func TestParseFlags(t *testing.T) {
+	dir := t.TempDir()
+	ikBin := filepath.Join(dir, "ikbuild", "bin", "llama-bench")
+	llamaBin := filepath.Join(dir, "llama", "llama-bench")
+	for _, f := range []string{ikBin, llamaBin} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(f), 0o755))
+		require.NoError(t, os.WriteFile(f, nil, 0o755))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ikbuild", "CMakeCache.txt"),
+		[]byte("# comment\nCMAKE_BUILD_TYPE:STRING=Release\nGGML_CCACHE:BOOL=ON\nGGML_NATIVE:BOOL=ON\n"), 0o644))
+	parse := func(env map[string]string, args ...string) (config, error) {
+		fs := flag.NewFlagSet("benchdoc", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		return parseFlags(fs, args, func(k string) string { return env[k] })
+	}
+	c, err := parse(map[string]string{"LLAMA_BENCH": llamaBin, "IK_BENCH": ikBin}, "-llama-build", "make -j2")
+	require.NoError(t, err)
+	require.Len(t, c.peers, 2)
+	assert.Equal(t, "make -j2", c.peers[0].build)
+	assert.Equal(t, filepath.Join(dir, "llama", "llama-quantize"), c.llamaQuantize)
+	assert.Equal(t, ikBin, c.peers[1].bin)
+	assert.Equal(t, []string{"-rtr", "1", "-fa", "1"}, c.peers[1].flags)
+	assert.Equal(t, "gp", c.peers[1].depth)
+	assert.Equal(t, "cmake -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON", c.peers[1].build)
+
+	c, err = parse(nil, "-ik-bench", ikBin, "-ik-flags", "-rtr 1", "-ik-build", "by hand", "-benches", "tinyllama-1.1b:bf16")
+	require.NoError(t, err)
+	require.Len(t, c.peers, 2)
+	assert.Empty(t, c.peers[0].bin)
+	assert.Equal(t, []string{"-rtr", "1"}, c.peers[1].flags)
+	assert.Equal(t, "by hand", c.peers[1].build)
+	assert.Equal(t, []bench{{defaultShape, "bf16"}}, c.benches)
+
+	c, err = parse(map[string]string{"LLAMA_BENCH": llamaBin})
+	require.NoError(t, err)
+	require.Len(t, c.peers, 1, "no ik column without -ik-bench")
+	assert.Empty(t, c.peers[0].build, "no CMakeCache.txt beside a Makefile build")
+
+	_, err = parse(nil, "-ik-bench", filepath.Join(dir, "nowhere"))
+	assert.ErrorContains(t, err, "-ik-bench")
+	_, err = parse(nil, "-llama-depth", "x")
+	assert.ErrorContains(t, err, "-llama-depth")
+	_, err = parse(nil, "stray")
+	assert.ErrorContains(t, err, "unexpected arguments")
+}
+
+func TestDefaultBenchesHaveBF16AndIQ4XS(t *testing.T) {
+	b, err := parseBenches(defaultBenches)
+	require.NoError(t, err)
+	assert.Contains(t, b, bench{defaultShape, "bf16"})
+	assert.Contains(t, b, bench{defaultShape, "iq4_xs"})
 }
 
 func TestReportDepthTable(t *testing.T) {
-	base := row{bench: bench{defaultShape, "q4_0"}, bytes: 636725856, weftPP: stat{Median: 150}, weftTG: stat{Median: 60}}
+	base := row{bench: bench{defaultShape, "q4_0"}, bytes: 636725856, weftPP: stat{Median: 150}, weftTG: stat{Median: 60}, peers: make([]peerResult, 2)}
 	deep := row{bench: bench{defaultShape, "q4_0"}, depth: 4096, bytes: 636725856, weftPP: stat{Median: 90}, weftTG: stat{Median: 40},
-		peerPP: stat{Median: 80, Runs: []float64{80}}, peerTG: stat{Median: 32, Runs: []float64{32}},
-		ppRatio: stat{Median: 1.12, Runs: []float64{1.1, 1.12, 1.2}}, tgRatio: stat{Median: 1.25, Runs: []float64{1.25}},
-		weftRSS: stat{Median: 700 << 20, Runs: []float64{700 << 20}}, peerRSS: stat{Median: 800 << 20, Runs: []float64{800 << 20}}}
-	r := report{when: time.Unix(0, 0), cfg: config{p: 512, n: 128, r: 3, threads: 2, bandwidth: 47, depths: []int{4096}, peerDepth: "d"}, rows: []row{base, deep}}
+		weftRSS: runs(700 << 20), peers: []peerResult{
+			{pp: runs(80), tg: runs(32), ppRatio: runs(1.1, 1.12, 1.2), tgRatio: runs(1.25), rss: runs(800 << 20)},
+			{tg: runs(44), tgRatio: runs(0.9, 0.91), rss: runs(900 << 20)},
+		}}
+	peers := []peer{llamaPeer("lb", nil, "d", ""), withIK[1]}
+	r := report{when: time.Unix(0, 0), cfg: config{p: 512, n: 128, r: 3, threads: 2, bandwidth: 47, depths: []int{4096}, peers: peers}, rows: []row{base, deep}}
 	md := r.markdown()
+	t.Log(md)
 	assert.Contains(t, md, "## At depth")
-	assert.Contains(t, md, "llama-bench `-d D`")
-	assert.Contains(t, md, "| Q4_0 | 4096 | 90.0 | 80.0 | 1.12× (1.10–1.20) | 40.0 | 32.0 | 1.25× (1.25–1.25) | 700 | 800 |")
+	assert.Contains(t, md, "llama.cpp's llama-bench `-d D`; ik_llama.cpp's llama-bench `-gp D,N` (decode only)")
+	assert.Contains(t, md, "| weights | depth | weft pp | llama.cpp pp | weft/llama.cpp | ik pp | weft/ik | weft tg | llama.cpp tg | weft/llama.cpp | ik tg | weft/ik | weft peak RSS MiB | llama.cpp peak RSS MiB | ik peak RSS MiB |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	assert.Contains(t, md, "| Q4_0 | 4096 | 90.0 | 80.0 | 1.12× (1.10–1.20) | not run | – | 40.0 | 32.0 | 1.25× (1.25–1.25) | 44.0 | 0.91× (0.90–0.91) | 700 | 800 | 900 |")
 	assert.Equal(t, 1, strings.Count(md, "| Q4_0 | 607 MiB |"), "the depth row stays out of the main table")
-	assert.Equal(t, 2*2+3, strings.Count(r.svg(), "<rect"), "nor in the chart")
+	assert.Equal(t, 2*3+4, strings.Count(r.svg(), "<rect"), "nor in the chart")
 	r.rows = []row{base}
 	assert.NotContains(t, r.markdown(), "At depth")
+}
+
+// TestChartRenders: the chart with three sides and a few rows is valid XML
+// and, in headless Chromium where installed, shows every side's bars.
+func TestChartRenders(t *testing.T) {
+	var rows []row
+	for i, typ := range []string{"q4_0", "q8_0", "f16", "bf16", "iq4_xs"} {
+		f := float64(i + 1)
+		rows = append(rows, row{bench: bench{defaultShape, typ}, bytes: 600 << 20, weftPP: stat{Median: 300 / f}, weftTG: stat{Median: 50 / f},
+			peers: []peerResult{{pp: runs(100 / f), tg: runs(40 / f)}, {pp: runs(250 / f), tg: runs(55 / f)}}})
+	}
+	rows = append(rows, row{bench: bench{"phi2", "q4_0"}, bytes: 1500 << 20, weftPP: stat{Median: 90}, weftTG: stat{Median: 20},
+		peers: []peerResult{{pp: runs(60), tg: runs(18)}, {pp: runs(80), tg: runs(21)}}})
+	svg := report{cfg: config{peers: withIK}, rows: rows}.svg()
+	dec := xml.NewDecoder(strings.NewReader(svg))
+	for {
+		_, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err, "the chart is not well-formed XML")
+	}
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium is not installed (apt-get install chromium): screenshot check skipped")
+	}
+	dir := t.TempDir()
+	page, shot := filepath.Join(dir, "chart.svg"), filepath.Join(dir, "chart.png")
+	require.NoError(t, os.WriteFile(page, []byte(svg), 0o644))
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second) // never hang CI on a stuck browser
+	defer cancel()
+	out, err := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+		"--window-size=1400,360", "--screenshot="+shot, "file://"+page).CombinedOutput()
+	require.NoError(t, err, "chromium: %s", out)
+	pngBytes, err := os.ReadFile(shot)
+	require.NoError(t, err)
+	img := decodePNG(t, pngBytes)
+	for _, c := range []struct {
+		name    string
+		r, g, b int
+	}{{"weft", 0x31, 0x82, 0xbd}, {"llama.cpp", 0xbd, 0xbd, 0xbd}, {"ik_llama.cpp", 0xe6, 0x55, 0x0d}} {
+		n := countColour(img, c.r, c.g, c.b)
+		t.Logf("%s: %d pixels", c.name, n)
+		assert.Greater(t, n, 2000, "%s's bars are drawn", c.name)
+	}
+}
+
+func decodePNG(t *testing.T, b []byte) image.Image {
+	img, err := png.Decode(bytes.NewReader(b))
+	require.NoError(t, err)
+	return img
+}
+
+func countColour(img image.Image, r0, g0, b0 int) int {
+	near := func(a uint32, b int) bool { return int(a>>8)-b < 12 && b-int(a>>8) < 12 }
+	n := 0
+	bd := img.Bounds()
+	for y := bd.Min.Y; y < bd.Max.Y; y++ {
+		for x := bd.Min.X; x < bd.Max.X; x++ {
+			r, g, b, _ := img.At(x, y).RGBA()
+			if near(r, r0) && near(g, g0) && near(b, b0) {
+				n++
+			}
+		}
+	}
+	return n
 }
