@@ -27,6 +27,13 @@ func padKV(n int) int { return (n + attnPad - 1) / attnPad * attnPad }
 // shorter remainders fall back to pure Go.
 const f16Chunk = 32
 
+// f16GemmChunk is the element count of one step of the F16 GEMM tiles
+// (simd.Gemm): a head dimension that is a multiple of it takes the GEMM
+// path of attendHeadsF16, as it takes tinyBLAS in llama.cpp's batches
+// (Phi-2's 80 included). Any other length would still be correct there,
+// through the GEMM's row-by-row fallback, only slower.
+const f16GemmChunk = 16
+
 // kvCache is one attention layer's K and V cache of one sequence in this
 // backend's layout (a State of several sequences keeps one per sequence,
 // each laid out as a single sequence's, so that a sequence's attention
@@ -73,25 +80,72 @@ func (c *kvCache) bytes() int64 {
 // store writes one token's K and V rows (width values each) at position
 // pos, rounding to binary16 to nearest even for an F16 cache as ggml_cpy
 // does. Precondition: 0 <= pos < ctx.
+// (It allocates its scratch: runAttention calls storeRun.)
 func (c *kvCache) store(pos int, k, v []float32) {
-	if c.flash {
-		c.storeFlash(pos, k, v)
-		return
-	}
+	c.storeRun(pos, k, v, 1, make([]byte, vBlockBytes))
+}
+
+// storeRun is store for n consecutive tokens: rows t of k and v (width
+// values apart) go to position pos+t; scratch holds vBlockBytes (an F16
+// cache's transposed V store). Precondition: pos+n <= ctx.
+func (c *kvCache) storeRun(pos int, k, v []float32, n int, scratch []byte) {
 	w := c.width()
-	k, v = k[:w], v[:w]
-	if c.f16 {
-		simd.QuantizeRow(gguf.TypeF16)(k, c.k16[2*pos*w:2*(pos+1)*w])
-		for i, x := range v {
-			h := quant.FP32ToFP16(x)
-			j := 2 * (i*c.vStride + pos)
-			c.v16[j], c.v16[j+1] = byte(h), byte(h>>8)
+	switch {
+	case c.flash:
+		for t := range n {
+			c.storeFlash(pos+t, k[t*w:(t+1)*w], v[t*w:(t+1)*w])
 		}
-		return
+	case c.f16:
+		toF16 := simd.QuantizeRow(gguf.TypeF16)
+		for t := range n {
+			toF16(k[t*w:(t+1)*w], c.k16[2*(pos+t)*w:2*(pos+t+1)*w])
+		}
+		c.storeV16(pos, v[:n*w], n, scratch)
+	default:
+		copy(c.k32[pos*w:], k[:n*w])
+		for t := range n {
+			for i, x := range v[t*w : (t+1)*w] {
+				c.v32[i*c.vStride+pos+t] = x
+			}
+		}
 	}
-	copy(c.k32[pos*w:], k)
-	for i, x := range v {
-		c.v32[i*c.vStride+pos] = x
+}
+
+// The transposed F16 V store converts and writes blocks of vBlockToks
+// tokens × vBlockDims values through a scratch buffer (vBlockBytes), so that each V row
+// receives several consecutive positions at once instead of one write
+// per cache line touched (Phi-2's 2,560 V rows made the per-value
+// store a tenth of prefill).
+const (
+	vBlockToks  = 16
+	vBlockDims  = 128
+	vBlockBytes = 2 * vBlockToks * vBlockDims
+)
+
+// storeV16 writes n tokens' V rows (v is [n][width]) into the transposed
+// F16 cache at positions pos…, rounded as simd.QuantizeRow rounds (to
+// nearest even, as quant.FP32ToFP16).
+func (c *kvCache) storeV16(pos int, v []float32, n int, scratch []byte) {
+	w, vs := c.width(), c.vStride
+	toF16 := simd.QuantizeRow(gguf.TypeF16)
+	blk := scratch[:vBlockBytes]
+	for t0 := 0; t0 < n; t0 += vBlockToks {
+		nt := min(vBlockToks, n-t0)
+		for i0 := 0; i0 < w; i0 += vBlockDims {
+			ni := min(vBlockDims, w-i0)
+			for t := range nt {
+				row := v[(t0+t)*w+i0:]
+				toF16(row[:ni], blk[t*2*vBlockDims:t*2*vBlockDims+2*ni])
+			}
+			for i := range ni {
+				dst := c.v16[2*((i0+i)*vs+pos+t0):]
+				dst = dst[:2*nt]
+				for t := range nt {
+					src := blk[t*2*vBlockDims+2*i:]
+					dst[2*t], dst[2*t+1] = src[0], src[1]
+				}
+			}
+		}
 	}
 }
 
@@ -170,12 +224,13 @@ type attnBuf struct {
 	qTail  []float32
 	scores []float32
 	p16    []byte
+	vBlk   []byte // kvCache.storeRun's scratch (worker 0's serves runAttention)
 	flash  flashBuf
 }
 
 // newAttnBufs sizes scratch for threads workers, up to group query heads
 // per KV head, head dimension up to headDim and ctx positions (flash
-// attention: head dimension only).
+// attention: head dimension only), and the first worker's V-store block.
 func newAttnBufs(threads, group, headDim, ctx int, flash bool) []attnBuf {
 	bufs := make([]attnBuf, max(threads, 1))
 	n := padKV(ctx)
@@ -185,6 +240,9 @@ func newAttnBufs(threads, group, headDim, ctx int, flash bool) []attnBuf {
 			// Flash attention keeps no score rows.
 			bufs[i] = attnBuf{flash: newFlashBuf(headDim)}
 		}
+	}
+	if !flash {
+		bufs[0].vBlk = make([]byte, vBlockBytes)
 	}
 	return bufs
 }
@@ -272,7 +330,7 @@ func (c *kvCache) attendHeads(out, q []float32, t, pos, h0, h1 int, sh attnShape
 		c.flashHeads(out, q, t, pos, h0, h1, sh, &b.flash)
 		return
 	}
-	if c.f16 && c.headDim%f16Chunk == 0 {
+	if c.f16 && c.headDim%f16GemmChunk == 0 {
 		c.attendHeadsF16(out, q, t, pos, h0, h1, sh, b)
 		return
 	}
@@ -304,7 +362,7 @@ func (c *kvCache) attendHeads(out, q []float32, t, pos, h0, h1 int, sh attnShape
 }
 
 // attendHeadsF16 is attendHeads for an F16 cache and a head dimension of
-// whole SIMD chunks. The heads share their KV head's K and V rows, so
+// whole GEMM chunks (f16GemmChunk). The heads share their KV head's K and V rows, so
 // both products are GEMMs with the heads as the "tokens": Q̂·Kᵀ over the
 // visible positions, then P̂·V over the padded ones. Each (position, head)
 // pair sums in the same order whichever heads share a call, so every

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	"github.com/weft-ml/weft/ops/ref"
 	"github.com/weft-ml/weft/quant"
 )
@@ -41,10 +43,15 @@ func randVec(rng *rand.Rand, n int, sd float64) []float32 {
 }
 
 // fill stores the case's K and V into both caches, the way runAttention
-// appends a batch, and rounds c.k and c.v to what the cache holds.
+// appends batches (runs of 1, 2, … 19 positions), and rounds c.k and c.v
+// to what the cache holds.
 func (c *attnCase) fill(fast *kvCache, rk, rv ref.KV) {
+	scratch := make([]byte, vBlockBytes)
+	for p, n := 0, 1; p < len(c.k); p, n = p+n, n%19+1 {
+		n = min(n, len(c.k)-p)
+		fast.storeRun(p, slices.Concat(c.k[p:p+n]...), slices.Concat(c.v[p:p+n]...), n, scratch)
+	}
 	for p := range c.k {
-		fast.store(p, c.k[p], c.v[p])
 		rk.Store(p, c.k[p])
 		rv.Store(p, c.v[p])
 		if c.kvType == KVF16 {
@@ -93,7 +100,7 @@ func TestAttentionMatchesRef(t *testing.T) {
 	type shape struct{ nTok, pos0 int }
 	shapes := []shape{{1, 0}, {1, 37}, {1, 2047}, {5, 3}, {9, 200}, {3, 2045}}
 	for _, kt := range []KVType{KVF16, KVF32} {
-		for _, hd := range []int{8, 64, 128} {
+		for _, hd := range []int{8, 64, 80, 128} { // 80: Phi-2, whole 16-value GEMM chunks only
 			for _, group := range []int{1, 4, 8} {
 				for i, s := range shapes {
 					kvHeads := 1 + (i+group)%2
@@ -131,14 +138,16 @@ func (c *attnCase) check(t *testing.T, threads int) {
 func TestAttentionThreadsAgree(t *testing.T) {
 	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	for _, kt := range []KVType{KVF16, KVF32} {
-		for _, nTok := range []int{1, 6} {
-			c := newAttnCase(rng, 16, 2, 64, nTok, 100, kt)
-			one, _ := c.run(1)
-			for _, threads := range []int{2, 3, 7, 32} {
-				got, _ := c.run(threads)
-				for i := range got {
-					if math.Float32bits(got[i]) != math.Float32bits(one[i]) {
-						t.Fatalf("%s nTok %d: %d threads give %g at %d, 1 thread %g", kt, nTok, threads, got[i], i, one[i])
+		for _, hd := range []int{64, 80} {
+			for _, nTok := range []int{1, 6} {
+				c := newAttnCase(rng, 16, 2, hd, nTok, 100, kt)
+				one, _ := c.run(1)
+				for _, threads := range []int{2, 3, 7, 32} {
+					got, _ := c.run(threads)
+					for i := range got {
+						if math.Float32bits(got[i]) != math.Float32bits(one[i]) {
+							t.Fatalf("%s hd %d nTok %d: %d threads give %g at %d, 1 thread %g", kt, hd, nTok, threads, got[i], i, one[i])
+						}
 					}
 				}
 			}
@@ -257,4 +266,61 @@ func (c *attnCase) probBounds(qh []float32, g, visible int) (pw, dp []float64) {
 
 func halfRound(x float64) float64 {
 	return float64(quant.FP16ToFP32(quant.FP32ToFP16(float32(x))))
+}
+
+// TestStoreRun checks kvCache.storeRun, the batch append, against the
+// layout written out by hand: K row-major, V transposed per position, each
+// value rounded by quant.FP32ToFP16 (F16) or kept (F32), the V padding
+// and the positions outside the run untouched. Widths and run lengths
+// straddle the V store's blocks (vBlockToks, vBlockDims).
+func TestStoreRun(t *testing.T) {
+	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	for _, kt := range []KVType{KVF16, KVF32} {
+		for _, geo := range [][2]int{{1, 8}, {3, 80}, {5, 64}, {32, 80}} {
+			kvHeads, hd := geo[0], geo[1]
+			w := kvHeads * hd
+			for _, run := range [][2]int{{0, 1}, {3, 15}, {1, 16}, {0, 17}, {7, 40}} {
+				pos, n := run[0], run[1]
+				ctx := pos + n + 2
+				c := newKVCache(kvHeads, hd, ctx, kt)
+				k, v := randVec(rng, n*w, 1), randVec(rng, n*w, 1)
+				c.storeRun(pos, k, v, n, make([]byte, vBlockBytes))
+				name := fmt.Sprintf("%s w=%d run %d@%d", kt, w, n, pos)
+				for p := range c.vStride {
+					for i := range w {
+						wantK, wantV := float32(0), float32(0)
+						if p >= pos && p < pos+n {
+							wantK, wantV = k[(p-pos)*w+i], v[(p-pos)*w+i]
+						}
+						if p < ctx {
+							require.Equal(t, storedBits(wantK, kt), c.kBits(p*w+i), "%s: K[%d][%d]", name, p, i)
+						}
+						require.Equal(t, storedBits(wantV, kt), c.vBits(i*c.vStride+p), "%s: V[%d][%d]", name, i, p)
+					}
+				}
+			}
+		}
+	}
+}
+
+// storedBits is x as a cache of type kt holds it.
+func storedBits(x float32, kt KVType) uint32 {
+	if kt == KVF16 {
+		return uint32(quant.FP32ToFP16(x))
+	}
+	return math.Float32bits(x)
+}
+
+func (c *kvCache) kBits(i int) uint32 {
+	if c.f16 {
+		return uint32(c.k16[2*i]) | uint32(c.k16[2*i+1])<<8
+	}
+	return math.Float32bits(c.k32[i])
+}
+
+func (c *kvCache) vBits(i int) uint32 {
+	if c.f16 {
+		return uint32(c.v16[2*i]) | uint32(c.v16[2*i+1])<<8
+	}
+	return math.Float32bits(c.v32[i])
 }

@@ -164,9 +164,7 @@ func runAttention(s *State, v *value) error {
 	width := caches[0].width()
 	for _, seg := range s.segs {
 		c := caches[seg.Seq]
-		for t := seg.Start; t < seg.Start+seg.N; t++ {
-			c.store(seg.Pos+t-seg.Start, k[t*width:(t+1)*width], vv[t*width:(t+1)*width])
-		}
+		c.storeRun(seg.Pos, k[seg.Start*width:], vv[seg.Start*width:], seg.N, s.attnScratch[0].vBlk)
 	}
 	s.attnJob = attnJob{caches: caches, seqs: s.batch.Seqs, pos: s.batch.Positions, out: s.f32(v), q: s.f32(s.input(v, 0)), nTok: s.rowsT, sh: sh, bufs: s.attnScratch}
 	s.attnJob.attend()

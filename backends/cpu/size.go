@@ -65,13 +65,16 @@ func (p *Program) stateBytes(ctx, seqs int, kvType KVType, flash bool) (StateSiz
 		z.headDim = max(z.headDim, hd)
 		z.group = max(z.group, a.Int("heads")/kvHeads)
 	}
-	// newAttnBufs: per thread q16, qTail, scores and p16.
+	// newAttnBufs: per thread q16, qTail, scores and p16 (and one vBlk).
 	g, hd := int64(z.group), int64(z.headDim)
 	perThread := c.Add(c.Add(c.Mul(2, c.Mul(g, hd)), c.Mul(4, hd)), c.Mul(6, c.Mul(g, padded)))
 	if flash {
 		perThread = c.Add(c.Mul(2, hd), c.Mul(8, hd)) // newFlashBuf: query, accumulator, V row
 	}
 	z.Attention = c.Mul(perThread, int64(max(p.threads, 1)))
+	if !flash {
+		z.Attention = c.Add(z.Attention, vBlockBytes) // worker 0's V-store block
+	}
 	tiles := c.Mul(p.tileBytes, int64(p.threads))
 	z.Activations = c.Add(c.Add(p.ActivationBytes(), int64(p.actBytes)), tiles)
 	total := c.Add(c.Add(z.KV, z.Attention), z.Activations)

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/quant"
 )
@@ -151,4 +152,50 @@ func TestGemmKernelsPresent(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestGemmF16HalfChunks covers F16 lengths that are whole 16-value chunks
+// but not whole 32-value ones (attention head dimensions such as Phi-2's
+// 80), which the F16 tiles take directly.
+func TestGemmF16HalfChunks(t *testing.T) {
+	r := newRand(t)
+	forEachVariant(t, func(t *testing.T) {
+		for _, n := range []int{16, 48, 80, 112, 16 * 41} {
+			for _, s := range gemmShapes {
+				c := newGemmCase(t, r, gguf.TypeF16, n, s[0], s[1])
+				c.run()
+				c.check(t, false)
+			}
+		}
+	})
+}
+
+// TestGemmF16TilesTakeHalfChunks checks that the tiles, not the row-by-row
+// fallback, compute an 80-value product: zeros appended to every row must
+// leave each (row, token) sum's bits alone, as they do in a tile's single
+// in-order accumulator (and as they need not in the fallback's split into
+// a 64-value SIMD body and a float64 tail).
+func TestGemmF16TilesTakeHalfChunks(t *testing.T) {
+	r := newRand(t)
+	forEachVariant(t, func(t *testing.T) {
+		if Variant() == "purego" {
+			t.Skip("no tiles")
+		}
+		for _, s := range [][2]int{{4, 1}, {4, 4}, {8, 2}, {12, 9}, {4, 6}} { // whole tiles of 4 rows
+			c := newGemmCase(t, r, gguf.TypeF16, 96, s[0], s[1])
+			for i := range c.nRows {
+				clear(c.wRow(i)[2*80:])
+			}
+			for j := range c.nTok {
+				clear(c.aRow(j)[2*80:])
+			}
+			c.run()
+			want := append([]float32(nil), c.dst...)
+			c.n = 80
+			c.run()
+			for i, v := range c.dst {
+				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(v), "%d×%d element %d: n=80 gives %g, zero-padded n=96 %g", s[0], s[1], i, v, want[i])
+			}
+		}
+	})
 }

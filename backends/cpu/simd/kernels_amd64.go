@@ -82,15 +82,15 @@ func gemmQ4_04x1AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *fl
 func gemmQ4_04x2AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
 
 // gemmF164x1AVX2 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
-// rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), nb chunks of 32 binary16 values.
+// rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), nb chunks of 16 binary16 values.
 func gemmF164x1AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
 
 // gemmF164x2AVX2 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
-// rows r (wStride bytes apart) with 2 activation rows t (aStride bytes apart), nb chunks of 32 binary16 values.
+// rows r (wStride bytes apart) with 2 activation rows t (aStride bytes apart), nb chunks of 16 binary16 values.
 func gemmF164x2AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
 
 // gemmF164x3AVX2 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
-// rows r (wStride bytes apart) with 3 activation rows t (aStride bytes apart), nb chunks of 32 binary16 values.
+// rows r (wStride bytes apart) with 3 activation rows t (aStride bytes apart), nb chunks of 16 binary16 values.
 func gemmF164x3AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
 
 // siluAVX2 sets dst[i] = x[i]/(1+exp(−x[i])) for ng groups of 16 floats,
@@ -182,23 +182,23 @@ func gemmQ4_04x3AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *
 func gemmQ4_04x4AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
 
 // gemmF164x1AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
-// rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), nb chunks of 32 binary16 values.
+// rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), nb chunks of 16 binary16 values.
 func gemmF164x1AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
 
 // gemmF164x2AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
-// rows r (wStride bytes apart) with 2 activation rows t (aStride bytes apart), nb chunks of 32 binary16 values.
+// rows r (wStride bytes apart) with 2 activation rows t (aStride bytes apart), nb chunks of 16 binary16 values.
 func gemmF164x2AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
 
 // gemmF164x3AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
-// rows r (wStride bytes apart) with 3 activation rows t (aStride bytes apart), nb chunks of 32 binary16 values.
+// rows r (wStride bytes apart) with 3 activation rows t (aStride bytes apart), nb chunks of 16 binary16 values.
 func gemmF164x3AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
 
 // gemmF164x4AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
-// rows r (wStride bytes apart) with 4 activation rows t (aStride bytes apart), nb chunks of 32 binary16 values.
+// rows r (wStride bytes apart) with 4 activation rows t (aStride bytes apart), nb chunks of 16 binary16 values.
 func gemmF164x4AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
 
 // gemmF164x5AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
-// rows r (wStride bytes apart) with 5 activation rows t (aStride bytes apart), nb chunks of 32 binary16 values.
+// rows r (wStride bytes apart) with 5 activation rows t (aStride bytes apart), nb chunks of 16 binary16 values.
 func gemmF164x5AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
 
 // gemmQ4_K4x1AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight

@@ -80,7 +80,7 @@ var asmKernels = []kernelSet{{
 		tiles: []gemmTile{gemmQ4_04x1AVX2, gemmQ4_04x2AVX2},
 		w:     gguf.TypeQ4_0,
 	}, {
-		chunk: 32,
+		chunk: 16,
 		tiles: []gemmTile{gemmF164x1AVX2, gemmF164x2AVX2, gemmF164x3AVX2},
 		w:     gguf.TypeF16,
 	}},
@@ -172,7 +172,7 @@ var asmKernels = []kernelSet{{
 		tiles: []gemmTile{gemmQ4_04x1AVX512, gemmQ4_04x2AVX512, gemmQ4_04x3AVX512, gemmQ4_04x4AVX512},
 		w:     gguf.TypeQ4_0,
 	}, {
-		chunk: 32,
+		chunk: 16,
 		tiles: []gemmTile{gemmF164x1AVX512, gemmF164x2AVX512, gemmF164x3AVX512, gemmF164x4AVX512, gemmF164x5AVX512},
 		w:     gguf.TypeF16,
 	}, {
