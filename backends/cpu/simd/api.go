@@ -38,6 +38,8 @@ type impl struct {
 	gelu       func(nc int, dst, x, table *float32)
 	flashF16   func(nc int, acc *float32, x *byte, vs float32)
 	flashF32   func(nc int, acc *float32, x *float32, vs float32)
+	flashExp   func(ng int, x, dst *float32) uint64 // see FlashExp; nil: pure Go
+	flashTiles [3]flashTile                         // F16, Q8_0, Q4_0 V; see FlashUpdate
 }
 
 const pureGo = "purego"

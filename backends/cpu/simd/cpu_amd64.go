@@ -67,6 +67,10 @@ type kernelSet struct {
 	// binary16; x float32).
 	flashF16 func(nc int, acc *float32, x *byte, vs float32)
 	flashF32 func(nc int, acc *float32, x *float32, vs float32)
+	// flashExp and flashTiles: tiled flash attention's exponential and
+	// accumulator updates (see FlashExp and FlashUpdate).
+	flashExp   func(ng int, x, dst *float32) uint64
+	flashTiles [3]flashTile
 }
 
 // supported reports whether this CPU runs the named variant. Every
@@ -120,5 +124,6 @@ func wrapSet(s *kernelSet) *impl {
 	v.scaleMax, v.scale = s.scaleMax, s.scale
 	v.gelu = s.gelu
 	v.flashF16, v.flashF32 = s.flashF16, s.flashF32
+	v.flashExp, v.flashTiles = s.flashExp, s.flashTiles
 	return v
 }

@@ -3,10 +3,12 @@ package simd
 import (
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/ops/ref"
 	"github.com/weft-ml/weft/quant"
 )
@@ -45,4 +47,136 @@ func TestFlashMad(t *testing.T) {
 		}
 		restore()
 	}
+}
+
+// flashExpInputs returns arguments like the online softmax's (x ≤ 0,
+// mostly small) with the edges mixed in: 0, −0, the −87 boundary and
+// beyond, −Inf, NaN and a few positive values.
+func flashExpInputs(rng *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		switch rng.IntN(8) {
+		case 0:
+			x[i] = -float32(rng.ExpFloat64() * 40)
+		case 1:
+			x[i] = -float32(rng.Float64() * 1e-6)
+		case 2:
+			edges := []float32{0, float32(math.Copysign(0, -1)), -87, -87.00001, -86.99999, -88, -103.9, -200,
+				float32(math.Inf(-1)), float32(math.NaN()), 1e-3, 5, -1e-30,
+				-1.0149802} // a double within 2¹⁰ ulps of a float32 rounding boundary
+			x[i] = edges[rng.IntN(len(edges))]
+		default:
+			x[i] = -float32(rng.ExpFloat64() * 3)
+		}
+	}
+	return x
+}
+
+// TestFlashExp holds FlashExp to ops/ref's expf (float32 of the float64
+// exponential) bit for bit on every variant, over lengths that leave
+// tails and span several kernel calls.
+func TestFlashExp(t *testing.T) {
+	rng := newRand(t)
+	forEachVariant(t, func(t *testing.T) {
+		for _, n := range []int{1, 15, 16, 33, 300, 1024, 1040, 5000} {
+			x := flashExpInputs(rng, n)
+			got := make([]float32, n)
+			FlashExp(x, got)
+			for i, v := range x {
+				want := float32(math.Exp(float64(v)))
+				require.Equal(t, math.Float32bits(want), math.Float32bits(got[i]), "n=%d x[%d]=%g", n, i, v)
+			}
+		}
+	})
+}
+
+// TestFlashExpDense compares FlashExp with the scalar exponential on
+// every 997th float32 of [−87, −2⁻²⁶] (WEFT_FLASH_EXP_ALL=1: every
+// float32 of [−87, 0], about 1.1e9 values, some 15 s).
+func TestFlashExpDense(t *testing.T) {
+	lo, hi := math.Float32bits(-0x1p-26), math.Float32bits(-87)
+	step := uint32(997)
+	if os.Getenv("WEFT_FLASH_EXP_ALL") == "1" {
+		step, lo = 1, math.Float32bits(float32(math.Copysign(0, -1)))
+	}
+	x, got := make([]float32, 0, 1<<16), make([]float32, 1<<16)
+	check := func() {
+		FlashExp(x, got)
+		for i, v := range x {
+			if want := float32(math.Exp(float64(v))); math.Float32bits(want) != math.Float32bits(got[i]) {
+				t.Fatalf("exp(%g) = %g, want %g", v, got[i], want)
+			}
+		}
+		x = x[:0]
+	}
+	for b := lo; b <= hi; b += step {
+		x = append(x, math.Float32frombits(b))
+		if len(x) == cap(x) {
+			check()
+		}
+	}
+	check()
+}
+
+// flashUpdateRef is FlashUpdate as ops/ref's loop writes it.
+func flashUpdateRef(typ gguf.TensorType, acc []float32, v []byte, vStride, n int, ms, vs []float32) {
+	hd := len(acc)
+	rb, _ := typ.RowBytes(uint64(hd))
+	row := make([]float32, hd)
+	f16 := typ == gguf.TypeF16
+	for j := range n {
+		if ms[j] != 1 {
+			ref.FlashScale(acc, ms[j], f16)
+		}
+		src := v[j*vStride : j*vStride+int(rb)]
+		if f16 {
+			quant.FP16ToFP32Row(src, row)
+		} else {
+			_ = quant.Dequantize(typ, src, row)
+		}
+		ref.FlashMad(acc, row, vs[j], f16)
+	}
+}
+
+// TestFlashUpdate holds FlashUpdate to the reference's per-cell loop
+// bit for bit on every variant: F16, Q8_0 and Q4_0 V rows inside a
+// wider row (a KV head at an offset), head dims with and without a
+// scalar tail, rescales (ms < 1, 0 and exactly 1) at random cells.
+func TestFlashUpdate(t *testing.T) {
+	rng := newRand(t)
+	forEachVariant(t, func(t *testing.T) {
+		for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0} {
+			for _, hd := range []int{32, 64, 96, 128, 192} {
+				for _, n := range []int{1, 7, 64, 131} {
+					hb, _ := typ.RowBytes(uint64(hd))
+					stride := 3*int(hb) + 6 // not a multiple of any vector
+					v := quantized(t, rng, typ, (n*stride+int(hb))/int(hb)*hd)
+					off := int(hb) + 2
+					if typ != gguf.TypeF16 {
+						off = int(hb) // quantized heads start at a block
+					}
+					ms, vs := make([]float32, n), make([]float32, n)
+					for j := range n {
+						ms[j], vs[j] = 1, float32(rng.Float64())
+						switch rng.IntN(6) {
+						case 0:
+							ms[j], vs[j] = float32(rng.Float64()), 1
+						case 1:
+							ms[j], vs[j] = 0, 1
+						}
+					}
+					acc := make([]float32, hd)
+					for i := range acc {
+						acc[i] = quant.FP16ToFP32(quant.FP32ToFP16(float32(rng.NormFloat64() * 4)))
+					}
+					want := append([]float32{}, acc...)
+					flashUpdateRef(typ, want, v[off:], stride, n, ms, vs)
+					FlashUpdate(typ, acc, v[off:], stride, n, ms, vs, make([]float32, hd))
+					for i := range acc {
+						require.Equal(t, math.Float32bits(want[i]), math.Float32bits(acc[i]), "%s hd=%d n=%d element %d", typ, hd, n, i)
+					}
+				}
+			}
+		}
+	})
 }

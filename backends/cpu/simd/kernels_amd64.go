@@ -121,6 +121,23 @@ func flashMadF16AVX2(nc int, acc *float32, x *byte, vs float32)
 // flashMadF32AVX2 sets acc to fma(x, vs, acc) over nc chunks of 8 floats.
 func flashMadF32AVX2(nc int, acc *float32, x *float32, vs float32)
 
+// flashExpAVX2 sets dst[i] = float32(exp(float64(x[i]))) for ng ≤ 64 groups of 16
+// floats; bit g of the result is set where group g must be recomputed
+// (a lane near a rounding boundary or outside [−87, 0]).
+func flashExpAVX2(ng int, x *float32, dst *float32) uint64
+
+// flashTileF16AVX2 applies n cells' online-softmax updates to 64 accumulator
+// values from F16 V rows vStride bytes apart (ops/ref.FlashScale, FlashMad).
+func flashTileF16AVX2(n int, acc *float32, v *byte, vStride int, ms *float32, vs *float32)
+
+// flashTileQ8_0AVX2 applies n cells' online-softmax updates to 64 accumulator
+// values from Q8_0 V rows vStride bytes apart (ops/ref.FlashScale, FlashMad).
+func flashTileQ8_0AVX2(n int, acc *float32, v *byte, vStride int, ms *float32, vs *float32)
+
+// flashTileQ4_0AVX2 applies n cells' online-softmax updates to 64 accumulator
+// values from Q4_0 V rows vStride bytes apart (ops/ref.FlashScale, FlashMad).
+func flashTileQ4_0AVX2(n int, acc *float32, v *byte, vStride int, ms *float32, vs *float32)
+
 // geluF32AVX2 sets dst = GELU(x) by table lookup for nc chunks of 8 floats,
 // bit-identical to ops/ref.GELU.
 func geluF32AVX2(nc int, dst *float32, x *float32, table *float32)
@@ -380,6 +397,18 @@ func flashMadF16AVX512(nc int, acc *float32, x *byte, vs float32)
 
 // flashMadF32AVX512 sets acc to fma(x, vs, acc) over nc chunks of 16 floats.
 func flashMadF32AVX512(nc int, acc *float32, x *float32, vs float32)
+
+// flashTileF16AVX512 applies n cells' online-softmax updates to 64 accumulator
+// values from F16 V rows vStride bytes apart (ops/ref.FlashScale, FlashMad).
+func flashTileF16AVX512(n int, acc *float32, v *byte, vStride int, ms *float32, vs *float32)
+
+// flashTileQ8_0AVX512 applies n cells' online-softmax updates to 64 accumulator
+// values from Q8_0 V rows vStride bytes apart (ops/ref.FlashScale, FlashMad).
+func flashTileQ8_0AVX512(n int, acc *float32, v *byte, vStride int, ms *float32, vs *float32)
+
+// flashTileQ4_0AVX512 applies n cells' online-softmax updates to 64 accumulator
+// values from Q4_0 V rows vStride bytes apart (ops/ref.FlashScale, FlashMad).
+func flashTileQ4_0AVX512(n int, acc *float32, v *byte, vStride int, ms *float32, vs *float32)
 
 // geluF32AVX512 sets dst = GELU(x) by table lookup for nc chunks of 16 floats,
 // bit-identical to ops/ref.GELU.

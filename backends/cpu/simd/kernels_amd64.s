@@ -871,6 +871,144 @@ DATA expBias<>+24(SB)/4, $0x0000007f
 DATA expBias<>+28(SB)/4, $0x0000007f
 GLOBL expBias<>(SB), RODATA|NOPTR, $32
 
+DATA fexpLog2e<>+0(SB)/8, $0x3ff71547652b82fe
+DATA fexpLog2e<>+8(SB)/8, $0x3ff71547652b82fe
+DATA fexpLog2e<>+16(SB)/8, $0x3ff71547652b82fe
+DATA fexpLog2e<>+24(SB)/8, $0x3ff71547652b82fe
+GLOBL fexpLog2e<>(SB), RODATA|NOPTR, $32
+
+DATA fexpShift<>+0(SB)/8, $0x4338000000000000
+DATA fexpShift<>+8(SB)/8, $0x4338000000000000
+DATA fexpShift<>+16(SB)/8, $0x4338000000000000
+DATA fexpShift<>+24(SB)/8, $0x4338000000000000
+GLOBL fexpShift<>(SB), RODATA|NOPTR, $32
+
+DATA fexpLn2Hi<>+0(SB)/8, $0x3fe62e42fee00000
+DATA fexpLn2Hi<>+8(SB)/8, $0x3fe62e42fee00000
+DATA fexpLn2Hi<>+16(SB)/8, $0x3fe62e42fee00000
+DATA fexpLn2Hi<>+24(SB)/8, $0x3fe62e42fee00000
+GLOBL fexpLn2Hi<>(SB), RODATA|NOPTR, $32
+
+DATA fexpLn2Lo<>+0(SB)/8, $0x3dea39ef35793c76
+DATA fexpLn2Lo<>+8(SB)/8, $0x3dea39ef35793c76
+DATA fexpLn2Lo<>+16(SB)/8, $0x3dea39ef35793c76
+DATA fexpLn2Lo<>+24(SB)/8, $0x3dea39ef35793c76
+GLOBL fexpLn2Lo<>(SB), RODATA|NOPTR, $32
+
+DATA fexpCoef<>+0(SB)/8, $0x3ff0000000000000
+DATA fexpCoef<>+8(SB)/8, $0x3ff0000000000000
+DATA fexpCoef<>+16(SB)/8, $0x3ff0000000000000
+DATA fexpCoef<>+24(SB)/8, $0x3ff0000000000000
+DATA fexpCoef<>+32(SB)/8, $0x3ff0000000000000
+DATA fexpCoef<>+40(SB)/8, $0x3ff0000000000000
+DATA fexpCoef<>+48(SB)/8, $0x3ff0000000000000
+DATA fexpCoef<>+56(SB)/8, $0x3ff0000000000000
+DATA fexpCoef<>+64(SB)/8, $0x3fe0000000000000
+DATA fexpCoef<>+72(SB)/8, $0x3fe0000000000000
+DATA fexpCoef<>+80(SB)/8, $0x3fe0000000000000
+DATA fexpCoef<>+88(SB)/8, $0x3fe0000000000000
+DATA fexpCoef<>+96(SB)/8, $0x3fc5555555555555
+DATA fexpCoef<>+104(SB)/8, $0x3fc5555555555555
+DATA fexpCoef<>+112(SB)/8, $0x3fc5555555555555
+DATA fexpCoef<>+120(SB)/8, $0x3fc5555555555555
+DATA fexpCoef<>+128(SB)/8, $0x3fa5555555555555
+DATA fexpCoef<>+136(SB)/8, $0x3fa5555555555555
+DATA fexpCoef<>+144(SB)/8, $0x3fa5555555555555
+DATA fexpCoef<>+152(SB)/8, $0x3fa5555555555555
+DATA fexpCoef<>+160(SB)/8, $0x3f81111111111111
+DATA fexpCoef<>+168(SB)/8, $0x3f81111111111111
+DATA fexpCoef<>+176(SB)/8, $0x3f81111111111111
+DATA fexpCoef<>+184(SB)/8, $0x3f81111111111111
+DATA fexpCoef<>+192(SB)/8, $0x3f56c16c16c16c17
+DATA fexpCoef<>+200(SB)/8, $0x3f56c16c16c16c17
+DATA fexpCoef<>+208(SB)/8, $0x3f56c16c16c16c17
+DATA fexpCoef<>+216(SB)/8, $0x3f56c16c16c16c17
+DATA fexpCoef<>+224(SB)/8, $0x3f2a01a01a01a01a
+DATA fexpCoef<>+232(SB)/8, $0x3f2a01a01a01a01a
+DATA fexpCoef<>+240(SB)/8, $0x3f2a01a01a01a01a
+DATA fexpCoef<>+248(SB)/8, $0x3f2a01a01a01a01a
+DATA fexpCoef<>+256(SB)/8, $0x3efa01a01a01a01a
+DATA fexpCoef<>+264(SB)/8, $0x3efa01a01a01a01a
+DATA fexpCoef<>+272(SB)/8, $0x3efa01a01a01a01a
+DATA fexpCoef<>+280(SB)/8, $0x3efa01a01a01a01a
+DATA fexpCoef<>+288(SB)/8, $0x3ec71de3a556c734
+DATA fexpCoef<>+296(SB)/8, $0x3ec71de3a556c734
+DATA fexpCoef<>+304(SB)/8, $0x3ec71de3a556c734
+DATA fexpCoef<>+312(SB)/8, $0x3ec71de3a556c734
+DATA fexpCoef<>+320(SB)/8, $0x3e927e4fb7789f5c
+DATA fexpCoef<>+328(SB)/8, $0x3e927e4fb7789f5c
+DATA fexpCoef<>+336(SB)/8, $0x3e927e4fb7789f5c
+DATA fexpCoef<>+344(SB)/8, $0x3e927e4fb7789f5c
+DATA fexpCoef<>+352(SB)/8, $0x3e5ae64567f544e4
+DATA fexpCoef<>+360(SB)/8, $0x3e5ae64567f544e4
+DATA fexpCoef<>+368(SB)/8, $0x3e5ae64567f544e4
+DATA fexpCoef<>+376(SB)/8, $0x3e5ae64567f544e4
+GLOBL fexpCoef<>(SB), RODATA|NOPTR, $384
+
+DATA fexpLow29<>+0(SB)/8, $0x000000001fffffff
+DATA fexpLow29<>+8(SB)/8, $0x000000001fffffff
+DATA fexpLow29<>+16(SB)/8, $0x000000001fffffff
+DATA fexpLow29<>+24(SB)/8, $0x000000001fffffff
+GLOBL fexpLow29<>(SB), RODATA|NOPTR, $32
+
+DATA fexpBandLo<>+0(SB)/8, $0x000000000ffffc00
+DATA fexpBandLo<>+8(SB)/8, $0x000000000ffffc00
+DATA fexpBandLo<>+16(SB)/8, $0x000000000ffffc00
+DATA fexpBandLo<>+24(SB)/8, $0x000000000ffffc00
+GLOBL fexpBandLo<>(SB), RODATA|NOPTR, $32
+
+DATA fexpMinus1<>+0(SB)/8, $0xffffffffffffffff
+DATA fexpMinus1<>+8(SB)/8, $0xffffffffffffffff
+DATA fexpMinus1<>+16(SB)/8, $0xffffffffffffffff
+DATA fexpMinus1<>+24(SB)/8, $0xffffffffffffffff
+GLOBL fexpMinus1<>(SB), RODATA|NOPTR, $32
+
+DATA fexpBandW<>+0(SB)/8, $0x0000000000000801
+DATA fexpBandW<>+8(SB)/8, $0x0000000000000801
+DATA fexpBandW<>+16(SB)/8, $0x0000000000000801
+DATA fexpBandW<>+24(SB)/8, $0x0000000000000801
+GLOBL fexpBandW<>(SB), RODATA|NOPTR, $32
+
+DATA fexpMin<>+0(SB)/4, $0xc2ae0000
+DATA fexpMin<>+4(SB)/4, $0xc2ae0000
+DATA fexpMin<>+8(SB)/4, $0xc2ae0000
+DATA fexpMin<>+12(SB)/4, $0xc2ae0000
+DATA fexpMin<>+16(SB)/4, $0xc2ae0000
+DATA fexpMin<>+20(SB)/4, $0xc2ae0000
+DATA fexpMin<>+24(SB)/4, $0xc2ae0000
+DATA fexpMin<>+28(SB)/4, $0xc2ae0000
+GLOBL fexpMin<>(SB), RODATA|NOPTR, $32
+
+DATA fexpZero<>+0(SB)/4, $0x00000000
+DATA fexpZero<>+4(SB)/4, $0x00000000
+DATA fexpZero<>+8(SB)/4, $0x00000000
+DATA fexpZero<>+12(SB)/4, $0x00000000
+DATA fexpZero<>+16(SB)/4, $0x00000000
+DATA fexpZero<>+20(SB)/4, $0x00000000
+DATA fexpZero<>+24(SB)/4, $0x00000000
+DATA fexpZero<>+28(SB)/4, $0x00000000
+GLOBL fexpZero<>(SB), RODATA|NOPTR, $32
+
+DATA flashNibMask<>+0(SB)/4, $0x0000000f
+DATA flashNibMask<>+4(SB)/4, $0x0000000f
+DATA flashNibMask<>+8(SB)/4, $0x0000000f
+DATA flashNibMask<>+12(SB)/4, $0x0000000f
+DATA flashNibMask<>+16(SB)/4, $0x0000000f
+DATA flashNibMask<>+20(SB)/4, $0x0000000f
+DATA flashNibMask<>+24(SB)/4, $0x0000000f
+DATA flashNibMask<>+28(SB)/4, $0x0000000f
+GLOBL flashNibMask<>(SB), RODATA|NOPTR, $32
+
+DATA flashEightD<>+0(SB)/4, $0x00000008
+DATA flashEightD<>+4(SB)/4, $0x00000008
+DATA flashEightD<>+8(SB)/4, $0x00000008
+DATA flashEightD<>+12(SB)/4, $0x00000008
+DATA flashEightD<>+16(SB)/4, $0x00000008
+DATA flashEightD<>+20(SB)/4, $0x00000008
+DATA flashEightD<>+24(SB)/4, $0x00000008
+DATA flashEightD<>+28(SB)/4, $0x00000008
+GLOBL flashEightD<>(SB), RODATA|NOPTR, $32
+
 DATA neg10<>+0(SB)/4, $(-10.0)
 GLOBL neg10<>(SB), RODATA|NOPTR, $4
 
@@ -5268,6 +5406,487 @@ loop:
 	JNZ         loop
 
 done:
+	VZEROUPPER
+	RET
+
+// func flashExpAVX2(ng int, x *float32, dst *float32) uint64
+// Requires: AVX, AVX2, FMA3
+TEXT ·flashExpAVX2(SB), NOSPLIT, $0-32
+	MOVQ  ng+0(FP), AX
+	MOVQ  x+8(FP), CX
+	MOVQ  dst+16(FP), DX
+	XORQ  BX, BX
+	MOVQ  $0x00000001, SI
+	TESTQ AX, AX
+	JZ    done
+
+loop:
+	XORL         DI, DI
+	VMOVUPS      (CX), X0
+	VCMPPS       $0x1d, fexpMin<>+0(SB), X0, X1
+	VCMPPS       $0x12, fexpZero<>+0(SB), X0, X2
+	VANDPS       X2, X1, X1
+	VMOVMSKPS    X1, R8
+	XORL         $0x0000000f, R8
+	ORL          R8, DI
+	VCVTPS2PD    X0, Y0
+	VMOVUPD      fexpShift<>+0(SB), Y1
+	VFMADD231PD  fexpLog2e<>+0(SB), Y0, Y1
+	VSUBPD       fexpShift<>+0(SB), Y1, Y2
+	VMOVAPD      Y0, Y0
+	VFNMADD231PD fexpLn2Hi<>+0(SB), Y2, Y0
+	VFNMADD231PD fexpLn2Lo<>+0(SB), Y2, Y0
+	VMOVUPD      fexpCoef<>+352(SB), Y2
+	VFMADD213PD  fexpCoef<>+320(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+288(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+256(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+224(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+192(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+160(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+128(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+96(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+64(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+32(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+0(SB), Y0, Y2
+	VPSLLQ       $0x34, Y1, Y0
+	VPADDQ       Y0, Y2, Y2
+	VCVTPD2PSY   Y2, X0
+	VMOVUPS      X0, (DX)
+	VPAND        fexpLow29<>+0(SB), Y2, Y0
+	VPSUBQ       fexpBandLo<>+0(SB), Y0, Y0
+	VPCMPGTQ     fexpMinus1<>+0(SB), Y0, Y1
+	VMOVDQU      fexpBandW<>+0(SB), Y2
+	VPCMPGTQ     Y0, Y2, Y2
+	VPAND        Y1, Y2, Y1
+	VMOVMSKPD    Y1, R8
+	ORL          R8, DI
+	VMOVUPS      16(CX), X0
+	VCMPPS       $0x1d, fexpMin<>+0(SB), X0, X1
+	VCMPPS       $0x12, fexpZero<>+0(SB), X0, X2
+	VANDPS       X2, X1, X1
+	VMOVMSKPS    X1, R8
+	XORL         $0x0000000f, R8
+	ORL          R8, DI
+	VCVTPS2PD    X0, Y0
+	VMOVUPD      fexpShift<>+0(SB), Y1
+	VFMADD231PD  fexpLog2e<>+0(SB), Y0, Y1
+	VSUBPD       fexpShift<>+0(SB), Y1, Y2
+	VMOVAPD      Y0, Y0
+	VFNMADD231PD fexpLn2Hi<>+0(SB), Y2, Y0
+	VFNMADD231PD fexpLn2Lo<>+0(SB), Y2, Y0
+	VMOVUPD      fexpCoef<>+352(SB), Y2
+	VFMADD213PD  fexpCoef<>+320(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+288(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+256(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+224(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+192(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+160(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+128(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+96(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+64(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+32(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+0(SB), Y0, Y2
+	VPSLLQ       $0x34, Y1, Y0
+	VPADDQ       Y0, Y2, Y2
+	VCVTPD2PSY   Y2, X0
+	VMOVUPS      X0, 16(DX)
+	VPAND        fexpLow29<>+0(SB), Y2, Y0
+	VPSUBQ       fexpBandLo<>+0(SB), Y0, Y0
+	VPCMPGTQ     fexpMinus1<>+0(SB), Y0, Y1
+	VMOVDQU      fexpBandW<>+0(SB), Y2
+	VPCMPGTQ     Y0, Y2, Y2
+	VPAND        Y1, Y2, Y1
+	VMOVMSKPD    Y1, R8
+	ORL          R8, DI
+	VMOVUPS      32(CX), X0
+	VCMPPS       $0x1d, fexpMin<>+0(SB), X0, X1
+	VCMPPS       $0x12, fexpZero<>+0(SB), X0, X2
+	VANDPS       X2, X1, X1
+	VMOVMSKPS    X1, R8
+	XORL         $0x0000000f, R8
+	ORL          R8, DI
+	VCVTPS2PD    X0, Y0
+	VMOVUPD      fexpShift<>+0(SB), Y1
+	VFMADD231PD  fexpLog2e<>+0(SB), Y0, Y1
+	VSUBPD       fexpShift<>+0(SB), Y1, Y2
+	VMOVAPD      Y0, Y0
+	VFNMADD231PD fexpLn2Hi<>+0(SB), Y2, Y0
+	VFNMADD231PD fexpLn2Lo<>+0(SB), Y2, Y0
+	VMOVUPD      fexpCoef<>+352(SB), Y2
+	VFMADD213PD  fexpCoef<>+320(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+288(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+256(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+224(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+192(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+160(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+128(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+96(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+64(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+32(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+0(SB), Y0, Y2
+	VPSLLQ       $0x34, Y1, Y0
+	VPADDQ       Y0, Y2, Y2
+	VCVTPD2PSY   Y2, X0
+	VMOVUPS      X0, 32(DX)
+	VPAND        fexpLow29<>+0(SB), Y2, Y0
+	VPSUBQ       fexpBandLo<>+0(SB), Y0, Y0
+	VPCMPGTQ     fexpMinus1<>+0(SB), Y0, Y1
+	VMOVDQU      fexpBandW<>+0(SB), Y2
+	VPCMPGTQ     Y0, Y2, Y2
+	VPAND        Y1, Y2, Y1
+	VMOVMSKPD    Y1, R8
+	ORL          R8, DI
+	VMOVUPS      48(CX), X0
+	VCMPPS       $0x1d, fexpMin<>+0(SB), X0, X1
+	VCMPPS       $0x12, fexpZero<>+0(SB), X0, X2
+	VANDPS       X2, X1, X1
+	VMOVMSKPS    X1, R8
+	XORL         $0x0000000f, R8
+	ORL          R8, DI
+	VCVTPS2PD    X0, Y0
+	VMOVUPD      fexpShift<>+0(SB), Y1
+	VFMADD231PD  fexpLog2e<>+0(SB), Y0, Y1
+	VSUBPD       fexpShift<>+0(SB), Y1, Y2
+	VMOVAPD      Y0, Y0
+	VFNMADD231PD fexpLn2Hi<>+0(SB), Y2, Y0
+	VFNMADD231PD fexpLn2Lo<>+0(SB), Y2, Y0
+	VMOVUPD      fexpCoef<>+352(SB), Y2
+	VFMADD213PD  fexpCoef<>+320(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+288(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+256(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+224(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+192(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+160(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+128(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+96(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+64(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+32(SB), Y0, Y2
+	VFMADD213PD  fexpCoef<>+0(SB), Y0, Y2
+	VPSLLQ       $0x34, Y1, Y0
+	VPADDQ       Y0, Y2, Y2
+	VCVTPD2PSY   Y2, X0
+	VMOVUPS      X0, 48(DX)
+	VPAND        fexpLow29<>+0(SB), Y2, Y0
+	VPSUBQ       fexpBandLo<>+0(SB), Y0, Y0
+	VPCMPGTQ     fexpMinus1<>+0(SB), Y0, Y1
+	VMOVDQU      fexpBandW<>+0(SB), Y2
+	VPCMPGTQ     Y0, Y2, Y2
+	VPAND        Y1, Y2, Y1
+	VMOVMSKPD    Y1, R8
+	ORL          R8, DI
+	TESTL        DI, DI
+	JZ           clean
+	ORQ          SI, BX
+
+clean:
+	SHLQ $0x01, SI
+	ADDQ $0x00000040, CX
+	ADDQ $0x00000040, DX
+	DECQ AX
+	JNZ  loop
+
+done:
+	MOVQ BX, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func flashTileF16AVX2(n int, acc *float32, v *byte, vStride int, ms *float32, vs *float32)
+// Requires: AVX, F16C, FMA3
+TEXT ·flashTileF16AVX2(SB), NOSPLIT, $0-48
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+16(FP), DX
+	MOVQ    vStride+24(FP), BX
+	MOVQ    ms+32(FP), SI
+	MOVQ    vs+40(FP), DI
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	VMOVUPS 64(CX), Y2
+	VMOVUPS 96(CX), Y3
+	VMOVUPS 128(CX), Y4
+	VMOVUPS 160(CX), Y5
+	VMOVUPS 192(CX), Y6
+	VMOVUPS 224(CX), Y7
+	TESTQ   AX, AX
+	JZ      done
+
+loop:
+	MOVL         (SI), R8
+	CMPL         R8, $0x3f800000
+	JEQ          unscaled
+	VBROADCASTSS (SI), Y8
+	VMULPS       Y8, Y0, Y0
+	VCVTPS2PH    $0x00, Y0, X0
+	VCVTPH2PS    X0, Y0
+	VMULPS       Y8, Y1, Y1
+	VCVTPS2PH    $0x00, Y1, X1
+	VCVTPH2PS    X1, Y1
+	VMULPS       Y8, Y2, Y2
+	VCVTPS2PH    $0x00, Y2, X2
+	VCVTPH2PS    X2, Y2
+	VMULPS       Y8, Y3, Y3
+	VCVTPS2PH    $0x00, Y3, X3
+	VCVTPH2PS    X3, Y3
+	VMULPS       Y8, Y4, Y4
+	VCVTPS2PH    $0x00, Y4, X4
+	VCVTPH2PS    X4, Y4
+	VMULPS       Y8, Y5, Y5
+	VCVTPS2PH    $0x00, Y5, X5
+	VCVTPH2PS    X5, Y5
+	VMULPS       Y8, Y6, Y6
+	VCVTPS2PH    $0x00, Y6, X6
+	VCVTPH2PS    X6, Y6
+	VMULPS       Y8, Y7, Y7
+	VCVTPS2PH    $0x00, Y7, X7
+	VCVTPH2PS    X7, Y7
+
+unscaled:
+	VBROADCASTSS (DI), Y8
+	VCVTPH2PS    (DX), Y9
+	VFMADD231PS  Y8, Y9, Y0
+	VCVTPS2PH    $0x00, Y0, X0
+	VCVTPH2PS    X0, Y0
+	VCVTPH2PS    16(DX), Y9
+	VFMADD231PS  Y8, Y9, Y1
+	VCVTPS2PH    $0x00, Y1, X1
+	VCVTPH2PS    X1, Y1
+	VCVTPH2PS    32(DX), Y9
+	VFMADD231PS  Y8, Y9, Y2
+	VCVTPS2PH    $0x00, Y2, X2
+	VCVTPH2PS    X2, Y2
+	VCVTPH2PS    48(DX), Y9
+	VFMADD231PS  Y8, Y9, Y3
+	VCVTPS2PH    $0x00, Y3, X3
+	VCVTPH2PS    X3, Y3
+	VCVTPH2PS    64(DX), Y9
+	VFMADD231PS  Y8, Y9, Y4
+	VCVTPS2PH    $0x00, Y4, X4
+	VCVTPH2PS    X4, Y4
+	VCVTPH2PS    80(DX), Y9
+	VFMADD231PS  Y8, Y9, Y5
+	VCVTPS2PH    $0x00, Y5, X5
+	VCVTPH2PS    X5, Y5
+	VCVTPH2PS    96(DX), Y9
+	VFMADD231PS  Y8, Y9, Y6
+	VCVTPS2PH    $0x00, Y6, X6
+	VCVTPH2PS    X6, Y6
+	VCVTPH2PS    112(DX), Y9
+	VFMADD231PS  Y8, Y9, Y7
+	VCVTPS2PH    $0x00, Y7, X7
+	VCVTPH2PS    X7, Y7
+	ADDQ         BX, DX
+	ADDQ         $0x00000004, SI
+	ADDQ         $0x00000004, DI
+	DECQ         AX
+	JNZ          loop
+
+done:
+	VMOVUPS Y0, (CX)
+	VMOVUPS Y1, 32(CX)
+	VMOVUPS Y2, 64(CX)
+	VMOVUPS Y3, 96(CX)
+	VMOVUPS Y4, 128(CX)
+	VMOVUPS Y5, 160(CX)
+	VMOVUPS Y6, 192(CX)
+	VMOVUPS Y7, 224(CX)
+	VZEROUPPER
+	RET
+
+// func flashTileQ8_0AVX2(n int, acc *float32, v *byte, vStride int, ms *float32, vs *float32)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·flashTileQ8_0AVX2(SB), NOSPLIT, $0-48
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+16(FP), DX
+	MOVQ    vStride+24(FP), BX
+	MOVQ    ms+32(FP), SI
+	MOVQ    vs+40(FP), DI
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	VMOVUPS 64(CX), Y2
+	VMOVUPS 96(CX), Y3
+	VMOVUPS 128(CX), Y4
+	VMOVUPS 160(CX), Y5
+	VMOVUPS 192(CX), Y6
+	VMOVUPS 224(CX), Y7
+	TESTQ   AX, AX
+	JZ      done
+
+loop:
+	MOVL         (SI), R8
+	CMPL         R8, $0x3f800000
+	JEQ          unscaled
+	VBROADCASTSS (SI), Y8
+	VMULPS       Y8, Y0, Y0
+	VMULPS       Y8, Y1, Y1
+	VMULPS       Y8, Y2, Y2
+	VMULPS       Y8, Y3, Y3
+	VMULPS       Y8, Y4, Y4
+	VMULPS       Y8, Y5, Y5
+	VMULPS       Y8, Y6, Y6
+	VMULPS       Y8, Y7, Y7
+
+unscaled:
+	VBROADCASTSS (DI), Y8
+	VPBROADCASTW (DX), X9
+	VCVTPH2PS    X9, Y10
+	VPMOVSXBD    2(DX), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y10, Y9, Y9
+	VFMADD231PS  Y8, Y9, Y0
+	VPMOVSXBD    10(DX), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y10, Y9, Y9
+	VFMADD231PS  Y8, Y9, Y1
+	VPMOVSXBD    18(DX), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y10, Y9, Y9
+	VFMADD231PS  Y8, Y9, Y2
+	VPMOVSXBD    26(DX), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y10, Y9, Y9
+	VFMADD231PS  Y8, Y9, Y3
+	VPBROADCASTW 34(DX), X9
+	VCVTPH2PS    X9, Y10
+	VPMOVSXBD    36(DX), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y10, Y9, Y9
+	VFMADD231PS  Y8, Y9, Y4
+	VPMOVSXBD    44(DX), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y10, Y9, Y9
+	VFMADD231PS  Y8, Y9, Y5
+	VPMOVSXBD    52(DX), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y10, Y9, Y9
+	VFMADD231PS  Y8, Y9, Y6
+	VPMOVSXBD    60(DX), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y10, Y9, Y9
+	VFMADD231PS  Y8, Y9, Y7
+	ADDQ         BX, DX
+	ADDQ         $0x00000004, SI
+	ADDQ         $0x00000004, DI
+	DECQ         AX
+	JNZ          loop
+
+done:
+	VMOVUPS Y0, (CX)
+	VMOVUPS Y1, 32(CX)
+	VMOVUPS Y2, 64(CX)
+	VMOVUPS Y3, 96(CX)
+	VMOVUPS Y4, 128(CX)
+	VMOVUPS Y5, 160(CX)
+	VMOVUPS Y6, 192(CX)
+	VMOVUPS Y7, 224(CX)
+	VZEROUPPER
+	RET
+
+// func flashTileQ4_0AVX2(n int, acc *float32, v *byte, vStride int, ms *float32, vs *float32)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·flashTileQ4_0AVX2(SB), NOSPLIT, $0-48
+	MOVQ         n+0(FP), AX
+	MOVQ         acc+8(FP), CX
+	MOVQ         v+16(FP), DX
+	MOVQ         vStride+24(FP), BX
+	MOVQ         ms+32(FP), SI
+	MOVQ         vs+40(FP), DI
+	VMOVUPS      (CX), Y0
+	VMOVUPS      32(CX), Y1
+	VMOVUPS      64(CX), Y2
+	VMOVUPS      96(CX), Y3
+	VMOVUPS      128(CX), Y4
+	VMOVUPS      160(CX), Y5
+	VMOVUPS      192(CX), Y6
+	VMOVUPS      224(CX), Y7
+	VPBROADCASTD flashNibMask<>+0(SB), Y8
+	VPBROADCASTD flashEightD<>+0(SB), Y9
+	TESTQ        AX, AX
+	JZ           done
+
+loop:
+	MOVL         (SI), R8
+	CMPL         R8, $0x3f800000
+	JEQ          unscaled
+	VBROADCASTSS (SI), Y10
+	VMULPS       Y10, Y0, Y0
+	VMULPS       Y10, Y1, Y1
+	VMULPS       Y10, Y2, Y2
+	VMULPS       Y10, Y3, Y3
+	VMULPS       Y10, Y4, Y4
+	VMULPS       Y10, Y5, Y5
+	VMULPS       Y10, Y6, Y6
+	VMULPS       Y10, Y7, Y7
+
+unscaled:
+	VBROADCASTSS (DI), Y10
+	VPBROADCASTW (DX), X11
+	VCVTPH2PS    X11, Y12
+	VPMOVZXBD    2(DX), Y11
+	VPAND        Y8, Y11, Y11
+	VPSUBD       Y9, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VMULPS       Y12, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y0
+	VPMOVZXBD    10(DX), Y11
+	VPAND        Y8, Y11, Y11
+	VPSUBD       Y9, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VMULPS       Y12, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y1
+	VPMOVZXBD    2(DX), Y11
+	VPSRLD       $0x04, Y11, Y11
+	VPSUBD       Y9, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VMULPS       Y12, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y2
+	VPMOVZXBD    10(DX), Y11
+	VPSRLD       $0x04, Y11, Y11
+	VPSUBD       Y9, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VMULPS       Y12, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y3
+	VPBROADCASTW 18(DX), X11
+	VCVTPH2PS    X11, Y12
+	VPMOVZXBD    20(DX), Y11
+	VPAND        Y8, Y11, Y11
+	VPSUBD       Y9, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VMULPS       Y12, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y4
+	VPMOVZXBD    28(DX), Y11
+	VPAND        Y8, Y11, Y11
+	VPSUBD       Y9, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VMULPS       Y12, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y5
+	VPMOVZXBD    20(DX), Y11
+	VPSRLD       $0x04, Y11, Y11
+	VPSUBD       Y9, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VMULPS       Y12, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y6
+	VPMOVZXBD    28(DX), Y11
+	VPSRLD       $0x04, Y11, Y11
+	VPSUBD       Y9, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VMULPS       Y12, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y7
+	ADDQ         BX, DX
+	ADDQ         $0x00000004, SI
+	ADDQ         $0x00000004, DI
+	DECQ         AX
+	JNZ          loop
+
+done:
+	VMOVUPS Y0, (CX)
+	VMOVUPS Y1, 32(CX)
+	VMOVUPS Y2, 64(CX)
+	VMOVUPS Y3, 96(CX)
+	VMOVUPS Y4, 128(CX)
+	VMOVUPS Y5, 160(CX)
+	VMOVUPS Y6, 192(CX)
+	VMOVUPS Y7, 224(CX)
 	VZEROUPPER
 	RET
 
@@ -26241,6 +26860,206 @@ loop:
 	JNZ         loop
 
 done:
+	VZEROUPPER
+	RET
+
+// func flashTileF16AVX512(n int, acc *float32, v *byte, vStride int, ms *float32, vs *float32)
+// Requires: AVX, AVX512F
+TEXT ·flashTileF16AVX512(SB), NOSPLIT, $0-48
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+16(FP), DX
+	MOVQ    vStride+24(FP), BX
+	MOVQ    ms+32(FP), SI
+	MOVQ    vs+40(FP), DI
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS 128(CX), Z2
+	VMOVUPS 192(CX), Z3
+	TESTQ   AX, AX
+	JZ      done
+
+loop:
+	MOVL         (SI), R8
+	CMPL         R8, $0x3f800000
+	JEQ          unscaled
+	VBROADCASTSS (SI), Z4
+	VMULPS       Z4, Z0, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VMULPS       Z4, Z1, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VMULPS       Z4, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+
+unscaled:
+	VBROADCASTSS (DI), Z4
+	VCVTPH2PS    (DX), Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VCVTPH2PS    32(DX), Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VCVTPH2PS    64(DX), Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VCVTPH2PS    96(DX), Z5
+	VFMADD231PS  Z4, Z5, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	ADDQ         BX, DX
+	ADDQ         $0x00000004, SI
+	ADDQ         $0x00000004, DI
+	DECQ         AX
+	JNZ          loop
+
+done:
+	VMOVUPS Z0, (CX)
+	VMOVUPS Z1, 64(CX)
+	VMOVUPS Z2, 128(CX)
+	VMOVUPS Z3, 192(CX)
+	VZEROUPPER
+	RET
+
+// func flashTileQ8_0AVX512(n int, acc *float32, v *byte, vStride int, ms *float32, vs *float32)
+// Requires: AVX, AVX2, AVX512F
+TEXT ·flashTileQ8_0AVX512(SB), NOSPLIT, $0-48
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+16(FP), DX
+	MOVQ    vStride+24(FP), BX
+	MOVQ    ms+32(FP), SI
+	MOVQ    vs+40(FP), DI
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS 128(CX), Z2
+	VMOVUPS 192(CX), Z3
+	TESTQ   AX, AX
+	JZ      done
+
+loop:
+	MOVL         (SI), R8
+	CMPL         R8, $0x3f800000
+	JEQ          unscaled
+	VBROADCASTSS (SI), Z4
+	VMULPS       Z4, Z0, Z0
+	VMULPS       Z4, Z1, Z1
+	VMULPS       Z4, Z2, Z2
+	VMULPS       Z4, Z3, Z3
+
+unscaled:
+	VBROADCASTSS (DI), Z4
+	VPBROADCASTW (DX), Y5
+	VCVTPH2PS    Y5, Z6
+	VPMOVSXBD    2(DX), Z5
+	VCVTDQ2PS    Z5, Z5
+	VMULPS       Z6, Z5, Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VPMOVSXBD    18(DX), Z5
+	VCVTDQ2PS    Z5, Z5
+	VMULPS       Z6, Z5, Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VPBROADCASTW 34(DX), Y5
+	VCVTPH2PS    Y5, Z6
+	VPMOVSXBD    36(DX), Z5
+	VCVTDQ2PS    Z5, Z5
+	VMULPS       Z6, Z5, Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VPMOVSXBD    52(DX), Z5
+	VCVTDQ2PS    Z5, Z5
+	VMULPS       Z6, Z5, Z5
+	VFMADD231PS  Z4, Z5, Z3
+	ADDQ         BX, DX
+	ADDQ         $0x00000004, SI
+	ADDQ         $0x00000004, DI
+	DECQ         AX
+	JNZ          loop
+
+done:
+	VMOVUPS Z0, (CX)
+	VMOVUPS Z1, 64(CX)
+	VMOVUPS Z2, 128(CX)
+	VMOVUPS Z3, 192(CX)
+	VZEROUPPER
+	RET
+
+// func flashTileQ4_0AVX512(n int, acc *float32, v *byte, vStride int, ms *float32, vs *float32)
+// Requires: AVX, AVX2, AVX512F
+TEXT ·flashTileQ4_0AVX512(SB), NOSPLIT, $0-48
+	MOVQ         n+0(FP), AX
+	MOVQ         acc+8(FP), CX
+	MOVQ         v+16(FP), DX
+	MOVQ         vStride+24(FP), BX
+	MOVQ         ms+32(FP), SI
+	MOVQ         vs+40(FP), DI
+	VMOVUPS      (CX), Z0
+	VMOVUPS      64(CX), Z1
+	VMOVUPS      128(CX), Z2
+	VMOVUPS      192(CX), Z3
+	VPBROADCASTD flashNibMask<>+0(SB), Z4
+	VPBROADCASTD flashEightD<>+0(SB), Z5
+	TESTQ        AX, AX
+	JZ           done
+
+loop:
+	MOVL         (SI), R8
+	CMPL         R8, $0x3f800000
+	JEQ          unscaled
+	VBROADCASTSS (SI), Z6
+	VMULPS       Z6, Z0, Z0
+	VMULPS       Z6, Z1, Z1
+	VMULPS       Z6, Z2, Z2
+	VMULPS       Z6, Z3, Z3
+
+unscaled:
+	VBROADCASTSS (DI), Z6
+	VPBROADCASTW (DX), Y7
+	VCVTPH2PS    Y7, Z8
+	VPMOVZXBD    2(DX), Z7
+	VPANDD       Z4, Z7, Z7
+	VPSUBD       Z5, Z7, Z7
+	VCVTDQ2PS    Z7, Z7
+	VMULPS       Z8, Z7, Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VPMOVZXBD    2(DX), Z7
+	VPSRLD       $0x04, Z7, Z7
+	VPSUBD       Z5, Z7, Z7
+	VCVTDQ2PS    Z7, Z7
+	VMULPS       Z8, Z7, Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VPBROADCASTW 18(DX), Y7
+	VCVTPH2PS    Y7, Z8
+	VPMOVZXBD    20(DX), Z7
+	VPANDD       Z4, Z7, Z7
+	VPSUBD       Z5, Z7, Z7
+	VCVTDQ2PS    Z7, Z7
+	VMULPS       Z8, Z7, Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VPMOVZXBD    20(DX), Z7
+	VPSRLD       $0x04, Z7, Z7
+	VPSUBD       Z5, Z7, Z7
+	VCVTDQ2PS    Z7, Z7
+	VMULPS       Z8, Z7, Z7
+	VFMADD231PS  Z6, Z7, Z3
+	ADDQ         BX, DX
+	ADDQ         $0x00000004, SI
+	ADDQ         $0x00000004, DI
+	DECQ         AX
+	JNZ          loop
+
+done:
+	VMOVUPS Z0, (CX)
+	VMOVUPS Z1, 64(CX)
+	VMOVUPS Z2, 128(CX)
+	VMOVUPS Z3, 192(CX)
 	VZEROUPPER
 	RET
 

@@ -42,6 +42,7 @@ func main() {
 		genBinaryKernels(v, &reg)
 		genSoftmaxSteps(v, &reg)
 		genFlashKernels(v, &reg)
+		genFlashTiles(v, &reg)
 		genGELUKernel(v, &reg)
 	}
 	if *tableOut != "" {

@@ -42,7 +42,9 @@ type elemEntry struct {
 	scaleMax, scale            string
 	lanes                      int // floats per chunk of mul, add, scaleMax, scale and gelu
 	gelu                       string
-	flashF16, flashF32         string // flash attention's accumulator updates
+	flashF16, flashF32         string    // flash attention's accumulator updates
+	flashExp                   string    // flash attention's exact exponential
+	flashTiles                 [3]string // tiled updates: F16, Q8_0, Q4_0 V
 }
 
 func (r *registry) see(v variant) {
@@ -104,6 +106,13 @@ func (r *registry) flash(v variant, f16, f32 string) {
 	r.see(v)
 	e := r.elems[v.name]
 	e.flashF16, e.flashF32 = f16, f32
+	r.elems[v.name] = e
+}
+
+func (r *registry) flashTiles(v variant, exp, f16, q8, q4 string) {
+	r.see(v)
+	e := r.elems[v.name]
+	e.flashExp, e.flashTiles = exp, [3]string{f16, q8, q4}
 	r.elems[v.name] = e
 }
 
@@ -204,6 +213,10 @@ func writeTable(path string, r *registry) error {
 		if e := r.elems[name]; e.flashF16 != "" {
 			set[jen.Id("flashF16")] = jen.Id(e.flashF16)
 			set[jen.Id("flashF32")] = jen.Id(e.flashF32)
+		}
+		if e := r.elems[name]; e.flashExp != "" {
+			set[jen.Id("flashExp")] = jen.Id(e.flashExp)
+			set[jen.Id("flashTiles")] = jen.Index(jen.Lit(3)).Id("flashTile").Values(ids(e.flashTiles[:])...)
 		}
 		sets = append(sets, jen.Values(set))
 	}
