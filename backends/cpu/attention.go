@@ -238,7 +238,7 @@ func newAttnBufs(threads, group, headDim, ctx int, flash bool) []attnBuf {
 		bufs[i] = attnBuf{q16: make([]byte, 2*group*headDim), qTail: make([]float32, headDim), scores: make([]float32, group*n), p16: make([]byte, 2*group*n)}
 		if flash {
 			// Flash attention keeps no score rows.
-			bufs[i] = attnBuf{flash: newFlashBuf(headDim)}
+			bufs[i] = attnBuf{flash: newFlashBuf(group, headDim)}
 		}
 	}
 	if !flash {

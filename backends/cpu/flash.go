@@ -76,38 +76,114 @@ func (c *kvCache) storeFlash(pos int, k, v []float32) {
 // headBytes is the offset of KV head g within a row.
 func (c *kvCache) headBytes(g int) int { return kvRowBytes(c.kt, g*c.headDim) }
 
-// flashBuf is one worker's flash scratch: the converted query (binary16
-// or Q8_0), the accumulator and a widened V row.
+// flashTile is how many cells the tiled path scores and folds at a time:
+// a multiple of 4 (the GEMM's rows per call), small enough that a tile's
+// K and V rows stay in L1 between the scoring and the folding.
+const flashTile = 64
+
+// flashBuf is one worker's flash scratch: the converted queries of up to
+// a KV head's query heads (binary16 or Q8_0), their accumulators, running
+// maxima and sums, a widened V row, and the tiled path's scores,
+// exponentials' arguments and signed results, and padded K rows.
 type flashBuf struct {
-	q        []byte
-	acc, row []float32
+	q         []byte
+	acc, row  []float32
+	maxv, sum []float32
+	scores    []float32 // [group][flashTile]
+	arg, ex   []float32 // [group·n]: head i's cells at i·n… (see foldTile)
+	pad       []byte    // 4 K head rows
 }
 
-func newFlashBuf(headDim int) flashBuf {
-	return flashBuf{q: make([]byte, max(2*headDim, (headDim+31)/32*34)), acc: make([]float32, headDim), row: make([]float32, headDim)}
+// flashQueryBytes is the most bytes one converted query head takes.
+func flashQueryBytes(headDim int) int { return max(2*headDim, (headDim+31)/32*34) }
+
+// flashBufBytes is what newFlashBuf allocates.
+func flashBufBytes(group, headDim int) int64 {
+	g, hd, qb, t := int64(group), int64(headDim), int64(flashQueryBytes(headDim)), int64(flashTile)
+	return (g+4)*qb + 4*(g*hd+hd+2*g+3*g*t)
+}
+
+func newFlashBuf(group, headDim int) flashBuf {
+	qb, gt := flashQueryBytes(headDim), group*flashTile
+	return flashBuf{
+		q: make([]byte, group*qb), acc: make([]float32, group*headDim), row: make([]float32, headDim),
+		maxv: make([]float32, group), sum: make([]float32, group),
+		scores: make([]float32, gt), arg: make([]float32, gt), ex: make([]float32, gt),
+		pad: make([]byte, 4*qb),
+	}
 }
 
 // convertQuery converts query head qh to the K cache's dot type into
 // b.q (ggml's q_to_vec_dot) and returns it.
 func (c *kvCache) convertQuery(qh []float32, b *flashBuf) []byte {
+	return c.convertInto(qh, b.q)
+}
+
+// queryBytes is the size of one converted query head.
+func (c *kvCache) queryBytes() int {
 	if c.kt == KVF16 {
-		q := b.q[:2*len(qh)]
+		return 2 * c.headDim
+	}
+	return c.headDim / 32 * 34
+}
+
+// convertInto converts query head qh into the start of dst and returns
+// that part.
+func (c *kvCache) convertInto(qh []float32, dst []byte) []byte {
+	q := dst[:c.queryBytes()]
+	if c.kt == KVF16 {
 		simd.QuantizeRow(gguf.TypeF16)(qh, q)
 		return q
 	}
-	q := b.q[:len(qh)/32*34]
 	ref.QuantizeRowQ8_0(qh, q)
 	return q
 }
 
+// tiled reports whether this cache takes the tiled path (flashHeadsTiled):
+// scores by the GEMM, whose every (cell, head) pair sums in one order.
+// An F16 head dimension that is not whole GEMM chunks keeps the per-cell
+// path, whose tail summed in float64 gives ggml's exact scores for heads
+// narrower than 32.
+func (c *kvCache) tiled() bool { return c.kt != KVF16 || c.headDim%f16GemmChunk == 0 }
+
 // flashScore is the raw score of converted query q against K row p of KV
-// head g: the vector kernel over whole chunks and, for a binary16 cache,
-// the rest summed in float64 as ggml_vec_dot_f16 sums its tail (so heads
-// narrower than 32 get ggml's exact scores). Every position goes through
-// this one function, so a score never depends on the batch, the tile or
-// the thread that computed it.
+// head g, as the kernel computes it: every score of a cache goes through
+// the same summation (the GEMM's for a tiled cache, scoreTile's padding
+// included; else score's), so a score never depends on the batch, the
+// tile or the thread that computed it.
 func (c *kvCache) flashScore(p, g int, q []byte) float32 {
-	return c.score(simd.VecDot(kvElemType(c.kt)), p, c.headBytes(g), q)
+	if !c.tiled() {
+		return c.score(simd.VecDot(kvElemType(c.kt)), p, c.headBytes(g), q)
+	}
+	b := newFlashBuf(1, c.headDim)
+	c.scoreTile(g, p, 1, q, len(q), 1, b.scores, &b)
+	return b.scores[0]
+}
+
+// scoreTile sets dst[i·flashTile + j] to the raw score of query i (nh of
+// them, qb bytes apart in qc) against K row p0+j of KV head g, j < n ≤
+// flashTile. Rows go to the GEMM in whole groups of 4, the last group
+// copied into b.pad with zero rows after it, so that every row takes the
+// GEMM's tile kernel (its leftover rows would take the dot kernel, which
+// sums in another order).
+func (c *kvCache) scoreTile(g, p0, n int, qc []byte, qb, nh int, dst []float32, b *flashBuf) {
+	hd, rb, hb := c.headDim, c.rowBytes, c.headBytes(g)
+	gemm := simd.Gemm(kvElemType(c.kt))
+	full := n &^ 3
+	if full > 0 {
+		gemm(hd, c.kq[p0*rb+hb:], rb, full, qc, qb, nh, dst, flashTile)
+	}
+	rest := n - full
+	if rest == 0 {
+		return
+	}
+	kb := kvRowBytes(c.kt, hd)
+	pad := b.pad[:4*kb]
+	for r := range rest {
+		copy(pad[r*kb:(r+1)*kb], c.kq[(p0+full+r)*rb+hb:])
+	}
+	clear(pad[rest*kb:])
+	gemm(hd, pad, kb, 4, qc, qb, nh, dst[full:], flashTile)
 }
 
 // score is flashScore with the dot kernel and the head's byte offset in
@@ -140,6 +216,10 @@ func (c *kvCache) score(dot simd.DotFunc, p, hb int, q []byte) float32 {
 // visible cells in order, with ref.FlashAttention's arithmetic (only the
 // score dot products' summation order differs: flashScore).
 func (c *kvCache) flashHeads(out, q []float32, t, pos, h0, h1 int, sh attnShape, b *flashBuf) {
+	if c.tiled() {
+		c.flashHeadsTiled(out, q, t, pos, h0, h1, sh, b)
+		return
+	}
 	hd := c.headDim
 	g := h0 / (sh.heads / sh.kvHeads)
 	first := sh.first(pos)
@@ -168,7 +248,7 @@ func (c *kvCache) flashHeads(out, q []float32, t, pos, h0, h1 int, sh attnShape,
 				vs = float32(math.Exp(float64(x - maxv)))
 			}
 			c.madV(acc, p, hb, vs, b)
-			sum = sum*ms + vs
+			sum = float32(sum*ms) + vs // unfused, as ggml's ISO C build
 		}
 		inv := 1 / sum
 		o := out[off : off+hd]
@@ -190,4 +270,76 @@ func (c *kvCache) madV(acc []float32, p, hb int, vs float32, b *flashBuf) {
 	}
 	_ = quant.Dequantize(kvElemType(c.kt), src[:kvRowBytes(c.kt, hd)], row)
 	simd.FlashMadF32(acc, row, vs)
+}
+
+// flashHeadsTiled is flashHeads a tile of cells at a time for all the
+// heads [h0, h1) at once: one GEMM scores the tile for every head (each K
+// row read once for the group), then each head folds the tile in cell
+// order: scale and soft-cap, the running maximum, the exponentials
+// (simd.FlashExp, ref's expf bits), the running sum and the accumulator
+// updates (simd.FlashUpdate), with ref.FlashAttention's arithmetic in
+// ref's order. Only the scores' summation differs (flashScore).
+func (c *kvCache) flashHeadsTiled(out, q []float32, t, pos, h0, h1 int, sh attnShape, b *flashBuf) {
+	hd, nh := c.headDim, h1-h0
+	g := h0 / (sh.heads / sh.kvHeads)
+	qb := c.queryBytes()
+	qc := b.q[:nh*qb]
+	for i := range nh {
+		off := (t*sh.heads + h0 + i) * hd
+		c.convertInto(q[off:off+hd], qc[i*qb:])
+	}
+	acc := b.acc[:nh*hd]
+	clear(acc)
+	for i := range nh {
+		b.sum[i], b.maxv[i] = 0, float32(math.Inf(-1))
+	}
+	for p0 := sh.first(pos); p0 <= pos; p0 += flashTile {
+		n := min(flashTile, pos+1-p0)
+		c.scoreTile(g, p0, n, qc, qb, nh, b.scores, b)
+		c.foldTile(g, p0, n, nh, sh, b)
+	}
+	for i := range nh {
+		inv := 1 / b.sum[i]
+		off := (t*sh.heads + h0 + i) * hd
+		o := out[off : off+hd]
+		for k, a := range acc[i*hd : (i+1)*hd] {
+			o[k] = a * inv
+		}
+	}
+}
+
+// foldTile runs the online softmax of heads [0, nh) over the tile's
+// scores (cells p0… of KV head g): ref's flashHead loop, split into passes
+// that each run in cell order per head. The first scales (and caps) the
+// scores and follows the running maximum, leaving per cell the argument
+// of its one exponential signed as simd.FlashExp passes it on: x − max
+// (> 0) where the cell raises the maximum (ref: ms = expf(max − x)),
+// else −(max − x) (≤ 0, −0 included: ref's vs = expf(x − max)). Negating
+// is exact, so expf(−|a|) is ref's value either way. Then the weights
+// (simd.FlashExp), then the accumulators and sums (simd.FlashUpdate).
+func (c *kvCache) foldTile(g, p0, n, nh int, sh attnShape, b *flashBuf) {
+	scale := sh.scale
+	if sh.softCap > 0 {
+		scale /= sh.softCap
+	}
+	for i := range nh {
+		arg := b.arg[i*n : (i+1)*n]
+		maxv := b.maxv[i]
+		for j, s := range b.scores[i*flashTile : i*flashTile+n] {
+			x := s * scale
+			if sh.softCap > 0 {
+				x = sh.softCap * float32(math.Tanh(float64(x)))
+			}
+			if x > maxv {
+				arg[j] = x - maxv
+				maxv = x
+			} else {
+				arg[j] = -(maxv - x)
+			}
+		}
+		b.maxv[i] = maxv
+	}
+	simd.FlashExp(b.arg[:nh*n], b.ex[:nh*n])
+	hd, hb := c.headDim, c.headBytes(g)
+	simd.FlashUpdate(kvElemType(c.kt), b.acc[:nh*hd], hd, c.vq[p0*c.rowBytes+hb:], c.rowBytes, n, b.ex, n, b.sum[:nh], b.row)
 }

@@ -69,7 +69,7 @@ func (p *Program) stateBytes(ctx, seqs int, kvType KVType, flash bool) (StateSiz
 	g, hd := int64(z.group), int64(z.headDim)
 	perThread := c.Add(c.Add(c.Mul(2, c.Mul(g, hd)), c.Mul(4, hd)), c.Mul(6, c.Mul(g, padded)))
 	if flash {
-		perThread = c.Add(c.Mul(2, hd), c.Mul(8, hd)) // newFlashBuf: query, accumulator, V row
+		perThread = flashBufBytes(z.group, z.headDim)
 	}
 	z.Attention = c.Mul(perThread, int64(max(p.threads, 1)))
 	if !flash {

@@ -123,7 +123,7 @@ func flashHead(out []float32, q FlashQuery, k, v KV, kvOff, first, visible int, 
 			vs = expf(x - maxv)
 		}
 		FlashMad(acc, v.widenRow(p, kvOff, s.vrow[:hd]), vs, f16)
-		sum = sum*ms + vs
+		sum = float32(sum*ms) + vs // unfused: ggml builds as ISO C, without contraction
 	}
 	inv := 1 / sum
 	for i, a := range acc {

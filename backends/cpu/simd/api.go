@@ -39,7 +39,7 @@ type impl struct {
 	flashF16   func(nc int, acc *float32, x *byte, vs float32)
 	flashF32   func(nc int, acc *float32, x *float32, vs float32)
 	flashExp   func(ng int, x, dst *float32) uint64 // see FlashExp; nil: pure Go
-	flashTiles [3]flashTile                         // F16, Q8_0, Q4_0 V; see FlashUpdate
+	flashTiles [3][]flashTile                       // F16, Q8_0, Q4_0 V; see FlashUpdate
 }
 
 const pureGo = "purego"

@@ -70,7 +70,7 @@ type kernelSet struct {
 	// flashExp and flashTiles: tiled flash attention's exponential and
 	// accumulator updates (see FlashExp and FlashUpdate).
 	flashExp   func(ng int, x, dst *float32) uint64
-	flashTiles [3]flashTile
+	flashTiles [3][]flashTile
 }
 
 // supported reports whether this CPU runs the named variant. Every

@@ -45,18 +45,23 @@ func FlashMadF32(acc, x []float32, vs float32) {
 }
 
 // flashTile is a generated tile kernel (codegen flash_tile.go): n cells'
-// updates of a 64-value accumulator block from V rows vStride bytes apart.
-type flashTile = func(n int, acc *float32, v *byte, vStride int, ms, vs *float32)
+// updates of a block of 4 vectors of columns of several heads'
+// accumulators (accStride bytes apart) and running sums, from V rows
+// vStride bytes apart and signed weights eStride bytes apart per head.
+type flashTile = func(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
 // flashExpGroups is the most groups of 16 one flashExp call takes (its
 // result has one bit per group).
 const flashExpGroups = 64
 
-// FlashExp sets dst[i] to float32(math.Exp(float64(x[i]))), ops/ref's
-// expf, bit for bit: the generated kernel computes it in double
-// precision and flags the groups of 16 with a lane it cannot vouch for
-// (near a float32 rounding boundary, or outside [−87, 0]); those groups
-// and the tail take the scalar function.
+// FlashExp computes the tiled flash path's signed cell weights: dst[i] =
+// float32(math.Exp(float64(−|x[i]|))) (ops/ref's expf, bit for bit) with
+// the sign of x[i]. The caller encodes in that sign whether a cell raised
+// the running maximum (see FlashUpdate), so one array carries both. The
+// generated kernel computes in double precision and flags the groups of
+// 16 with a lane it cannot vouch for (near a float32 rounding boundary,
+// or |x| outside [0, 87]); those groups and the tail take the scalar
+// function. x and dst must not overlap.
 func FlashExp(x, dst []float32) {
 	dst = dst[:len(x)]
 	done := 0
@@ -65,9 +70,9 @@ func FlashExp(x, dst []float32) {
 			ng := min(flashExpGroups, (len(x)-done)/16)
 			bad := k(ng, &x[done], &dst[done])
 			for bad != 0 {
-				g := bits.TrailingZeros64(bad)
+				g := done + 16*bits.TrailingZeros64(bad)
 				bad &= bad - 1
-				scalarExp(x[done+16*g:done+16*g+16], dst[done+16*g:])
+				scalarExp(x[g:g+16], dst[g:])
 			}
 			done += 16 * ng
 		}
@@ -75,45 +80,90 @@ func FlashExp(x, dst []float32) {
 	scalarExp(x[done:], dst[done:])
 }
 
+// scalarExp is FlashExp in Go.
 func scalarExp(x, dst []float32) {
 	for i, v := range x {
-		dst[i] = float32(math.Exp(float64(v)))
+		sign := math.Float32bits(v) & (1 << 31)
+		e := float32(math.Exp(-math.Abs(float64(v))))
+		dst[i] = math.Float32frombits(math.Float32bits(e) | sign)
 	}
 }
 
-// FlashUpdate applies n cells' online-softmax updates to one head's
-// accumulator acc (ops/ref's flash loop after the exponentials): for
-// cell j, when ms[j] ≠ 1, ref.FlashScale(acc, ms[j]); then
-// ref.FlashMad(acc, V_j, vs[j]) with V_j the head's values of V row j,
-// stored as t (F16, Q8_0 or Q4_0) at v[j·vStride:]. A binary16 V keeps a
-// binary16 accumulator, as ggml does. ggml's whole 64-value blocks go to
-// the generated kernel, cell after cell with the block in registers;
+// FlashUpdate applies n cells' online-softmax updates to the
+// accumulators and running sums of len(sum) heads of hd values (head h's
+// accumulator is acc[h·hd:(h+1)·hd]): ops/ref's flash loop after the
+// exponentials. Cell j's weight for head h is e[h·eStride+j], signed as
+// FlashExp leaves it: positive, the cell raised the maximum, and
+// (ms, vs) = (e, 1); otherwise (ms, vs) = (1, −e). Then, as ref: with a
+// raise, ref.FlashScale(acc, ms) and sum·ms; ref.FlashMad(acc, V_j, vs)
+// and sum + vs, V_j the head's values of V row j, stored as t (F16, Q8_0
+// or Q4_0) at v[j·vStride:]. Every head reads the same V rows (the query
+// heads of one KV head). A binary16 V keeps a binary16 accumulator, as
+// ggml does. ggml's whole 64-value blocks go to the generated kernels,
+// several heads and cells per call with the accumulators in registers;
 // the tail, and everything without a kernel, to the reference's
-// functions. tmp holds len(acc) floats.
-func FlashUpdate(t gguf.TensorType, acc []float32, v []byte, vStride, n int, ms, vs, tmp []float32) {
-	if n <= 0 {
+// functions. tmp holds hd floats.
+func FlashUpdate(t gguf.TensorType, acc []float32, hd int, v []byte, vStride, n int, e []float32, eStride int, sum, tmp []float32) {
+	nh := len(sum)
+	if n <= 0 || nh == 0 {
 		return
 	}
-	hd := len(acc)
 	rb, _ := t.RowBytes(uint64(hd))
 	_ = v[(n-1)*vStride+int(rb)-1]
-	ms, vs = ms[:n], vs[:n]
+	_ = acc[nh*hd-1]
+	_ = e[(nh-1)*eStride+n-1]
 	done := 0
-	if k := active.flashTiles[flashKind(t)]; k != nil {
-		blk, _ := t.RowBytes(flashBlock)
-		for ; done+flashBlock <= hd; done += flashBlock {
-			k(n, &acc[done], &v[done/flashBlock*int(blk)], vStride, &ms[0], &vs[0])
+	if tiles := active.flashTiles[flashKind(t)]; len(tiles) > 0 {
+		cols := 4 * active.lanes
+		blk, _ := t.RowBytes(uint64(cols))
+		fused := hd &^ (flashBlock - 1)
+		for h0 := 0; h0 < nh; {
+			k := min(len(tiles), nh-h0)
+			for c := 0; c+cols <= fused; c += cols {
+				s := &sum[h0]
+				if c > 0 {
+					s = &tmp[0] // the sums are done: discard the repeats
+				}
+				tiles[k-1](n, &acc[h0*hd+c], 4*hd, &v[c/cols*int(blk)], vStride, &e[h0*eStride], 4*eStride, s)
+			}
+			h0 += k
 		}
+		done = fused
 	}
-	if done == hd {
+	for h := range nh {
+		flashRest(t, acc[h*hd:(h+1)*hd], done, v, vStride, e[h*eStride:h*eStride+n], &sum[h], done == 0, tmp)
+	}
+}
+
+// flashWeights decodes a signed weight (see FlashUpdate).
+func flashWeights(e float32) (ms, vs float32) {
+	if math.Float32bits(e)>>31 == 0 {
+		return e, 1
+	}
+	return 1, -e
+}
+
+// flashRest is FlashUpdate for one head's columns [done, hd) in Go, and
+// its sum when withSum.
+func flashRest(t gguf.TensorType, acc []float32, done int, v []byte, vStride int, e []float32, sum *float32, withSum bool, tmp []float32) {
+	if done == len(acc) && !withSum {
 		return
 	}
 	f16 := t == gguf.TypeF16
 	off, _ := t.RowBytes(uint64(done))
-	rest, row := acc[done:], tmp[:hd-done]
-	for j := range n {
-		if ms[j] != 1 {
-			ref.FlashScale(rest, ms[j], f16)
+	rb, _ := t.RowBytes(uint64(len(acc)))
+	rest, row := acc[done:], tmp[:len(acc)-done]
+	s := *sum
+	for j, ej := range e {
+		ms, vs := flashWeights(ej)
+		if withSum {
+			s = float32(s*ms) + vs // unfused, as ggml's ISO C build
+		}
+		if len(rest) == 0 {
+			continue
+		}
+		if ms != 1 {
+			ref.FlashScale(rest, ms, f16)
 		}
 		src := v[j*vStride+int(off) : j*vStride+int(rb)]
 		if f16 {
@@ -121,8 +171,9 @@ func FlashUpdate(t gguf.TensorType, acc []float32, v []byte, vStride, n int, ms,
 		} else {
 			_ = quant.Dequantize(t, src, row)
 		}
-		ref.FlashMad(rest, row, vs[j], f16)
+		ref.FlashMad(rest, row, vs, f16)
 	}
+	*sum = s
 }
 
 // flashKind indexes impl.flashTiles.

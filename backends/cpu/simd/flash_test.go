@@ -49,32 +49,40 @@ func TestFlashMad(t *testing.T) {
 	}
 }
 
-// flashExpInputs returns arguments like the online softmax's (x ≤ 0,
-// mostly small) with the edges mixed in: 0, −0, the −87 boundary and
-// beyond, −Inf, NaN and a few positive values.
+// flashExpInputs returns arguments like the tiled path's (both signs,
+// mostly small) with the edges mixed in: ±0, the 87 boundary and beyond,
+// ±Inf, NaN.
 func flashExpInputs(rng *rand.Rand, n int) []float32 {
 	x := make([]float32, n)
 	for i := range x {
 		switch rng.IntN(8) {
 		case 0:
-			x[i] = -float32(rng.ExpFloat64() * 40)
+			x[i] = float32(rng.ExpFloat64() * 40)
 		case 1:
-			x[i] = -float32(rng.Float64() * 1e-6)
+			x[i] = float32(rng.Float64() * 1e-6)
 		case 2:
-			edges := []float32{0, float32(math.Copysign(0, -1)), -87, -87.00001, -86.99999, -88, -103.9, -200,
-				float32(math.Inf(-1)), float32(math.NaN()), 1e-3, 5, -1e-30,
-				-1.0149802} // a double within 2¹⁰ ulps of a float32 rounding boundary
+			edges := []float32{0, 87, 87.00001, 86.99999, 88, 103.9, 200, float32(math.Inf(1)), float32(math.NaN()), 1e-30,
+				1.0149802} // a double within 2¹⁰ ulps of a float32 rounding boundary
 			x[i] = edges[rng.IntN(len(edges))]
 		default:
-			x[i] = -float32(rng.ExpFloat64() * 3)
+			x[i] = float32(rng.ExpFloat64() * 3)
+		}
+		if rng.IntN(3) > 0 {
+			x[i] = -x[i]
 		}
 	}
 	return x
 }
 
-// TestFlashExp holds FlashExp to ops/ref's expf (float32 of the float64
-// exponential) bit for bit on every variant, over lengths that leave
-// tails and span several kernel calls.
+// flashExpWant is FlashExp's definition.
+func flashExpWant(v float32) float32 {
+	e := float32(math.Exp(-math.Abs(float64(v))))
+	return math.Float32frombits(math.Float32bits(e) | math.Float32bits(v)&(1<<31))
+}
+
+// TestFlashExp holds FlashExp to ops/ref's expf of −|x| with x's sign,
+// bit for bit, on every variant, over lengths that leave tails and span
+// several kernel calls.
 func TestFlashExp(t *testing.T) {
 	rng := newRand(t)
 	forEachVariant(t, func(t *testing.T) {
@@ -83,7 +91,11 @@ func TestFlashExp(t *testing.T) {
 			got := make([]float32, n)
 			FlashExp(x, got)
 			for i, v := range x {
-				want := float32(math.Exp(float64(v)))
+				want := flashExpWant(v)
+				if v != v { // NaN: any NaN
+					require.True(t, got[i] != got[i], "n=%d x[%d]=%g: %g", n, i, v, got[i])
+					continue
+				}
 				require.Equal(t, math.Float32bits(want), math.Float32bits(got[i]), "n=%d x[%d]=%g", n, i, v)
 			}
 		}
@@ -103,7 +115,7 @@ func TestFlashExpDense(t *testing.T) {
 	check := func() {
 		FlashExp(x, got)
 		for i, v := range x {
-			if want := float32(math.Exp(float64(v))); math.Float32bits(want) != math.Float32bits(got[i]) {
+			if want := flashExpWant(v); math.Float32bits(want) != math.Float32bits(got[i]) {
 				t.Fatalf("exp(%g) = %g, want %g", v, got[i], want)
 			}
 		}
@@ -118,15 +130,17 @@ func TestFlashExpDense(t *testing.T) {
 	check()
 }
 
-// flashUpdateRef is FlashUpdate as ops/ref's loop writes it.
-func flashUpdateRef(typ gguf.TensorType, acc []float32, v []byte, vStride, n int, ms, vs []float32) {
+// flashUpdateRef is FlashUpdate as ops/ref's loop writes it, one head.
+func flashUpdateRef(typ gguf.TensorType, acc []float32, v []byte, vStride int, e []float32, sum *float32) {
 	hd := len(acc)
 	rb, _ := typ.RowBytes(uint64(hd))
 	row := make([]float32, hd)
 	f16 := typ == gguf.TypeF16
-	for j := range n {
-		if ms[j] != 1 {
-			ref.FlashScale(acc, ms[j], f16)
+	for j, ej := range e {
+		ms, vs := float32(1), -ej
+		if !math.Signbit(float64(ej)) { // raised the maximum
+			ms, vs = ej, 1
+			ref.FlashScale(acc, ms, f16)
 		}
 		src := v[j*vStride : j*vStride+int(rb)]
 		if f16 {
@@ -134,20 +148,23 @@ func flashUpdateRef(typ gguf.TensorType, acc []float32, v []byte, vStride, n int
 		} else {
 			_ = quant.Dequantize(typ, src, row)
 		}
-		ref.FlashMad(acc, row, vs[j], f16)
+		ref.FlashMad(acc, row, vs, f16)
+		*sum = float32(*sum*ms) + vs // unfused, as ggml
 	}
 }
 
 // TestFlashUpdate holds FlashUpdate to the reference's per-cell loop
 // bit for bit on every variant: F16, Q8_0 and Q4_0 V rows inside a
 // wider row (a KV head at an offset), head dims with and without a
-// scalar tail, rescales (ms < 1, 0 and exactly 1) at random cells.
+// scalar tail, 1 to 9 heads (the kernels take up to 4 at once), raises
+// (weights in (0, 1), 0 and exactly 1) at random cells.
 func TestFlashUpdate(t *testing.T) {
 	rng := newRand(t)
 	forEachVariant(t, func(t *testing.T) {
 		for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0} {
 			for _, hd := range []int{32, 64, 96, 128, 192} {
 				for _, n := range []int{1, 7, 64, 131} {
+					nh := 1 + rng.IntN(9)
 					hb, _ := typ.RowBytes(uint64(hd))
 					stride := 3*int(hb) + 6 // not a multiple of any vector
 					v := quantized(t, rng, typ, (n*stride+int(hb))/int(hb)*hd)
@@ -155,25 +172,38 @@ func TestFlashUpdate(t *testing.T) {
 					if typ != gguf.TypeF16 {
 						off = int(hb) // quantized heads start at a block
 					}
-					ms, vs := make([]float32, n), make([]float32, n)
-					for j := range n {
-						ms[j], vs[j] = 1, float32(rng.Float64())
-						switch rng.IntN(6) {
+					eStride := n + 3
+					e := make([]float32, nh*eStride)
+					for i := range e {
+						e[i] = -float32(rng.Float64()) // no raise
+						switch rng.IntN(8) {
 						case 0:
-							ms[j], vs[j] = float32(rng.Float64()), 1
+							e[i] = float32(rng.Float64())
 						case 1:
-							ms[j], vs[j] = 0, 1
+							e[i] = 0
+						case 2:
+							e[i] = 1
+						case 3:
+							e[i] = -1
 						}
 					}
-					acc := make([]float32, hd)
+					acc, sum := make([]float32, nh*hd), make([]float32, nh)
 					for i := range acc {
 						acc[i] = quant.FP16ToFP32(quant.FP32ToFP16(float32(rng.NormFloat64() * 4)))
 					}
-					want := append([]float32{}, acc...)
-					flashUpdateRef(typ, want, v[off:], stride, n, ms, vs)
-					FlashUpdate(typ, acc, v[off:], stride, n, ms, vs, make([]float32, hd))
+					for h := range sum {
+						sum[h] = float32(rng.Float64() * 10)
+					}
+					want, wantSum := append([]float32{}, acc...), append([]float32{}, sum...)
+					for h := range nh {
+						flashUpdateRef(typ, want[h*hd:(h+1)*hd], v[off:], stride, e[h*eStride:h*eStride+n], &wantSum[h])
+					}
+					FlashUpdate(typ, acc, hd, v[off:], stride, n, e, eStride, sum, make([]float32, hd))
 					for i := range acc {
-						require.Equal(t, math.Float32bits(want[i]), math.Float32bits(acc[i]), "%s hd=%d n=%d element %d", typ, hd, n, i)
+						require.Equal(t, math.Float32bits(want[i]), math.Float32bits(acc[i]), "%s hd=%d n=%d heads=%d element %d", typ, hd, n, nh, i)
+					}
+					for h := range sum {
+						require.Equal(t, math.Float32bits(wantSum[h]), math.Float32bits(sum[h]), "%s hd=%d n=%d heads=%d sum %d", typ, hd, n, nh, h)
 					}
 				}
 			}

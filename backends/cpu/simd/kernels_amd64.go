@@ -121,22 +121,34 @@ func flashMadF16AVX2(nc int, acc *float32, x *byte, vs float32)
 // flashMadF32AVX2 sets acc to fma(x, vs, acc) over nc chunks of 8 floats.
 func flashMadF32AVX2(nc int, acc *float32, x *float32, vs float32)
 
-// flashExpAVX2 sets dst[i] = float32(exp(float64(x[i]))) for ng ≤ 64 groups of 16
-// floats; bit g of the result is set where group g must be recomputed
-// (a lane near a rounding boundary or outside [−87, 0]).
+// flashExpAVX2 sets dst[i] = ±float32(exp(float64(−|x[i]|))), with x[i]'s sign, for
+// ng ≤ 64 groups of 16 floats; bit g of the result is set where group g must
+// be recomputed (a lane near a rounding boundary or with |x| outside [0, 87]).
 func flashExpAVX2(ng int, x *float32, dst *float32) uint64
 
-// flashTileF16AVX2 applies n cells' online-softmax updates to 64 accumulator
-// values from F16 V rows vStride bytes apart (ops/ref.FlashScale, FlashMad).
-func flashTileF16AVX2(n int, acc *float32, v *byte, vStride int, ms *float32, vs *float32)
+// flashTileF16x1AVX2 applies n cells' online-softmax updates to 32 floats of the
+// accumulators and the sums of 1 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF16x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
-// flashTileQ8_0AVX2 applies n cells' online-softmax updates to 64 accumulator
-// values from Q8_0 V rows vStride bytes apart (ops/ref.FlashScale, FlashMad).
-func flashTileQ8_0AVX2(n int, acc *float32, v *byte, vStride int, ms *float32, vs *float32)
+// flashTileF16x2AVX2 applies n cells' online-softmax updates to 32 floats of the
+// accumulators and the sums of 2 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF16x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
-// flashTileQ4_0AVX2 applies n cells' online-softmax updates to 64 accumulator
-// values from Q4_0 V rows vStride bytes apart (ops/ref.FlashScale, FlashMad).
-func flashTileQ4_0AVX2(n int, acc *float32, v *byte, vStride int, ms *float32, vs *float32)
+// flashTileQ8_0x1AVX2 applies n cells' online-softmax updates to 32 floats of the
+// accumulators and the sums of 1 heads from Q8_0 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileQ8_0x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileQ8_0x2AVX2 applies n cells' online-softmax updates to 32 floats of the
+// accumulators and the sums of 2 heads from Q8_0 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileQ8_0x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileQ4_0x1AVX2 applies n cells' online-softmax updates to 32 floats of the
+// accumulators and the sums of 1 heads from Q4_0 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileQ4_0x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileQ4_0x2AVX2 applies n cells' online-softmax updates to 32 floats of the
+// accumulators and the sums of 2 heads from Q4_0 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileQ4_0x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
 // geluF32AVX2 sets dst = GELU(x) by table lookup for nc chunks of 8 floats,
 // bit-identical to ops/ref.GELU.
@@ -398,17 +410,53 @@ func flashMadF16AVX512(nc int, acc *float32, x *byte, vs float32)
 // flashMadF32AVX512 sets acc to fma(x, vs, acc) over nc chunks of 16 floats.
 func flashMadF32AVX512(nc int, acc *float32, x *float32, vs float32)
 
-// flashTileF16AVX512 applies n cells' online-softmax updates to 64 accumulator
-// values from F16 V rows vStride bytes apart (ops/ref.FlashScale, FlashMad).
-func flashTileF16AVX512(n int, acc *float32, v *byte, vStride int, ms *float32, vs *float32)
+// flashTileF16x1AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 1 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF16x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
-// flashTileQ8_0AVX512 applies n cells' online-softmax updates to 64 accumulator
-// values from Q8_0 V rows vStride bytes apart (ops/ref.FlashScale, FlashMad).
-func flashTileQ8_0AVX512(n int, acc *float32, v *byte, vStride int, ms *float32, vs *float32)
+// flashTileF16x2AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 2 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF16x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
-// flashTileQ4_0AVX512 applies n cells' online-softmax updates to 64 accumulator
-// values from Q4_0 V rows vStride bytes apart (ops/ref.FlashScale, FlashMad).
-func flashTileQ4_0AVX512(n int, acc *float32, v *byte, vStride int, ms *float32, vs *float32)
+// flashTileF16x3AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 3 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF16x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileF16x4AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 4 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF16x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileQ8_0x1AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 1 heads from Q8_0 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileQ8_0x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileQ8_0x2AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 2 heads from Q8_0 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileQ8_0x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileQ8_0x3AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 3 heads from Q8_0 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileQ8_0x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileQ8_0x4AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 4 heads from Q8_0 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileQ8_0x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileQ4_0x1AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 1 heads from Q4_0 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileQ4_0x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileQ4_0x2AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 2 heads from Q4_0 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileQ4_0x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileQ4_0x3AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 3 heads from Q4_0 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileQ4_0x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileQ4_0x4AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 4 heads from Q4_0 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileQ4_0x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
 // geluF32AVX512 sets dst = GELU(x) by table lookup for nc chunks of 16 floats,
 // bit-identical to ops/ref.GELU.

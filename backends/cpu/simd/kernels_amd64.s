@@ -979,15 +979,25 @@ DATA fexpMin<>+24(SB)/4, $0xc2ae0000
 DATA fexpMin<>+28(SB)/4, $0xc2ae0000
 GLOBL fexpMin<>(SB), RODATA|NOPTR, $32
 
-DATA fexpZero<>+0(SB)/4, $0x00000000
-DATA fexpZero<>+4(SB)/4, $0x00000000
-DATA fexpZero<>+8(SB)/4, $0x00000000
-DATA fexpZero<>+12(SB)/4, $0x00000000
-DATA fexpZero<>+16(SB)/4, $0x00000000
-DATA fexpZero<>+20(SB)/4, $0x00000000
-DATA fexpZero<>+24(SB)/4, $0x00000000
-DATA fexpZero<>+28(SB)/4, $0x00000000
-GLOBL fexpZero<>(SB), RODATA|NOPTR, $32
+DATA fexpSign<>+0(SB)/4, $0x80000000
+DATA fexpSign<>+4(SB)/4, $0x80000000
+DATA fexpSign<>+8(SB)/4, $0x80000000
+DATA fexpSign<>+12(SB)/4, $0x80000000
+DATA fexpSign<>+16(SB)/4, $0x80000000
+DATA fexpSign<>+20(SB)/4, $0x80000000
+DATA fexpSign<>+24(SB)/4, $0x80000000
+DATA fexpSign<>+28(SB)/4, $0x80000000
+GLOBL fexpSign<>(SB), RODATA|NOPTR, $32
+
+DATA flashNegOne<>+0(SB)/4, $0xbf800000
+DATA flashNegOne<>+4(SB)/4, $0xbf800000
+DATA flashNegOne<>+8(SB)/4, $0xbf800000
+DATA flashNegOne<>+12(SB)/4, $0xbf800000
+DATA flashNegOne<>+16(SB)/4, $0xbf800000
+DATA flashNegOne<>+20(SB)/4, $0xbf800000
+DATA flashNegOne<>+24(SB)/4, $0xbf800000
+DATA flashNegOne<>+28(SB)/4, $0xbf800000
+GLOBL flashNegOne<>(SB), RODATA|NOPTR, $32
 
 DATA flashNibMask<>+0(SB)/4, $0x0000000f
 DATA flashNibMask<>+4(SB)/4, $0x0000000f
@@ -5423,36 +5433,37 @@ TEXT ·flashExpAVX2(SB), NOSPLIT, $0-32
 loop:
 	XORL         DI, DI
 	VMOVUPS      (CX), X0
-	VCMPPS       $0x1d, fexpMin<>+0(SB), X0, X1
-	VCMPPS       $0x12, fexpZero<>+0(SB), X0, X2
-	VANDPS       X2, X1, X1
-	VMOVMSKPS    X1, R8
+	VANDPS       fexpSign<>+0(SB), X0, X1
+	VORPS        fexpSign<>+0(SB), X0, X0
+	VCMPPS       $0x1d, fexpMin<>+0(SB), X0, X2
+	VMOVMSKPS    X2, R8
 	XORL         $0x0000000f, R8
 	ORL          R8, DI
 	VCVTPS2PD    X0, Y0
-	VMOVUPD      fexpShift<>+0(SB), Y1
-	VFMADD231PD  fexpLog2e<>+0(SB), Y0, Y1
-	VSUBPD       fexpShift<>+0(SB), Y1, Y2
+	VMOVUPD      fexpShift<>+0(SB), Y2
+	VFMADD231PD  fexpLog2e<>+0(SB), Y0, Y2
+	VSUBPD       fexpShift<>+0(SB), Y2, Y3
 	VMOVAPD      Y0, Y0
-	VFNMADD231PD fexpLn2Hi<>+0(SB), Y2, Y0
-	VFNMADD231PD fexpLn2Lo<>+0(SB), Y2, Y0
-	VMOVUPD      fexpCoef<>+352(SB), Y2
-	VFMADD213PD  fexpCoef<>+320(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+288(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+256(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+224(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+192(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+160(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+128(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+96(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+64(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+32(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+0(SB), Y0, Y2
-	VPSLLQ       $0x34, Y1, Y0
-	VPADDQ       Y0, Y2, Y2
-	VCVTPD2PSY   Y2, X0
+	VFNMADD231PD fexpLn2Hi<>+0(SB), Y3, Y0
+	VFNMADD231PD fexpLn2Lo<>+0(SB), Y3, Y0
+	VMOVUPD      fexpCoef<>+352(SB), Y3
+	VFMADD213PD  fexpCoef<>+320(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+288(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+256(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+224(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+192(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+160(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+128(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+96(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+64(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+32(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+0(SB), Y0, Y3
+	VPSLLQ       $0x34, Y2, Y0
+	VPADDQ       Y0, Y3, Y3
+	VCVTPD2PSY   Y3, X0
+	VORPS        X1, X0, X0
 	VMOVUPS      X0, (DX)
-	VPAND        fexpLow29<>+0(SB), Y2, Y0
+	VPAND        fexpLow29<>+0(SB), Y3, Y0
 	VPSUBQ       fexpBandLo<>+0(SB), Y0, Y0
 	VPCMPGTQ     fexpMinus1<>+0(SB), Y0, Y1
 	VMOVDQU      fexpBandW<>+0(SB), Y2
@@ -5461,36 +5472,37 @@ loop:
 	VMOVMSKPD    Y1, R8
 	ORL          R8, DI
 	VMOVUPS      16(CX), X0
-	VCMPPS       $0x1d, fexpMin<>+0(SB), X0, X1
-	VCMPPS       $0x12, fexpZero<>+0(SB), X0, X2
-	VANDPS       X2, X1, X1
-	VMOVMSKPS    X1, R8
+	VANDPS       fexpSign<>+0(SB), X0, X1
+	VORPS        fexpSign<>+0(SB), X0, X0
+	VCMPPS       $0x1d, fexpMin<>+0(SB), X0, X2
+	VMOVMSKPS    X2, R8
 	XORL         $0x0000000f, R8
 	ORL          R8, DI
 	VCVTPS2PD    X0, Y0
-	VMOVUPD      fexpShift<>+0(SB), Y1
-	VFMADD231PD  fexpLog2e<>+0(SB), Y0, Y1
-	VSUBPD       fexpShift<>+0(SB), Y1, Y2
+	VMOVUPD      fexpShift<>+0(SB), Y2
+	VFMADD231PD  fexpLog2e<>+0(SB), Y0, Y2
+	VSUBPD       fexpShift<>+0(SB), Y2, Y3
 	VMOVAPD      Y0, Y0
-	VFNMADD231PD fexpLn2Hi<>+0(SB), Y2, Y0
-	VFNMADD231PD fexpLn2Lo<>+0(SB), Y2, Y0
-	VMOVUPD      fexpCoef<>+352(SB), Y2
-	VFMADD213PD  fexpCoef<>+320(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+288(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+256(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+224(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+192(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+160(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+128(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+96(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+64(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+32(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+0(SB), Y0, Y2
-	VPSLLQ       $0x34, Y1, Y0
-	VPADDQ       Y0, Y2, Y2
-	VCVTPD2PSY   Y2, X0
+	VFNMADD231PD fexpLn2Hi<>+0(SB), Y3, Y0
+	VFNMADD231PD fexpLn2Lo<>+0(SB), Y3, Y0
+	VMOVUPD      fexpCoef<>+352(SB), Y3
+	VFMADD213PD  fexpCoef<>+320(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+288(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+256(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+224(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+192(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+160(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+128(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+96(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+64(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+32(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+0(SB), Y0, Y3
+	VPSLLQ       $0x34, Y2, Y0
+	VPADDQ       Y0, Y3, Y3
+	VCVTPD2PSY   Y3, X0
+	VORPS        X1, X0, X0
 	VMOVUPS      X0, 16(DX)
-	VPAND        fexpLow29<>+0(SB), Y2, Y0
+	VPAND        fexpLow29<>+0(SB), Y3, Y0
 	VPSUBQ       fexpBandLo<>+0(SB), Y0, Y0
 	VPCMPGTQ     fexpMinus1<>+0(SB), Y0, Y1
 	VMOVDQU      fexpBandW<>+0(SB), Y2
@@ -5499,36 +5511,37 @@ loop:
 	VMOVMSKPD    Y1, R8
 	ORL          R8, DI
 	VMOVUPS      32(CX), X0
-	VCMPPS       $0x1d, fexpMin<>+0(SB), X0, X1
-	VCMPPS       $0x12, fexpZero<>+0(SB), X0, X2
-	VANDPS       X2, X1, X1
-	VMOVMSKPS    X1, R8
+	VANDPS       fexpSign<>+0(SB), X0, X1
+	VORPS        fexpSign<>+0(SB), X0, X0
+	VCMPPS       $0x1d, fexpMin<>+0(SB), X0, X2
+	VMOVMSKPS    X2, R8
 	XORL         $0x0000000f, R8
 	ORL          R8, DI
 	VCVTPS2PD    X0, Y0
-	VMOVUPD      fexpShift<>+0(SB), Y1
-	VFMADD231PD  fexpLog2e<>+0(SB), Y0, Y1
-	VSUBPD       fexpShift<>+0(SB), Y1, Y2
+	VMOVUPD      fexpShift<>+0(SB), Y2
+	VFMADD231PD  fexpLog2e<>+0(SB), Y0, Y2
+	VSUBPD       fexpShift<>+0(SB), Y2, Y3
 	VMOVAPD      Y0, Y0
-	VFNMADD231PD fexpLn2Hi<>+0(SB), Y2, Y0
-	VFNMADD231PD fexpLn2Lo<>+0(SB), Y2, Y0
-	VMOVUPD      fexpCoef<>+352(SB), Y2
-	VFMADD213PD  fexpCoef<>+320(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+288(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+256(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+224(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+192(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+160(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+128(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+96(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+64(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+32(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+0(SB), Y0, Y2
-	VPSLLQ       $0x34, Y1, Y0
-	VPADDQ       Y0, Y2, Y2
-	VCVTPD2PSY   Y2, X0
+	VFNMADD231PD fexpLn2Hi<>+0(SB), Y3, Y0
+	VFNMADD231PD fexpLn2Lo<>+0(SB), Y3, Y0
+	VMOVUPD      fexpCoef<>+352(SB), Y3
+	VFMADD213PD  fexpCoef<>+320(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+288(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+256(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+224(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+192(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+160(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+128(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+96(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+64(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+32(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+0(SB), Y0, Y3
+	VPSLLQ       $0x34, Y2, Y0
+	VPADDQ       Y0, Y3, Y3
+	VCVTPD2PSY   Y3, X0
+	VORPS        X1, X0, X0
 	VMOVUPS      X0, 32(DX)
-	VPAND        fexpLow29<>+0(SB), Y2, Y0
+	VPAND        fexpLow29<>+0(SB), Y3, Y0
 	VPSUBQ       fexpBandLo<>+0(SB), Y0, Y0
 	VPCMPGTQ     fexpMinus1<>+0(SB), Y0, Y1
 	VMOVDQU      fexpBandW<>+0(SB), Y2
@@ -5537,36 +5550,37 @@ loop:
 	VMOVMSKPD    Y1, R8
 	ORL          R8, DI
 	VMOVUPS      48(CX), X0
-	VCMPPS       $0x1d, fexpMin<>+0(SB), X0, X1
-	VCMPPS       $0x12, fexpZero<>+0(SB), X0, X2
-	VANDPS       X2, X1, X1
-	VMOVMSKPS    X1, R8
+	VANDPS       fexpSign<>+0(SB), X0, X1
+	VORPS        fexpSign<>+0(SB), X0, X0
+	VCMPPS       $0x1d, fexpMin<>+0(SB), X0, X2
+	VMOVMSKPS    X2, R8
 	XORL         $0x0000000f, R8
 	ORL          R8, DI
 	VCVTPS2PD    X0, Y0
-	VMOVUPD      fexpShift<>+0(SB), Y1
-	VFMADD231PD  fexpLog2e<>+0(SB), Y0, Y1
-	VSUBPD       fexpShift<>+0(SB), Y1, Y2
+	VMOVUPD      fexpShift<>+0(SB), Y2
+	VFMADD231PD  fexpLog2e<>+0(SB), Y0, Y2
+	VSUBPD       fexpShift<>+0(SB), Y2, Y3
 	VMOVAPD      Y0, Y0
-	VFNMADD231PD fexpLn2Hi<>+0(SB), Y2, Y0
-	VFNMADD231PD fexpLn2Lo<>+0(SB), Y2, Y0
-	VMOVUPD      fexpCoef<>+352(SB), Y2
-	VFMADD213PD  fexpCoef<>+320(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+288(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+256(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+224(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+192(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+160(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+128(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+96(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+64(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+32(SB), Y0, Y2
-	VFMADD213PD  fexpCoef<>+0(SB), Y0, Y2
-	VPSLLQ       $0x34, Y1, Y0
-	VPADDQ       Y0, Y2, Y2
-	VCVTPD2PSY   Y2, X0
+	VFNMADD231PD fexpLn2Hi<>+0(SB), Y3, Y0
+	VFNMADD231PD fexpLn2Lo<>+0(SB), Y3, Y0
+	VMOVUPD      fexpCoef<>+352(SB), Y3
+	VFMADD213PD  fexpCoef<>+320(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+288(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+256(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+224(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+192(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+160(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+128(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+96(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+64(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+32(SB), Y0, Y3
+	VFMADD213PD  fexpCoef<>+0(SB), Y0, Y3
+	VPSLLQ       $0x34, Y2, Y0
+	VPADDQ       Y0, Y3, Y3
+	VCVTPD2PSY   Y3, X0
+	VORPS        X1, X0, X0
 	VMOVUPS      X0, 48(DX)
-	VPAND        fexpLow29<>+0(SB), Y2, Y0
+	VPAND        fexpLow29<>+0(SB), Y3, Y0
 	VPSUBQ       fexpBandLo<>+0(SB), Y0, Y0
 	VPCMPGTQ     fexpMinus1<>+0(SB), Y0, Y1
 	VMOVDQU      fexpBandW<>+0(SB), Y2
@@ -5590,303 +5604,536 @@ done:
 	VZEROUPPER
 	RET
 
-// func flashTileF16AVX2(n int, acc *float32, v *byte, vStride int, ms *float32, vs *float32)
+// func flashTileF16x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 // Requires: AVX, F16C, FMA3
-TEXT ·flashTileF16AVX2(SB), NOSPLIT, $0-48
+TEXT ·flashTileF16x1AVX2(SB), NOSPLIT, $0-64
 	MOVQ    n+0(FP), AX
 	MOVQ    acc+8(FP), CX
-	MOVQ    v+16(FP), DX
-	MOVQ    vStride+24(FP), BX
-	MOVQ    ms+32(FP), SI
-	MOVQ    vs+40(FP), DI
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    sum+56(FP), DI
+	MOVQ    accStride+16(FP), R8
 	VMOVUPS (CX), Y0
 	VMOVUPS 32(CX), Y1
 	VMOVUPS 64(CX), Y2
 	VMOVUPS 96(CX), Y3
-	VMOVUPS 128(CX), Y4
-	VMOVUPS 160(CX), Y5
-	VMOVUPS 192(CX), Y6
-	VMOVUPS 224(CX), Y7
+	VMOVSS  (DI), X4
+	XORQ    CX, CX
 	TESTQ   AX, AX
 	JZ      done
 
-loop:
-	MOVL         (SI), R8
-	CMPL         R8, $0x3f800000
-	JEQ          unscaled
-	VBROADCASTSS (SI), Y8
-	VMULPS       Y8, Y0, Y0
+cell:
+	VBROADCASTSS (SI)(CX*4), Y5
+	MOVL         (SI)(CX*4), R8
+	TESTL        R8, R8
+	JS           weighted0
+	VMULPS       Y5, Y0, Y0
 	VCVTPS2PH    $0x00, Y0, X0
 	VCVTPH2PS    X0, Y0
-	VMULPS       Y8, Y1, Y1
+	VMULPS       Y5, Y1, Y1
 	VCVTPS2PH    $0x00, Y1, X1
 	VCVTPH2PS    X1, Y1
-	VMULPS       Y8, Y2, Y2
+	VMULPS       Y5, Y2, Y2
 	VCVTPS2PH    $0x00, Y2, X2
 	VCVTPH2PS    X2, Y2
-	VMULPS       Y8, Y3, Y3
+	VMULPS       Y5, Y3, Y3
 	VCVTPS2PH    $0x00, Y3, X3
 	VCVTPH2PS    X3, Y3
-	VMULPS       Y8, Y4, Y4
-	VCVTPS2PH    $0x00, Y4, X4
-	VCVTPH2PS    X4, Y4
-	VMULPS       Y8, Y5, Y5
-	VCVTPS2PH    $0x00, Y5, X5
-	VCVTPH2PS    X5, Y5
-	VMULPS       Y8, Y6, Y6
-	VCVTPS2PH    $0x00, Y6, X6
-	VCVTPH2PS    X6, Y6
-	VMULPS       Y8, Y7, Y7
-	VCVTPS2PH    $0x00, Y7, X7
-	VCVTPH2PS    X7, Y7
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Y5
 
-unscaled:
-	VBROADCASTSS (DI), Y8
-	VCVTPH2PS    (DX), Y9
-	VFMADD231PS  Y8, Y9, Y0
+weighted0:
+	VSUBSS       X5, X4, X4
+	VCVTPH2PS    (DX), Y6
+	VFNMADD231PS Y5, Y6, Y0
 	VCVTPS2PH    $0x00, Y0, X0
 	VCVTPH2PS    X0, Y0
-	VCVTPH2PS    16(DX), Y9
-	VFMADD231PS  Y8, Y9, Y1
+	VCVTPH2PS    16(DX), Y6
+	VFNMADD231PS Y5, Y6, Y1
 	VCVTPS2PH    $0x00, Y1, X1
 	VCVTPH2PS    X1, Y1
-	VCVTPH2PS    32(DX), Y9
-	VFMADD231PS  Y8, Y9, Y2
+	VCVTPH2PS    32(DX), Y6
+	VFNMADD231PS Y5, Y6, Y2
 	VCVTPS2PH    $0x00, Y2, X2
 	VCVTPH2PS    X2, Y2
-	VCVTPH2PS    48(DX), Y9
-	VFMADD231PS  Y8, Y9, Y3
+	VCVTPH2PS    48(DX), Y6
+	VFNMADD231PS Y5, Y6, Y3
 	VCVTPS2PH    $0x00, Y3, X3
 	VCVTPH2PS    X3, Y3
-	VCVTPH2PS    64(DX), Y9
-	VFMADD231PS  Y8, Y9, Y4
-	VCVTPS2PH    $0x00, Y4, X4
-	VCVTPH2PS    X4, Y4
-	VCVTPH2PS    80(DX), Y9
-	VFMADD231PS  Y8, Y9, Y5
-	VCVTPS2PH    $0x00, Y5, X5
-	VCVTPH2PS    X5, Y5
-	VCVTPH2PS    96(DX), Y9
-	VFMADD231PS  Y8, Y9, Y6
-	VCVTPS2PH    $0x00, Y6, X6
-	VCVTPH2PS    X6, Y6
-	VCVTPH2PS    112(DX), Y9
-	VFMADD231PS  Y8, Y9, Y7
-	VCVTPS2PH    $0x00, Y7, X7
-	VCVTPH2PS    X7, Y7
 	ADDQ         BX, DX
-	ADDQ         $0x00000004, SI
-	ADDQ         $0x00000004, DI
-	DECQ         AX
-	JNZ          loop
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
 
 done:
-	VMOVUPS Y0, (CX)
-	VMOVUPS Y1, 32(CX)
-	VMOVUPS Y2, 64(CX)
-	VMOVUPS Y3, 96(CX)
-	VMOVUPS Y4, 128(CX)
-	VMOVUPS Y5, 160(CX)
-	VMOVUPS Y6, 192(CX)
-	VMOVUPS Y7, 224(CX)
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VMOVSS  X4, (DI)
 	VZEROUPPER
 	RET
 
-// func flashTileQ8_0AVX2(n int, acc *float32, v *byte, vStride int, ms *float32, vs *float32)
-// Requires: AVX, AVX2, F16C, FMA3
-TEXT ·flashTileQ8_0AVX2(SB), NOSPLIT, $0-48
+// func flashTileF16x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, F16C, FMA3
+TEXT ·flashTileF16x2AVX2(SB), NOSPLIT, $0-64
 	MOVQ    n+0(FP), AX
 	MOVQ    acc+8(FP), CX
-	MOVQ    v+16(FP), DX
-	MOVQ    vStride+24(FP), BX
-	MOVQ    ms+32(FP), SI
-	MOVQ    vs+40(FP), DI
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), DI
+	MOVQ    sum+56(FP), R8
+	MOVQ    accStride+16(FP), R9
 	VMOVUPS (CX), Y0
 	VMOVUPS 32(CX), Y1
 	VMOVUPS 64(CX), Y2
 	VMOVUPS 96(CX), Y3
-	VMOVUPS 128(CX), Y4
-	VMOVUPS 160(CX), Y5
-	VMOVUPS 192(CX), Y6
-	VMOVUPS 224(CX), Y7
+	VMOVSS  (R8), X4
+	ADDQ    R9, CX
+	VMOVUPS (CX), Y5
+	VMOVUPS 32(CX), Y6
+	VMOVUPS 64(CX), Y7
+	VMOVUPS 96(CX), Y8
+	VMOVSS  4(R8), X9
+	XORQ    CX, CX
 	TESTQ   AX, AX
 	JZ      done
 
-loop:
-	MOVL         (SI), R8
-	CMPL         R8, $0x3f800000
-	JEQ          unscaled
-	VBROADCASTSS (SI), Y8
-	VMULPS       Y8, Y0, Y0
-	VMULPS       Y8, Y1, Y1
-	VMULPS       Y8, Y2, Y2
-	VMULPS       Y8, Y3, Y3
-	VMULPS       Y8, Y4, Y4
-	VMULPS       Y8, Y5, Y5
-	VMULPS       Y8, Y6, Y6
-	VMULPS       Y8, Y7, Y7
+cell:
+	VBROADCASTSS (SI)(CX*4), Y10
+	MOVL         (SI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted0
+	VMULPS       Y10, Y0, Y0
+	VCVTPS2PH    $0x00, Y0, X0
+	VCVTPH2PS    X0, Y0
+	VMULPS       Y10, Y1, Y1
+	VCVTPS2PH    $0x00, Y1, X1
+	VCVTPH2PS    X1, Y1
+	VMULPS       Y10, Y2, Y2
+	VCVTPS2PH    $0x00, Y2, X2
+	VCVTPH2PS    X2, Y2
+	VMULPS       Y10, Y3, Y3
+	VCVTPS2PH    $0x00, Y3, X3
+	VCVTPH2PS    X3, Y3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Y10
 
-unscaled:
-	VBROADCASTSS (DI), Y8
-	VPBROADCASTW (DX), X9
-	VCVTPH2PS    X9, Y10
-	VPMOVSXBD    2(DX), Y9
-	VCVTDQ2PS    Y9, Y9
-	VMULPS       Y10, Y9, Y9
-	VFMADD231PS  Y8, Y9, Y0
-	VPMOVSXBD    10(DX), Y9
-	VCVTDQ2PS    Y9, Y9
-	VMULPS       Y10, Y9, Y9
-	VFMADD231PS  Y8, Y9, Y1
-	VPMOVSXBD    18(DX), Y9
-	VCVTDQ2PS    Y9, Y9
-	VMULPS       Y10, Y9, Y9
-	VFMADD231PS  Y8, Y9, Y2
-	VPMOVSXBD    26(DX), Y9
-	VCVTDQ2PS    Y9, Y9
-	VMULPS       Y10, Y9, Y9
-	VFMADD231PS  Y8, Y9, Y3
-	VPBROADCASTW 34(DX), X9
-	VCVTPH2PS    X9, Y10
-	VPMOVSXBD    36(DX), Y9
-	VCVTDQ2PS    Y9, Y9
-	VMULPS       Y10, Y9, Y9
-	VFMADD231PS  Y8, Y9, Y4
-	VPMOVSXBD    44(DX), Y9
-	VCVTDQ2PS    Y9, Y9
-	VMULPS       Y10, Y9, Y9
-	VFMADD231PS  Y8, Y9, Y5
-	VPMOVSXBD    52(DX), Y9
-	VCVTDQ2PS    Y9, Y9
-	VMULPS       Y10, Y9, Y9
-	VFMADD231PS  Y8, Y9, Y6
-	VPMOVSXBD    60(DX), Y9
-	VCVTDQ2PS    Y9, Y9
-	VMULPS       Y10, Y9, Y9
-	VFMADD231PS  Y8, Y9, Y7
+weighted0:
+	VSUBSS       X10, X4, X4
+	VBROADCASTSS (DI)(CX*4), Y11
+	MOVL         (DI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted1
+	VMULPS       Y11, Y5, Y5
+	VCVTPS2PH    $0x00, Y5, X5
+	VCVTPH2PS    X5, Y5
+	VMULPS       Y11, Y6, Y6
+	VCVTPS2PH    $0x00, Y6, X6
+	VCVTPH2PS    X6, Y6
+	VMULPS       Y11, Y7, Y7
+	VCVTPS2PH    $0x00, Y7, X7
+	VCVTPH2PS    X7, Y7
+	VMULPS       Y11, Y8, Y8
+	VCVTPS2PH    $0x00, Y8, X8
+	VCVTPH2PS    X8, Y8
+	VMULSS       (DI)(CX*4), X9, X9
+	VBROADCASTSS flashNegOne<>+0(SB), Y11
+
+weighted1:
+	VSUBSS       X11, X9, X9
+	VCVTPH2PS    (DX), Y12
+	VFNMADD231PS Y10, Y12, Y0
+	VCVTPS2PH    $0x00, Y0, X0
+	VCVTPH2PS    X0, Y0
+	VFNMADD231PS Y11, Y12, Y5
+	VCVTPS2PH    $0x00, Y5, X5
+	VCVTPH2PS    X5, Y5
+	VCVTPH2PS    16(DX), Y12
+	VFNMADD231PS Y10, Y12, Y1
+	VCVTPS2PH    $0x00, Y1, X1
+	VCVTPH2PS    X1, Y1
+	VFNMADD231PS Y11, Y12, Y6
+	VCVTPS2PH    $0x00, Y6, X6
+	VCVTPH2PS    X6, Y6
+	VCVTPH2PS    32(DX), Y12
+	VFNMADD231PS Y10, Y12, Y2
+	VCVTPS2PH    $0x00, Y2, X2
+	VCVTPH2PS    X2, Y2
+	VFNMADD231PS Y11, Y12, Y7
+	VCVTPS2PH    $0x00, Y7, X7
+	VCVTPH2PS    X7, Y7
+	VCVTPH2PS    48(DX), Y12
+	VFNMADD231PS Y10, Y12, Y3
+	VCVTPS2PH    $0x00, Y3, X3
+	VCVTPH2PS    X3, Y3
+	VFNMADD231PS Y11, Y12, Y8
+	VCVTPS2PH    $0x00, Y8, X8
+	VCVTPH2PS    X8, Y8
 	ADDQ         BX, DX
-	ADDQ         $0x00000004, SI
-	ADDQ         $0x00000004, DI
-	DECQ         AX
-	JNZ          loop
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
 
 done:
-	VMOVUPS Y0, (CX)
-	VMOVUPS Y1, 32(CX)
-	VMOVUPS Y2, 64(CX)
-	VMOVUPS Y3, 96(CX)
-	VMOVUPS Y4, 128(CX)
-	VMOVUPS Y5, 160(CX)
-	VMOVUPS Y6, 192(CX)
-	VMOVUPS Y7, 224(CX)
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VMOVSS  X4, (R8)
+	ADDQ    R9, AX
+	VMOVUPS Y5, (AX)
+	VMOVUPS Y6, 32(AX)
+	VMOVUPS Y7, 64(AX)
+	VMOVUPS Y8, 96(AX)
+	VMOVSS  X9, 4(R8)
 	VZEROUPPER
 	RET
 
-// func flashTileQ4_0AVX2(n int, acc *float32, v *byte, vStride int, ms *float32, vs *float32)
+// func flashTileQ8_0x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 // Requires: AVX, AVX2, F16C, FMA3
-TEXT ·flashTileQ4_0AVX2(SB), NOSPLIT, $0-48
-	MOVQ         n+0(FP), AX
-	MOVQ         acc+8(FP), CX
-	MOVQ         v+16(FP), DX
-	MOVQ         vStride+24(FP), BX
-	MOVQ         ms+32(FP), SI
-	MOVQ         vs+40(FP), DI
-	VMOVUPS      (CX), Y0
-	VMOVUPS      32(CX), Y1
-	VMOVUPS      64(CX), Y2
-	VMOVUPS      96(CX), Y3
-	VMOVUPS      128(CX), Y4
-	VMOVUPS      160(CX), Y5
-	VMOVUPS      192(CX), Y6
-	VMOVUPS      224(CX), Y7
-	VPBROADCASTD flashNibMask<>+0(SB), Y8
-	VPBROADCASTD flashEightD<>+0(SB), Y9
-	TESTQ        AX, AX
-	JZ           done
+TEXT ·flashTileQ8_0x1AVX2(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    sum+56(FP), DI
+	MOVQ    accStride+16(FP), R8
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	VMOVUPS 64(CX), Y2
+	VMOVUPS 96(CX), Y3
+	VMOVSS  (DI), X4
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
 
-loop:
-	MOVL         (SI), R8
-	CMPL         R8, $0x3f800000
-	JEQ          unscaled
-	VBROADCASTSS (SI), Y10
+cell:
+	VBROADCASTSS (SI)(CX*4), Y5
+	MOVL         (SI)(CX*4), R8
+	TESTL        R8, R8
+	JS           weighted0
+	VMULPS       Y5, Y0, Y0
+	VMULPS       Y5, Y1, Y1
+	VMULPS       Y5, Y2, Y2
+	VMULPS       Y5, Y3, Y3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Y5
+
+weighted0:
+	VSUBSS       X5, X4, X4
+	VPBROADCASTW (DX), X6
+	VCVTPH2PS    X6, Y7
+	VPMOVSXBD    2(DX), Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       Y7, Y6, Y6
+	VFNMADD231PS Y5, Y6, Y0
+	VPMOVSXBD    10(DX), Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       Y7, Y6, Y6
+	VFNMADD231PS Y5, Y6, Y1
+	VPMOVSXBD    18(DX), Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       Y7, Y6, Y6
+	VFNMADD231PS Y5, Y6, Y2
+	VPMOVSXBD    26(DX), Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       Y7, Y6, Y6
+	VFNMADD231PS Y5, Y6, Y3
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VMOVSS  X4, (DI)
+	VZEROUPPER
+	RET
+
+// func flashTileQ8_0x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·flashTileQ8_0x2AVX2(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), DI
+	MOVQ    sum+56(FP), R8
+	MOVQ    accStride+16(FP), R9
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	VMOVUPS 64(CX), Y2
+	VMOVUPS 96(CX), Y3
+	VMOVSS  (R8), X4
+	ADDQ    R9, CX
+	VMOVUPS (CX), Y5
+	VMOVUPS 32(CX), Y6
+	VMOVUPS 64(CX), Y7
+	VMOVUPS 96(CX), Y8
+	VMOVSS  4(R8), X9
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Y10
+	MOVL         (SI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted0
 	VMULPS       Y10, Y0, Y0
 	VMULPS       Y10, Y1, Y1
 	VMULPS       Y10, Y2, Y2
 	VMULPS       Y10, Y3, Y3
-	VMULPS       Y10, Y4, Y4
-	VMULPS       Y10, Y5, Y5
-	VMULPS       Y10, Y6, Y6
-	VMULPS       Y10, Y7, Y7
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Y10
 
-unscaled:
-	VBROADCASTSS (DI), Y10
-	VPBROADCASTW (DX), X11
-	VCVTPH2PS    X11, Y12
-	VPMOVZXBD    2(DX), Y11
-	VPAND        Y8, Y11, Y11
-	VPSUBD       Y9, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VMULPS       Y12, Y11, Y11
-	VFMADD231PS  Y10, Y11, Y0
-	VPMOVZXBD    10(DX), Y11
-	VPAND        Y8, Y11, Y11
-	VPSUBD       Y9, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VMULPS       Y12, Y11, Y11
-	VFMADD231PS  Y10, Y11, Y1
-	VPMOVZXBD    2(DX), Y11
-	VPSRLD       $0x04, Y11, Y11
-	VPSUBD       Y9, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VMULPS       Y12, Y11, Y11
-	VFMADD231PS  Y10, Y11, Y2
-	VPMOVZXBD    10(DX), Y11
-	VPSRLD       $0x04, Y11, Y11
-	VPSUBD       Y9, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VMULPS       Y12, Y11, Y11
-	VFMADD231PS  Y10, Y11, Y3
-	VPBROADCASTW 18(DX), X11
-	VCVTPH2PS    X11, Y12
-	VPMOVZXBD    20(DX), Y11
-	VPAND        Y8, Y11, Y11
-	VPSUBD       Y9, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VMULPS       Y12, Y11, Y11
-	VFMADD231PS  Y10, Y11, Y4
-	VPMOVZXBD    28(DX), Y11
-	VPAND        Y8, Y11, Y11
-	VPSUBD       Y9, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VMULPS       Y12, Y11, Y11
-	VFMADD231PS  Y10, Y11, Y5
-	VPMOVZXBD    20(DX), Y11
-	VPSRLD       $0x04, Y11, Y11
-	VPSUBD       Y9, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VMULPS       Y12, Y11, Y11
-	VFMADD231PS  Y10, Y11, Y6
-	VPMOVZXBD    28(DX), Y11
-	VPSRLD       $0x04, Y11, Y11
-	VPSUBD       Y9, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VMULPS       Y12, Y11, Y11
-	VFMADD231PS  Y10, Y11, Y7
+weighted0:
+	VSUBSS       X10, X4, X4
+	VBROADCASTSS (DI)(CX*4), Y11
+	MOVL         (DI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted1
+	VMULPS       Y11, Y5, Y5
+	VMULPS       Y11, Y6, Y6
+	VMULPS       Y11, Y7, Y7
+	VMULPS       Y11, Y8, Y8
+	VMULSS       (DI)(CX*4), X9, X9
+	VBROADCASTSS flashNegOne<>+0(SB), Y11
+
+weighted1:
+	VSUBSS       X11, X9, X9
+	VPBROADCASTW (DX), X12
+	VCVTPH2PS    X12, Y13
+	VPMOVSXBD    2(DX), Y12
+	VCVTDQ2PS    Y12, Y12
+	VMULPS       Y13, Y12, Y12
+	VFNMADD231PS Y10, Y12, Y0
+	VFNMADD231PS Y11, Y12, Y5
+	VPMOVSXBD    10(DX), Y12
+	VCVTDQ2PS    Y12, Y12
+	VMULPS       Y13, Y12, Y12
+	VFNMADD231PS Y10, Y12, Y1
+	VFNMADD231PS Y11, Y12, Y6
+	VPMOVSXBD    18(DX), Y12
+	VCVTDQ2PS    Y12, Y12
+	VMULPS       Y13, Y12, Y12
+	VFNMADD231PS Y10, Y12, Y2
+	VFNMADD231PS Y11, Y12, Y7
+	VPMOVSXBD    26(DX), Y12
+	VCVTDQ2PS    Y12, Y12
+	VMULPS       Y13, Y12, Y12
+	VFNMADD231PS Y10, Y12, Y3
+	VFNMADD231PS Y11, Y12, Y8
 	ADDQ         BX, DX
-	ADDQ         $0x00000004, SI
-	ADDQ         $0x00000004, DI
-	DECQ         AX
-	JNZ          loop
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
 
 done:
-	VMOVUPS Y0, (CX)
-	VMOVUPS Y1, 32(CX)
-	VMOVUPS Y2, 64(CX)
-	VMOVUPS Y3, 96(CX)
-	VMOVUPS Y4, 128(CX)
-	VMOVUPS Y5, 160(CX)
-	VMOVUPS Y6, 192(CX)
-	VMOVUPS Y7, 224(CX)
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VMOVSS  X4, (R8)
+	ADDQ    R9, AX
+	VMOVUPS Y5, (AX)
+	VMOVUPS Y6, 32(AX)
+	VMOVUPS Y7, 64(AX)
+	VMOVUPS Y8, 96(AX)
+	VMOVSS  X9, 4(R8)
+	VZEROUPPER
+	RET
+
+// func flashTileQ4_0x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·flashTileQ4_0x1AVX2(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    sum+56(FP), DI
+	MOVQ    accStride+16(FP), R8
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	VMOVUPS 64(CX), Y2
+	VMOVUPS 96(CX), Y3
+	VMOVSS  (DI), X4
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Y5
+	MOVL         (SI)(CX*4), R8
+	TESTL        R8, R8
+	JS           weighted0
+	VMULPS       Y5, Y0, Y0
+	VMULPS       Y5, Y1, Y1
+	VMULPS       Y5, Y2, Y2
+	VMULPS       Y5, Y3, Y3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Y5
+
+weighted0:
+	VSUBSS       X5, X4, X4
+	VPBROADCASTW (DX), X6
+	VCVTPH2PS    X6, Y7
+	VPMOVZXBD    2(DX), Y6
+	VPAND        flashNibMask<>+0(SB), Y6, Y6
+	VPSUBD       flashEightD<>+0(SB), Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       Y7, Y6, Y6
+	VFNMADD231PS Y5, Y6, Y0
+	VPMOVZXBD    10(DX), Y6
+	VPAND        flashNibMask<>+0(SB), Y6, Y6
+	VPSUBD       flashEightD<>+0(SB), Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       Y7, Y6, Y6
+	VFNMADD231PS Y5, Y6, Y1
+	VPMOVZXBD    2(DX), Y6
+	VPSRLD       $0x04, Y6, Y6
+	VPSUBD       flashEightD<>+0(SB), Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       Y7, Y6, Y6
+	VFNMADD231PS Y5, Y6, Y2
+	VPMOVZXBD    10(DX), Y6
+	VPSRLD       $0x04, Y6, Y6
+	VPSUBD       flashEightD<>+0(SB), Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       Y7, Y6, Y6
+	VFNMADD231PS Y5, Y6, Y3
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VMOVSS  X4, (DI)
+	VZEROUPPER
+	RET
+
+// func flashTileQ4_0x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·flashTileQ4_0x2AVX2(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), DI
+	MOVQ    sum+56(FP), R8
+	MOVQ    accStride+16(FP), R9
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	VMOVUPS 64(CX), Y2
+	VMOVUPS 96(CX), Y3
+	VMOVSS  (R8), X4
+	ADDQ    R9, CX
+	VMOVUPS (CX), Y5
+	VMOVUPS 32(CX), Y6
+	VMOVUPS 64(CX), Y7
+	VMOVUPS 96(CX), Y8
+	VMOVSS  4(R8), X9
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Y10
+	MOVL         (SI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted0
+	VMULPS       Y10, Y0, Y0
+	VMULPS       Y10, Y1, Y1
+	VMULPS       Y10, Y2, Y2
+	VMULPS       Y10, Y3, Y3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Y10
+
+weighted0:
+	VSUBSS       X10, X4, X4
+	VBROADCASTSS (DI)(CX*4), Y11
+	MOVL         (DI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted1
+	VMULPS       Y11, Y5, Y5
+	VMULPS       Y11, Y6, Y6
+	VMULPS       Y11, Y7, Y7
+	VMULPS       Y11, Y8, Y8
+	VMULSS       (DI)(CX*4), X9, X9
+	VBROADCASTSS flashNegOne<>+0(SB), Y11
+
+weighted1:
+	VSUBSS       X11, X9, X9
+	VPBROADCASTW (DX), X12
+	VCVTPH2PS    X12, Y13
+	VPMOVZXBD    2(DX), Y12
+	VPAND        flashNibMask<>+0(SB), Y12, Y12
+	VPSUBD       flashEightD<>+0(SB), Y12, Y12
+	VCVTDQ2PS    Y12, Y12
+	VMULPS       Y13, Y12, Y12
+	VFNMADD231PS Y10, Y12, Y0
+	VFNMADD231PS Y11, Y12, Y5
+	VPMOVZXBD    10(DX), Y12
+	VPAND        flashNibMask<>+0(SB), Y12, Y12
+	VPSUBD       flashEightD<>+0(SB), Y12, Y12
+	VCVTDQ2PS    Y12, Y12
+	VMULPS       Y13, Y12, Y12
+	VFNMADD231PS Y10, Y12, Y1
+	VFNMADD231PS Y11, Y12, Y6
+	VPMOVZXBD    2(DX), Y12
+	VPSRLD       $0x04, Y12, Y12
+	VPSUBD       flashEightD<>+0(SB), Y12, Y12
+	VCVTDQ2PS    Y12, Y12
+	VMULPS       Y13, Y12, Y12
+	VFNMADD231PS Y10, Y12, Y2
+	VFNMADD231PS Y11, Y12, Y7
+	VPMOVZXBD    10(DX), Y12
+	VPSRLD       $0x04, Y12, Y12
+	VPSUBD       flashEightD<>+0(SB), Y12, Y12
+	VCVTDQ2PS    Y12, Y12
+	VMULPS       Y13, Y12, Y12
+	VFNMADD231PS Y10, Y12, Y3
+	VFNMADD231PS Y11, Y12, Y8
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VMOVSS  X4, (R8)
+	ADDQ    R9, AX
+	VMOVUPS Y5, (AX)
+	VMOVUPS Y6, 32(AX)
+	VMOVUPS Y7, 64(AX)
+	VMOVUPS Y8, 96(AX)
+	VMOVSS  X9, 4(R8)
 	VZEROUPPER
 	RET
 
@@ -26863,203 +27110,1520 @@ done:
 	VZEROUPPER
 	RET
 
-// func flashTileF16AVX512(n int, acc *float32, v *byte, vStride int, ms *float32, vs *float32)
+// func flashTileF16x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 // Requires: AVX, AVX512F
-TEXT ·flashTileF16AVX512(SB), NOSPLIT, $0-48
+TEXT ·flashTileF16x1AVX512(SB), NOSPLIT, $0-64
 	MOVQ    n+0(FP), AX
 	MOVQ    acc+8(FP), CX
-	MOVQ    v+16(FP), DX
-	MOVQ    vStride+24(FP), BX
-	MOVQ    ms+32(FP), SI
-	MOVQ    vs+40(FP), DI
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    sum+56(FP), DI
+	MOVQ    accStride+16(FP), R8
 	VMOVUPS (CX), Z0
 	VMOVUPS 64(CX), Z1
 	VMOVUPS 128(CX), Z2
 	VMOVUPS 192(CX), Z3
+	VMOVSS  (DI), X4
+	XORQ    CX, CX
 	TESTQ   AX, AX
 	JZ      done
 
-loop:
-	MOVL         (SI), R8
-	CMPL         R8, $0x3f800000
-	JEQ          unscaled
-	VBROADCASTSS (SI), Z4
-	VMULPS       Z4, Z0, Z0
+cell:
+	VBROADCASTSS (SI)(CX*4), Z5
+	MOVL         (SI)(CX*4), R8
+	TESTL        R8, R8
+	JS           weighted0
+	VMULPS       Z5, Z0, Z0
 	VCVTPS2PH    $0x00, Z0, Y0
 	VCVTPH2PS    Y0, Z0
-	VMULPS       Z4, Z1, Z1
+	VMULPS       Z5, Z1, Z1
 	VCVTPS2PH    $0x00, Z1, Y1
 	VCVTPH2PS    Y1, Z1
-	VMULPS       Z4, Z2, Z2
+	VMULPS       Z5, Z2, Z2
 	VCVTPS2PH    $0x00, Z2, Y2
 	VCVTPH2PS    Y2, Z2
-	VMULPS       Z4, Z3, Z3
+	VMULPS       Z5, Z3, Z3
 	VCVTPS2PH    $0x00, Z3, Y3
 	VCVTPH2PS    Y3, Z3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Z5
 
-unscaled:
-	VBROADCASTSS (DI), Z4
-	VCVTPH2PS    (DX), Z5
-	VFMADD231PS  Z4, Z5, Z0
+weighted0:
+	VSUBSS       X5, X4, X4
+	VCVTPH2PS    (DX), Z6
+	VFNMADD231PS Z5, Z6, Z0
 	VCVTPS2PH    $0x00, Z0, Y0
 	VCVTPH2PS    Y0, Z0
-	VCVTPH2PS    32(DX), Z5
-	VFMADD231PS  Z4, Z5, Z1
+	VCVTPH2PS    32(DX), Z6
+	VFNMADD231PS Z5, Z6, Z1
 	VCVTPS2PH    $0x00, Z1, Y1
 	VCVTPH2PS    Y1, Z1
-	VCVTPH2PS    64(DX), Z5
-	VFMADD231PS  Z4, Z5, Z2
+	VCVTPH2PS    64(DX), Z6
+	VFNMADD231PS Z5, Z6, Z2
 	VCVTPS2PH    $0x00, Z2, Y2
 	VCVTPH2PS    Y2, Z2
-	VCVTPH2PS    96(DX), Z5
-	VFMADD231PS  Z4, Z5, Z3
+	VCVTPH2PS    96(DX), Z6
+	VFNMADD231PS Z5, Z6, Z3
 	VCVTPS2PH    $0x00, Z3, Y3
 	VCVTPH2PS    Y3, Z3
 	ADDQ         BX, DX
-	ADDQ         $0x00000004, SI
-	ADDQ         $0x00000004, DI
-	DECQ         AX
-	JNZ          loop
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
 
 done:
-	VMOVUPS Z0, (CX)
-	VMOVUPS Z1, 64(CX)
-	VMOVUPS Z2, 128(CX)
-	VMOVUPS Z3, 192(CX)
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVSS  X4, (DI)
 	VZEROUPPER
 	RET
 
-// func flashTileQ8_0AVX512(n int, acc *float32, v *byte, vStride int, ms *float32, vs *float32)
-// Requires: AVX, AVX2, AVX512F
-TEXT ·flashTileQ8_0AVX512(SB), NOSPLIT, $0-48
+// func flashTileF16x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F
+TEXT ·flashTileF16x2AVX512(SB), NOSPLIT, $0-64
 	MOVQ    n+0(FP), AX
 	MOVQ    acc+8(FP), CX
-	MOVQ    v+16(FP), DX
-	MOVQ    vStride+24(FP), BX
-	MOVQ    ms+32(FP), SI
-	MOVQ    vs+40(FP), DI
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), DI
+	MOVQ    sum+56(FP), R8
+	MOVQ    accStride+16(FP), R9
 	VMOVUPS (CX), Z0
 	VMOVUPS 64(CX), Z1
 	VMOVUPS 128(CX), Z2
 	VMOVUPS 192(CX), Z3
+	VMOVSS  (R8), X4
+	ADDQ    R9, CX
+	VMOVUPS (CX), Z5
+	VMOVUPS 64(CX), Z6
+	VMOVUPS 128(CX), Z7
+	VMOVUPS 192(CX), Z8
+	VMOVSS  4(R8), X9
+	XORQ    CX, CX
 	TESTQ   AX, AX
 	JZ      done
 
-loop:
-	MOVL         (SI), R8
-	CMPL         R8, $0x3f800000
-	JEQ          unscaled
-	VBROADCASTSS (SI), Z4
-	VMULPS       Z4, Z0, Z0
-	VMULPS       Z4, Z1, Z1
-	VMULPS       Z4, Z2, Z2
-	VMULPS       Z4, Z3, Z3
+cell:
+	VBROADCASTSS (SI)(CX*4), Z10
+	MOVL         (SI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted0
+	VMULPS       Z10, Z0, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VMULPS       Z10, Z1, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VMULPS       Z10, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULPS       Z10, Z3, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Z10
 
-unscaled:
-	VBROADCASTSS (DI), Z4
-	VPBROADCASTW (DX), Y5
-	VCVTPH2PS    Y5, Z6
-	VPMOVSXBD    2(DX), Z5
-	VCVTDQ2PS    Z5, Z5
-	VMULPS       Z6, Z5, Z5
-	VFMADD231PS  Z4, Z5, Z0
-	VPMOVSXBD    18(DX), Z5
-	VCVTDQ2PS    Z5, Z5
-	VMULPS       Z6, Z5, Z5
-	VFMADD231PS  Z4, Z5, Z1
-	VPBROADCASTW 34(DX), Y5
-	VCVTPH2PS    Y5, Z6
-	VPMOVSXBD    36(DX), Z5
-	VCVTDQ2PS    Z5, Z5
-	VMULPS       Z6, Z5, Z5
-	VFMADD231PS  Z4, Z5, Z2
-	VPMOVSXBD    52(DX), Z5
-	VCVTDQ2PS    Z5, Z5
-	VMULPS       Z6, Z5, Z5
-	VFMADD231PS  Z4, Z5, Z3
+weighted0:
+	VSUBSS       X10, X4, X4
+	VBROADCASTSS (DI)(CX*4), Z11
+	MOVL         (DI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted1
+	VMULPS       Z11, Z5, Z5
+	VCVTPS2PH    $0x00, Z5, Y5
+	VCVTPH2PS    Y5, Z5
+	VMULPS       Z11, Z6, Z6
+	VCVTPS2PH    $0x00, Z6, Y6
+	VCVTPH2PS    Y6, Z6
+	VMULPS       Z11, Z7, Z7
+	VCVTPS2PH    $0x00, Z7, Y7
+	VCVTPH2PS    Y7, Z7
+	VMULPS       Z11, Z8, Z8
+	VCVTPS2PH    $0x00, Z8, Y8
+	VCVTPH2PS    Y8, Z8
+	VMULSS       (DI)(CX*4), X9, X9
+	VBROADCASTSS flashNegOne<>+0(SB), Z11
+
+weighted1:
+	VSUBSS       X11, X9, X9
+	VCVTPH2PS    (DX), Z12
+	VFNMADD231PS Z10, Z12, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VFNMADD231PS Z11, Z12, Z5
+	VCVTPS2PH    $0x00, Z5, Y5
+	VCVTPH2PS    Y5, Z5
+	VCVTPH2PS    32(DX), Z12
+	VFNMADD231PS Z10, Z12, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VFNMADD231PS Z11, Z12, Z6
+	VCVTPS2PH    $0x00, Z6, Y6
+	VCVTPH2PS    Y6, Z6
+	VCVTPH2PS    64(DX), Z12
+	VFNMADD231PS Z10, Z12, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VFNMADD231PS Z11, Z12, Z7
+	VCVTPS2PH    $0x00, Z7, Y7
+	VCVTPH2PS    Y7, Z7
+	VCVTPH2PS    96(DX), Z12
+	VFNMADD231PS Z10, Z12, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VFNMADD231PS Z11, Z12, Z8
+	VCVTPS2PH    $0x00, Z8, Y8
+	VCVTPH2PS    Y8, Z8
 	ADDQ         BX, DX
-	ADDQ         $0x00000004, SI
-	ADDQ         $0x00000004, DI
-	DECQ         AX
-	JNZ          loop
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
 
 done:
-	VMOVUPS Z0, (CX)
-	VMOVUPS Z1, 64(CX)
-	VMOVUPS Z2, 128(CX)
-	VMOVUPS Z3, 192(CX)
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVSS  X4, (R8)
+	ADDQ    R9, AX
+	VMOVUPS Z5, (AX)
+	VMOVUPS Z6, 64(AX)
+	VMOVUPS Z7, 128(AX)
+	VMOVUPS Z8, 192(AX)
+	VMOVSS  X9, 4(R8)
 	VZEROUPPER
 	RET
 
-// func flashTileQ4_0AVX512(n int, acc *float32, v *byte, vStride int, ms *float32, vs *float32)
+// func flashTileF16x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F
+TEXT ·flashTileF16x3AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), R8
+	LEAQ    (R8)(DI*1), DI
+	MOVQ    sum+56(FP), R9
+	MOVQ    accStride+16(FP), R10
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS 128(CX), Z2
+	VMOVUPS 192(CX), Z3
+	VMOVSS  (R9), X4
+	ADDQ    R10, CX
+	VMOVUPS (CX), Z5
+	VMOVUPS 64(CX), Z6
+	VMOVUPS 128(CX), Z7
+	VMOVUPS 192(CX), Z8
+	VMOVSS  4(R9), X9
+	ADDQ    R10, CX
+	VMOVUPS (CX), Z10
+	VMOVUPS 64(CX), Z11
+	VMOVUPS 128(CX), Z12
+	VMOVUPS 192(CX), Z13
+	VMOVSS  8(R9), X14
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z15
+	MOVL         (SI)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted0
+	VMULPS       Z15, Z0, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VMULPS       Z15, Z1, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VMULPS       Z15, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULPS       Z15, Z3, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Z15
+
+weighted0:
+	VSUBSS       X15, X4, X4
+	VBROADCASTSS (R8)(CX*4), Z16
+	MOVL         (R8)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted1
+	VMULPS       Z16, Z5, Z5
+	VCVTPS2PH    $0x00, Z5, Y5
+	VCVTPH2PS    Y5, Z5
+	VMULPS       Z16, Z6, Z6
+	VCVTPS2PH    $0x00, Z6, Y6
+	VCVTPH2PS    Y6, Z6
+	VMULPS       Z16, Z7, Z7
+	VCVTPS2PH    $0x00, Z7, Y7
+	VCVTPH2PS    Y7, Z7
+	VMULPS       Z16, Z8, Z8
+	VCVTPS2PH    $0x00, Z8, Y8
+	VCVTPH2PS    Y8, Z8
+	VMULSS       (R8)(CX*4), X9, X9
+	VBROADCASTSS flashNegOne<>+0(SB), Z16
+
+weighted1:
+	VSUBSS       X16, X9, X9
+	VBROADCASTSS (DI)(CX*4), Z17
+	MOVL         (DI)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted2
+	VMULPS       Z17, Z10, Z10
+	VCVTPS2PH    $0x00, Z10, Y10
+	VCVTPH2PS    Y10, Z10
+	VMULPS       Z17, Z11, Z11
+	VCVTPS2PH    $0x00, Z11, Y11
+	VCVTPH2PS    Y11, Z11
+	VMULPS       Z17, Z12, Z12
+	VCVTPS2PH    $0x00, Z12, Y12
+	VCVTPH2PS    Y12, Z12
+	VMULPS       Z17, Z13, Z13
+	VCVTPS2PH    $0x00, Z13, Y13
+	VCVTPH2PS    Y13, Z13
+	VMULSS       (DI)(CX*4), X14, X14
+	VBROADCASTSS flashNegOne<>+0(SB), Z17
+
+weighted2:
+	VSUBSS       X17, X14, X14
+	VCVTPH2PS    (DX), Z18
+	VFNMADD231PS Z15, Z18, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VFNMADD231PS Z16, Z18, Z5
+	VCVTPS2PH    $0x00, Z5, Y5
+	VCVTPH2PS    Y5, Z5
+	VFNMADD231PS Z17, Z18, Z10
+	VCVTPS2PH    $0x00, Z10, Y10
+	VCVTPH2PS    Y10, Z10
+	VCVTPH2PS    32(DX), Z18
+	VFNMADD231PS Z15, Z18, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VFNMADD231PS Z16, Z18, Z6
+	VCVTPS2PH    $0x00, Z6, Y6
+	VCVTPH2PS    Y6, Z6
+	VFNMADD231PS Z17, Z18, Z11
+	VCVTPS2PH    $0x00, Z11, Y11
+	VCVTPH2PS    Y11, Z11
+	VCVTPH2PS    64(DX), Z18
+	VFNMADD231PS Z15, Z18, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VFNMADD231PS Z16, Z18, Z7
+	VCVTPS2PH    $0x00, Z7, Y7
+	VCVTPH2PS    Y7, Z7
+	VFNMADD231PS Z17, Z18, Z12
+	VCVTPS2PH    $0x00, Z12, Y12
+	VCVTPH2PS    Y12, Z12
+	VCVTPH2PS    96(DX), Z18
+	VFNMADD231PS Z15, Z18, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VFNMADD231PS Z16, Z18, Z8
+	VCVTPS2PH    $0x00, Z8, Y8
+	VCVTPH2PS    Y8, Z8
+	VFNMADD231PS Z17, Z18, Z13
+	VCVTPS2PH    $0x00, Z13, Y13
+	VCVTPH2PS    Y13, Z13
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVSS  X4, (R9)
+	ADDQ    R10, AX
+	VMOVUPS Z5, (AX)
+	VMOVUPS Z6, 64(AX)
+	VMOVUPS Z7, 128(AX)
+	VMOVUPS Z8, 192(AX)
+	VMOVSS  X9, 4(R9)
+	ADDQ    R10, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	VMOVUPS Z12, 128(AX)
+	VMOVUPS Z13, 192(AX)
+	VMOVSS  X14, 8(R9)
+	VZEROUPPER
+	RET
+
+// func flashTileF16x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F
+TEXT ·flashTileF16x4AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), R8
+	LEAQ    (R8)(DI*1), R9
+	LEAQ    (R9)(DI*1), DI
+	MOVQ    sum+56(FP), R10
+	MOVQ    accStride+16(FP), R11
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS 128(CX), Z2
+	VMOVUPS 192(CX), Z3
+	VMOVSS  (R10), X4
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z5
+	VMOVUPS 64(CX), Z6
+	VMOVUPS 128(CX), Z7
+	VMOVUPS 192(CX), Z8
+	VMOVSS  4(R10), X9
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z10
+	VMOVUPS 64(CX), Z11
+	VMOVUPS 128(CX), Z12
+	VMOVUPS 192(CX), Z13
+	VMOVSS  8(R10), X14
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z15
+	VMOVUPS 64(CX), Z16
+	VMOVUPS 128(CX), Z17
+	VMOVUPS 192(CX), Z18
+	VMOVSS  12(R10), X19
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z20
+	MOVL         (SI)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted0
+	VMULPS       Z20, Z0, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VMULPS       Z20, Z1, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VMULPS       Z20, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULPS       Z20, Z3, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Z20
+
+weighted0:
+	VSUBSS       X20, X4, X4
+	VBROADCASTSS (R8)(CX*4), Z21
+	MOVL         (R8)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted1
+	VMULPS       Z21, Z5, Z5
+	VCVTPS2PH    $0x00, Z5, Y5
+	VCVTPH2PS    Y5, Z5
+	VMULPS       Z21, Z6, Z6
+	VCVTPS2PH    $0x00, Z6, Y6
+	VCVTPH2PS    Y6, Z6
+	VMULPS       Z21, Z7, Z7
+	VCVTPS2PH    $0x00, Z7, Y7
+	VCVTPH2PS    Y7, Z7
+	VMULPS       Z21, Z8, Z8
+	VCVTPS2PH    $0x00, Z8, Y8
+	VCVTPH2PS    Y8, Z8
+	VMULSS       (R8)(CX*4), X9, X9
+	VBROADCASTSS flashNegOne<>+0(SB), Z21
+
+weighted1:
+	VSUBSS       X21, X9, X9
+	VBROADCASTSS (R9)(CX*4), Z22
+	MOVL         (R9)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted2
+	VMULPS       Z22, Z10, Z10
+	VCVTPS2PH    $0x00, Z10, Y10
+	VCVTPH2PS    Y10, Z10
+	VMULPS       Z22, Z11, Z11
+	VCVTPS2PH    $0x00, Z11, Y11
+	VCVTPH2PS    Y11, Z11
+	VMULPS       Z22, Z12, Z12
+	VCVTPS2PH    $0x00, Z12, Y12
+	VCVTPH2PS    Y12, Z12
+	VMULPS       Z22, Z13, Z13
+	VCVTPS2PH    $0x00, Z13, Y13
+	VCVTPH2PS    Y13, Z13
+	VMULSS       (R9)(CX*4), X14, X14
+	VBROADCASTSS flashNegOne<>+0(SB), Z22
+
+weighted2:
+	VSUBSS       X22, X14, X14
+	VBROADCASTSS (DI)(CX*4), Z23
+	MOVL         (DI)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted3
+	VMULPS       Z23, Z15, Z15
+	VCVTPS2PH    $0x00, Z15, Y15
+	VCVTPH2PS    Y15, Z15
+	VMULPS       Z23, Z16, Z16
+	VCVTPS2PH    $0x00, Z16, Y16
+	VCVTPH2PS    Y16, Z16
+	VMULPS       Z23, Z17, Z17
+	VCVTPS2PH    $0x00, Z17, Y17
+	VCVTPH2PS    Y17, Z17
+	VMULPS       Z23, Z18, Z18
+	VCVTPS2PH    $0x00, Z18, Y18
+	VCVTPH2PS    Y18, Z18
+	VMULSS       (DI)(CX*4), X19, X19
+	VBROADCASTSS flashNegOne<>+0(SB), Z23
+
+weighted3:
+	VSUBSS       X23, X19, X19
+	VCVTPH2PS    (DX), Z24
+	VFNMADD231PS Z20, Z24, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VFNMADD231PS Z21, Z24, Z5
+	VCVTPS2PH    $0x00, Z5, Y5
+	VCVTPH2PS    Y5, Z5
+	VFNMADD231PS Z22, Z24, Z10
+	VCVTPS2PH    $0x00, Z10, Y10
+	VCVTPH2PS    Y10, Z10
+	VFNMADD231PS Z23, Z24, Z15
+	VCVTPS2PH    $0x00, Z15, Y15
+	VCVTPH2PS    Y15, Z15
+	VCVTPH2PS    32(DX), Z24
+	VFNMADD231PS Z20, Z24, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VFNMADD231PS Z21, Z24, Z6
+	VCVTPS2PH    $0x00, Z6, Y6
+	VCVTPH2PS    Y6, Z6
+	VFNMADD231PS Z22, Z24, Z11
+	VCVTPS2PH    $0x00, Z11, Y11
+	VCVTPH2PS    Y11, Z11
+	VFNMADD231PS Z23, Z24, Z16
+	VCVTPS2PH    $0x00, Z16, Y16
+	VCVTPH2PS    Y16, Z16
+	VCVTPH2PS    64(DX), Z24
+	VFNMADD231PS Z20, Z24, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VFNMADD231PS Z21, Z24, Z7
+	VCVTPS2PH    $0x00, Z7, Y7
+	VCVTPH2PS    Y7, Z7
+	VFNMADD231PS Z22, Z24, Z12
+	VCVTPS2PH    $0x00, Z12, Y12
+	VCVTPH2PS    Y12, Z12
+	VFNMADD231PS Z23, Z24, Z17
+	VCVTPS2PH    $0x00, Z17, Y17
+	VCVTPH2PS    Y17, Z17
+	VCVTPH2PS    96(DX), Z24
+	VFNMADD231PS Z20, Z24, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VFNMADD231PS Z21, Z24, Z8
+	VCVTPS2PH    $0x00, Z8, Y8
+	VCVTPH2PS    Y8, Z8
+	VFNMADD231PS Z22, Z24, Z13
+	VCVTPS2PH    $0x00, Z13, Y13
+	VCVTPH2PS    Y13, Z13
+	VFNMADD231PS Z23, Z24, Z18
+	VCVTPS2PH    $0x00, Z18, Y18
+	VCVTPH2PS    Y18, Z18
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVSS  X4, (R10)
+	ADDQ    R11, AX
+	VMOVUPS Z5, (AX)
+	VMOVUPS Z6, 64(AX)
+	VMOVUPS Z7, 128(AX)
+	VMOVUPS Z8, 192(AX)
+	VMOVSS  X9, 4(R10)
+	ADDQ    R11, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	VMOVUPS Z12, 128(AX)
+	VMOVUPS Z13, 192(AX)
+	VMOVSS  X14, 8(R10)
+	ADDQ    R11, AX
+	VMOVUPS Z15, (AX)
+	VMOVUPS Z16, 64(AX)
+	VMOVUPS Z17, 128(AX)
+	VMOVUPS Z18, 192(AX)
+	VMOVSS  X19, 12(R10)
+	VZEROUPPER
+	RET
+
+// func flashTileQ8_0x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 // Requires: AVX, AVX2, AVX512F
-TEXT ·flashTileQ4_0AVX512(SB), NOSPLIT, $0-48
+TEXT ·flashTileQ8_0x1AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    sum+56(FP), DI
+	MOVQ    accStride+16(FP), R8
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS 128(CX), Z2
+	VMOVUPS 192(CX), Z3
+	VMOVSS  (DI), X4
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z5
+	MOVL         (SI)(CX*4), R8
+	TESTL        R8, R8
+	JS           weighted0
+	VMULPS       Z5, Z0, Z0
+	VMULPS       Z5, Z1, Z1
+	VMULPS       Z5, Z2, Z2
+	VMULPS       Z5, Z3, Z3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Z5
+
+weighted0:
+	VSUBSS       X5, X4, X4
+	VPBROADCASTW (DX), Y6
+	VCVTPH2PS    Y6, Z7
+	VPMOVSXBD    2(DX), Z6
+	VCVTDQ2PS    Z6, Z6
+	VMULPS       Z7, Z6, Z6
+	VFNMADD231PS Z5, Z6, Z0
+	VPMOVSXBD    18(DX), Z6
+	VCVTDQ2PS    Z6, Z6
+	VMULPS       Z7, Z6, Z6
+	VFNMADD231PS Z5, Z6, Z1
+	VPBROADCASTW 34(DX), Y6
+	VCVTPH2PS    Y6, Z7
+	VPMOVSXBD    36(DX), Z6
+	VCVTDQ2PS    Z6, Z6
+	VMULPS       Z7, Z6, Z6
+	VFNMADD231PS Z5, Z6, Z2
+	VPMOVSXBD    52(DX), Z6
+	VCVTDQ2PS    Z6, Z6
+	VMULPS       Z7, Z6, Z6
+	VFNMADD231PS Z5, Z6, Z3
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVSS  X4, (DI)
+	VZEROUPPER
+	RET
+
+// func flashTileQ8_0x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX2, AVX512F
+TEXT ·flashTileQ8_0x2AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), DI
+	MOVQ    sum+56(FP), R8
+	MOVQ    accStride+16(FP), R9
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS 128(CX), Z2
+	VMOVUPS 192(CX), Z3
+	VMOVSS  (R8), X4
+	ADDQ    R9, CX
+	VMOVUPS (CX), Z5
+	VMOVUPS 64(CX), Z6
+	VMOVUPS 128(CX), Z7
+	VMOVUPS 192(CX), Z8
+	VMOVSS  4(R8), X9
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z10
+	MOVL         (SI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted0
+	VMULPS       Z10, Z0, Z0
+	VMULPS       Z10, Z1, Z1
+	VMULPS       Z10, Z2, Z2
+	VMULPS       Z10, Z3, Z3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Z10
+
+weighted0:
+	VSUBSS       X10, X4, X4
+	VBROADCASTSS (DI)(CX*4), Z11
+	MOVL         (DI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted1
+	VMULPS       Z11, Z5, Z5
+	VMULPS       Z11, Z6, Z6
+	VMULPS       Z11, Z7, Z7
+	VMULPS       Z11, Z8, Z8
+	VMULSS       (DI)(CX*4), X9, X9
+	VBROADCASTSS flashNegOne<>+0(SB), Z11
+
+weighted1:
+	VSUBSS       X11, X9, X9
+	VPBROADCASTW (DX), Y12
+	VCVTPH2PS    Y12, Z13
+	VPMOVSXBD    2(DX), Z12
+	VCVTDQ2PS    Z12, Z12
+	VMULPS       Z13, Z12, Z12
+	VFNMADD231PS Z10, Z12, Z0
+	VFNMADD231PS Z11, Z12, Z5
+	VPMOVSXBD    18(DX), Z12
+	VCVTDQ2PS    Z12, Z12
+	VMULPS       Z13, Z12, Z12
+	VFNMADD231PS Z10, Z12, Z1
+	VFNMADD231PS Z11, Z12, Z6
+	VPBROADCASTW 34(DX), Y12
+	VCVTPH2PS    Y12, Z13
+	VPMOVSXBD    36(DX), Z12
+	VCVTDQ2PS    Z12, Z12
+	VMULPS       Z13, Z12, Z12
+	VFNMADD231PS Z10, Z12, Z2
+	VFNMADD231PS Z11, Z12, Z7
+	VPMOVSXBD    52(DX), Z12
+	VCVTDQ2PS    Z12, Z12
+	VMULPS       Z13, Z12, Z12
+	VFNMADD231PS Z10, Z12, Z3
+	VFNMADD231PS Z11, Z12, Z8
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVSS  X4, (R8)
+	ADDQ    R9, AX
+	VMOVUPS Z5, (AX)
+	VMOVUPS Z6, 64(AX)
+	VMOVUPS Z7, 128(AX)
+	VMOVUPS Z8, 192(AX)
+	VMOVSS  X9, 4(R8)
+	VZEROUPPER
+	RET
+
+// func flashTileQ8_0x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX2, AVX512F
+TEXT ·flashTileQ8_0x3AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), R8
+	LEAQ    (R8)(DI*1), DI
+	MOVQ    sum+56(FP), R9
+	MOVQ    accStride+16(FP), R10
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS 128(CX), Z2
+	VMOVUPS 192(CX), Z3
+	VMOVSS  (R9), X4
+	ADDQ    R10, CX
+	VMOVUPS (CX), Z5
+	VMOVUPS 64(CX), Z6
+	VMOVUPS 128(CX), Z7
+	VMOVUPS 192(CX), Z8
+	VMOVSS  4(R9), X9
+	ADDQ    R10, CX
+	VMOVUPS (CX), Z10
+	VMOVUPS 64(CX), Z11
+	VMOVUPS 128(CX), Z12
+	VMOVUPS 192(CX), Z13
+	VMOVSS  8(R9), X14
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z15
+	MOVL         (SI)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted0
+	VMULPS       Z15, Z0, Z0
+	VMULPS       Z15, Z1, Z1
+	VMULPS       Z15, Z2, Z2
+	VMULPS       Z15, Z3, Z3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Z15
+
+weighted0:
+	VSUBSS       X15, X4, X4
+	VBROADCASTSS (R8)(CX*4), Z16
+	MOVL         (R8)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted1
+	VMULPS       Z16, Z5, Z5
+	VMULPS       Z16, Z6, Z6
+	VMULPS       Z16, Z7, Z7
+	VMULPS       Z16, Z8, Z8
+	VMULSS       (R8)(CX*4), X9, X9
+	VBROADCASTSS flashNegOne<>+0(SB), Z16
+
+weighted1:
+	VSUBSS       X16, X9, X9
+	VBROADCASTSS (DI)(CX*4), Z17
+	MOVL         (DI)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted2
+	VMULPS       Z17, Z10, Z10
+	VMULPS       Z17, Z11, Z11
+	VMULPS       Z17, Z12, Z12
+	VMULPS       Z17, Z13, Z13
+	VMULSS       (DI)(CX*4), X14, X14
+	VBROADCASTSS flashNegOne<>+0(SB), Z17
+
+weighted2:
+	VSUBSS       X17, X14, X14
+	VPBROADCASTW (DX), Y18
+	VCVTPH2PS    Y18, Z19
+	VPMOVSXBD    2(DX), Z18
+	VCVTDQ2PS    Z18, Z18
+	VMULPS       Z19, Z18, Z18
+	VFNMADD231PS Z15, Z18, Z0
+	VFNMADD231PS Z16, Z18, Z5
+	VFNMADD231PS Z17, Z18, Z10
+	VPMOVSXBD    18(DX), Z18
+	VCVTDQ2PS    Z18, Z18
+	VMULPS       Z19, Z18, Z18
+	VFNMADD231PS Z15, Z18, Z1
+	VFNMADD231PS Z16, Z18, Z6
+	VFNMADD231PS Z17, Z18, Z11
+	VPBROADCASTW 34(DX), Y18
+	VCVTPH2PS    Y18, Z19
+	VPMOVSXBD    36(DX), Z18
+	VCVTDQ2PS    Z18, Z18
+	VMULPS       Z19, Z18, Z18
+	VFNMADD231PS Z15, Z18, Z2
+	VFNMADD231PS Z16, Z18, Z7
+	VFNMADD231PS Z17, Z18, Z12
+	VPMOVSXBD    52(DX), Z18
+	VCVTDQ2PS    Z18, Z18
+	VMULPS       Z19, Z18, Z18
+	VFNMADD231PS Z15, Z18, Z3
+	VFNMADD231PS Z16, Z18, Z8
+	VFNMADD231PS Z17, Z18, Z13
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVSS  X4, (R9)
+	ADDQ    R10, AX
+	VMOVUPS Z5, (AX)
+	VMOVUPS Z6, 64(AX)
+	VMOVUPS Z7, 128(AX)
+	VMOVUPS Z8, 192(AX)
+	VMOVSS  X9, 4(R9)
+	ADDQ    R10, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	VMOVUPS Z12, 128(AX)
+	VMOVUPS Z13, 192(AX)
+	VMOVSS  X14, 8(R9)
+	VZEROUPPER
+	RET
+
+// func flashTileQ8_0x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX2, AVX512F
+TEXT ·flashTileQ8_0x4AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), R8
+	LEAQ    (R8)(DI*1), R9
+	LEAQ    (R9)(DI*1), DI
+	MOVQ    sum+56(FP), R10
+	MOVQ    accStride+16(FP), R11
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS 128(CX), Z2
+	VMOVUPS 192(CX), Z3
+	VMOVSS  (R10), X4
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z5
+	VMOVUPS 64(CX), Z6
+	VMOVUPS 128(CX), Z7
+	VMOVUPS 192(CX), Z8
+	VMOVSS  4(R10), X9
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z10
+	VMOVUPS 64(CX), Z11
+	VMOVUPS 128(CX), Z12
+	VMOVUPS 192(CX), Z13
+	VMOVSS  8(R10), X14
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z15
+	VMOVUPS 64(CX), Z16
+	VMOVUPS 128(CX), Z17
+	VMOVUPS 192(CX), Z18
+	VMOVSS  12(R10), X19
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z20
+	MOVL         (SI)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted0
+	VMULPS       Z20, Z0, Z0
+	VMULPS       Z20, Z1, Z1
+	VMULPS       Z20, Z2, Z2
+	VMULPS       Z20, Z3, Z3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Z20
+
+weighted0:
+	VSUBSS       X20, X4, X4
+	VBROADCASTSS (R8)(CX*4), Z21
+	MOVL         (R8)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted1
+	VMULPS       Z21, Z5, Z5
+	VMULPS       Z21, Z6, Z6
+	VMULPS       Z21, Z7, Z7
+	VMULPS       Z21, Z8, Z8
+	VMULSS       (R8)(CX*4), X9, X9
+	VBROADCASTSS flashNegOne<>+0(SB), Z21
+
+weighted1:
+	VSUBSS       X21, X9, X9
+	VBROADCASTSS (R9)(CX*4), Z22
+	MOVL         (R9)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted2
+	VMULPS       Z22, Z10, Z10
+	VMULPS       Z22, Z11, Z11
+	VMULPS       Z22, Z12, Z12
+	VMULPS       Z22, Z13, Z13
+	VMULSS       (R9)(CX*4), X14, X14
+	VBROADCASTSS flashNegOne<>+0(SB), Z22
+
+weighted2:
+	VSUBSS       X22, X14, X14
+	VBROADCASTSS (DI)(CX*4), Z23
+	MOVL         (DI)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted3
+	VMULPS       Z23, Z15, Z15
+	VMULPS       Z23, Z16, Z16
+	VMULPS       Z23, Z17, Z17
+	VMULPS       Z23, Z18, Z18
+	VMULSS       (DI)(CX*4), X19, X19
+	VBROADCASTSS flashNegOne<>+0(SB), Z23
+
+weighted3:
+	VSUBSS       X23, X19, X19
+	VPBROADCASTW (DX), Y24
+	VCVTPH2PS    Y24, Z25
+	VPMOVSXBD    2(DX), Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS       Z25, Z24, Z24
+	VFNMADD231PS Z20, Z24, Z0
+	VFNMADD231PS Z21, Z24, Z5
+	VFNMADD231PS Z22, Z24, Z10
+	VFNMADD231PS Z23, Z24, Z15
+	VPMOVSXBD    18(DX), Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS       Z25, Z24, Z24
+	VFNMADD231PS Z20, Z24, Z1
+	VFNMADD231PS Z21, Z24, Z6
+	VFNMADD231PS Z22, Z24, Z11
+	VFNMADD231PS Z23, Z24, Z16
+	VPBROADCASTW 34(DX), Y24
+	VCVTPH2PS    Y24, Z25
+	VPMOVSXBD    36(DX), Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS       Z25, Z24, Z24
+	VFNMADD231PS Z20, Z24, Z2
+	VFNMADD231PS Z21, Z24, Z7
+	VFNMADD231PS Z22, Z24, Z12
+	VFNMADD231PS Z23, Z24, Z17
+	VPMOVSXBD    52(DX), Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS       Z25, Z24, Z24
+	VFNMADD231PS Z20, Z24, Z3
+	VFNMADD231PS Z21, Z24, Z8
+	VFNMADD231PS Z22, Z24, Z13
+	VFNMADD231PS Z23, Z24, Z18
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVSS  X4, (R10)
+	ADDQ    R11, AX
+	VMOVUPS Z5, (AX)
+	VMOVUPS Z6, 64(AX)
+	VMOVUPS Z7, 128(AX)
+	VMOVUPS Z8, 192(AX)
+	VMOVSS  X9, 4(R10)
+	ADDQ    R11, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	VMOVUPS Z12, 128(AX)
+	VMOVUPS Z13, 192(AX)
+	VMOVSS  X14, 8(R10)
+	ADDQ    R11, AX
+	VMOVUPS Z15, (AX)
+	VMOVUPS Z16, 64(AX)
+	VMOVUPS Z17, 128(AX)
+	VMOVUPS Z18, 192(AX)
+	VMOVSS  X19, 12(R10)
+	VZEROUPPER
+	RET
+
+// func flashTileQ4_0x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX2, AVX512F
+TEXT ·flashTileQ4_0x1AVX512(SB), NOSPLIT, $0-64
 	MOVQ         n+0(FP), AX
 	MOVQ         acc+8(FP), CX
-	MOVQ         v+16(FP), DX
-	MOVQ         vStride+24(FP), BX
-	MOVQ         ms+32(FP), SI
-	MOVQ         vs+40(FP), DI
+	MOVQ         v+24(FP), DX
+	MOVQ         vStride+32(FP), BX
+	MOVQ         e+40(FP), SI
+	MOVQ         sum+56(FP), DI
+	MOVQ         accStride+16(FP), R8
 	VMOVUPS      (CX), Z0
 	VMOVUPS      64(CX), Z1
 	VMOVUPS      128(CX), Z2
 	VMOVUPS      192(CX), Z3
-	VPBROADCASTD flashNibMask<>+0(SB), Z4
-	VPBROADCASTD flashEightD<>+0(SB), Z5
+	VMOVSS       (DI), X4
+	VPBROADCASTD flashNibMask<>+0(SB), Z5
+	VPBROADCASTD flashEightD<>+0(SB), Z6
+	XORQ         CX, CX
 	TESTQ        AX, AX
 	JZ           done
 
-loop:
-	MOVL         (SI), R8
-	CMPL         R8, $0x3f800000
-	JEQ          unscaled
-	VBROADCASTSS (SI), Z6
-	VMULPS       Z6, Z0, Z0
-	VMULPS       Z6, Z1, Z1
-	VMULPS       Z6, Z2, Z2
-	VMULPS       Z6, Z3, Z3
+cell:
+	VBROADCASTSS (SI)(CX*4), Z7
+	MOVL         (SI)(CX*4), R8
+	TESTL        R8, R8
+	JS           weighted0
+	VMULPS       Z7, Z0, Z0
+	VMULPS       Z7, Z1, Z1
+	VMULPS       Z7, Z2, Z2
+	VMULPS       Z7, Z3, Z3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Z7
 
-unscaled:
-	VBROADCASTSS (DI), Z6
-	VPBROADCASTW (DX), Y7
-	VCVTPH2PS    Y7, Z8
-	VPMOVZXBD    2(DX), Z7
-	VPANDD       Z4, Z7, Z7
-	VPSUBD       Z5, Z7, Z7
-	VCVTDQ2PS    Z7, Z7
-	VMULPS       Z8, Z7, Z7
-	VFMADD231PS  Z6, Z7, Z0
-	VPMOVZXBD    2(DX), Z7
-	VPSRLD       $0x04, Z7, Z7
-	VPSUBD       Z5, Z7, Z7
-	VCVTDQ2PS    Z7, Z7
-	VMULPS       Z8, Z7, Z7
-	VFMADD231PS  Z6, Z7, Z1
-	VPBROADCASTW 18(DX), Y7
-	VCVTPH2PS    Y7, Z8
-	VPMOVZXBD    20(DX), Z7
-	VPANDD       Z4, Z7, Z7
-	VPSUBD       Z5, Z7, Z7
-	VCVTDQ2PS    Z7, Z7
-	VMULPS       Z8, Z7, Z7
-	VFMADD231PS  Z6, Z7, Z2
-	VPMOVZXBD    20(DX), Z7
-	VPSRLD       $0x04, Z7, Z7
-	VPSUBD       Z5, Z7, Z7
-	VCVTDQ2PS    Z7, Z7
-	VMULPS       Z8, Z7, Z7
-	VFMADD231PS  Z6, Z7, Z3
+weighted0:
+	VSUBSS       X7, X4, X4
+	VPBROADCASTW (DX), Y8
+	VCVTPH2PS    Y8, Z9
+	VPMOVZXBD    2(DX), Z8
+	VPANDD       Z5, Z8, Z8
+	VPSUBD       Z6, Z8, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMULPS       Z9, Z8, Z8
+	VFNMADD231PS Z7, Z8, Z0
+	VPMOVZXBD    2(DX), Z8
+	VPSRLD       $0x04, Z8, Z8
+	VPSUBD       Z6, Z8, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMULPS       Z9, Z8, Z8
+	VFNMADD231PS Z7, Z8, Z1
+	VPBROADCASTW 18(DX), Y8
+	VCVTPH2PS    Y8, Z9
+	VPMOVZXBD    20(DX), Z8
+	VPANDD       Z5, Z8, Z8
+	VPSUBD       Z6, Z8, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMULPS       Z9, Z8, Z8
+	VFNMADD231PS Z7, Z8, Z2
+	VPMOVZXBD    20(DX), Z8
+	VPSRLD       $0x04, Z8, Z8
+	VPSUBD       Z6, Z8, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMULPS       Z9, Z8, Z8
+	VFNMADD231PS Z7, Z8, Z3
 	ADDQ         BX, DX
-	ADDQ         $0x00000004, SI
-	ADDQ         $0x00000004, DI
-	DECQ         AX
-	JNZ          loop
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
 
 done:
-	VMOVUPS Z0, (CX)
-	VMOVUPS Z1, 64(CX)
-	VMOVUPS Z2, 128(CX)
-	VMOVUPS Z3, 192(CX)
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVSS  X4, (DI)
+	VZEROUPPER
+	RET
+
+// func flashTileQ4_0x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX2, AVX512F
+TEXT ·flashTileQ4_0x2AVX512(SB), NOSPLIT, $0-64
+	MOVQ         n+0(FP), AX
+	MOVQ         acc+8(FP), CX
+	MOVQ         v+24(FP), DX
+	MOVQ         vStride+32(FP), BX
+	MOVQ         e+40(FP), SI
+	MOVQ         eStride+48(FP), DI
+	LEAQ         (SI)(DI*1), DI
+	MOVQ         sum+56(FP), R8
+	MOVQ         accStride+16(FP), R9
+	VMOVUPS      (CX), Z0
+	VMOVUPS      64(CX), Z1
+	VMOVUPS      128(CX), Z2
+	VMOVUPS      192(CX), Z3
+	VMOVSS       (R8), X4
+	ADDQ         R9, CX
+	VMOVUPS      (CX), Z5
+	VMOVUPS      64(CX), Z6
+	VMOVUPS      128(CX), Z7
+	VMOVUPS      192(CX), Z8
+	VMOVSS       4(R8), X9
+	VPBROADCASTD flashNibMask<>+0(SB), Z10
+	VPBROADCASTD flashEightD<>+0(SB), Z11
+	XORQ         CX, CX
+	TESTQ        AX, AX
+	JZ           done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z12
+	MOVL         (SI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted0
+	VMULPS       Z12, Z0, Z0
+	VMULPS       Z12, Z1, Z1
+	VMULPS       Z12, Z2, Z2
+	VMULPS       Z12, Z3, Z3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Z12
+
+weighted0:
+	VSUBSS       X12, X4, X4
+	VBROADCASTSS (DI)(CX*4), Z13
+	MOVL         (DI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted1
+	VMULPS       Z13, Z5, Z5
+	VMULPS       Z13, Z6, Z6
+	VMULPS       Z13, Z7, Z7
+	VMULPS       Z13, Z8, Z8
+	VMULSS       (DI)(CX*4), X9, X9
+	VBROADCASTSS flashNegOne<>+0(SB), Z13
+
+weighted1:
+	VSUBSS       X13, X9, X9
+	VPBROADCASTW (DX), Y14
+	VCVTPH2PS    Y14, Z15
+	VPMOVZXBD    2(DX), Z14
+	VPANDD       Z10, Z14, Z14
+	VPSUBD       Z11, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z15, Z14, Z14
+	VFNMADD231PS Z12, Z14, Z0
+	VFNMADD231PS Z13, Z14, Z5
+	VPMOVZXBD    2(DX), Z14
+	VPSRLD       $0x04, Z14, Z14
+	VPSUBD       Z11, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z15, Z14, Z14
+	VFNMADD231PS Z12, Z14, Z1
+	VFNMADD231PS Z13, Z14, Z6
+	VPBROADCASTW 18(DX), Y14
+	VCVTPH2PS    Y14, Z15
+	VPMOVZXBD    20(DX), Z14
+	VPANDD       Z10, Z14, Z14
+	VPSUBD       Z11, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z15, Z14, Z14
+	VFNMADD231PS Z12, Z14, Z2
+	VFNMADD231PS Z13, Z14, Z7
+	VPMOVZXBD    20(DX), Z14
+	VPSRLD       $0x04, Z14, Z14
+	VPSUBD       Z11, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z15, Z14, Z14
+	VFNMADD231PS Z12, Z14, Z3
+	VFNMADD231PS Z13, Z14, Z8
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVSS  X4, (R8)
+	ADDQ    R9, AX
+	VMOVUPS Z5, (AX)
+	VMOVUPS Z6, 64(AX)
+	VMOVUPS Z7, 128(AX)
+	VMOVUPS Z8, 192(AX)
+	VMOVSS  X9, 4(R8)
+	VZEROUPPER
+	RET
+
+// func flashTileQ4_0x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX2, AVX512F
+TEXT ·flashTileQ4_0x3AVX512(SB), NOSPLIT, $0-64
+	MOVQ         n+0(FP), AX
+	MOVQ         acc+8(FP), CX
+	MOVQ         v+24(FP), DX
+	MOVQ         vStride+32(FP), BX
+	MOVQ         e+40(FP), SI
+	MOVQ         eStride+48(FP), DI
+	LEAQ         (SI)(DI*1), R8
+	LEAQ         (R8)(DI*1), DI
+	MOVQ         sum+56(FP), R9
+	MOVQ         accStride+16(FP), R10
+	VMOVUPS      (CX), Z0
+	VMOVUPS      64(CX), Z1
+	VMOVUPS      128(CX), Z2
+	VMOVUPS      192(CX), Z3
+	VMOVSS       (R9), X4
+	ADDQ         R10, CX
+	VMOVUPS      (CX), Z5
+	VMOVUPS      64(CX), Z6
+	VMOVUPS      128(CX), Z7
+	VMOVUPS      192(CX), Z8
+	VMOVSS       4(R9), X9
+	ADDQ         R10, CX
+	VMOVUPS      (CX), Z10
+	VMOVUPS      64(CX), Z11
+	VMOVUPS      128(CX), Z12
+	VMOVUPS      192(CX), Z13
+	VMOVSS       8(R9), X14
+	VPBROADCASTD flashNibMask<>+0(SB), Z15
+	VPBROADCASTD flashEightD<>+0(SB), Z16
+	XORQ         CX, CX
+	TESTQ        AX, AX
+	JZ           done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z17
+	MOVL         (SI)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted0
+	VMULPS       Z17, Z0, Z0
+	VMULPS       Z17, Z1, Z1
+	VMULPS       Z17, Z2, Z2
+	VMULPS       Z17, Z3, Z3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Z17
+
+weighted0:
+	VSUBSS       X17, X4, X4
+	VBROADCASTSS (R8)(CX*4), Z18
+	MOVL         (R8)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted1
+	VMULPS       Z18, Z5, Z5
+	VMULPS       Z18, Z6, Z6
+	VMULPS       Z18, Z7, Z7
+	VMULPS       Z18, Z8, Z8
+	VMULSS       (R8)(CX*4), X9, X9
+	VBROADCASTSS flashNegOne<>+0(SB), Z18
+
+weighted1:
+	VSUBSS       X18, X9, X9
+	VBROADCASTSS (DI)(CX*4), Z19
+	MOVL         (DI)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted2
+	VMULPS       Z19, Z10, Z10
+	VMULPS       Z19, Z11, Z11
+	VMULPS       Z19, Z12, Z12
+	VMULPS       Z19, Z13, Z13
+	VMULSS       (DI)(CX*4), X14, X14
+	VBROADCASTSS flashNegOne<>+0(SB), Z19
+
+weighted2:
+	VSUBSS       X19, X14, X14
+	VPBROADCASTW (DX), Y20
+	VCVTPH2PS    Y20, Z21
+	VPMOVZXBD    2(DX), Z20
+	VPANDD       Z15, Z20, Z20
+	VPSUBD       Z16, Z20, Z20
+	VCVTDQ2PS    Z20, Z20
+	VMULPS       Z21, Z20, Z20
+	VFNMADD231PS Z17, Z20, Z0
+	VFNMADD231PS Z18, Z20, Z5
+	VFNMADD231PS Z19, Z20, Z10
+	VPMOVZXBD    2(DX), Z20
+	VPSRLD       $0x04, Z20, Z20
+	VPSUBD       Z16, Z20, Z20
+	VCVTDQ2PS    Z20, Z20
+	VMULPS       Z21, Z20, Z20
+	VFNMADD231PS Z17, Z20, Z1
+	VFNMADD231PS Z18, Z20, Z6
+	VFNMADD231PS Z19, Z20, Z11
+	VPBROADCASTW 18(DX), Y20
+	VCVTPH2PS    Y20, Z21
+	VPMOVZXBD    20(DX), Z20
+	VPANDD       Z15, Z20, Z20
+	VPSUBD       Z16, Z20, Z20
+	VCVTDQ2PS    Z20, Z20
+	VMULPS       Z21, Z20, Z20
+	VFNMADD231PS Z17, Z20, Z2
+	VFNMADD231PS Z18, Z20, Z7
+	VFNMADD231PS Z19, Z20, Z12
+	VPMOVZXBD    20(DX), Z20
+	VPSRLD       $0x04, Z20, Z20
+	VPSUBD       Z16, Z20, Z20
+	VCVTDQ2PS    Z20, Z20
+	VMULPS       Z21, Z20, Z20
+	VFNMADD231PS Z17, Z20, Z3
+	VFNMADD231PS Z18, Z20, Z8
+	VFNMADD231PS Z19, Z20, Z13
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVSS  X4, (R9)
+	ADDQ    R10, AX
+	VMOVUPS Z5, (AX)
+	VMOVUPS Z6, 64(AX)
+	VMOVUPS Z7, 128(AX)
+	VMOVUPS Z8, 192(AX)
+	VMOVSS  X9, 4(R9)
+	ADDQ    R10, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	VMOVUPS Z12, 128(AX)
+	VMOVUPS Z13, 192(AX)
+	VMOVSS  X14, 8(R9)
+	VZEROUPPER
+	RET
+
+// func flashTileQ4_0x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX2, AVX512F
+TEXT ·flashTileQ4_0x4AVX512(SB), NOSPLIT, $0-64
+	MOVQ         n+0(FP), AX
+	MOVQ         acc+8(FP), CX
+	MOVQ         v+24(FP), DX
+	MOVQ         vStride+32(FP), BX
+	MOVQ         e+40(FP), SI
+	MOVQ         eStride+48(FP), DI
+	LEAQ         (SI)(DI*1), R8
+	LEAQ         (R8)(DI*1), R9
+	LEAQ         (R9)(DI*1), DI
+	MOVQ         sum+56(FP), R10
+	MOVQ         accStride+16(FP), R11
+	VMOVUPS      (CX), Z0
+	VMOVUPS      64(CX), Z1
+	VMOVUPS      128(CX), Z2
+	VMOVUPS      192(CX), Z3
+	VMOVSS       (R10), X4
+	ADDQ         R11, CX
+	VMOVUPS      (CX), Z5
+	VMOVUPS      64(CX), Z6
+	VMOVUPS      128(CX), Z7
+	VMOVUPS      192(CX), Z8
+	VMOVSS       4(R10), X9
+	ADDQ         R11, CX
+	VMOVUPS      (CX), Z10
+	VMOVUPS      64(CX), Z11
+	VMOVUPS      128(CX), Z12
+	VMOVUPS      192(CX), Z13
+	VMOVSS       8(R10), X14
+	ADDQ         R11, CX
+	VMOVUPS      (CX), Z15
+	VMOVUPS      64(CX), Z16
+	VMOVUPS      128(CX), Z17
+	VMOVUPS      192(CX), Z18
+	VMOVSS       12(R10), X19
+	VPBROADCASTD flashNibMask<>+0(SB), Z20
+	VPBROADCASTD flashEightD<>+0(SB), Z21
+	XORQ         CX, CX
+	TESTQ        AX, AX
+	JZ           done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z22
+	MOVL         (SI)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted0
+	VMULPS       Z22, Z0, Z0
+	VMULPS       Z22, Z1, Z1
+	VMULPS       Z22, Z2, Z2
+	VMULPS       Z22, Z3, Z3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Z22
+
+weighted0:
+	VSUBSS       X22, X4, X4
+	VBROADCASTSS (R8)(CX*4), Z23
+	MOVL         (R8)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted1
+	VMULPS       Z23, Z5, Z5
+	VMULPS       Z23, Z6, Z6
+	VMULPS       Z23, Z7, Z7
+	VMULPS       Z23, Z8, Z8
+	VMULSS       (R8)(CX*4), X9, X9
+	VBROADCASTSS flashNegOne<>+0(SB), Z23
+
+weighted1:
+	VSUBSS       X23, X9, X9
+	VBROADCASTSS (R9)(CX*4), Z24
+	MOVL         (R9)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted2
+	VMULPS       Z24, Z10, Z10
+	VMULPS       Z24, Z11, Z11
+	VMULPS       Z24, Z12, Z12
+	VMULPS       Z24, Z13, Z13
+	VMULSS       (R9)(CX*4), X14, X14
+	VBROADCASTSS flashNegOne<>+0(SB), Z24
+
+weighted2:
+	VSUBSS       X24, X14, X14
+	VBROADCASTSS (DI)(CX*4), Z25
+	MOVL         (DI)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted3
+	VMULPS       Z25, Z15, Z15
+	VMULPS       Z25, Z16, Z16
+	VMULPS       Z25, Z17, Z17
+	VMULPS       Z25, Z18, Z18
+	VMULSS       (DI)(CX*4), X19, X19
+	VBROADCASTSS flashNegOne<>+0(SB), Z25
+
+weighted3:
+	VSUBSS       X25, X19, X19
+	VPBROADCASTW (DX), Y26
+	VCVTPH2PS    Y26, Z27
+	VPMOVZXBD    2(DX), Z26
+	VPANDD       Z20, Z26, Z26
+	VPSUBD       Z21, Z26, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z27, Z26, Z26
+	VFNMADD231PS Z22, Z26, Z0
+	VFNMADD231PS Z23, Z26, Z5
+	VFNMADD231PS Z24, Z26, Z10
+	VFNMADD231PS Z25, Z26, Z15
+	VPMOVZXBD    2(DX), Z26
+	VPSRLD       $0x04, Z26, Z26
+	VPSUBD       Z21, Z26, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z27, Z26, Z26
+	VFNMADD231PS Z22, Z26, Z1
+	VFNMADD231PS Z23, Z26, Z6
+	VFNMADD231PS Z24, Z26, Z11
+	VFNMADD231PS Z25, Z26, Z16
+	VPBROADCASTW 18(DX), Y26
+	VCVTPH2PS    Y26, Z27
+	VPMOVZXBD    20(DX), Z26
+	VPANDD       Z20, Z26, Z26
+	VPSUBD       Z21, Z26, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z27, Z26, Z26
+	VFNMADD231PS Z22, Z26, Z2
+	VFNMADD231PS Z23, Z26, Z7
+	VFNMADD231PS Z24, Z26, Z12
+	VFNMADD231PS Z25, Z26, Z17
+	VPMOVZXBD    20(DX), Z26
+	VPSRLD       $0x04, Z26, Z26
+	VPSUBD       Z21, Z26, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z27, Z26, Z26
+	VFNMADD231PS Z22, Z26, Z3
+	VFNMADD231PS Z23, Z26, Z8
+	VFNMADD231PS Z24, Z26, Z13
+	VFNMADD231PS Z25, Z26, Z18
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVSS  X4, (R10)
+	ADDQ    R11, AX
+	VMOVUPS Z5, (AX)
+	VMOVUPS Z6, 64(AX)
+	VMOVUPS Z7, 128(AX)
+	VMOVUPS Z8, 192(AX)
+	VMOVSS  X9, 4(R10)
+	ADDQ    R11, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	VMOVUPS Z12, 128(AX)
+	VMOVUPS Z13, 192(AX)
+	VMOVSS  X14, 8(R10)
+	ADDQ    R11, AX
+	VMOVUPS Z15, (AX)
+	VMOVUPS Z16, 64(AX)
+	VMOVUPS Z17, 128(AX)
+	VMOVUPS Z18, 192(AX)
+	VMOVSS  X19, 12(R10)
 	VZEROUPPER
 	RET
 

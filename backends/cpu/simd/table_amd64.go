@@ -71,7 +71,7 @@ var asmKernels = []kernelSet{{
 	flashExp:   flashExpAVX2,
 	flashF16:   flashMadF16AVX2,
 	flashF32:   flashMadF32AVX2,
-	flashTiles: [3]flashTile{flashTileF16AVX2, flashTileQ8_0AVX2, flashTileQ4_0AVX2},
+	flashTiles: [3][]flashTile{{flashTileF16x1AVX2, flashTileF16x2AVX2}, {flashTileQ8_0x1AVX2, flashTileQ8_0x2AVX2}, {flashTileQ4_0x1AVX2, flashTileQ4_0x2AVX2}},
 	gelu:       geluF32AVX2,
 	gemms: []gemmKernel{{
 		chunk: 32,
@@ -165,7 +165,7 @@ var asmKernels = []kernelSet{{
 	flashExp:   flashExpAVX2,
 	flashF16:   flashMadF16AVX512,
 	flashF32:   flashMadF32AVX512,
-	flashTiles: [3]flashTile{flashTileF16AVX512, flashTileQ8_0AVX512, flashTileQ4_0AVX512},
+	flashTiles: [3][]flashTile{{flashTileF16x1AVX512, flashTileF16x2AVX512, flashTileF16x3AVX512, flashTileF16x4AVX512}, {flashTileQ8_0x1AVX512, flashTileQ8_0x2AVX512, flashTileQ8_0x3AVX512, flashTileQ8_0x4AVX512}, {flashTileQ4_0x1AVX512, flashTileQ4_0x2AVX512, flashTileQ4_0x3AVX512, flashTileQ4_0x4AVX512}},
 	gelu:       geluF32AVX512,
 	gemms: []gemmKernel{{
 		chunk: 32,

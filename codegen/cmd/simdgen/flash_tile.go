@@ -13,46 +13,49 @@ import (
 // softmax over a tile of cells whose weights are known, with the
 // accumulator held in registers from cell to cell.
 //
-// flashTile<V> applies, for each cell j in order, ops/ref's update of a
-// 64-column block of the accumulator: when ms[j] ≠ 1, acc·ms[j]
-// (ggml_vec_scale, rounded to binary16 with an f16 V), then
-// fma(v_j, vs[j], acc) (ggml_vec_mad, likewise rounded). A scale by
-// exactly 1 is an identity, so testing the value (not "was the maximum
-// raised") gives the reference's bits. Quantized V rows are widened as
+// flashTile<V>x<H> applies, for each cell j in order, ops/ref's update of
+// a block of columns of H heads' accumulators and running sums. A cell's
+// weight e comes signed (simd.FlashExp): positive, the cell raised the
+// maximum and (ms, vs) = (e, 1): acc·ms (ggml_vec_scale, rounded to
+// binary16 with an f16 V) and sum·ms; negative, (ms, vs) = (1, −e) and
+// no scaling (ref scales only on a raise; by 1 it would be an identity).
+// Then fma(v_j, vs, acc) (ggml_vec_mad, likewise rounded) and sum + vs
+// (unfused, as ggml's ISO C build). Both take the negated weight w = −vs
+// (−1 or e): VFNMADD gives −(w·v) + acc, the same single rounding, and
+// sum − w is sum + vs exactly. Quantized V rows are widened as
 // quant.Dequantize does: d·q in float32, which is exact (an 11-bit
 // significand times an integer below 2⁸).
 //
-// flashExp is float32(exp(float64(x))), the reference's expf, in double
-// precision: x = n·ln2 + r, |r| ≤ ln2/2, exp(r) by its Taylor polynomial
+// flashExp is ±float32(exp(float64(−|x|))), the reference's expf of
+// −|x| carrying x's sign (the tiles' encoding of a cell weight, see
+// simd.FlashExp), computed in double precision: x = n·ln2 + r, |r| ≤ ln2/2, exp(r) by its Taylor polynomial
 // to r¹¹ (truncation below 2⁻⁴⁶, far below a float32 ulp), then ·2ⁿ and
 // one rounding to float32. Two results can round differently only when
 // the double lies near a float32 rounding boundary, so any lane whose
 // double is within 2¹⁰ double ulps of one (or whose x is outside
-// [−87, 0], where float32 results may be subnormal, or NaN) flags its
+// [0, 87], where float32 results may be subnormal, or NaN) flags its
 // group of 16 for the caller to recompute with the scalar function. The
 // kernel uses AVX2 (ymm, four doubles) for both variants.
-
-// flashOne is the bit pattern of float32 1.
-const flashOne = 0x3f800000
 
 // fexpGuard is the half-width, in double ulps, of the band around float32
 // rounding boundaries that sends a group to the scalar path.
 const fexpGuard = 1 << 10
 
 var (
-	cFExpLog2e  = constF64("fexpLog2e", 0x1.71547652b82fep0)
-	cFExpShift  = constF64("fexpShift", 0x1.8p52)
-	cFExpLn2Hi  = constF64("fexpLn2Hi", 0x1.62e42feep-1)
-	cFExpLn2Lo  = constF64("fexpLn2Lo", 0x1.a39ef35793c76p-33)
-	cFExpCoef   = fexpCoefs()
-	cFExpLow29  = constU64("fexpLow29", 1<<29-1)
-	cFExpBandLo = constU64("fexpBandLo", 1<<28-fexpGuard)
-	cFExpMinus1 = constU64("fexpMinus1", math.MaxUint64)
-	cFExpBandW  = constU64("fexpBandW", 2*fexpGuard+1)
-	cFExpMin    = constF32("fexpMin", -87)
-	cFExpZero   = constF32("fexpZero", 0)
-	cNibMask    = constVec("flashNibMask", 0x0f)
-	cEightD     = constVec("flashEightD", 8)
+	cFExpLog2e   = constF64("fexpLog2e", 0x1.71547652b82fep0)
+	cFExpShift   = constF64("fexpShift", 0x1.8p52)
+	cFExpLn2Hi   = constF64("fexpLn2Hi", 0x1.62e42feep-1)
+	cFExpLn2Lo   = constF64("fexpLn2Lo", 0x1.a39ef35793c76p-33)
+	cFExpCoef    = fexpCoefs()
+	cFExpLow29   = constU64("fexpLow29", 1<<29-1)
+	cFExpBandLo  = constU64("fexpBandLo", 1<<28-fexpGuard)
+	cFExpMinus1  = constU64("fexpMinus1", math.MaxUint64)
+	cFExpBandW   = constU64("fexpBandW", 2*fexpGuard+1)
+	cFExpMin     = constF32("fexpMin", -87)
+	cFExpSign    = constVec("fexpSign", 0x80000000)
+	cFlashNegOne = constF32("flashNegOne", -1)
+	cNibMask     = constVec("flashNibMask", 0x0f)
+	cEightD      = constVec("flashEightD", 8)
 )
 
 // constF64 emits four copies of v.
@@ -88,14 +91,20 @@ func genFlashTiles(v variant, reg *registry) {
 	if v == variants[0] {
 		genFlashExp(exp)
 	}
-	reg.flashTiles(v, exp, genFlashTile(v, "F16"), genFlashTile(v, "Q8_0"), genFlashTile(v, "Q4_0"))
+	var tiles [3][]string
+	for i, kind := range []string{"F16", "Q8_0", "Q4_0"} {
+		for h := 1; h <= flashTileHeads(v); h++ {
+			tiles[i] = append(tiles[i], genFlashTile(v, kind, h))
+		}
+	}
+	reg.flashTiles(v, exp, tiles)
 }
 
 func genFlashExp(name string) {
 	TEXT(name, NOSPLIT, "func(ng int, x *float32, dst *float32) uint64")
-	Doc(name+" sets dst[i] = float32(exp(float64(x[i]))) for ng ≤ 64 groups of 16",
-		"floats; bit g of the result is set where group g must be recomputed",
-		"(a lane near a rounding boundary or outside [−87, 0]).")
+	Doc(name+" sets dst[i] = ±float32(exp(float64(−|x[i]|))), with x[i]'s sign, for",
+		"ng ≤ 64 groups of 16 floats; bit g of the result is set where group g must",
+		"be recomputed (a lane near a rounding boundary or with |x| outside [0, 87]).")
 	ng := Load(Param("ng"), GP64())
 	x := Load(Param("x"), GP64())
 	dst := Load(Param("dst"), GP64())
@@ -124,12 +133,12 @@ func genFlashExp(name string) {
 // fexpQuarter computes four lanes, ORing a nonzero value into flags when
 // one of them needs the scalar path.
 func fexpQuarter(src, dst Mem, flags Register) {
-	xf := XMM()
-	VMOVUPS(src, xf)
-	ge, le := XMM(), XMM()
-	VCMPPS(U8(0x1d), cFExpMin, xf, ge)  // x ≥ −87 (false for NaN)
-	VCMPPS(U8(0x12), cFExpZero, xf, le) // x ≤ 0
-	VANDPS(le, ge, ge)
+	in, sign, xf := XMM(), XMM(), XMM()
+	VMOVUPS(src, in)
+	VANDPS(cFExpSign, in, sign)
+	VORPS(cFExpSign, in, xf) // −|x|
+	ge := XMM()
+	VCMPPS(U8(0x1d), cFExpMin, xf, ge) // −|x| ≥ −87 (false for NaN)
 	m := GP32()
 	VMOVMSKPS(ge, m)
 	XORL(U32(0xf), m)
@@ -156,6 +165,7 @@ func fexpQuarter(src, dst Mem, flags Register) {
 	VPADDQ(e, p, p) // ·2ⁿ: n ≥ −126 keeps the double normal
 	f := XMM()
 	VCVTPD2PSY(p, f)
+	VORPS(sign, f, f)
 	VMOVUPS(f, dst)
 	// Flag |low29(p) − 2²⁸| ≤ guard: w = low29 − (2²⁸ − guard) in [0, 2·guard].
 	w := YMM()
@@ -179,10 +189,25 @@ func flashTileLanes(v variant) int {
 	return 8
 }
 
-// genFlashTile emits flashTile<kind>: n cells' updates of a 64-column
-// accumulator block (see above), V rows vStride bytes apart.
-func genFlashTile(v variant, kind string) string {
-	name := fname("flashTile"+kind, v)
+// flashTileHeads is the most heads one tile kernel of v updates together:
+// each head's accumulator is a dependency chain (multiply-add, then the
+// binary16 round trip) from cell to cell, so several heads side by side
+// keep the vector units busy, and each widened V chunk serves them all.
+// A head takes 4 registers of accumulator besides its weight and sum.
+func flashTileHeads(v variant) int {
+	if v.vnni {
+		return 4
+	}
+	return 2
+}
+
+// genFlashTile emits flashTile<kind>x<heads>: n cells' updates of heads
+// accumulator blocks of 4 vectors (64 floats on AVX-512, 32 on AVX2; see
+// above), V rows vStride bytes apart. Head h's accumulator is at acc +
+// h·accStride bytes, its running sum
+// at sum[h], its signed weights at e + 4·h·eStride.
+func genFlashTile(v variant, kind string, heads int) string {
+	name := fname(fmt.Sprintf("flashTile%sx%d", kind, heads), v)
 	lanes := flashTileLanes(v)
 	vec := func() VecVirtual {
 		if lanes == 16 {
@@ -190,98 +215,138 @@ func genFlashTile(v variant, kind string) string {
 		}
 		return YMM()
 	}
-	TEXT(name, NOSPLIT, "func(n int, acc *float32, v *byte, vStride int, ms, vs *float32)")
-	Doc(fmt.Sprintf("%s applies n cells' online-softmax updates to 64 accumulator", name),
-		fmt.Sprintf("values from %s V rows vStride bytes apart (ops/ref.FlashScale, FlashMad).", kind))
+	TEXT(name, NOSPLIT, "func(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)")
+	Doc(fmt.Sprintf("%s applies n cells' online-softmax updates to %d floats of the", name, 4*lanes),
+		fmt.Sprintf("accumulators and the sums of %d heads from %s V rows (ops/ref.FlashScale, FlashMad).", heads, kind))
 	n := Load(Param("n"), GP64())
 	accP := Load(Param("acc"), GP64())
 	vp := Load(Param("v"), GP64())
 	stride := Load(Param("vStride"), GP64())
-	msP := Load(Param("ms"), GP64())
-	vsP := Load(Param("vs"), GP64())
-	nacc := 64 / lanes
-	accs := make([]VecVirtual, nacc)
-	for i := range accs {
-		accs[i] = vec()
-		VMOVUPS(Mem{Base: accP, Disp: 4 * lanes * i}, accs[i])
+	es := pointers("e", "eStride", heads)
+	sumP := Load(Param("sum"), GP64())
+	accs := make([][]VecVirtual, heads)
+	sums := make([]VecVirtual, heads)
+	accStride := Load(Param("accStride"), GP64())
+	for h := range accs {
+		if h > 0 {
+			ADDQ(accStride, accP)
+		}
+		for i := 0; i < 4; i++ {
+			a := vec()
+			VMOVUPS(Mem{Base: accP, Disp: 4 * lanes * i}, a)
+			accs[h] = append(accs[h], a)
+		}
+		sums[h] = XMM()
+		VMOVSS(Mem{Base: sumP, Disp: 4 * h}, sums[h])
 	}
 	f16 := kind == "F16"
 	round := func(a VecVirtual) {
 		if !f16 {
 			return
 		}
-		var h VecVirtual
+		var hv VecVirtual
 		if lanes == 16 {
-			h = YMM()
+			hv = YMM()
 		} else {
-			h = XMM()
+			hv = XMM()
 		}
-		VCVTPS2PH(U8(0), a, h)
-		VCVTPH2PS(h, a)
+		VCVTPS2PH(U8(0), a, hv)
+		VCVTPH2PS(hv, a)
 	}
 	var mask, eight VecVirtual
-	if kind == "Q4_0" {
+	if kind == "Q4_0" && lanes == 16 {
 		mask, eight = vec(), vec()
 		VPBROADCASTD(cNibMask, mask)
 		VPBROADCASTD(cEightD, eight)
 	}
-	loopBlocks(n, func() {
+	j := GP64()
+	XORQ(j, j)
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	Label("cell")
+	wv := make([]VecVirtual, heads)
+	for h, ep := range es {
+		em := Mem{Base: ep, Index: j, Scale: 4}
+		wv[h] = vec()
+		VBROADCASTSS(em, wv[h])
 		m := GP32()
-		MOVL(Mem{Base: msP}, m)
-		CMPL(m, U32(flashOne))
-		JEQ(LabelRef("unscaled"))
-		s := vec()
-		VBROADCASTSS(Mem{Base: msP}, s)
-		for _, a := range accs {
-			VMULPS(s, a, a)
+		MOVL(em, m)
+		TESTL(m, m)
+		next := fmt.Sprintf("weighted%d", h)
+		JS(LabelRef(next))
+		for _, a := range accs[h] {
+			VMULPS(wv[h], a, a)
 			round(a)
 		}
-		Label("unscaled")
-		w := vec()
-		VBROADCASTSS(Mem{Base: vsP}, w)
-		var d VecVirtual
-		for i, a := range accs {
-			x := vec()
-			col := lanes * i
-			switch kind {
-			case "F16":
-				VCVTPH2PS(Mem{Base: vp, Disp: 2 * col}, x)
-			default:
-				bb := 34
-				if kind == "Q4_0" {
-					bb = 18
-				}
-				blk, o := col/32, col%32
-				if o == 0 {
-					d = flashScale(Mem{Base: vp, Disp: bb * blk}, lanes)
-				}
-				if kind == "Q8_0" {
-					VPMOVSXBD(Mem{Base: vp, Disp: bb*blk + 2 + o}, x)
-				} else {
-					VPMOVZXBD(Mem{Base: vp, Disp: bb*blk + 2 + o%16}, x)
-					if o < 16 {
-						pandD(lanes, mask, x)
-					} else {
-						VPSRLD(U8(4), x, x)
-					}
-					VPSUBD(eight, x, x)
-				}
-				VCVTDQ2PS(x, x)
-				VMULPS(d, x, x)
+		VMULSS(em, sums[h], sums[h])
+		VBROADCASTSS(cFlashNegOne, wv[h])
+		Label(next)
+		VSUBSS(wv[h].AsX(), sums[h], sums[h])
+	}
+	var d VecVirtual
+	for i := 0; i < 4; i++ {
+		x := vec()
+		col := lanes * i
+		switch kind {
+		case "F16":
+			VCVTPH2PS(Mem{Base: vp, Disp: 2 * col}, x)
+		default:
+			bb := 34
+			if kind == "Q4_0" {
+				bb = 18
 			}
-			VFMADD231PS(w, x, a)
-			round(a)
+			blk, o := col/32, col%32
+			if o == 0 {
+				d = flashScale(Mem{Base: vp, Disp: bb * blk}, lanes)
+			}
+			if kind == "Q8_0" {
+				VPMOVSXBD(Mem{Base: vp, Disp: bb*blk + 2 + o}, x)
+			} else {
+				VPMOVZXBD(Mem{Base: vp, Disp: bb*blk + 2 + o%16}, x)
+				if o < 16 {
+					nibbleOp(lanes, mask, cNibMask, x, pandD)
+				} else {
+					VPSRLD(U8(4), x, x)
+				}
+				nibbleOp(lanes, eight, cEightD, x, psubD)
+			}
+			VCVTDQ2PS(x, x)
+			VMULPS(d, x, x)
 		}
-		ADDQ(stride, vp)
-		ADDQ(U32(4), msP)
-		ADDQ(U32(4), vsP)
-	})
-	for i, a := range accs {
-		VMOVUPS(a, Mem{Base: accP, Disp: 4 * lanes * i})
+		for h := range accs {
+			VFNMADD231PS(wv[h], x, accs[h][i])
+			round(accs[h][i])
+		}
+	}
+	ADDQ(stride, vp)
+	INCQ(j)
+	CMPQ(j, n)
+	JNE(LabelRef("cell"))
+	Label("done")
+	accP = Load(Param("acc"), GP64())
+	for h := range accs {
+		if h > 0 {
+			ADDQ(accStride, accP)
+		}
+		for i, a := range accs[h] {
+			VMOVUPS(a, Mem{Base: accP, Disp: 4 * lanes * i})
+		}
+		VMOVSS(sums[h], Mem{Base: sumP, Disp: 4 * h})
 	}
 	VZEROUPPER()
 	RET()
 	return name
+}
+
+// nibbleOp applies op to x with the constant c: from a register on
+// AVX-512 (loaded once), from memory on AVX2 (16 registers are too few to
+// keep it).
+func nibbleOp(lanes int, reg VecVirtual, c Mem, x VecVirtual, op func(lanes int, c Op, x VecVirtual)) {
+	if lanes == 16 {
+		op(lanes, reg, x)
+		return
+	}
+	op(lanes, c, x)
 }
 
 // flashScale broadcasts the binary16 block scale at m as float32.
@@ -295,11 +360,14 @@ func flashScale(m Mem, lanes int) VecVirtual {
 	return d
 }
 
-// pandD is x &= mask on int32 lanes, EVEX-encoded for zmm.
-func pandD(lanes int, mask, x VecVirtual) {
+// pandD is x &= c on int32 lanes, EVEX-encoded for zmm.
+func pandD(lanes int, c Op, x VecVirtual) {
 	if lanes == 16 {
-		VPANDD(mask, x, x)
+		VPANDD(c, x, x)
 		return
 	}
-	VPAND(mask, x, x)
+	VPAND(c, x, x)
 }
+
+// psubD is x −= c on int32 lanes.
+func psubD(_ int, c Op, x VecVirtual) { VPSUBD(c, x, x) }

@@ -42,9 +42,9 @@ type elemEntry struct {
 	scaleMax, scale            string
 	lanes                      int // floats per chunk of mul, add, scaleMax, scale and gelu
 	gelu                       string
-	flashF16, flashF32         string    // flash attention's accumulator updates
-	flashExp                   string    // flash attention's exact exponential
-	flashTiles                 [3]string // tiled updates: F16, Q8_0, Q4_0 V
+	flashF16, flashF32         string      // flash attention's accumulator updates
+	flashExp                   string      // flash attention's exact exponential
+	flashTiles                 [3][]string // tiled updates: F16, Q8_0, Q4_0 V; [h] takes h+1 heads
 }
 
 func (r *registry) see(v variant) {
@@ -109,10 +109,10 @@ func (r *registry) flash(v variant, f16, f32 string) {
 	r.elems[v.name] = e
 }
 
-func (r *registry) flashTiles(v variant, exp, f16, q8, q4 string) {
+func (r *registry) flashTiles(v variant, exp string, tiles [3][]string) {
 	r.see(v)
 	e := r.elems[v.name]
-	e.flashExp, e.flashTiles = exp, [3]string{f16, q8, q4}
+	e.flashExp, e.flashTiles = exp, tiles
 	r.elems[v.name] = e
 }
 
@@ -216,7 +216,11 @@ func writeTable(path string, r *registry) error {
 		}
 		if e := r.elems[name]; e.flashExp != "" {
 			set[jen.Id("flashExp")] = jen.Id(e.flashExp)
-			set[jen.Id("flashTiles")] = jen.Index(jen.Lit(3)).Id("flashTile").Values(ids(e.flashTiles[:])...)
+			var kinds []jen.Code
+			for _, ts := range e.flashTiles {
+				kinds = append(kinds, jen.Values(ids(ts)...))
+			}
+			set[jen.Id("flashTiles")] = jen.Index(jen.Lit(3)).Index().Id("flashTile").Values(kinds...)
 		}
 		sets = append(sets, jen.Values(set))
 	}
