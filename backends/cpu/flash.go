@@ -308,38 +308,54 @@ func (c *kvCache) flashHeadsTiled(out, q []float32, t, pos, h0, h1 int, sh attnS
 	}
 }
 
+// flashScan sets arg[j] to −(max − x_j), x_j = scores[j]·scale and max
+// the running maximum before cell j (maxv on entry), and returns the
+// maximum after the last cell. That is x − max (> 0) where the cell
+// raises the maximum and ≤ 0 (−0 included) where it does not: the
+// argument of the cell's one exponential, signed as simd.FlashExp passes
+// it on (see foldTile). The maximum moves only when x > max, as in ref
+// (a NaN never takes it).
+func flashScan(arg, scores []float32, scale, maxv float32) float32 {
+	arg = arg[:len(scores)]
+	for j, s := range scores {
+		x := s * scale
+		arg[j] = -(maxv - x)
+		if x > maxv {
+			maxv = x
+		}
+	}
+	return maxv
+}
+
 // foldTile runs the online softmax of heads [0, nh) over the tile's
 // scores (cells p0… of KV head g): ref's flashHead loop, split into passes
 // that each run in cell order per head. The first scales (and caps) the
-// scores and follows the running maximum, leaving per cell the argument
-// of its one exponential signed as simd.FlashExp passes it on: x − max
-// (> 0) where the cell raises the maximum (ref: ms = expf(max − x)),
-// else −(max − x) (≤ 0, −0 included: ref's vs = expf(x − max)). Negating
-// is exact, so expf(−|a|) is ref's value either way. Then the weights
-// (simd.FlashExp), then the accumulators and sums (simd.FlashUpdate).
+// scores and follows the running maximum (flashScan), leaving per cell
+// the argument of its one exponential, signed: > 0 where the cell raises
+// the maximum (ref: ms = expf(max − x)), else ≤ 0 (ref: vs = expf(x −
+// max)). Negation and x − max = −(max − x) are exact, so expf(−|a|) is
+// ref's value either way. Then the weights (simd.FlashExp), then the
+// accumulators and sums (simd.FlashUpdate).
 func (c *kvCache) foldTile(g, p0, n, nh int, sh attnShape, b *flashBuf) {
 	scale := sh.scale
 	if sh.softCap > 0 {
 		scale /= sh.softCap
 	}
 	for i := range nh {
-		arg := b.arg[i*n : (i+1)*n]
-		maxv := b.maxv[i]
-		for j, s := range b.scores[i*flashTile : i*flashTile+n] {
-			x := s * scale
-			if sh.softCap > 0 {
-				x = sh.softCap * float32(math.Tanh(float64(x)))
+		arg, scores, k := b.arg[i*n:(i+1)*n], b.scores[i*flashTile:i*flashTile+n], scale
+		if sh.softCap > 0 {
+			for j, s := range scores {
+				arg[j] = sh.softCap * float32(math.Tanh(float64(s*scale)))
 			}
-			if x > maxv {
-				arg[j] = x - maxv
-				maxv = x
-			} else {
-				arg[j] = -(maxv - x)
-			}
+			scores, k = arg, 1 // x·1 is x
 		}
-		b.maxv[i] = maxv
+		b.maxv[i] = flashScan(arg, scores, k, b.maxv[i])
 	}
-	simd.FlashExp(b.arg[:nh*n], b.ex[:nh*n])
+	// Whole groups of 16 for the vector kernel: the padding's weights
+	// (exp 0) are not read.
+	m := (nh*n + 15) &^ 15
+	clear(b.arg[nh*n : m])
+	simd.FlashExp(b.arg[:m], b.ex[:m])
 	hd, hb := c.headDim, c.headBytes(g)
 	simd.FlashUpdate(kvElemType(c.kt), b.acc[:nh*hd], hd, c.vq[p0*c.rowBytes+hb:], c.rowBytes, n, b.ex, n, b.sum[:nh], b.row)
 }

@@ -8,34 +8,51 @@ import (
 	"github.com/weft-ml/weft/backends"
 )
 
-// BenchmarkDecodeAttention measures one decode token's attention at depth
-// 4096 (TinyLlama's shape: 32 query heads, 4 KV heads of 64) on one
-// worker: the current attention (F16 cache) against flash attention on
-// F16, Q8_0 and Q4_0 caches.
-func BenchmarkDecodeAttention(b *testing.B) {
-	const heads, kvHeads, hd, depth = 32, 4, 64, 4096
+// attnBenchConfigs are the paths the attention benchmarks compare: the
+// default attention (F16 cache) and flash attention on F16, Q8_0 and
+// Q4_0 caches.
+var attnBenchConfigs = []struct {
+	kt    KVType
+	flash bool
+}{{KVF16, false}, {KVF16, true}, {backends.KVQ8_0, true}, {backends.KVQ4_0, true}}
+
+// benchAttention measures nTok tokens' attention after depth cached
+// positions (TinyLlama's shape: 32 query heads, 4 KV heads of 64) on one
+// worker, for every path of attnBenchConfigs side by side.
+func benchAttention(b *testing.B, nTok, depth int) {
+	const heads, kvHeads, hd = 32, 4, 64
+	ctx := depth + nTok
 	rng := rand.New(rand.NewPCG(1, 2))
-	k, v := randVec(rng, depth*kvHeads*hd, 1.5), randVec(rng, depth*kvHeads*hd, 1)
-	q := randVec(rng, heads*hd, 1)
+	k, v := randVec(rng, ctx*kvHeads*hd, 1.5), randVec(rng, ctx*kvHeads*hd, 1)
+	q := randVec(rng, nTok*heads*hd, 1)
 	sh := attnShape{heads: heads, kvHeads: kvHeads, headDim: hd, scale: 0.125}
 	w := kvHeads * hd
-	for _, cfg := range []struct {
-		kt    KVType
-		flash bool
-	}{{KVF16, false}, {KVF16, true}, {backends.KVQ8_0, true}, {backends.KVQ4_0, true}} {
+	for _, cfg := range attnBenchConfigs {
 		b.Run(fmt.Sprintf("%s/flash=%v", cfg.kt, cfg.flash), func(b *testing.B) {
-			c := newKVCache(kvHeads, hd, depth+1, cfg.kt)
+			c := newKVCache(kvHeads, hd, ctx, cfg.kt)
 			if cfg.flash {
-				c = newFlashKVCache(kvHeads, hd, depth+1, cfg.kt)
+				c = newFlashKVCache(kvHeads, hd, ctx, cfg.kt)
 			}
-			for p := range depth {
+			for p := range ctx {
 				c.store(p, k[p*w:(p+1)*w], v[p*w:(p+1)*w])
 			}
-			out, bufs := make([]float32, heads*hd), newAttnBufs(1, heads/kvHeads, hd, depth+1, cfg.flash)
+			out, bufs := make([]float32, nTok*heads*hd), newAttnBufs(1, heads/kvHeads, hd, ctx, cfg.flash)
 			b.ResetTimer()
 			for range b.N {
-				c.attend(out, q, 1, depth-1, sh, bufs)
+				c.attend(out, q, nTok, depth, sh, bufs)
 			}
 		})
+	}
+}
+
+// BenchmarkDecodeAttention measures one decode token's attention at depth
+// 4096.
+func BenchmarkDecodeAttention(b *testing.B) { benchAttention(b, 1, 4095) }
+
+// BenchmarkPrefillAttention measures a 512-token batch's attention at
+// depth 0 and 4096.
+func BenchmarkPrefillAttention(b *testing.B) {
+	for _, depth := range []int{0, 4096} {
+		b.Run(fmt.Sprintf("depth%d", depth), func(b *testing.B) { benchAttention(b, 512, depth) })
 	}
 }

@@ -989,6 +989,16 @@ DATA fexpSign<>+24(SB)/4, $0x80000000
 DATA fexpSign<>+28(SB)/4, $0x80000000
 GLOBL fexpSign<>(SB), RODATA|NOPTR, $32
 
+DATA fexpNegInf<>+0(SB)/4, $0xff800000
+DATA fexpNegInf<>+4(SB)/4, $0xff800000
+DATA fexpNegInf<>+8(SB)/4, $0xff800000
+DATA fexpNegInf<>+12(SB)/4, $0xff800000
+DATA fexpNegInf<>+16(SB)/4, $0xff800000
+DATA fexpNegInf<>+20(SB)/4, $0xff800000
+DATA fexpNegInf<>+24(SB)/4, $0xff800000
+DATA fexpNegInf<>+28(SB)/4, $0xff800000
+GLOBL fexpNegInf<>(SB), RODATA|NOPTR, $32
+
 DATA flashNegOne<>+0(SB)/4, $0xbf800000
 DATA flashNegOne<>+4(SB)/4, $0xbf800000
 DATA flashNegOne<>+8(SB)/4, $0xbf800000
@@ -5436,34 +5446,37 @@ loop:
 	VANDPS       fexpSign<>+0(SB), X0, X1
 	VORPS        fexpSign<>+0(SB), X0, X0
 	VCMPPS       $0x1d, fexpMin<>+0(SB), X0, X2
-	VMOVMSKPS    X2, R8
+	VCMPPS       $0x00, fexpNegInf<>+0(SB), X0, X3
+	VORPS        X3, X2, X3
+	VMOVMSKPS    X3, R8
 	XORL         $0x0000000f, R8
 	ORL          R8, DI
 	VCVTPS2PD    X0, Y0
-	VMOVUPD      fexpShift<>+0(SB), Y2
-	VFMADD231PD  fexpLog2e<>+0(SB), Y0, Y2
-	VSUBPD       fexpShift<>+0(SB), Y2, Y3
+	VMOVUPD      fexpShift<>+0(SB), Y3
+	VFMADD231PD  fexpLog2e<>+0(SB), Y0, Y3
+	VSUBPD       fexpShift<>+0(SB), Y3, Y4
 	VMOVAPD      Y0, Y0
-	VFNMADD231PD fexpLn2Hi<>+0(SB), Y3, Y0
-	VFNMADD231PD fexpLn2Lo<>+0(SB), Y3, Y0
-	VMOVUPD      fexpCoef<>+352(SB), Y3
-	VFMADD213PD  fexpCoef<>+320(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+288(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+256(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+224(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+192(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+160(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+128(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+96(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+64(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+32(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+0(SB), Y0, Y3
-	VPSLLQ       $0x34, Y2, Y0
-	VPADDQ       Y0, Y3, Y3
-	VCVTPD2PSY   Y3, X0
+	VFNMADD231PD fexpLn2Hi<>+0(SB), Y4, Y0
+	VFNMADD231PD fexpLn2Lo<>+0(SB), Y4, Y0
+	VMOVUPD      fexpCoef<>+352(SB), Y4
+	VFMADD213PD  fexpCoef<>+320(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+288(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+256(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+224(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+192(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+160(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+128(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+96(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+64(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+32(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+0(SB), Y0, Y4
+	VPSLLQ       $0x34, Y3, Y0
+	VPADDQ       Y0, Y4, Y4
+	VCVTPD2PSY   Y4, X0
+	VANDPS       X2, X0, X0
 	VORPS        X1, X0, X0
 	VMOVUPS      X0, (DX)
-	VPAND        fexpLow29<>+0(SB), Y3, Y0
+	VPAND        fexpLow29<>+0(SB), Y4, Y0
 	VPSUBQ       fexpBandLo<>+0(SB), Y0, Y0
 	VPCMPGTQ     fexpMinus1<>+0(SB), Y0, Y1
 	VMOVDQU      fexpBandW<>+0(SB), Y2
@@ -5475,34 +5488,37 @@ loop:
 	VANDPS       fexpSign<>+0(SB), X0, X1
 	VORPS        fexpSign<>+0(SB), X0, X0
 	VCMPPS       $0x1d, fexpMin<>+0(SB), X0, X2
-	VMOVMSKPS    X2, R8
+	VCMPPS       $0x00, fexpNegInf<>+0(SB), X0, X3
+	VORPS        X3, X2, X3
+	VMOVMSKPS    X3, R8
 	XORL         $0x0000000f, R8
 	ORL          R8, DI
 	VCVTPS2PD    X0, Y0
-	VMOVUPD      fexpShift<>+0(SB), Y2
-	VFMADD231PD  fexpLog2e<>+0(SB), Y0, Y2
-	VSUBPD       fexpShift<>+0(SB), Y2, Y3
+	VMOVUPD      fexpShift<>+0(SB), Y3
+	VFMADD231PD  fexpLog2e<>+0(SB), Y0, Y3
+	VSUBPD       fexpShift<>+0(SB), Y3, Y4
 	VMOVAPD      Y0, Y0
-	VFNMADD231PD fexpLn2Hi<>+0(SB), Y3, Y0
-	VFNMADD231PD fexpLn2Lo<>+0(SB), Y3, Y0
-	VMOVUPD      fexpCoef<>+352(SB), Y3
-	VFMADD213PD  fexpCoef<>+320(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+288(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+256(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+224(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+192(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+160(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+128(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+96(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+64(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+32(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+0(SB), Y0, Y3
-	VPSLLQ       $0x34, Y2, Y0
-	VPADDQ       Y0, Y3, Y3
-	VCVTPD2PSY   Y3, X0
+	VFNMADD231PD fexpLn2Hi<>+0(SB), Y4, Y0
+	VFNMADD231PD fexpLn2Lo<>+0(SB), Y4, Y0
+	VMOVUPD      fexpCoef<>+352(SB), Y4
+	VFMADD213PD  fexpCoef<>+320(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+288(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+256(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+224(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+192(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+160(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+128(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+96(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+64(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+32(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+0(SB), Y0, Y4
+	VPSLLQ       $0x34, Y3, Y0
+	VPADDQ       Y0, Y4, Y4
+	VCVTPD2PSY   Y4, X0
+	VANDPS       X2, X0, X0
 	VORPS        X1, X0, X0
 	VMOVUPS      X0, 16(DX)
-	VPAND        fexpLow29<>+0(SB), Y3, Y0
+	VPAND        fexpLow29<>+0(SB), Y4, Y0
 	VPSUBQ       fexpBandLo<>+0(SB), Y0, Y0
 	VPCMPGTQ     fexpMinus1<>+0(SB), Y0, Y1
 	VMOVDQU      fexpBandW<>+0(SB), Y2
@@ -5514,34 +5530,37 @@ loop:
 	VANDPS       fexpSign<>+0(SB), X0, X1
 	VORPS        fexpSign<>+0(SB), X0, X0
 	VCMPPS       $0x1d, fexpMin<>+0(SB), X0, X2
-	VMOVMSKPS    X2, R8
+	VCMPPS       $0x00, fexpNegInf<>+0(SB), X0, X3
+	VORPS        X3, X2, X3
+	VMOVMSKPS    X3, R8
 	XORL         $0x0000000f, R8
 	ORL          R8, DI
 	VCVTPS2PD    X0, Y0
-	VMOVUPD      fexpShift<>+0(SB), Y2
-	VFMADD231PD  fexpLog2e<>+0(SB), Y0, Y2
-	VSUBPD       fexpShift<>+0(SB), Y2, Y3
+	VMOVUPD      fexpShift<>+0(SB), Y3
+	VFMADD231PD  fexpLog2e<>+0(SB), Y0, Y3
+	VSUBPD       fexpShift<>+0(SB), Y3, Y4
 	VMOVAPD      Y0, Y0
-	VFNMADD231PD fexpLn2Hi<>+0(SB), Y3, Y0
-	VFNMADD231PD fexpLn2Lo<>+0(SB), Y3, Y0
-	VMOVUPD      fexpCoef<>+352(SB), Y3
-	VFMADD213PD  fexpCoef<>+320(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+288(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+256(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+224(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+192(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+160(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+128(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+96(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+64(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+32(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+0(SB), Y0, Y3
-	VPSLLQ       $0x34, Y2, Y0
-	VPADDQ       Y0, Y3, Y3
-	VCVTPD2PSY   Y3, X0
+	VFNMADD231PD fexpLn2Hi<>+0(SB), Y4, Y0
+	VFNMADD231PD fexpLn2Lo<>+0(SB), Y4, Y0
+	VMOVUPD      fexpCoef<>+352(SB), Y4
+	VFMADD213PD  fexpCoef<>+320(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+288(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+256(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+224(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+192(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+160(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+128(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+96(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+64(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+32(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+0(SB), Y0, Y4
+	VPSLLQ       $0x34, Y3, Y0
+	VPADDQ       Y0, Y4, Y4
+	VCVTPD2PSY   Y4, X0
+	VANDPS       X2, X0, X0
 	VORPS        X1, X0, X0
 	VMOVUPS      X0, 32(DX)
-	VPAND        fexpLow29<>+0(SB), Y3, Y0
+	VPAND        fexpLow29<>+0(SB), Y4, Y0
 	VPSUBQ       fexpBandLo<>+0(SB), Y0, Y0
 	VPCMPGTQ     fexpMinus1<>+0(SB), Y0, Y1
 	VMOVDQU      fexpBandW<>+0(SB), Y2
@@ -5553,34 +5572,37 @@ loop:
 	VANDPS       fexpSign<>+0(SB), X0, X1
 	VORPS        fexpSign<>+0(SB), X0, X0
 	VCMPPS       $0x1d, fexpMin<>+0(SB), X0, X2
-	VMOVMSKPS    X2, R8
+	VCMPPS       $0x00, fexpNegInf<>+0(SB), X0, X3
+	VORPS        X3, X2, X3
+	VMOVMSKPS    X3, R8
 	XORL         $0x0000000f, R8
 	ORL          R8, DI
 	VCVTPS2PD    X0, Y0
-	VMOVUPD      fexpShift<>+0(SB), Y2
-	VFMADD231PD  fexpLog2e<>+0(SB), Y0, Y2
-	VSUBPD       fexpShift<>+0(SB), Y2, Y3
+	VMOVUPD      fexpShift<>+0(SB), Y3
+	VFMADD231PD  fexpLog2e<>+0(SB), Y0, Y3
+	VSUBPD       fexpShift<>+0(SB), Y3, Y4
 	VMOVAPD      Y0, Y0
-	VFNMADD231PD fexpLn2Hi<>+0(SB), Y3, Y0
-	VFNMADD231PD fexpLn2Lo<>+0(SB), Y3, Y0
-	VMOVUPD      fexpCoef<>+352(SB), Y3
-	VFMADD213PD  fexpCoef<>+320(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+288(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+256(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+224(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+192(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+160(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+128(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+96(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+64(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+32(SB), Y0, Y3
-	VFMADD213PD  fexpCoef<>+0(SB), Y0, Y3
-	VPSLLQ       $0x34, Y2, Y0
-	VPADDQ       Y0, Y3, Y3
-	VCVTPD2PSY   Y3, X0
+	VFNMADD231PD fexpLn2Hi<>+0(SB), Y4, Y0
+	VFNMADD231PD fexpLn2Lo<>+0(SB), Y4, Y0
+	VMOVUPD      fexpCoef<>+352(SB), Y4
+	VFMADD213PD  fexpCoef<>+320(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+288(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+256(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+224(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+192(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+160(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+128(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+96(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+64(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+32(SB), Y0, Y4
+	VFMADD213PD  fexpCoef<>+0(SB), Y0, Y4
+	VPSLLQ       $0x34, Y3, Y0
+	VPADDQ       Y0, Y4, Y4
+	VCVTPD2PSY   Y4, X0
+	VANDPS       X2, X0, X0
 	VORPS        X1, X0, X0
 	VMOVUPS      X0, 48(DX)
-	VPAND        fexpLow29<>+0(SB), Y3, Y0
+	VPAND        fexpLow29<>+0(SB), Y4, Y0
 	VPSUBQ       fexpBandLo<>+0(SB), Y0, Y0
 	VPCMPGTQ     fexpMinus1<>+0(SB), Y0, Y1
 	VMOVDQU      fexpBandW<>+0(SB), Y2

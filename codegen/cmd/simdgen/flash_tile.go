@@ -33,7 +33,8 @@ import (
 // one rounding to float32. Two results can round differently only when
 // the double lies near a float32 rounding boundary, so any lane whose
 // double is within 2¹⁰ double ulps of one (or whose x is outside
-// [0, 87], where float32 results may be subnormal, or NaN) flags its
+// [0, 87] but for +∞ (its weight is 0), where float32 results may be
+// subnormal, or NaN) flags its
 // group of 16 for the caller to recompute with the scalar function. The
 // kernel uses AVX2 (ymm, four doubles) for both variants.
 
@@ -53,6 +54,7 @@ var (
 	cFExpBandW   = constU64("fexpBandW", 2*fexpGuard+1)
 	cFExpMin     = constF32("fexpMin", -87)
 	cFExpSign    = constVec("fexpSign", 0x80000000)
+	cFExpNegInf  = constF32("fexpNegInf", float32(math.Inf(-1)))
 	cFlashNegOne = constF32("flashNegOne", -1)
 	cNibMask     = constVec("flashNibMask", 0x0f)
 	cEightD      = constVec("flashEightD", 8)
@@ -137,10 +139,12 @@ func fexpQuarter(src, dst Mem, flags Register) {
 	VMOVUPS(src, in)
 	VANDPS(cFExpSign, in, sign)
 	VORPS(cFExpSign, in, xf) // −|x|
-	ge := XMM()
-	VCMPPS(U8(0x1d), cFExpMin, xf, ge) // −|x| ≥ −87 (false for NaN)
+	ge, inf := XMM(), XMM()
+	VCMPPS(U8(0x1d), cFExpMin, xf, ge)     // −|x| ≥ −87 (false for NaN)
+	VCMPPS(U8(0x00), cFExpNegInf, xf, inf) // −|x| = −∞: exp is 0
+	VORPS(inf, ge, inf)
 	m := GP32()
-	VMOVMSKPS(ge, m)
+	VMOVMSKPS(inf, m)
 	XORL(U32(0xf), m)
 	ORL(m, flags)
 
@@ -165,6 +169,7 @@ func fexpQuarter(src, dst Mem, flags Register) {
 	VPADDQ(e, p, p) // ·2ⁿ: n ≥ −126 keeps the double normal
 	f := XMM()
 	VCVTPD2PSY(p, f)
+	VANDPS(ge, f, f) // 0 for −∞ (other lanes out of range are flagged)
 	VORPS(sign, f, f)
 	VMOVUPS(f, dst)
 	// Flag |low29(p) − 2²⁸| ≤ guard: w = low29 − (2²⁸ − guard) in [0, 2·guard].
