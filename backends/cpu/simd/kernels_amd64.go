@@ -410,6 +410,11 @@ func flashMadF16AVX512(nc int, acc *float32, x *byte, vs float32)
 // flashMadF32AVX512 sets acc to fma(x, vs, acc) over nc chunks of 16 floats.
 func flashMadF32AVX512(nc int, acc *float32, x *float32, vs float32)
 
+// flashExpAVX512 sets dst[i] = ±float32(exp(float64(−|x[i]|))), with x[i]'s sign, for
+// ng ≤ 64 groups of 16 floats; bit g of the result is set where group g must
+// be recomputed (a lane near a rounding boundary or with |x| outside [0, 87]).
+func flashExpAVX512(ng int, x *float32, dst *float32) uint64
+
 // flashTileF16x1AVX512 applies n cells' online-softmax updates to 64 floats of the
 // accumulators and the sums of 1 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
 func flashTileF16x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)

@@ -27132,6 +27132,113 @@ done:
 	VZEROUPPER
 	RET
 
+// func flashExpAVX512(ng int, x *float32, dst *float32) uint64
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·flashExpAVX512(SB), NOSPLIT, $0-32
+	MOVQ  ng+0(FP), AX
+	MOVQ  x+8(FP), CX
+	MOVQ  dst+16(FP), DX
+	XORQ  BX, BX
+	MOVQ  $0x00000001, SI
+	TESTQ AX, AX
+	JZ    done
+
+loop:
+	XORL              DI, DI
+	VMOVUPS           (CX), Y0
+	VANDPS            fexpSign<>+0(SB), Y0, Y1
+	VORPS             fexpSign<>+0(SB), Y0, Y0
+	VCMPPS            $0x1d, fexpMin<>+0(SB), Y0, Y2
+	VCMPPS            $0x00, fexpNegInf<>+0(SB), Y0, Y3
+	VORPS             Y3, Y2, Y3
+	VMOVMSKPS         Y3, R8
+	XORL              $0x000000ff, R8
+	ORL               R8, DI
+	VCVTPS2PD         Y0, Z0
+	VBROADCASTSD      fexpShift<>+0(SB), Z3
+	VFMADD231PD.BCST  fexpLog2e<>+0(SB), Z0, Z3
+	VSUBPD.BCST       fexpShift<>+0(SB), Z3, Z4
+	VMOVAPD           Z0, Z0
+	VFNMADD231PD.BCST fexpLn2Hi<>+0(SB), Z4, Z0
+	VFNMADD231PD.BCST fexpLn2Lo<>+0(SB), Z4, Z0
+	VBROADCASTSD      fexpCoef<>+352(SB), Z4
+	VFMADD213PD.BCST  fexpCoef<>+320(SB), Z0, Z4
+	VFMADD213PD.BCST  fexpCoef<>+288(SB), Z0, Z4
+	VFMADD213PD.BCST  fexpCoef<>+256(SB), Z0, Z4
+	VFMADD213PD.BCST  fexpCoef<>+224(SB), Z0, Z4
+	VFMADD213PD.BCST  fexpCoef<>+192(SB), Z0, Z4
+	VFMADD213PD.BCST  fexpCoef<>+160(SB), Z0, Z4
+	VFMADD213PD.BCST  fexpCoef<>+128(SB), Z0, Z4
+	VFMADD213PD.BCST  fexpCoef<>+96(SB), Z0, Z4
+	VFMADD213PD.BCST  fexpCoef<>+64(SB), Z0, Z4
+	VFMADD213PD.BCST  fexpCoef<>+32(SB), Z0, Z4
+	VFMADD213PD.BCST  fexpCoef<>+0(SB), Z0, Z4
+	VPSLLQ            $0x34, Z3, Z0
+	VPADDQ            Z0, Z4, Z4
+	VCVTPD2PS         Z4, Y0
+	VANDPS            Y2, Y0, Y0
+	VORPS             Y1, Y0, Y0
+	VMOVUPS           Y0, (DX)
+	VPANDQ.BCST       fexpLow29<>+0(SB), Z4, Z0
+	VPSUBQ.BCST       fexpBandLo<>+0(SB), Z0, Z0
+	VPCMPUQ.BCST      $0x01, fexpBandW<>+0(SB), Z0, K1
+	KMOVB             K1, R8
+	ORL               R8, DI
+	VMOVUPS           32(CX), Y0
+	VANDPS            fexpSign<>+0(SB), Y0, Y1
+	VORPS             fexpSign<>+0(SB), Y0, Y0
+	VCMPPS            $0x1d, fexpMin<>+0(SB), Y0, Y2
+	VCMPPS            $0x00, fexpNegInf<>+0(SB), Y0, Y3
+	VORPS             Y3, Y2, Y3
+	VMOVMSKPS         Y3, R8
+	XORL              $0x000000ff, R8
+	ORL               R8, DI
+	VCVTPS2PD         Y0, Z0
+	VBROADCASTSD      fexpShift<>+0(SB), Z3
+	VFMADD231PD.BCST  fexpLog2e<>+0(SB), Z0, Z3
+	VSUBPD.BCST       fexpShift<>+0(SB), Z3, Z4
+	VMOVAPD           Z0, Z0
+	VFNMADD231PD.BCST fexpLn2Hi<>+0(SB), Z4, Z0
+	VFNMADD231PD.BCST fexpLn2Lo<>+0(SB), Z4, Z0
+	VBROADCASTSD      fexpCoef<>+352(SB), Z4
+	VFMADD213PD.BCST  fexpCoef<>+320(SB), Z0, Z4
+	VFMADD213PD.BCST  fexpCoef<>+288(SB), Z0, Z4
+	VFMADD213PD.BCST  fexpCoef<>+256(SB), Z0, Z4
+	VFMADD213PD.BCST  fexpCoef<>+224(SB), Z0, Z4
+	VFMADD213PD.BCST  fexpCoef<>+192(SB), Z0, Z4
+	VFMADD213PD.BCST  fexpCoef<>+160(SB), Z0, Z4
+	VFMADD213PD.BCST  fexpCoef<>+128(SB), Z0, Z4
+	VFMADD213PD.BCST  fexpCoef<>+96(SB), Z0, Z4
+	VFMADD213PD.BCST  fexpCoef<>+64(SB), Z0, Z4
+	VFMADD213PD.BCST  fexpCoef<>+32(SB), Z0, Z4
+	VFMADD213PD.BCST  fexpCoef<>+0(SB), Z0, Z4
+	VPSLLQ            $0x34, Z3, Z0
+	VPADDQ            Z0, Z4, Z4
+	VCVTPD2PS         Z4, Y0
+	VANDPS            Y2, Y0, Y0
+	VORPS             Y1, Y0, Y0
+	VMOVUPS           Y0, 32(DX)
+	VPANDQ.BCST       fexpLow29<>+0(SB), Z4, Z0
+	VPSUBQ.BCST       fexpBandLo<>+0(SB), Z0, Z0
+	VPCMPUQ.BCST      $0x01, fexpBandW<>+0(SB), Z0, K1
+	KMOVB             K1, R8
+	ORL               R8, DI
+	TESTL             DI, DI
+	JZ                clean
+	ORQ               SI, BX
+
+clean:
+	SHLQ $0x01, SI
+	ADDQ $0x00000040, CX
+	ADDQ $0x00000040, DX
+	DECQ AX
+	JNZ  loop
+
+done:
+	MOVQ BX, ret+24(FP)
+	VZEROUPPER
+	RET
+
 // func flashTileF16x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 // Requires: AVX, AVX512F
 TEXT ·flashTileF16x1AVX512(SB), NOSPLIT, $0-64

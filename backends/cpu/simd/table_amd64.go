@@ -162,7 +162,7 @@ var asmKernels = []kernelSet{{
 		one:   dotQ2_KAVX2,
 		w:     gguf.TypeQ2_K,
 	}},
-	flashExp:   flashExpAVX2,
+	flashExp:   flashExpAVX512,
 	flashF16:   flashMadF16AVX512,
 	flashF32:   flashMadF32AVX512,
 	flashTiles: [3][]flashTile{{flashTileF16x1AVX512, flashTileF16x2AVX512, flashTileF16x3AVX512, flashTileF16x4AVX512}, {flashTileQ8_0x1AVX512, flashTileQ8_0x2AVX512, flashTileQ8_0x3AVX512, flashTileQ8_0x4AVX512}, {flashTileQ4_0x1AVX512, flashTileQ4_0x2AVX512, flashTileQ4_0x3AVX512, flashTileQ4_0x4AVX512}},

@@ -28,15 +28,16 @@ import (
 //
 // flashExp is ±float32(exp(float64(−|x|))), the reference's expf of
 // −|x| carrying x's sign (the tiles' encoding of a cell weight, see
-// simd.FlashExp), computed in double precision: x = n·ln2 + r, |r| ≤ ln2/2, exp(r) by its Taylor polynomial
-// to r¹¹ (truncation below 2⁻⁴⁶, far below a float32 ulp), then ·2ⁿ and
-// one rounding to float32. Two results can round differently only when
-// the double lies near a float32 rounding boundary, so any lane whose
-// double is within 2¹⁰ double ulps of one (or whose x is outside
-// [0, 87] but for +∞ (its weight is 0), where float32 results may be
-// subnormal, or NaN) flags its
-// group of 16 for the caller to recompute with the scalar function. The
-// kernel uses AVX2 (ymm, four doubles) for both variants.
+// simd.FlashExp), computed in double precision (four doubles a ymm on
+// AVX2, eight a zmm on AVX-512): x = n·ln2 + r, |r| ≤ ln2/2, exp(r) by
+// its Taylor polynomial to r¹¹ (truncation below 2⁻⁴⁶, far below a
+// float32 ulp), then ·2ⁿ and one rounding to float32. Two results can
+// round differently only when the double lies near a float32 rounding
+// boundary, so any lane whose double is within 2¹⁰ double ulps of one
+// (or whose |x| is outside [0, 87], where float32 results may be
+// subnormal, or NaN; +∞ excepted, whose weight is 0) flags its group of
+// 16 for the caller to recompute with the scalar function. Every float32
+// of [−87, 0] has been checked against it (TestFlashExpDense).
 
 // fexpGuard is the half-width, in double ulps, of the band around float32
 // rounding boundaries that sends a group to the scalar path.
@@ -89,10 +90,8 @@ func fexpCoefs() Mem {
 
 // genFlashTiles emits the tile kernels of variant v and, once, flashExp.
 func genFlashTiles(v variant, reg *registry) {
-	exp := fname("flashExp", variants[0])
-	if v == variants[0] {
-		genFlashExp(exp)
-	}
+	exp := fname("flashExp", v)
+	genFlashExp(v, exp)
 	var tiles [3][]string
 	for i, kind := range []string{"F16", "Q8_0", "Q4_0"} {
 		for h := 1; h <= flashTileHeads(v); h++ {
@@ -102,7 +101,7 @@ func genFlashTiles(v variant, reg *registry) {
 	reg.flashTiles(v, exp, tiles)
 }
 
-func genFlashExp(name string) {
+func genFlashExp(v variant, name string) {
 	TEXT(name, NOSPLIT, "func(ng int, x *float32, dst *float32) uint64")
 	Doc(name+" sets dst[i] = ±float32(exp(float64(−|x[i]|))), with x[i]'s sign, for",
 		"ng ≤ 64 groups of 16 floats; bit g of the result is set where group g must",
@@ -116,8 +115,14 @@ func genFlashExp(name string) {
 	loopBlocks(ng, func() {
 		flags := GP32()
 		XORL(flags, flags)
-		for q := 0; q < 4; q++ {
-			fexpQuarter(Mem{Base: x, Disp: 16 * q}, Mem{Base: dst, Disp: 16 * q}, flags)
+		if v.vnni {
+			for q := 0; q < 2; q++ {
+				fexpHalf(Mem{Base: x, Disp: 32 * q}, Mem{Base: dst, Disp: 32 * q}, flags)
+			}
+		} else {
+			for q := 0; q < 4; q++ {
+				fexpQuarter(Mem{Base: x, Disp: 16 * q}, Mem{Base: dst, Disp: 16 * q}, flags)
+			}
 		}
 		TESTL(flags, flags)
 		JZ(LabelRef("clean"))
@@ -183,6 +188,57 @@ func fexpQuarter(src, dst Mem, flags Register) {
 	VPAND(a, b, a)
 	m2 := GP32()
 	VMOVMSKPD(a, m2)
+	ORL(m2, flags)
+}
+
+// fexpHalf is fexpQuarter for eight lanes on AVX-512: the doubles in a
+// zmm, the band test into a mask register. The float32 lanes stay in ymm
+// with VEX forms; the kernel needs few registers, so they stay below 16.
+func fexpHalf(src, dst Mem, flags Register) {
+	in, sign, xf := YMM(), YMM(), YMM()
+	VMOVUPS(src, in)
+	VANDPS(cFExpSign, in, sign)
+	VORPS(cFExpSign, in, xf) // −|x|
+	ge, inf := YMM(), YMM()
+	VCMPPS(U8(0x1d), cFExpMin, xf, ge)     // −|x| ≥ −87 (false for NaN)
+	VCMPPS(U8(0x00), cFExpNegInf, xf, inf) // −|x| = −∞: exp is 0
+	VORPS(inf, ge, inf)
+	m := GP32()
+	VMOVMSKPS(inf, m)
+	XORL(U32(0xff), m)
+	ORL(m, flags)
+
+	xd := ZMM()
+	VCVTPS2PD(xf, xd)
+	z := ZMM()
+	VBROADCASTSD(cFExpShift, z)
+	VFMADD231PD_BCST(cFExpLog2e, xd, z)
+	n := ZMM()
+	VSUBPD_BCST(cFExpShift, z, n)
+	r := ZMM()
+	VMOVAPD(xd, r)
+	VFNMADD231PD_BCST(cFExpLn2Hi, n, r)
+	VFNMADD231PD_BCST(cFExpLn2Lo, n, r)
+	p := ZMM()
+	VBROADCASTSD(cFExpCoef.Offset(32*11), p)
+	for k := 10; k >= 0; k-- {
+		VFMADD213PD_BCST(cFExpCoef.Offset(32*k), r, p)
+	}
+	e := ZMM()
+	VPSLLQ(U8(52), z, e)
+	VPADDQ(e, p, p)
+	f := YMM()
+	VCVTPD2PS(p, f)
+	VANDPS(ge, f, f)
+	VORPS(sign, f, f)
+	VMOVUPS(f, dst)
+	w := ZMM()
+	VPANDQ_BCST(cFExpLow29, p, w)
+	VPSUBQ_BCST(cFExpBandLo, w, w)
+	k := K()
+	VPCMPUQ_BCST(U8(1), cFExpBandW, w, k) // w < 2·guard+1, unsigned
+	m2 := GP32()
+	KMOVB(k, m2)
 	ORL(m2, flags)
 }
 
