@@ -53,16 +53,19 @@ demo: build
 # its build folder, or LLAMA_BUILD="…" / IK_BUILD="…" (e.g. for a Makefile
 # build). DEPTHS=4096,16384 adds rows measured with that many tokens in the
 # KV cache (ik_llama.cpp: -gp D,N; LLAMA_DEPTH=d|gp|none: llama.cpp's -d
-# (not in c392e5094), -gp, or none; LLAMA_FLAGS="-fa 1" for llama.cpp).
+# (not in c392e5094), -gp, or none; LLAMA_FLAGS="-fa 1" for llama.cpp;
+# WEFT_DEPTH_FLAGS="--flash-attn" for weft's rows at depth).
 BENCHES ?=
 DEPTHS ?=
 LLAMA_DEPTH ?= d
 LLAMA_FLAGS ?=
+WEFT_DEPTH_FLAGS ?=
 IK_BENCH ?=
 IK_FLAGS ?=
 bench: build
 	$(GO) run ./internal/cmd/benchdoc -bin $(BIN) -models out/bench -out docs/benchmarks.md $(if $(BENCHES),-benches $(BENCHES)) \
 		$(if $(DEPTHS),-depths $(DEPTHS) -llama-depth $(LLAMA_DEPTH)) $(if $(LLAMA_FLAGS),-llama-flags "$(LLAMA_FLAGS)") \
+		$(if $(WEFT_DEPTH_FLAGS),-weft-depth-flags "$(WEFT_DEPTH_FLAGS)") \
 		$(if $(IK_BENCH),-ik-bench $(IK_BENCH)) $(if $(IK_FLAGS),-ik-flags "$(IK_FLAGS)")
 
 # ik_llama.cpp's llama-bench and llama-quantize for bench's third column:

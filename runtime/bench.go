@@ -19,6 +19,10 @@ type BenchOptions struct {
 	Depth    int
 	Reps     int // timed repetitions after one warm-up run
 	Progress func(stage string, rep, reps int)
+	// KVType and FlashAttn are the session's (SessionOptions): benchmarks
+	// of the long-context settings, as llama-bench's -ctk/-ctv and -fa.
+	KVType    string
+	FlashAttn bool
 }
 
 // Stat summarises repeated throughput measurements in tokens per second.
@@ -57,7 +61,7 @@ func (m *Model) BenchContext(ctx context.Context, o BenchOptions) (*BenchResult,
 	if o.Depth < 0 {
 		return nil, fmt.Errorf("bench depth %d: want 0 or more tokens", o.Depth)
 	}
-	s, err := m.NewSession(SessionOptions{Ctx: o.Depth + max(o.PromptTokens, o.GenTokens) + 1})
+	s, err := m.NewSession(SessionOptions{Ctx: o.Depth + max(o.PromptTokens, o.GenTokens) + 1, KVType: o.KVType, FlashAttn: o.FlashAttn})
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,8 @@ type benchReport struct {
 	GenTokens    int           `json:"gen_tokens"`
 	Depth        int           `json:"depth"` // tokens in the KV cache before each run (--depth)
 	Reps         int           `json:"reps"`
+	FlashAttn    bool          `json:"flash_attn,omitempty"`
+	KVType       string        `json:"kv_type,omitempty"` // "" is the plan's (f16 by default)
 	Prefill      *runtime.Stat `json:"prefill_tok_s,omitempty"`
 	Decode       *runtime.Stat `json:"decode_tok_s,omitempty"`
 	// ReadBandwidth is the memory streaming rate measured in the same
@@ -68,6 +70,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the timed runs to this file")
 	bandwidth := fs.Bool("bandwidth", false, "also measure the memory read bandwidth (GB/s) with the same threads")
+	flashAttn := fs.Bool("flash-attn", false, "flash attention, as llama-bench's -fa 1 (CPU backend)")
+	kvType := fs.String("kv-type", "", "KV cache type f16|f32|q8_0|q4_0, as llama-bench's -ctk/-ctv (q8_0 and q4_0 need --flash-attn)")
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -79,7 +83,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		pos, args = append(pos, args[0]), args[1:]
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: graphrun bench MODEL.plan|MODEL.gguf [-p 512] [-n 128] [-r 5] [--depth N] [--threads N] [--backend cpu|vulkan|auto] [--device N] [--bandwidth] [--json] [--cpuprofile F]")
+		fmt.Fprintln(stderr, "usage: graphrun bench MODEL.plan|MODEL.gguf [-p 512] [-n 128] [-r 5] [--depth N] [--threads N] [--backend cpu|vulkan|auto] [--device N] [--flash-attn] [--kv-type T] [--bandwidth] [--json] [--cpuprofile F]")
 		return errUsage
 	}
 	if *depth < 0 || *p < 0 || *n < 0 {
@@ -106,7 +110,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer stop()
 	}
-	res, err := m.BenchContext(ctx, runtime.BenchOptions{PromptTokens: *p, GenTokens: *n, Reps: *r, Depth: *depth, Progress: func(stage string, rep, reps int) {
+	res, err := m.BenchContext(ctx, runtime.BenchOptions{PromptTokens: *p, GenTokens: *n, Reps: *r, Depth: *depth, KVType: *kvType, FlashAttn: *flashAttn, Progress: func(stage string, rep, reps int) {
 		if stage == "depth" {
 			fmt.Fprintf(stderr, "filling the cache to depth %d\n", *depth)
 			return
@@ -121,7 +125,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if res == nil {
 		res = &runtime.BenchResult{}
 	}
-	rep := benchReport{Model: filepath.Base(pos[0]), Backend: m.Backend, Threads: *threads, PromptTokens: *p, GenTokens: *n, Reps: *r, Depth: *depth,
+	rep := benchReport{Model: filepath.Base(pos[0]), Backend: m.Backend, Threads: *threads, PromptTokens: *p, GenTokens: *n, Reps: *r, Depth: *depth, FlashAttn: *flashAttn, KVType: *kvType,
 		Prefill: res.Prefill, Decode: res.Decode, Env: environment(), ModelBytes: m.File.Size(), PeakRSS: peakRSS(), Cancelled: cancelled}
 	if rep.Threads == 0 {
 		rep.Threads = goruntime.GOMAXPROCS(0)
@@ -172,6 +176,12 @@ func printBench(w io.Writer, r benchReport) {
 	at := ""
 	if r.Depth > 0 {
 		at = fmt.Sprintf(" @ d%d", r.Depth) // llama-bench's label
+	}
+	if r.FlashAttn {
+		at += " fa"
+	}
+	if r.KVType != "" {
+		at += " kv " + r.KVType
 	}
 	row(fmt.Sprintf("pp%d%s", r.PromptTokens, at), r.Prefill)
 	row(fmt.Sprintf("tg%d%s", r.GenTokens, at), r.Decode)

@@ -193,3 +193,23 @@ func TestBenchDepth(t *testing.T) {
 	assert.Positive(t, rep.PeakRSS)
 	require.ErrorContains(t, runBench(context.Background(), []string{stories(t), "--depth", "-1"}, &out, &errOut), "--depth -1")
 }
+
+// TestBenchFlashAttn: --flash-attn and --kv-type reach the session (a
+// quantized cache without flash attention is refused as llama.cpp does)
+// and label the tests.
+func TestBenchFlashAttn(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.NoError(t, runBench(context.Background(), []string{stories(t), "-p", "16", "-n", "4", "-r", "1", "--depth", "32", "--flash-attn"}, &out, &errOut))
+	assert.Contains(t, out.String(), "tg4 @ d32 fa")
+	out.Reset()
+	require.NoError(t, runBench(context.Background(), []string{stories(t), "-p", "8", "-n", "2", "-r", "1", "--flash-attn", "--kv-type", "f16", "--json"}, &out, &errOut))
+	var rep struct {
+		FlashAttn bool   `json:"flash_attn"`
+		KVType    string `json:"kv_type"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rep))
+	assert.True(t, rep.FlashAttn)
+	assert.Equal(t, "f16", rep.KVType)
+	require.ErrorContains(t, runBench(context.Background(), []string{stories(t), "-p", "8", "-n", "2", "-r", "1", "--flash-attn", "--kv-type", "f32"}, &out, &errOut), "not f32")
+	require.ErrorContains(t, runBench(context.Background(), []string{stories(t), "-p", "8", "-n", "2", "-r", "1", "--kv-type", "q8_0"}, &out, &errOut), "flash")
+}

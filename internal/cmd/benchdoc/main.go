@@ -21,6 +21,10 @@ type config struct {
 	// cache (graphrun bench --depth); each peer is asked for the same its
 	// own way (peer.depth, see peerDepthArgs).
 	depths []int
+	// weftDepthFlags are extra graphrun bench flags for the rows at depth
+	// (--flash-attn, --kv-type T: the long-context settings the peers'
+	// -fa 1 runs are compared with).
+	weftDepthFlags []string
 	// peers: llama.cpp (always; "not run" without -llama-bench), then
 	// ik_llama.cpp when -ik-bench is given.
 	peers []peer
@@ -81,6 +85,7 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) (co
 	fs.StringVar(&c.models, "models", "out/bench", "folder for the synthesised models")
 	fs.StringVar(&c.out, "out", "docs/benchmarks.md", "markdown report (an .svg chart is written beside it)")
 	llamaBench := fs.String("llama-bench", getenv("LLAMA_BENCH"), "path to llama.cpp's llama-bench (optional; env LLAMA_BENCH)")
+	weftDepthFlags := fs.String("weft-depth-flags", "", "extra graphrun bench flags for the rows at depth, space-separated (e.g. \"--flash-attn\", beside the peers' -fa 1)")
 	llamaFlags := fs.String("llama-flags", "", "extra flags for every llama.cpp llama-bench run, space-separated (e.g. \"-fa 1\")")
 	llamaDepth := fs.String("llama-depth", "d", "how llama.cpp's llama-bench measures at depth: d (-d D, from b5600; not in c392e5094), gp (-gp D,N, decode only, as ik_llama.cpp's) or none")
 	llamaBuild := fs.String("llama-build", getenv("LLAMA_BUILD"), "how that llama-bench was built, for the report (env LLAMA_BUILD; default: read from the CMakeCache.txt of its build folder)")
@@ -118,6 +123,7 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) (co
 		}
 		return describeBuild(bin)
 	}
+	c.weftDepthFlags = strings.Fields(*weftDepthFlags)
 	c.peers = []peer{llamaPeer(*llamaBench, strings.Fields(*llamaFlags), *llamaDepth, build(*llamaBuild, *llamaBench))}
 	if *ikBench != "" {
 		c.peers = append(c.peers, ikPeer(*ikBench, strings.Fields(*ikFlags), build(*ikBuild, *ikBench)))

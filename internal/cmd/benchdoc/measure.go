@@ -228,7 +228,7 @@ func measureWeft(c config, path string, depth int) (s sample, e env, err error) 
 func weftArgs(c config, path string, depth int) []string {
 	args := []string{"bench", path, "-p", itoa(c.p), "-n", itoa(c.n), "-r", itoa(c.r), "--threads", itoa(c.threads), "--json"}
 	if depth > 0 {
-		return append(args, "--depth", itoa(depth))
+		return append(append(args, "--depth", itoa(depth)), c.weftDepthFlags...)
 	}
 	return append(args, "--bandwidth")
 }

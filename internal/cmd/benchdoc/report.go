@@ -175,8 +175,12 @@ func (r report) depthTable(b *strings.Builder) {
 	for i, p := range r.cfg.peers {
 		flags[i] = fmt.Sprintf("%s's llama-bench %s", p.name, peerDepthLabel(p))
 	}
-	fmt.Fprintf(b, "\n## At depth\n\nPrefill of %d and decode of %d tokens with D tokens already in the KV cache (`graphrun bench --depth D`; %s; the cache is filled untimed), in the same rotating rounds. Peak RSS is each bench process's maximum resident memory (mapped weights included).\n\n",
-		r.cfg.p, r.cfg.n, strings.Join(flags, "; "))
+	weft := "graphrun bench --depth D"
+	if len(r.cfg.weftDepthFlags) > 0 {
+		weft += " " + strings.Join(r.cfg.weftDepthFlags, " ")
+	}
+	fmt.Fprintf(b, "\n## At depth\n\nPrefill of %d and decode of %d tokens with D tokens already in the KV cache (`%s`; %s; the cache is filled untimed), in the same rotating rounds. Peak RSS is each bench process's maximum resident memory (mapped weights included).\n\n",
+		r.cfg.p, r.cfg.n, weft, strings.Join(flags, "; "))
 	b.WriteString("| weights | depth | weft pp |")
 	for _, p := range r.cfg.peers {
 		fmt.Fprintf(b, " %s pp | weft/%s |", p.short, p.short)

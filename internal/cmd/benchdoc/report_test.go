@@ -112,6 +112,10 @@ func TestDepthArgs(t *testing.T) {
 	llama := llamaPeer("lb", []string{"-fa", "1"}, "d", "")
 	assert.Equal(t, []string{"bench", "m.gguf", "-p", "512", "-n", "128", "-r", "2", "--threads", "2", "--json", "--depth", "4096"}, weftArgs(c, "m.gguf", 4096))
 	assert.Contains(t, weftArgs(c, "m.gguf", 0), "--bandwidth")
+	c.weftDepthFlags = []string{"--flash-attn"}
+	assert.Equal(t, []string{"--depth", "4096", "--flash-attn"}, weftArgs(c, "m.gguf", 4096)[11:])
+	assert.NotContains(t, weftArgs(c, "m.gguf", 0), "--flash-attn")
+	c.weftDepthFlags = nil
 	args, err := peerArgs(c, llama, "m.gguf", 4096)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"-m", "m.gguf", "-t", "2", "-r", "2", "-o", "json", "-fa", "1", "-p", "512", "-n", "128", "-d", "4096"}, args)
