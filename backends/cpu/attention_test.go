@@ -155,6 +155,46 @@ func TestAttentionThreadsAgree(t *testing.T) {
 	}
 }
 
+// TestAttentionBlocksMatchDecode checks that a prompt attended at once,
+// in blocks of consecutive tokens (attendBlockF16), gives the bits of the
+// same tokens attended one at a time as decode does, for multi-head
+// (blocks of 16 tokens), grouped (7 heads: blocks of 2) and wide-group
+// heads, on one and several workers, with a sliding window and
+// soft-capping too. Its 37 tokens end in a partial block.
+func TestAttentionBlocksMatchDecode(t *testing.T) {
+	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	for _, hd := range []int{64, 80} {
+		for _, geo := range [][2]int{{1, 3}, {7, 2}, {16, 1}} { // query heads per KV head, KV heads
+			group, kvHeads := geo[0], geo[1]
+			for _, pos0 := range []int{0, 29} {
+				c := newAttnCase(rng, kvHeads*group, kvHeads, hd, 37, pos0, KVF16)
+				if pos0 > 0 {
+					c.sh.window, c.sh.softCap = 40, 1.5
+				}
+				name := fmt.Sprintf("hd%d/gqa%d/@%d", hd, group, pos0)
+				ctx := pos0 + c.nTok + 5
+				fast := newKVCache(kvHeads, hd, ctx, KVF16)
+				w := kvHeads * hd
+				c.fill(fast, refKV(ctx, w, KVF16), refKV(ctx, w, KVF16))
+				rowLen := c.sh.heads * hd
+				single := make([]float32, len(c.q))
+				bufs := newAttnBufs(1, group, hd, ctx, false)
+				for tok := range c.nTok {
+					fast.attend(single[tok*rowLen:(tok+1)*rowLen], c.q[tok*rowLen:], 1, pos0+tok, c.sh, bufs)
+				}
+				for _, threads := range []int{1, 3} {
+					got := make([]float32, len(c.q))
+					fast.attend(got, c.q, c.nTok, pos0, c.sh, newAttnBufs(threads, group, hd, ctx, false))
+					for j := range got {
+						require.Equal(t, math.Float32bits(single[j]), math.Float32bits(got[j]),
+							"%s, %d threads: element %d (token %d) is %g at once, %g alone", name, threads, j, j/rowLen, got[j], single[j])
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestAttentionNoAllocs checks that attention allocates nothing per call
 // (one worker: parallelFor's goroutines are the only allocations else).
 func TestAttentionNoAllocs(t *testing.T) {

@@ -59,15 +59,16 @@ func (p *Program) stateBytes(ctx, seqs int, kvType KVType, flash bool) (StateSiz
 			z.KV = c.Add(z.KV, c.Mul(c.Mul(c.Mul(row, 2), int64(ctx)), int64(seqs)))
 		} else {
 			z.KVPerPos = c.Add(z.KVPerPos, c.Mul(c.Mul(width, elem), 2))
-			// K: ctx rows; V: width rows of padded positions (newKVCache).
-			z.KV = c.Add(z.KV, c.Mul(c.Mul(c.Mul(width, elem), c.Add(int64(ctx), padded)), int64(seqs)))
+			// K: padded rows; V: width rows of padded positions (newKVCache).
+			z.KV = c.Add(z.KV, c.Mul(c.Mul(c.Mul(width, elem), c.Mul(padded, 2)), int64(seqs)))
 		}
 		z.headDim = max(z.headDim, hd)
 		z.group = max(z.group, a.Int("heads")/kvHeads)
 	}
-	// newAttnBufs: per thread q16, qTail, scores and p16 (and one vBlk).
-	g, hd := int64(z.group), int64(z.headDim)
-	perThread := c.Add(c.Add(c.Mul(2, c.Mul(g, hd)), c.Mul(4, hd)), c.Mul(6, c.Mul(g, padded)))
+	// newAttnBufs: per thread q16, qTail, scores, p16 and out for
+	// attnRowsCap query rows (and one vBlk).
+	g, hd := int64(attnRowsCap(z.group)), int64(z.headDim)
+	perThread := c.Add(c.Add(c.Mul(6, c.Mul(g, hd)), c.Mul(4, hd)), c.Mul(6, c.Mul(g, padded)))
 	if flash {
 		perThread = c.Add(c.Mul(2, hd), c.Mul(8, hd)) // newFlashBuf: query, accumulator, V row
 	}
