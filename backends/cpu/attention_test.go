@@ -364,3 +364,33 @@ func (c *kvCache) vBits(i int) uint32 {
 	}
 	return math.Float32bits(c.v32[i])
 }
+
+// TestStoreJobMatchesStoreRun checks that storing a prompt in column
+// ranges on several workers (storeJob) writes exactly the caches one
+// storeRun writes, for widths that end in a partial storeUnit and runs
+// that straddle vBlockToks.
+func TestStoreJobMatchesStoreRun(t *testing.T) {
+	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	for _, kt := range []KVType{KVF16, KVF32} {
+		for _, geo := range [][2]int{{3, 80}, {2, 64}, {5, 32}} {
+			kvHeads, hd := geo[0], geo[1]
+			w := kvHeads * hd
+			for _, run := range [][2]int{{0, 16}, {5, 37}} {
+				pos, n := run[0], run[1]
+				for _, threads := range []int{2, 3} {
+					ctx := pos + n + 3
+					one, many := newKVCache(kvHeads, hd, ctx, kt), newKVCache(kvHeads, hd, ctx, kt)
+					k, v := randVec(rng, n*w, 1), randVec(rng, n*w, 1)
+					one.storeRun(pos, k, v, n, make([]byte, vBlockBytes))
+					j := storeJob{c: many, pos: pos, n: n, k: k, v: v, bufs: newAttnBufs(threads, 1, hd, ctx, false)}
+					j.store(threads)
+					name := fmt.Sprintf("%s w=%d run %d@%d, %d threads", kt, w, n, pos, threads)
+					require.Equal(t, one.k16, many.k16, "%s: K", name)
+					require.Equal(t, one.v16, many.v16, "%s: V", name)
+					require.Equal(t, one.k32, many.k32, "%s: K", name)
+					require.Equal(t, one.v32, many.v32, "%s: V", name)
+				}
+			}
+		}
+	}
+}

@@ -66,7 +66,7 @@ func (p *Program) stateBytes(ctx, seqs int, kvType KVType, flash bool) (StateSiz
 		z.group = max(z.group, a.Int("heads")/kvHeads)
 	}
 	// newAttnBufs: per thread q16, qTail, scores, p16 and out for
-	// attnRowsCap query rows (and one vBlk).
+	// attnRowsCap query rows and a vBlk.
 	g, hd := int64(attnRowsCap(z.group)), int64(z.headDim)
 	perThread := c.Add(c.Add(c.Mul(6, c.Mul(g, hd)), c.Mul(4, hd)), c.Mul(6, c.Mul(g, padded)))
 	if flash {
@@ -74,7 +74,7 @@ func (p *Program) stateBytes(ctx, seqs int, kvType KVType, flash bool) (StateSiz
 	}
 	z.Attention = c.Mul(perThread, int64(max(p.threads, 1)))
 	if !flash {
-		z.Attention = c.Add(z.Attention, vBlockBytes) // worker 0's V-store block
+		z.Attention = c.Add(z.Attention, c.Mul(vBlockBytes, int64(max(p.threads, 1)))) // each worker's V-store block
 	}
 	tiles := c.Mul(p.tileBytes, int64(p.threads))
 	z.Activations = c.Add(c.Add(p.ActivationBytes(), int64(p.actBytes)), tiles)
