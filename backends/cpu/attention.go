@@ -60,9 +60,13 @@ type kvCache struct {
 	kq, vq   []byte
 }
 
+// K holds vStride rows, not ctx: the F16 GEMM of attendBlockF16 reads
+// whole tiles of kRowTile rows past the last visible position (their
+// scores are masked), so that every score comes from the same tile code
+// whatever the batch.
 func newKVCache(kvHeads, headDim, ctx int, t KVType) *kvCache {
 	c := &kvCache{kvHeads: kvHeads, headDim: headDim, ctx: ctx, vStride: padKV(ctx), f16: t == KVF16}
-	kn, vn := ctx*c.width(), c.vStride*c.width()
+	kn, vn := c.vStride*c.width(), c.vStride*c.width()
 	if c.f16 {
 		c.k16, c.v16 = make([]byte, 2*kn), make([]byte, 2*vn)
 	} else {
@@ -89,24 +93,35 @@ func (c *kvCache) store(pos int, k, v []float32) {
 // values apart) go to position pos+t; scratch holds vBlockBytes (an F16
 // cache's transposed V store). Precondition: pos+n <= ctx.
 func (c *kvCache) storeRun(pos int, k, v []float32, n int, scratch []byte) {
-	w := c.width()
-	switch {
-	case c.flash:
+	if c.flash {
+		w := c.width()
 		for t := range n {
 			c.storeFlash(pos+t, k[t*w:(t+1)*w], v[t*w:(t+1)*w])
 		}
-	case c.f16:
+		return
+	}
+	c.storeCols(pos, k, v, n, 0, c.width(), scratch)
+}
+
+// storeCols is storeRun of values [i0, i1) of every row, for a cache
+// without flash attention: each value is stored on its own (rounded to
+// binary16 alone), so column ranges can be stored by different workers
+// (storeJob) with the bits of one storeRun.
+func (c *kvCache) storeCols(pos int, k, v []float32, n, i0, i1 int, scratch []byte) {
+	w := c.width()
+	if c.f16 {
 		toF16 := simd.QuantizeRow(gguf.TypeF16)
 		for t := range n {
-			toF16(k[t*w:(t+1)*w], c.k16[2*(pos+t)*w:2*(pos+t+1)*w])
+			r := (pos + t) * w
+			toF16(k[t*w+i0:t*w+i1], c.k16[2*(r+i0):2*(r+i1)])
 		}
-		c.storeV16(pos, v[:n*w], n, scratch)
-	default:
-		copy(c.k32[pos*w:], k[:n*w])
-		for t := range n {
-			for i, x := range v[t*w : (t+1)*w] {
-				c.v32[i*c.vStride+pos+t] = x
-			}
+		c.storeV16(pos, v[:n*w], n, i0, i1, scratch)
+		return
+	}
+	for t := range n {
+		copy(c.k32[(pos+t)*w+i0:(pos+t)*w+i1], k[t*w+i0:t*w+i1])
+		for i := i0; i < i1; i++ {
+			c.v32[i*c.vStride+pos+t] = v[t*w+i]
 		}
 	}
 }
@@ -122,17 +137,17 @@ const (
 	vBlockBytes = 2 * vBlockToks * vBlockDims
 )
 
-// storeV16 writes n tokens' V rows (v is [n][width]) into the transposed
-// F16 cache at positions pos…, rounded as simd.QuantizeRow rounds (to
-// nearest even, as quant.FP32ToFP16).
-func (c *kvCache) storeV16(pos int, v []float32, n int, scratch []byte) {
+// storeV16 writes values [lo, hi) of n tokens' V rows (v is [n][width])
+// into the transposed F16 cache at positions pos…, rounded as
+// simd.QuantizeRow rounds (to nearest even, as quant.FP32ToFP16).
+func (c *kvCache) storeV16(pos int, v []float32, n, lo, hi int, scratch []byte) {
 	w, vs := c.width(), c.vStride
 	toF16 := simd.QuantizeRow(gguf.TypeF16)
 	blk := scratch[:vBlockBytes]
 	for t0 := 0; t0 < n; t0 += vBlockToks {
 		nt := min(vBlockToks, n-t0)
-		for i0 := 0; i0 < w; i0 += vBlockDims {
-			ni := min(vBlockDims, w-i0)
+		for i0 := lo; i0 < hi; i0 += vBlockDims {
+			ni := min(vBlockDims, hi-i0)
 			for t := range nt {
 				row := v[(t0+t)*w+i0:]
 				toF16(row[:ni], blk[t*2*vBlockDims:t*2*vBlockDims+2*ni])
@@ -147,6 +162,37 @@ func (c *kvCache) storeV16(pos int, v []float32, n int, scratch []byte) {
 			}
 		}
 	}
+}
+
+// storeJob is storeRun shared among the workers by column ranges of
+// storeUnit values (storeCols), for prompts of at least storeParallelMin
+// tokens: the store runs between two parallel kernels, and for Phi-2's
+// 2,560-wide K and V one thread storing a 512-token prompt while the
+// other waited was 4–5% of prefill.
+type storeJob struct {
+	c      *kvCache
+	pos, n int
+	k, v   []float32
+	bufs   []attnBuf
+}
+
+const (
+	storeUnit        = 64
+	storeParallelMin = 16
+)
+
+func (j *storeJob) run(w, lo, hi int) {
+	j.c.storeCols(j.pos, j.k, j.v, j.n, lo*storeUnit, min(hi*storeUnit, j.c.width()), j.bufs[w].vBlk)
+}
+
+// store is storeRun on threads workers where that pays (storeJob).
+func (j *storeJob) store(threads int) {
+	c := j.c
+	if c.flash || j.n < storeParallelMin || threads <= 1 {
+		c.storeRun(j.pos, j.k, j.v, j.n, j.bufs[0].vBlk)
+		return
+	}
+	parallelFor((c.width()+storeUnit-1)/storeUnit, threads, 1, j)
 }
 
 // copyFrom copies positions [0, n) of src, a cache of the same geometry.
@@ -217,32 +263,49 @@ func (sh attnShape) check(c *kvCache) error {
 }
 
 // attnBuf is one worker's scratch: the binary16 queries (and a widened
-// tail), score rows and binary16 probabilities of up to one KV head's
-// query heads.
+// tail), score rows, binary16 probabilities and outputs of up to one
+// block's query rows (attnRowsCap).
 type attnBuf struct {
 	q16    []byte
 	qTail  []float32
 	scores []float32
 	p16    []byte
-	vBlk   []byte // kvCache.storeRun's scratch (worker 0's serves runAttention)
+	out    []float32
+	vBlk   []byte // kvCache.storeCols's scratch (storeJob: one per worker)
 	flash  flashBuf
 }
+
+// attnBlockRows is how many query rows (tokens × the query heads of one
+// KV head) the F16 GEMM path takes in one call: a multi-head model
+// (Phi-2: one query head per KV head) batches 16 consecutive tokens, so
+// that each K and V row read from the cache serves 16 queries instead of
+// one, as llama.cpp's batched KQ and KQV products do.
+const attnBlockRows = 16
+
+// blockTokens is how many consecutive tokens one work unit of attend
+// takes on the F16 GEMM path, for group query heads per KV head.
+func blockTokens(group int) int { return max(1, attnBlockRows/group) }
+
+// attnRowsCap bounds blockTokens(g)·g for every g up to group.
+func attnRowsCap(group int) int { return max(attnBlockRows, group) }
 
 // newAttnBufs sizes scratch for threads workers, up to group query heads
 // per KV head, head dimension up to headDim and ctx positions (flash
 // attention: head dimension only), and the first worker's V-store block.
 func newAttnBufs(threads, group, headDim, ctx int, flash bool) []attnBuf {
 	bufs := make([]attnBuf, max(threads, 1))
-	n := padKV(ctx)
+	n, rows := padKV(ctx), attnRowsCap(group)
 	for i := range bufs {
-		bufs[i] = attnBuf{q16: make([]byte, 2*group*headDim), qTail: make([]float32, headDim), scores: make([]float32, group*n), p16: make([]byte, 2*group*n)}
+		bufs[i] = attnBuf{q16: make([]byte, 2*rows*headDim), qTail: make([]float32, headDim), scores: make([]float32, rows*n), p16: make([]byte, 2*rows*n), out: make([]float32, rows*headDim)}
 		if flash {
 			// Flash attention keeps no score rows.
 			bufs[i] = attnBuf{flash: newFlashBuf(group, headDim)}
 		}
 	}
 	if !flash {
-		bufs[0].vBlk = make([]byte, vBlockBytes)
+		for i := range bufs {
+			bufs[i].vBlk = make([]byte, vBlockBytes)
+		}
 	}
 	return bufs
 }
@@ -264,6 +327,7 @@ type attnJob struct {
 	seqs, pos      []int32    // per token; nil: sequence 0, positions pos0…
 	out, q         []float32
 	nTok, pos0     int
+	block          int // tokens per work unit (blockTokens, or 1)
 	split, workers int
 	sh             attnShape
 	bufs           []attnBuf
@@ -284,14 +348,20 @@ func (j *attnJob) at(t int) (*kvCache, int) {
 // attend computes the attention of every token of the job, with the
 // numerics of ref.Attention (see attendHeads): each token reads only its
 // own sequence's cache, and its result does not depend on the other
-// tokens of the batch. Work units are (KV head, token, slice of the KV
-// head's query heads), dealt round-robin to len(bufs) workers: that
-// balances the causal triangle, and a worker's heads of one KV head reuse
-// its K and V rows while they are in cache. Heads are sliced only when
-// there are fewer (KV head, token) pairs than workers, as in decode.
+// tokens of the batch. Work units are (KV head, block of tokens, slice of
+// the KV head's query heads), dealt round-robin to len(bufs) workers:
+// that balances the causal triangle, and a worker's heads of one KV head
+// reuse its K and V rows while they are in cache. A block is one token,
+// or blockTokens consecutive ones on the F16 GEMM path (attendBlockF16).
+// Heads are sliced only when there are fewer (KV head, block) pairs than
+// workers, as in decode.
 func (j *attnJob) attend() {
 	group := j.sh.heads / j.sh.kvHeads
-	pairs := j.nTok * j.sh.kvHeads
+	j.block = 1
+	if j.caches[0].gemmPath() {
+		j.block = blockTokens(group)
+	}
+	pairs := (j.nTok + j.block - 1) / j.block * j.sh.kvHeads
 	j.split = min(group, (len(j.bufs)+pairs-1)/pairs)
 	units := pairs * j.split
 	j.workers = min(len(j.bufs), units)
@@ -309,15 +379,43 @@ func (j *attnJob) run(w, _, _ int) { j.units(w, j.workers, &j.bufs[w]) }
 func (j *attnJob) units(first, stride int, b *attnBuf) {
 	sh, split := j.sh, j.split
 	group := sh.heads / sh.kvHeads
-	units := j.nTok * sh.kvHeads * split
+	blocks := (j.nTok + j.block - 1) / j.block
+	units := blocks * sh.kvHeads * split
 	for u := first; u < units; u += stride {
-		g, rest := u/(j.nTok*split), u%(j.nTok*split)
-		t, part := rest/split, rest%split
+		g, rest := u/(blocks*split), u%(blocks*split)
+		blk, part := rest/split, rest%split
 		h0 := g*group + part*group/split
 		h1 := g*group + (part+1)*group/split
-		c, pos := j.at(t)
-		c.attendHeads(j.out, j.q, t, pos, h0, h1, sh, b)
+		t0, t1 := blk*j.block, min((blk+1)*j.block, j.nTok)
+		c, pos := j.at(t0)
+		if j.block > 1 && j.consecutive(c, pos, t0, t1) {
+			c.attendBlockF16(j.out, j.q, t0, t1-t0, pos, h0, h1, sh, b)
+			continue
+		}
+		for t := t0; t < t1; t++ {
+			c, pos := j.at(t)
+			c.attendHeads(j.out, j.q, t, pos, h0, h1, sh, b)
+		}
 	}
+}
+
+// consecutive reports whether tokens [t0, t1) all belong to cache c at
+// positions pos, pos+1, …: one prompt's run, which attendBlockF16 takes
+// at once. Tokens of several sequences go one by one.
+func (j *attnJob) consecutive(c *kvCache, pos, t0, t1 int) bool {
+	for t := t0 + 1; t < t1; t++ {
+		if ct, pt := j.at(t); ct != c || pt != pos+t-t0 {
+			return false
+		}
+	}
+	return true
+}
+
+// gemmPath reports whether attention over this cache takes the F16 GEMM
+// path (attendBlockF16): an F16 cache, head dimension of whole GEMM
+// chunks (f16GemmChunk), no flash attention.
+func (c *kvCache) gemmPath() bool {
+	return !c.flash && c.f16 && c.headDim%f16GemmChunk == 0
 }
 
 // attendHeads computes query heads [h0, h1) (all of one KV head) of batch
@@ -330,8 +428,8 @@ func (c *kvCache) attendHeads(out, q []float32, t, pos, h0, h1 int, sh attnShape
 		c.flashHeads(out, q, t, pos, h0, h1, sh, &b.flash)
 		return
 	}
-	if c.f16 && c.headDim%f16GemmChunk == 0 {
-		c.attendHeadsF16(out, q, t, pos, h0, h1, sh, b)
+	if c.gemmPath() {
+		c.attendBlockF16(out, q, t, 1, pos, h0, h1, sh, b)
 		return
 	}
 	hd, w := c.headDim, c.width()
@@ -361,38 +459,70 @@ func (c *kvCache) attendHeads(out, q []float32, t, pos, h0, h1 int, sh attnShape
 	}
 }
 
-// attendHeadsF16 is attendHeads for an F16 cache and a head dimension of
-// whole GEMM chunks (f16GemmChunk). The heads share their KV head's K and V rows, so
-// both products are GEMMs with the heads as the "tokens": Q̂·Kᵀ over the
-// visible positions, then P̂·V over the padded ones. Each (position, head)
-// pair sums in the same order whichever heads share a call, so every
-// split of the work (and decode against prefill) gives the same bits.
-func (c *kvCache) attendHeadsF16(out, q []float32, t, pos, h0, h1 int, sh attnShape, b *attnBuf) {
+// kRowTile is the row count of the F16 GEMM's tiles (simd's gemmRows):
+// attendBlockF16 reads K in whole tiles.
+const kRowTile = 4
+
+// attendBlockF16 is attendHeads for nt consecutive tokens t0… at
+// positions pos… of this cache's sequence, on the F16 GEMM path
+// (gemmPath). The query rows (token, head) of the block share their KV
+// head's K and V rows, so both products are GEMMs with those rows as the
+// "tokens": Q̂·Kᵀ over the last token's visible positions rounded up to
+// whole tiles of kRowTile (the K cache has padKV(ctx) rows), then P̂·V
+// over padKV of them. Every score comes from a tile, which sums each
+// (position, row) pair in one order whatever rows share the call, and the
+// extra P·V terms are products with probabilities of exactly 0, so a
+// token's result has the same bits alone (decode), in any block, and on
+// any split of the work; the scores past a row's own visible positions
+// are masked before its softmax.
+func (c *kvCache) attendBlockF16(out, q []float32, t0, nt, pos, h0, h1 int, sh attnShape, b *attnBuf) {
 	hd, w := c.headDim, c.width()
-	visible := pos + 1
-	n := padKV(visible)
-	soft := (visible + softmaxGroup - 1) / softmaxGroup * softmaxGroup
+	last := pos + nt // visible positions of the block's last token
+	n := padKV(last)
+	kRows := (last + kRowTile - 1) / kRowTile * kRowTile
 	g := h0 / (sh.heads / sh.kvHeads)
 	nh := h1 - h0
-	off := (t*sh.heads + h0) * hd
+	rows := nt * nh
 	toF16, gemm := simd.QuantizeRow(gguf.TypeF16), simd.Gemm(gguf.TypeF16)
-	q16 := b.q16[:2*nh*hd]
-	toF16(q[off:off+nh*hd], q16)
-	scores := b.scores[:nh*n]
-	gemm(hd, c.k16[2*g*hd:], 2*w, visible, q16, 2*hd, nh, scores, n)
-	for i := range nh {
-		row := scores[i*n : (i+1)*n]
-		for p := visible; p < soft; p++ {
-			row[p] = float32(math.Inf(-1))
+	q16 := b.q16[:2*rows*hd]
+	for i := range nt {
+		off := ((t0+i)*sh.heads + h0) * hd
+		toF16(q[off:off+nh*hd], q16[2*i*nh*hd:2*(i+1)*nh*hd])
+	}
+	scores := b.scores[:rows*n]
+	gemm(hd, c.k16[2*g*hd:], 2*w, kRows, q16, 2*hd, rows, scores, n)
+	for r := range rows {
+		p := pos + r/nh // this row's token's position
+		visible := p + 1
+		soft := (visible + softmaxGroup - 1) / softmaxGroup * softmaxGroup
+		row := scores[r*n : (r+1)*n]
+		for i := visible; i < soft; i++ {
+			row[i] = float32(math.Inf(-1))
 		}
 		sh.capScores(row[:visible])
-		maskWindow(row, sh.first(pos))
+		maskWindow(row, sh.first(p))
 		simd.SoftmaxRow(row[:soft], sh.scale)
 		clear(row[soft:])
 	}
-	p16 := b.p16[:2*nh*n]
+	p16 := b.p16[:2*rows*n]
 	toF16(scores, p16)
-	gemm(n, c.v16[2*g*hd*c.vStride:], 2*c.vStride, hd, p16, 2*n, nh, out[off:off+nh*hd], hd)
+	v := c.v16[2*g*hd*c.vStride:]
+	// Where the rows' outputs lie evenly spaced in out (one token, one
+	// head per token, or every head of each token), write them there.
+	stride, direct := hd, nt == 1 || nh == sh.heads
+	if nh == 1 {
+		stride, direct = sh.heads*hd, true
+	}
+	if direct {
+		gemm(n, v, 2*c.vStride, hd, p16, 2*n, rows, out[(t0*sh.heads+h0)*hd:], stride)
+		return
+	}
+	o := b.out[:rows*hd]
+	gemm(n, v, 2*c.vStride, hd, p16, 2*n, rows, o, hd)
+	for i := range nt {
+		off := ((t0+i)*sh.heads + h0) * hd
+		copy(out[off:off+nh*hd], o[i*nh*hd:(i+1)*nh*hd])
+	}
 }
 
 // scoresF16 sets row[p] to q̂·K[p] for KV head g, q̂ the binary16 query.

@@ -155,6 +155,46 @@ func TestAttentionThreadsAgree(t *testing.T) {
 	}
 }
 
+// TestAttentionBlocksMatchDecode checks that a prompt attended at once,
+// in blocks of consecutive tokens (attendBlockF16), gives the bits of the
+// same tokens attended one at a time as decode does, for multi-head
+// (blocks of 16 tokens), grouped (7 heads: blocks of 2) and wide-group
+// heads, on one and several workers, with a sliding window and
+// soft-capping too. Its 37 tokens end in a partial block.
+func TestAttentionBlocksMatchDecode(t *testing.T) {
+	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	for _, hd := range []int{64, 80} {
+		for _, geo := range [][2]int{{1, 3}, {7, 2}, {16, 1}} { // query heads per KV head, KV heads
+			group, kvHeads := geo[0], geo[1]
+			for _, pos0 := range []int{0, 29} {
+				c := newAttnCase(rng, kvHeads*group, kvHeads, hd, 37, pos0, KVF16)
+				if pos0 > 0 {
+					c.sh.window, c.sh.softCap = 40, 1.5
+				}
+				name := fmt.Sprintf("hd%d/gqa%d/@%d", hd, group, pos0)
+				ctx := pos0 + c.nTok + 5
+				fast := newKVCache(kvHeads, hd, ctx, KVF16)
+				w := kvHeads * hd
+				c.fill(fast, refKV(ctx, w, KVF16), refKV(ctx, w, KVF16))
+				rowLen := c.sh.heads * hd
+				single := make([]float32, len(c.q))
+				bufs := newAttnBufs(1, group, hd, ctx, false)
+				for tok := range c.nTok {
+					fast.attend(single[tok*rowLen:(tok+1)*rowLen], c.q[tok*rowLen:], 1, pos0+tok, c.sh, bufs)
+				}
+				for _, threads := range []int{1, 3} {
+					got := make([]float32, len(c.q))
+					fast.attend(got, c.q, c.nTok, pos0, c.sh, newAttnBufs(threads, group, hd, ctx, false))
+					for j := range got {
+						require.Equal(t, math.Float32bits(single[j]), math.Float32bits(got[j]),
+							"%s, %d threads: element %d (token %d) is %g at once, %g alone", name, threads, j, j/rowLen, got[j], single[j])
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestAttentionNoAllocs checks that attention allocates nothing per call
 // (one worker: parallelFor's goroutines are the only allocations else).
 func TestAttentionNoAllocs(t *testing.T) {
@@ -323,4 +363,34 @@ func (c *kvCache) vBits(i int) uint32 {
 		return uint32(c.v16[2*i]) | uint32(c.v16[2*i+1])<<8
 	}
 	return math.Float32bits(c.v32[i])
+}
+
+// TestStoreJobMatchesStoreRun checks that storing a prompt in column
+// ranges on several workers (storeJob) writes exactly the caches one
+// storeRun writes, for widths that end in a partial storeUnit and runs
+// that straddle vBlockToks.
+func TestStoreJobMatchesStoreRun(t *testing.T) {
+	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	for _, kt := range []KVType{KVF16, KVF32} {
+		for _, geo := range [][2]int{{3, 80}, {2, 64}, {5, 32}} {
+			kvHeads, hd := geo[0], geo[1]
+			w := kvHeads * hd
+			for _, run := range [][2]int{{0, 16}, {5, 37}} {
+				pos, n := run[0], run[1]
+				for _, threads := range []int{2, 3} {
+					ctx := pos + n + 3
+					one, many := newKVCache(kvHeads, hd, ctx, kt), newKVCache(kvHeads, hd, ctx, kt)
+					k, v := randVec(rng, n*w, 1), randVec(rng, n*w, 1)
+					one.storeRun(pos, k, v, n, make([]byte, vBlockBytes))
+					j := storeJob{c: many, pos: pos, n: n, k: k, v: v, bufs: newAttnBufs(threads, 1, hd, ctx, false)}
+					j.store(threads)
+					name := fmt.Sprintf("%s w=%d run %d@%d, %d threads", kt, w, n, pos, threads)
+					require.Equal(t, one.k16, many.k16, "%s: K", name)
+					require.Equal(t, one.v16, many.v16, "%s: V", name)
+					require.Equal(t, one.k32, many.k32, "%s: K", name)
+					require.Equal(t, one.v32, many.v32, "%s: V", name)
+				}
+			}
+		}
+	}
 }

@@ -18,6 +18,7 @@ type jobs struct {
 	add    addJob
 	bias   biasJob
 	attn   attnJob
+	store  storeJob
 }
 
 // quantJob converts activation rows to a weight's dot-product type.

@@ -163,8 +163,8 @@ func runAttention(s *State, v *value) error {
 	k, vv := s.f32(s.input(v, 1)), s.f32(s.input(v, 2))
 	width := caches[0].width()
 	for _, seg := range s.segs {
-		c := caches[seg.Seq]
-		c.storeRun(seg.Pos, k[seg.Start*width:], vv[seg.Start*width:], seg.N, s.attnScratch[0].vBlk)
+		s.jobs.store = storeJob{c: caches[seg.Seq], pos: seg.Pos, n: seg.N, k: k[seg.Start*width:], v: vv[seg.Start*width:], bufs: s.attnScratch}
+		s.jobs.store.store(len(s.attnScratch))
 	}
 	s.attnJob = attnJob{caches: caches, seqs: s.batch.Seqs, pos: s.batch.Positions, out: s.f32(v), q: s.f32(s.input(v, 0)), nTok: s.rowsT, sh: sh, bufs: s.attnScratch}
 	s.attnJob.attend()

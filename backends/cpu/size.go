@@ -59,21 +59,22 @@ func (p *Program) stateBytes(ctx, seqs int, kvType KVType, flash bool) (StateSiz
 			z.KV = c.Add(z.KV, c.Mul(c.Mul(c.Mul(row, 2), int64(ctx)), int64(seqs)))
 		} else {
 			z.KVPerPos = c.Add(z.KVPerPos, c.Mul(c.Mul(width, elem), 2))
-			// K: ctx rows; V: width rows of padded positions (newKVCache).
-			z.KV = c.Add(z.KV, c.Mul(c.Mul(c.Mul(width, elem), c.Add(int64(ctx), padded)), int64(seqs)))
+			// K: padded rows; V: width rows of padded positions (newKVCache).
+			z.KV = c.Add(z.KV, c.Mul(c.Mul(c.Mul(width, elem), c.Mul(padded, 2)), int64(seqs)))
 		}
 		z.headDim = max(z.headDim, hd)
 		z.group = max(z.group, a.Int("heads")/kvHeads)
 	}
-	// newAttnBufs: per thread q16, qTail, scores and p16 (and one vBlk).
-	g, hd := int64(z.group), int64(z.headDim)
-	perThread := c.Add(c.Add(c.Mul(2, c.Mul(g, hd)), c.Mul(4, hd)), c.Mul(6, c.Mul(g, padded)))
+	// newAttnBufs: per thread q16, qTail, scores, p16 and out for
+	// attnRowsCap query rows and a vBlk.
+	g, hd := int64(attnRowsCap(z.group)), int64(z.headDim)
+	perThread := c.Add(c.Add(c.Mul(6, c.Mul(g, hd)), c.Mul(4, hd)), c.Mul(6, c.Mul(g, padded)))
 	if flash {
 		perThread = flashBufBytes(z.group, z.headDim)
 	}
 	z.Attention = c.Mul(perThread, int64(max(p.threads, 1)))
 	if !flash {
-		z.Attention = c.Add(z.Attention, vBlockBytes) // worker 0's V-store block
+		z.Attention = c.Add(z.Attention, c.Mul(vBlockBytes, int64(max(p.threads, 1)))) // each worker's V-store block
 	}
 	tiles := c.Mul(p.tileBytes, int64(p.threads))
 	z.Activations = c.Add(c.Add(p.ActivationBytes(), int64(p.actBytes)), tiles)
