@@ -84,6 +84,12 @@ var spvKvStoreF16 []byte
 //go:embed spv/kv_store_f32.spv
 var spvKvStoreF32 []byte
 
+//go:embed spv/rope_kv_f16.spv
+var spvRopeKvF16 []byte
+
+//go:embed spv/rope_kv_f32.spv
+var spvRopeKvF32 []byte
+
 //go:embed spv/kv_shift_f16.spv
 var spvKvShiftF16 []byte
 
@@ -981,6 +987,22 @@ var kernels = []Kernel{{
 	PushBytes: 24,
 	SPIRV:     spvKvStoreF32,
 	Source:    "kv_store.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F16"},
+	Name:      "rope_kv_f16",
+	PushBytes: 52,
+	SPIRV:     spvRopeKvF16,
+	Source:    "rope_kv.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F32"},
+	Name:      "rope_kv_f32",
+	PushBytes: 52,
+	SPIRV:     spvRopeKvF32,
+	Source:    "rope_kv.comp",
 	Workgroup: 64,
 }, {
 	Bindings:  3,

@@ -473,6 +473,93 @@ func TestRoPE(t *testing.T) {
 	}
 }
 
+// RoPE·KV store (rope_kv): the rotated queries and the cache rows must be
+// exactly ref.RoPE's and ref.KV.Store's (what rope_f32 then kv_store
+// writes): both pair layouts, pass-through dimensions, frequency factors,
+// grouped-query heads, scattered positions in two sequences' cells, and
+// no queries (qheads 0: the queries are rotated apart).
+func TestRoPEKV(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct {
+		heads, kvHeads, hd, dims, ntok int
+		neox, ext                      bool
+	}{{8, 8, 8, 8, 5, false, false}, {6, 2, 48, 48, 3, false, false}, {4, 1, 64, 32, 1, true, false},
+		{5, 5, 80, 64, 2, false, false}, {3, 3, 64, 64, 4, true, true}, {2, 1, 40, 24, 3, false, true},
+		{4, 2, 6, 2, 3, true, false}, {0, 3, 64, 64, 2, false, false}} {
+		for _, f16 := range []bool{true, false} {
+			const ctx, qoff, doff, koff, voff, posoff, toff = 40, 3, 5, 7, 2, 1, 6
+			pos := []int32{0, 17, 39, 5, 11}[:c.ntok]
+			cells := []uint32{0, ctx, 0, ctx, ctx}[:c.ntok] // tokens of two sequences
+			rp := ref.RoPE{Dims: c.dims, Base: 10000, FreqScale: 1, NeoX: c.neox}
+			if c.ext {
+				rp.FreqScale, rp.ExtFactor, rp.AttnFactor = 0.25, 1, 1
+				rp.CorrDims = ref.YaRNCorrDims(c.dims, 64, rp.Base, 32, 1)
+				rp.Factors = make([]float32, c.dims/2)
+				for i := range rp.Factors {
+					rp.Factors[i] = 1 + float32(i%5)
+				}
+			}
+			qw, w := c.heads*c.hd, c.kvHeads*c.hd
+			q, k, v := e.random(c.ntok*qw), e.random(c.ntok*w), e.random(c.ntok*w)
+			wantQ, wantK := append([]float32(nil), q...), append([]float32(nil), k...)
+			kr, vr := ref.KV{RowLen: w}, ref.KV{RowLen: w}
+			if f16 {
+				kr.F16, vr.F16 = make([]uint16, 2*ctx*w), make([]uint16, 2*ctx*w)
+			} else {
+				kr.F32, vr.F32 = make([]float32, 2*ctx*w), make([]float32, 2*ctx*w)
+			}
+			for i := range c.ntok {
+				rp.Apply(wantQ[i*qw:(i+1)*qw], c.heads, c.hd, pos[i])
+				rp.Apply(wantK[i*w:(i+1)*w], c.kvHeads, c.hd, pos[i])
+				kr.Store(int(cells[i])+int(pos[i]), wantK[i*w:])
+				vr.Store(int(cells[i])+int(pos[i]), v[i*w:])
+			}
+			// q, k and v lie in one arena buffer, as in the executor.
+			arena := make([]float32, 64+c.ntok*(qw+2*w))
+			for i := range arena {
+				arena[i] = float32(math.NaN())
+			}
+			ko, vo := qoff+len(q)+koff, qoff+len(q)+koff+len(k)+voff
+			copy(arena[qoff:], q)
+			copy(arena[ko:], k)
+			copy(arena[vo:], v)
+			xb := e.place(0, arena)
+			words := make([]uint32, 2*c.ntok)
+			for i := range c.ntok {
+				words[i], words[c.ntok+i] = uint32(pos[i]), cells[i]
+			}
+			sb := e.words(words, posoff)
+			tb := e.place(toff, vulkan.RoPETable(rp, ctx))
+			db := e.out(doff + len(q) + 3)
+			elem := map[bool]int{true: 2, false: 4}[f16]
+			kc, vc := e.buf(2*ctx*w*elem, make([]byte, 2*ctx*w*elem)), e.buf(2*ctx*w*elem, make([]byte, 2*ctx*w*elem))
+			kind := map[bool]string{true: "f16", false: "f32"}[f16]
+			e.run("rope_kv_"+kind, [3]uint32{3, 1, 1}, pushWords(c.heads, c.kvHeads, c.hd, c.dims/2, map[bool]int{false: 0, true: 1}[c.neox], c.ntok,
+				qoff, doff, ko, vo, posoff, posoff+c.ntok, toff), xb, tb, sb, db, kc, vc)
+			what := fmt.Sprintf("rope_kv_%s %+v", kind, c)
+			if c.heads > 0 {
+				require.Equal(t, f32Bits(wantQ), f32Bits(e.readAt(db, doff, len(q))), "%s: q", what)
+			}
+			for name, pair := range map[string]struct {
+				kv  ref.KV
+				buf *vulkan.Buffer
+			}{"K": {kr, kc}, "V": {vr, vc}} {
+				var want []byte
+				if f16 {
+					for _, h := range pair.kv.F16 {
+						want = binary.LittleEndian.AppendUint16(want, h)
+					}
+				} else {
+					want = f32Bytes(pair.kv.F32)
+				}
+				got := make([]byte, len(want))
+				require.NoError(t, e.d.Download(got, pair.buf, 0))
+				require.Equal(t, want, got, "%s: %s cache", what, name)
+			}
+		}
+	}
+}
+
 // KV store and attention against ref.Attention, prefill (several tokens
 // after earlier positions) and decode, grouped-query heads, head sizes
 // not a power of two, visible lengths across the 64-position chunks.

@@ -47,6 +47,11 @@ type Executable struct {
 	// taking one kind of activations, that kind: the norm writes them
 	// itself (fusedNormQuant).
 	normQuant map[int]string
+	// ropeKV holds, per Attention node, the RoPE nodes its KV store
+	// dispatch runs itself (fuseRoPEKV); deferred marks those RoPE nodes,
+	// which record no dispatch of their own.
+	ropeKV   map[int]ropeKV
+	deferred map[int]bool
 	placed    bool   // LoadOptions.Placed: only the nodes placed here are loaded
 	exported  []bool // placed: nodes whose values a Copy on another backend reads
 
@@ -147,6 +152,7 @@ func LoadOn(d *Device, g *graph.Graph, w backends.Weights, o backends.LoadOption
 	if (e.vals[out].kind != kindArena || !e.vals[out].active) && !(e.placed && backends.Foreign(g.Nodes[out], name)) {
 		return e, errors.New("the logits output is not a computed value")
 	}
+	e.fuseRoPEKV()
 	e.planArena()
 	e.normQuant = fusedNormQuant(g, e.order, func(id int) bool { return e.vals[id].active && !e.vals[id].import_ })
 	// Weights stream through the staging ring: the last copies may still
@@ -345,6 +351,10 @@ func (e *Executable) weightLimit() int64 {
 	return int64(e.d.info.MaxStorageBufferRange)
 }
 
+// testNoFusion turns off the dispatch fusions of this change (the RoPE·KV
+// store), so tests can compare both ways bit for bit.
+var testNoFusion bool
+
 // testWeightLimit, when positive, replaces the storage-buffer range for
 // weights, so tests split small models' weights.
 var testWeightLimit int64
@@ -393,7 +403,7 @@ func (e *Executable) planArena() {
 	g := e.g
 	lastUse := make([]int, len(e.vals))
 	for step, id := range e.order {
-		for _, in := range g.Nodes[id].Inputs {
+		for _, in := range e.reads(id) {
 			lastUse[in] = step
 		}
 	}
@@ -440,7 +450,7 @@ func (e *Executable) planArena() {
 			v.off = take(size)
 			sizes[v.off] = (size + arenaAlign - 1) / arenaAlign * arenaAlign
 		}
-		for _, in := range n.Inputs {
+		for _, in := range e.reads(id) {
 			if g.Nodes[in].Op == ops.Part {
 				in = g.Nodes[in].Inputs[0]
 			}
@@ -454,6 +464,27 @@ func (e *Executable) planArena() {
 		}
 	}
 	e.arenaElems = max(end, arenaAlign)
+}
+
+// reads lists the values node id's dispatches read, for the arena's
+// lifetimes: its inputs, but none for a RoPE whose Attention rotates it,
+// and for that Attention the RoPEs' inputs as well.
+func (e *Executable) reads(id int) []int {
+	n := e.g.Nodes[id]
+	if e.deferred[id] {
+		return nil
+	}
+	f, ok := e.ropeKV[id]
+	if !ok {
+		return n.Inputs
+	}
+	in := slices.Clone(n.Inputs)
+	for _, r := range []int{f.q, f.k} {
+		if r >= 0 {
+			in = append(in, e.g.Nodes[r].Inputs...)
+		}
+	}
+	return in
 }
 
 // MaxTokens is the largest batch a Session runs.
@@ -628,4 +659,57 @@ func fusedNormQuant(g *graph.Graph, order []int, here func(int) bool) map[int]st
 		}
 	}
 	return out
+}
+
+// ropeKV names the RoPE nodes an Attention's KV store dispatch runs
+// (rope_kv.comp): the keys' always, the queries' when q >= 0.
+type ropeKV struct{ q, k int }
+
+// fuseRoPEKV finds the Attention nodes whose keys are a RoPE that nothing
+// else reads, rotating by the Attention's own positions, and lets their
+// KV store dispatch rotate the keys as it stores them (rope_kv), and the
+// queries as well when they are such a RoPE with the same rotation: a
+// decode step saves two dispatches and two barriers a layer. The fused
+// RoPE nodes are deferred: recorded by their Attention, not in order.
+func (e *Executable) fuseRoPEKV() {
+	g := e.g
+	users := g.Users()
+	outputs := map[int]bool{}
+	for _, id := range g.Outputs {
+		outputs[id] = true
+	}
+	here := func(id int) bool {
+		v := &e.vals[id]
+		return v.active && !v.import_ && (e.exported == nil || !e.exported[id]) && !outputs[id]
+	}
+	// fusable: r is a RoPE of heads heads of att's head size, read only
+	// by att, at att's positions, from the arena.
+	fusable := func(r *graph.Node, att *graph.Node, heads int) bool {
+		hd := att.Attrs.Int("head_dim")
+		return r.Op == ops.RoPE && here(r.ID) && slices.Equal(users[r.ID], []int{att.ID}) &&
+			r.Inputs[1] == att.Inputs[3] && r.Attrs.Int("heads") == heads && r.Attrs.Int("head_dim") == hd &&
+			hd%2 == 0 && e.vals[r.Inputs[0]].kind == kindArena
+	}
+	e.ropeKV, e.deferred = map[int]ropeKV{}, map[int]bool{}
+	if testNoFusion {
+		return
+	}
+	for _, id := range e.order {
+		n := g.Nodes[id]
+		if n.Op != ops.Attention || !here(id) || e.vals[n.Inputs[2]].kind != kindArena {
+			continue
+		}
+		rk := g.Nodes[n.Inputs[1]]
+		if !fusable(rk, n, n.Attrs.Int("kv_heads")) {
+			continue
+		}
+		f := ropeKV{q: -1, k: rk.ID}
+		if rq := g.Nodes[n.Inputs[0]]; fusable(rq, n, n.Attrs.Int("heads")) &&
+			e.vals[rq.ID].rope == e.vals[rk.ID].rope && rq.Attrs.Bool("neox") == rk.Attrs.Bool("neox") {
+			f.q = rq.ID
+			e.deferred[rq.ID] = true
+		}
+		e.deferred[rk.ID] = true
+		e.ropeKV[id] = f
+	}
 }

@@ -17,3 +17,22 @@ const RingBytes = ringSlots * ringChunk
 // FusedActivations returns, per node that writes its readers'
 // activations itself, their kind.
 func FusedActivations(e *Executable) map[int]string { return e.normQuant }
+
+// DisableFusion makes Load record every RoPE as its own dispatch, as
+// before the RoPE·KV store fusion; it returns a function restoring it.
+func DisableFusion() (restore func()) {
+	old := testNoFusion
+	testNoFusion = true
+	return func() { testNoFusion = old }
+}
+
+// StepCounts returns the dispatches and barriers recorded for the step
+// shape of tokens tokens and rows rows of the whole graph (0, 0 when it
+// was not run yet).
+func StepCounts(s *Session, tokens, rows int) (dispatches, barriers int) {
+	p := s.steps[stepKey{-1, tokens, rows}]
+	if p == nil {
+		return 0, 0
+	}
+	return p.Dispatches(), p.Barriers()
+}

@@ -408,8 +408,8 @@ func (s *Session) record(key stepKey) (*Program, error) {
 	}
 	for _, id := range nodes {
 		v := &s.e.vals[id]
-		if !v.active || v.import_ {
-			continue
+		if !v.active || v.import_ || s.e.deferred[id] {
+			continue // deferred: its Attention's dispatch computes it
 		}
 		if err := r.node(v); err != nil {
 			p.Close()
@@ -609,11 +609,18 @@ func (r *recorder) attention(v *value, dst Range, doff uint32) error {
 	kc, vc := Whole(r.s.kc[v.kv]), Whole(r.s.vc[v.kv])
 	width := kvHeads * hd
 	celloff := uint32(r.s.e.cellWords())
-	if err := r.dispatch("kv_store_"+kvt, strided(r.T*width/2, 64), []uint32{uint32(width), uint32(r.T), koff, voff, posoff, celloff},
-		k, vv, Whole(r.s.step), kc, vc); err != nil {
-		return err
+	if f, ok := r.s.e.ropeKV[v.n.ID]; ok {
+		if err := r.ropeKV(v, f, kvt); err != nil {
+			return err
+		}
+		r.p.Stamp("RoPE+KVStore")
+	} else {
+		if err := r.dispatch("kv_store_"+kvt, strided(r.T*width/2, 64), []uint32{uint32(width), uint32(r.T), koff, voff, posoff, celloff},
+			k, vv, Whole(r.s.step), kc, vc); err != nil {
+			return err
+		}
+		r.p.Stamp("KVStore")
 	}
-	r.p.Stamp("KVStore")
 	r.p.Barrier()
 	push := []uint32{uint32(heads), uint32(kvHeads), uint32(hd), uint32(r.T), qoff, doff, posoff, f32bits(a.Float("scale")), 0, celloff, uint32(a.Int("window")), f32bits(a.Float("softcap")), f32bits(capInv(a.Float("softcap")))}
 	if kind := r.s.e.normQuant[v.n.ID]; kind != "" {
@@ -622,6 +629,29 @@ func (r *recorder) attention(v *value, dst Range, doff uint32) error {
 		return r.dispatch("attention_"+kvt+"_"+kind, [3]uint32{uint32(heads), uint32(r.T), 1}, push, q, Whole(r.s.step), kc, vc, dst, Whole(r.s.scratch))
 	}
 	return r.dispatch("attention_"+kvt, [3]uint32{uint32(heads), uint32(r.T), 1}, push, q, Whole(r.s.step), kc, vc, dst)
+}
+
+// ropeKV records Attention v's RoPE·KV store (rope_kv.comp, fuseRoPEKV):
+// the keys' RoPE into the cache with the values, and the queries' RoPE
+// into its own value when f.q >= 0. Every source is in the arena.
+func (r *recorder) ropeKV(v *value, f ropeKV, kvt string) error {
+	a := v.n.Attrs
+	rk := r.s.e.vals[f.k]
+	rp := r.s.e.ropes[rk.rope]
+	_, koff := r.operand(rk.n.Inputs[0])
+	_, voff := r.operand(v.n.Inputs[2])
+	_, posoff := r.operand(v.n.Inputs[3])
+	var qheads, qoff, doff uint32
+	if f.q >= 0 {
+		qheads = uint32(a.Int("heads"))
+		_, qoff = r.operand(r.s.e.vals[f.q].n.Inputs[0])
+		_, doff = r.operand(f.q)
+	}
+	hd := a.Int("head_dim")
+	pairs := r.T * (int(qheads) + a.Int("kv_heads")) * hd / 2
+	return r.dispatch("rope_kv_"+kvt, strided(pairs, 64), []uint32{qheads, uint32(a.Int("kv_heads")), uint32(hd), uint32(rp.Dims / 2),
+		boolWord(rk.n.Attrs.Bool("neox")), uint32(r.T), qoff, doff, koff, voff, posoff, uint32(r.s.e.cellWords()), uint32(r.s.tableOff[rk.rope])},
+		Whole(r.s.arena), Whole(r.s.table), Whole(r.s.step), Whole(r.s.arena), Whole(r.s.kc[v.kv]), Whole(r.s.vc[v.kv]))
 }
 
 // matmulTokens is the token block of one matmul workgroup (NT in

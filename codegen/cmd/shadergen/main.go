@@ -60,6 +60,8 @@ var variants = []variant{
 	{"rope_f32", "rope.comp", nil, 4, 36, 64},
 	{"kv_store_f16", "kv_store.comp", []string{"KV_F16"}, 5, 24, 64},
 	{"kv_store_f32", "kv_store.comp", []string{"KV_F32"}, 5, 24, 64},
+	{"rope_kv_f16", "rope_kv.comp", []string{"KV_F16"}, 6, 52, 64},
+	{"rope_kv_f32", "rope_kv.comp", []string{"KV_F32"}, 6, 52, 64},
 	{"kv_shift_f16", "kv_shift.comp", []string{"KV_F16"}, 3, 32, 64},
 	{"kv_shift_f32", "kv_shift.comp", []string{"KV_F32"}, 3, 32, 64},
 	{"attention_f16", "attention.comp", []string{"KV_F16"}, 5, 52, 64},

@@ -1,0 +1,85 @@
+//go:build linux && (amd64 || arm64)
+
+package vulkan_test
+
+import (
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/weft-ml/weft/backends"
+	"github.com/weft-ml/weft/backends/vulkan"
+	"github.com/weft-ml/weft/backends/vulkan/vulkantest"
+	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/internal/testenv"
+	"github.com/weft-ml/weft/model/synth"
+)
+
+// The fused dispatches (RoPE·KV store) give the logits of the separate
+// ones bit for bit, for prefill and decode, binary16 and float32 caches,
+// with heads of 64 and 32, and save their dispatches and
+// barriers: two of each per layer in a decode step.
+func TestFusedDispatchesBitIdentical(t *testing.T) {
+	d := vulkantest.Open(t)
+	vocab, err := gguf.Open(filepath.Join(testenv.Shared(t, "models"), "stories260K.gguf"))
+	require.NoError(t, err)
+	defer vocab.Close()
+	for _, c := range []struct {
+		typ   string
+		shape synth.Shape
+	}{
+		{"q4_0", synth.Shape{Dim: 256, FFN: 512, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 512, Ctx: 64}},
+		{"q4_k_m", synth.Shape{Dim: 256, FFN: 512, Layers: 2, Heads: 8, KVHeads: 8, Vocab: 512, Ctx: 64}},
+	} {
+		t.Run(c.typ, func(t *testing.T) {
+			ft, err := synth.ParseFileType(c.typ)
+			require.NoError(t, err)
+			path := filepath.Join(t.TempDir(), c.typ+".gguf")
+			require.NoError(t, synth.WriteFile(path, synth.Options{Shape: c.shape, Type: ft, Seed: 5, Vocab: vocab}))
+			g, f := compileFor(t, path, 16)
+			fused := load(t, d, g, f, 16)
+			restore := vulkan.DisableFusion()
+			plain := load(t, d, g, f, 16)
+			restore()
+			for _, kv := range []backends.KVType{backends.KVF16, backends.KVF32} {
+				run := func(e *vulkan.Executable) (*vulkan.Session, [][]float32) {
+					s, err := e.NewSession(backends.StateOptions{Ctx: 64, KVType: kv})
+					require.NoError(t, err)
+					t.Cleanup(func() { s.Close() })
+					var out [][]float32
+					prompt := []int32{1, 400, 52, 9, 300}
+					lg, err := s.Run(backends.Batch{Tokens: prompt, Positions: seq(0, len(prompt)), Rows: seq(0, len(prompt))})
+					require.NoError(t, err)
+					out = append(out, append([]float32(nil), lg...))
+					for step := range 4 {
+						lg, err = s.Run(backends.Batch{Tokens: []int32{int32(7 + 50*step)}, Positions: []int32{int32(len(prompt) + step)}, Rows: []int32{0}})
+						require.NoError(t, err)
+						out = append(out, append([]float32(nil), lg...))
+					}
+					return s, out
+				}
+				sf, got := run(fused)
+				sp, want := run(plain)
+				for i := range want {
+					require.Equal(t, f32Bits(want[i]), f32Bits(got[i]), "kv %s, step %d: logits", kv, i)
+				}
+				df, bf := vulkan.StepCounts(sf, 1, 1)
+				dp, bp := vulkan.StepCounts(sp, 1, 1)
+				t.Logf("kv %s decode step: %d dispatches, %d barriers (separately: %d, %d)", kv, df, bf, dp, bp)
+				assert.Equal(t, dp-2*c.shape.Layers, df, "dispatches")
+				assert.Equal(t, bp-2*c.shape.Layers, bf, "barriers")
+			}
+		})
+	}
+}
+
+func f32Bits(v []float32) []uint32 {
+	out := make([]uint32, len(v))
+	for i, x := range v {
+		out[i] = math.Float32bits(x)
+	}
+	return out
+}
