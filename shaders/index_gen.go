@@ -42,6 +42,9 @@ var spvRmsNormMulQ80 []byte
 //go:embed spv/rms_norm_mul_q8_1.spv
 var spvRmsNormMulQ81 []byte
 
+//go:embed spv/rms_norm_mul_q8_k.spv
+var spvRmsNormMulQ8K []byte
+
 //go:embed spv/rms_norm_mul_f16.spv
 var spvRmsNormMulF16 []byte
 
@@ -879,6 +882,14 @@ var kernels = []Kernel{{
 	Name:      "rms_norm_mul_q8_1",
 	PushBytes: 28,
 	SPIRV:     spvRmsNormMulQ81,
+	Source:    "rms_norm.comp",
+	Workgroup: 512,
+}, {
+	Bindings:  4,
+	Defines:   []string{"MUL_WEIGHT", "Q8_K"},
+	Name:      "rms_norm_mul_q8_k",
+	PushBytes: 28,
+	SPIRV:     spvRmsNormMulQ8K,
 	Source:    "rms_norm.comp",
 	Workgroup: 512,
 }, {

@@ -52,8 +52,8 @@ type Executable struct {
 	// which record no dispatch of their own.
 	ropeKV   map[int]ropeKV
 	deferred map[int]bool
-	placed    bool   // LoadOptions.Placed: only the nodes placed here are loaded
-	exported  []bool // placed: nodes whose values a Copy on another backend reads
+	placed   bool   // LoadOptions.Placed: only the nodes placed here are loaded
+	exported []bool // placed: nodes whose values a Copy on another backend reads
 
 	mu      sync.Mutex
 	kernels map[string]*Kernel
@@ -351,8 +351,8 @@ func (e *Executable) weightLimit() int64 {
 	return int64(e.d.info.MaxStorageBufferRange)
 }
 
-// testNoFusion turns off the dispatch fusions of this change (the RoPE·KV
-// store), so tests can compare both ways bit for bit.
+// testNoFusion turns off the RoPE·KV store and the RMSNorm·w with Q8_K
+// activations, so tests can compare both ways bit for bit.
 var testNoFusion bool
 
 // testWeightLimit, when positive, replaces the storage-buffer range for
@@ -619,10 +619,11 @@ func mib(n int64) string {
 // fusedNormQuant finds the nodes that write their readers' activations
 // themselves: an RMSNormMul whose results only matmuls read, as their
 // activations input, all taking Q8_0, Q8_1, binary16- or bfloat16-rounded
-// activations of one kind (rms_norm_mul_KIND), and an Attention whose
-// heads are whole blocks of 32 read only by such matmuls taking Q8_0 or
-// Q8_1 (attention_KV_KIND). Those matmuls skip their quantization
-// dispatch. Q8_K activations (K-quant weights) are still quantized apart.
+// activations of one kind (rms_norm_mul_KIND; Q8_K too for rows of whole
+// super-blocks of 256), and an Attention whose heads are whole blocks of
+// 32 read only by such matmuls taking Q8_0 or Q8_1 (attention_KV_KIND).
+// Those matmuls skip their quantization dispatch. An Attention's Q8_K
+// activations are still quantized apart (a super-block spans heads).
 // here reports whether this backend runs a node.
 func fusedNormQuant(g *graph.Graph, order []int, here func(int) bool) map[int]string {
 	users := g.Users()
@@ -630,11 +631,14 @@ func fusedNormQuant(g *graph.Graph, order []int, here func(int) bool) map[int]st
 	for _, id := range order {
 		n := g.Nodes[id]
 		kinds := []string{"q8_0", "q8_1", "f16", "bf16"}
+		width := int(n.Type.Shape.Inner().N)
 		switch {
 		case n.Op == ops.Attention && n.Attrs.Int("head_dim")%32 == 0:
 			kinds = kinds[:2]
-		case n.Op != ops.RMSNormMul || n.Type.Shape.Inner().N%32 != 0:
+		case n.Op != ops.RMSNormMul || width%32 != 0:
 			continue
+		case width%256 == 0 && ops.NormGroup(n.Attrs, width) == width && !testNoFusion:
+			kinds = append(kinds, "q8_k") // whole super-blocks of whole rows
 		}
 		if !here(id) || id == g.Outputs["logits"] || len(users[id]) == 0 {
 			continue

@@ -18,8 +18,9 @@ const RingBytes = ringSlots * ringChunk
 // activations itself, their kind.
 func FusedActivations(e *Executable) map[int]string { return e.normQuant }
 
-// DisableFusion makes Load record every RoPE as its own dispatch, as
-// before the RoPE·KV store fusion; it returns a function restoring it.
+// DisableFusion makes Load record every RoPE and every Q8_K quantization
+// as a dispatch of its own, as before the RoPE·KV store and the Q8_K
+// RMSNorm·w; it returns a function restoring them.
 func DisableFusion() (restore func()) {
 	old := testNoFusion
 	testNoFusion = true

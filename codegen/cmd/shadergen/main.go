@@ -46,6 +46,7 @@ var variants = []variant{
 	{"rms_norm_mul_f32", "rms_norm.comp", []string{"MUL_WEIGHT"}, 3, 28, 512},
 	{"rms_norm_mul_q8_0", "rms_norm.comp", []string{"MUL_WEIGHT", "Q8_0"}, 4, 28, 512},
 	{"rms_norm_mul_q8_1", "rms_norm.comp", []string{"MUL_WEIGHT", "Q8_1"}, 4, 28, 512},
+	{"rms_norm_mul_q8_k", "rms_norm.comp", []string{"MUL_WEIGHT", "Q8_K"}, 4, 28, 512},
 	{"rms_norm_mul_f16", "rms_norm.comp", []string{"MUL_WEIGHT", "ROUND_F16"}, 4, 28, 512},
 	{"rms_norm_mul_bf16", "rms_norm.comp", []string{"MUL_WEIGHT", "ROUND_BF16"}, 4, 28, 512},
 	{"layer_norm_f32", "layer_norm.comp", nil, 2, 28, 512},
