@@ -300,6 +300,93 @@ func TestQuantizeQ8K(t *testing.T) {
 // kernels run: matmul (one invocation per row; not for K-quants) and
 // matvec (a workgroup per row). K-quants take Q8_K activations and rows of
 // 256·n; their integer sums per 32-value chunk are exact too.
+// activations places x (ntok rows of cols) as the activations weights of
+// type wt take: float32, binary16- or bfloat16-rounded, Q8_0, Q8_1 or Q8_K
+// (by the quantize and round shaders), returning the buffer and offset.
+func (e *env) activations(wt gguf.TensorType, x []float32, ntok, cols int) (*vulkan.Buffer, int) {
+	const xoff, qoff = 5, 2
+	xb := e.place(xoff, x)
+	name, words := "", 0
+	switch {
+	case wt == gguf.TypeF16 || wt == gguf.TypeBF16:
+		name, words = "round_"+typeName(wt), ntok*cols
+	case q8_1(wt):
+		name, words = "quantize_q8_1", ntok*cols/32*10
+	case kQuant(wt):
+		name, words = "quantize_q8_k", ntok*cols/256*73
+	case wt.BlockSize() > 1:
+		name, words = "quantize_q8_0", ntok*cols/32*9
+	default:
+		return xb, xoff
+	}
+	qb := e.out(qoff + words)
+	e.run(name, [3]uint32{2, 1, 1}, pushWords(cols, ntok, xoff, qoff), xb, qb)
+	return qb, qoff
+}
+
+// The QKV variant (three weights packed in one buffer, rows of padding
+// between them) writes each part exactly what the plain matvec writes for
+// that weight alone, in its part's place, and nothing else.
+func TestMatVecQKV(t *testing.T) {
+	e := newEnv(t)
+	for _, wt := range weightTypes {
+		cols := 96
+		if kQuant(wt) {
+			cols = 512
+		}
+		const mtok, doff = 5, 3
+		rows := [3]int{67, 13, 9}
+		start := [3]int{0, 67 + 2, 67 + 2 + 13 + 1}
+		for _, ntok := range []int{1, 3} {
+			rb, err := wt.RowBytes(uint64(cols))
+			require.NoError(t, err)
+			// rows of type wt without pad4's bytes, as a GGUF file holds them
+			weights := func(n int) []byte { raw, _ := e.weights(wt, n, cols); return raw[:n*int(rb)] }
+			raws := make([][]byte, 3)
+			var packed []byte
+			for i := range 3 {
+				raws[i] = weights(rows[i])
+				if i > 0 {
+					packed = append(packed, weights(start[i]-start[i-1]-rows[i-1])...) // the padding rows
+				}
+				packed = append(packed, raws[i]...)
+			}
+			require.Equal(t, start[2]*int(rb), len(packed)-len(raws[2]), "%s: padding", typeName(wt))
+			for i := range raws {
+				raws[i] = pad4(raws[i])
+			}
+			packed = pad4(packed)
+			xb, aoff := e.activations(wt, e.random(ntok*cols), ntok, cols)
+			kern, nt := "matvec", 8
+			if ntok == 1 {
+				kern, nt = "matvec#1", 1
+			}
+			spec := strings.TrimPrefix(kern, "matvec")
+			total := mtok * (rows[0] + rows[1] + rows[2])
+			want := make([]float32, total)
+			for i := range want {
+				want[i] = float32(math.NaN())
+			}
+			off := 0
+			for i := range 3 {
+				db := e.out(doff + rows[i]*ntok)
+				g := e.rows(rows[i])
+				g[2] = uint32((ntok + nt - 1) / nt)
+				e.run("matvec_"+typeName(wt)+spec, g, pushWords(cols, rows[i], ntok, aoff, doff, 0, rows[i]), e.withGrid(wt, e.buf(len(raws[i]), raws[i]), xb, db)...)
+				copy(want[off:], e.readAt(db, doff, rows[i]*ntok))
+				off += mtok * rows[i]
+			}
+			db := e.out(doff + total + 4)
+			n := start[2] + rows[2]
+			g := e.rows(n)
+			g[2] = uint32((ntok + nt - 1) / nt)
+			e.run("matvec_qkv_"+typeName(wt)+spec, g, pushWords(cols, n, ntok, aoff, doff, 0, 0, rows[0], start[1], rows[1], start[2], mtok),
+				e.withGrid(wt, e.buf(len(packed), packed), xb, db)...)
+			require.Equal(t, f32Bits(want), f32Bits(e.readAt(db, doff, total)), "matvec_qkv_%s%s ntok=%d", typeName(wt), spec, ntok)
+		}
+	}
+}
+
 func TestMatMul(t *testing.T) {
 	e := newEnv(t)
 	for _, wt := range weightTypes {
@@ -352,32 +439,9 @@ func TestMatMul(t *testing.T) {
 				}
 				magW, magU := mag(wf), mag(uf)
 
-				const xoff, doff, roff = 5, 3, 7
+				const doff, roff = 3, 7
 				wb, ub, db := e.buf(len(rawW), rawW), e.buf(len(rawU), rawU), e.out(doff+c.rows*c.ntok+4)
-				xb, aoff := e.place(xoff, x), xoff
-				if wt == gguf.TypeF16 || wt == gguf.TypeBF16 {
-					const qoff = 2
-					qb := e.out(qoff + c.ntok*c.cols)
-					e.run("round_"+typeName(wt), [3]uint32{2, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
-					xb, aoff = qb, qoff
-				}
-				switch {
-				case q8_1(wt):
-					const qoff = 2
-					qb := e.out(qoff + c.ntok*c.cols/32*10)
-					e.run("quantize_q8_1", [3]uint32{2, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
-					xb, aoff = qb, qoff
-				case kQuant(wt):
-					const qoff = 2
-					qb := e.out(qoff + c.ntok*c.cols/256*73)
-					e.run("quantize_q8_k", [3]uint32{2, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
-					xb, aoff = qb, qoff
-				case quantized:
-					const qoff = 2
-					qb := e.out(qoff + c.ntok*c.cols/32*9)
-					e.run("quantize_q8_0", [3]uint32{2, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
-					xb, aoff = qb, qoff
-				}
+				xb, aoff := e.activations(wt, x, c.ntok, c.cols)
 				base, nt := kern, 8
 				if b, ok := strings.CutSuffix(kern, "#1"); ok {
 					base, nt = b, 1

@@ -18,12 +18,13 @@ import (
 	"github.com/weft-ml/weft/model/synth"
 )
 
-// The fused dispatches (RoPE·KV store, RMSNorm·w with Q8_K activations)
-// give the logits of the separate ones bit for bit, for prefill and
-// decode, binary16 and float32 caches, heads of 64 and 32, and save their
-// dispatches and barriers in a decode step: two of each per layer for the
-// RoPEs, one per norm writing Q8_K (two a layer with K-quant weights, and
-// the output norm before a Q6_K output).
+// The fused dispatches (RoPE·KV store, RMSNorm·w with Q8_K activations,
+// QKV projections over packed weights) give the logits of the separate
+// ones bit for bit, for prefill (40 tokens) and decode, binary16 and float32 caches,
+// heads of 64 and 32, and save their dispatches and barriers in a decode
+// step: two of each per layer for the RoPEs, one per norm writing Q8_K
+// (two a layer with K-quant weights, and the output norm before a Q6_K
+// output), and two dispatches per packed QKV.
 func TestFusedDispatchesBitIdentical(t *testing.T) {
 	d := vulkantest.Open(t)
 	vocab, err := gguf.Open(filepath.Join(testenv.Shared(t, "models"), "stories260K.gguf"))
@@ -42,10 +43,10 @@ func TestFusedDispatchesBitIdentical(t *testing.T) {
 			require.NoError(t, err)
 			path := filepath.Join(t.TempDir(), c.typ+".gguf")
 			require.NoError(t, synth.WriteFile(path, synth.Options{Shape: c.shape, Type: ft, Seed: 5, Vocab: vocab}))
-			g, f := compileFor(t, path, 16)
-			fused := load(t, d, g, f, 16)
+			g, f := compileFor(t, path, 64)
+			fused := load(t, d, g, f, 64)
 			restore := vulkan.DisableFusion()
-			plain := load(t, d, g, f, 16)
+			plain := load(t, d, g, f, 64)
 			restore()
 			for _, kv := range []backends.KVType{backends.KVF16, backends.KVF32} {
 				run := func(e *vulkan.Executable) (*vulkan.Session, [][]float32) {
@@ -53,7 +54,10 @@ func TestFusedDispatchesBitIdentical(t *testing.T) {
 					require.NoError(t, err)
 					t.Cleanup(func() { s.Close() })
 					var out [][]float32
-					prompt := []int32{1, 400, 52, 9, 300}
+					prompt := seq(1, 40) // 40 tokens: the tiled matmuls (packed QKV weights bound at their offsets)
+					for i := range prompt {
+						prompt[i] = prompt[i] * 37 % 512
+					}
 					lg, err := s.Run(backends.Batch{Tokens: prompt, Positions: seq(0, len(prompt)), Rows: seq(0, len(prompt))})
 					require.NoError(t, err)
 					out = append(out, append([]float32(nil), lg...))
@@ -71,8 +75,8 @@ func TestFusedDispatchesBitIdentical(t *testing.T) {
 				}
 				df, bf := vulkan.StepCounts(sf, 1, 1)
 				dp, bp := vulkan.StepCounts(sp, 1, 1)
-				t.Logf("kv %s decode step: %d dispatches, %d barriers (separately: %d, %d)", kv, df, bf, dp, bp)
-				assert.Equal(t, dp-c.saved, df, "dispatches")
+				t.Logf("kv %s decode step: %d dispatches, %d barriers (separately: %d, %d); %d of %d QKV packed", kv, df, bf, dp, bp, vulkan.PackedQKV(fused), c.shape.Layers)
+				assert.Equal(t, dp-c.saved-2*vulkan.PackedQKV(fused), df, "dispatches")
 				assert.Equal(t, bp-c.saved, bf, "barriers")
 			}
 		})

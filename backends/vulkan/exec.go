@@ -52,6 +52,10 @@ type Executable struct {
 	// which record no dispatch of their own.
 	ropeKV   map[int]ropeKV
 	deferred map[int]bool
+	// packs holds, per MatMulQKV node, the buffer its three weights share
+	// (packQKV); packOf finds a packed weight's pack and part.
+	packs    map[int]*qkvPack
+	packOf   map[int]qkvPart
 	placed   bool   // LoadOptions.Placed: only the nodes placed here are loaded
 	exported []bool // placed: nodes whose values a Copy on another backend reads
 
@@ -66,6 +70,7 @@ type value struct {
 	kind      valKind   // where it lives
 	off       int64     // arena: element offset; input: word offset in the step buffer
 	w         []*Buffer // weight: one buffer, or row chunks (weightChunks)
+	wOff      int64     // weight: byte offset in w[0] (a packed MatMulQKV weight; else 0)
 	chunkRows int       // weight: rows per buffer of w
 	kv        int       // Attention: index of its KV cache pair
 	rope      int       // RoPE: index into ropes
@@ -136,6 +141,7 @@ func LoadOn(d *Device, g *graph.Graph, w backends.Weights, o backends.LoadOption
 		return e, err
 	}
 	e.progress = o.Progress
+	e.packQKV(w)
 	for _, id := range order {
 		n := g.Nodes[id]
 		if e.placed && (backends.Foreign(n, name) || n.Op == "Weight" && !e.readHere(n)) {
@@ -281,6 +287,9 @@ func (e *Executable) upload(v *value, w backends.Weights) error {
 		return fmt.Errorf("weight %q has type %s in the file, %s in the graph", n.Tensor, t.Type, n.Type.DType)
 	}
 	data := w.TensorData(t)
+	if p, ok := e.packOf[n.ID]; ok {
+		return e.uploadPacked(v, p, data)
+	}
 	parts, rows, err := weightChunks(n, int64(len(data)), e.weightLimit())
 	if err != nil {
 		return fmt.Errorf("weight %q: %w on %s", n.Tensor, err, e.d.info.Name)
@@ -351,8 +360,9 @@ func (e *Executable) weightLimit() int64 {
 	return int64(e.d.info.MaxStorageBufferRange)
 }
 
-// testNoFusion turns off the RoPE·KV store and the RMSNorm·w with Q8_K
-// activations, so tests can compare both ways bit for bit.
+// testNoFusion turns off the RoPE·KV store, the RMSNorm·w with Q8_K
+// activations and the packed QKV weights, so tests can compare both ways
+// bit for bit.
 var testNoFusion bool
 
 // testWeightLimit, when positive, replaces the storage-buffer range for
@@ -716,4 +726,100 @@ func (e *Executable) fuseRoPEKV() {
 		e.deferred[rk.ID] = true
 		e.ropeKV[id] = f
 	}
+}
+
+// qkvPack is one buffer holding a MatMulQKV's three weights (one type,
+// one width), so that matvec_qkv computes all three projections in one
+// dispatch: part i's rows start at row start[i] of the buffer, each part
+// on a row whose byte offset suits minStorageBufferOffsetAlignment (the
+// other dispatches bind each part at its offset), with at most a few rows
+// of padding between the parts.
+type qkvPack struct {
+	buf      *Buffer
+	start    [3]int // first row of each part
+	rows     [3]int
+	rowBytes int64
+}
+
+// qkvPart is weight i of a qkvPack.
+type qkvPart struct {
+	p *qkvPack
+	i int
+}
+
+// packQKV plans a qkvPack for every MatMulQKV whose weights are of one
+// type and width and fit one buffer together, and no weight serves
+// another pack.
+func (e *Executable) packQKV(w backends.Weights) {
+	e.packs, e.packOf = map[int]*qkvPack{}, map[int]qkvPart{}
+	if testNoFusion {
+		return
+	}
+	align := max(int64(e.d.props.Limits.MinStorageBufferOffsetAlignment), 4)
+	for _, id := range e.order {
+		n := e.g.Nodes[id]
+		ws := ops.MatMulWeights(n)
+		if n.Op != ops.MatMulQKV || len(ws) != 3 || e.placed && backends.Foreign(n, name) {
+			continue
+		}
+		p := &qkvPack{}
+		ok := true
+		var next int64
+		for i, wid := range ws {
+			wt := e.g.Nodes[wid]
+			t, found := w.Tensor(wt.Tensor)
+			first := e.g.Nodes[ws[0]].Type
+			_, taken := e.packOf[wid]
+			if !found || taken || len(wt.Type.Shape) != 2 || wt.Type.DType != first.DType || wt.Type.Shape[1].N != first.Shape[1].N {
+				ok = false
+				break
+			}
+			rows := wt.Type.Shape[0].N
+			size := int64(len(w.TensorData(t)))
+			if size%rows != 0 || (p.rowBytes != 0 && size/rows != p.rowBytes) {
+				ok = false
+				break
+			}
+			p.rowBytes = size / rows
+			for next*p.rowBytes%align != 0 {
+				next++
+			}
+			p.start[i], p.rows[i] = int(next), int(rows)
+			next += rows
+		}
+		if !ok || (next*p.rowBytes+3)&^3 > e.weightLimit() {
+			continue
+		}
+		e.packs[id] = p
+		for i, wid := range ws {
+			e.packOf[wid] = qkvPart{p, i}
+		}
+	}
+}
+
+// uploadPacked copies a weight into its place in a qkvPack's buffer,
+// allocating the buffer for the first of the three.
+func (e *Executable) uploadPacked(v *value, at qkvPart, data []byte) error {
+	n, p, part := v.n, at.p, at.i
+	if p.buf == nil {
+		end := int64(p.start[2]+p.rows[2]) * p.rowBytes
+		b, err := e.d.Alloc((end + 3) &^ 3)
+		if err != nil {
+			return fmt.Errorf("weight %q: %w", n.Tensor, err)
+		}
+		e.weights = append(e.weights, b)
+		p.buf = b
+	}
+	v.kind, v.chunkRows, v.w, v.wOff = kindWeight, p.rows[part], []*Buffer{p.buf}, int64(p.start[part])*p.rowBytes
+	chunk := data
+	if len(chunk)%4 != 0 {
+		chunk = append(slices.Clip(chunk), make([]byte, 4-len(chunk)%4)...)
+	}
+	if err := e.d.Upload(p.buf, v.wOff, chunk); err != nil {
+		return fmt.Errorf("weight %q: %w", n.Tensor, err)
+	}
+	if e.uploaded += int64(len(chunk)); e.progress != nil {
+		e.progress(e.uploaded, e.weightBytes)
+	}
+	return e.uploadGrid(n.Type.DType)
 }

@@ -18,9 +18,10 @@ const RingBytes = ringSlots * ringChunk
 // activations itself, their kind.
 func FusedActivations(e *Executable) map[int]string { return e.normQuant }
 
-// DisableFusion makes Load record every RoPE and every Q8_K quantization
-// as a dispatch of its own, as before the RoPE·KV store and the Q8_K
-// RMSNorm·w; it returns a function restoring them.
+// DisableFusion makes Load record every RoPE, every Q8_K quantization
+// and every projection of a MatMulQKV as a dispatch of its own, as before
+// the RoPE·KV store, the Q8_K RMSNorm·w and the packed QKV weights; it
+// returns a function restoring them.
 func DisableFusion() (restore func()) {
 	old := testNoFusion
 	testNoFusion = true
@@ -37,3 +38,7 @@ func StepCounts(s *Session, tokens, rows int) (dispatches, barriers int) {
 	}
 	return p.Dispatches(), p.Barriers()
 }
+
+// PackedQKV returns how many MatMulQKV nodes run as one dispatch over
+// packed weights.
+func PackedQKV(e *Executable) int { return len(e.packs) }

@@ -448,7 +448,7 @@ func (r *recorder) operand(id int) (Range, uint32) {
 	case kindInput:
 		return Whole(s.step), uint32(v.off)
 	case kindWeight:
-		return Whole(v.w[0]), 0 // a vector (a matrix's chunks are the matmul's and GetRows's)
+		return weightRange(v, 0), 0 // a vector (a matrix's chunks are the matmul's and GetRows's)
 	case kindLogits:
 		return Whole(s.out), 0
 	}
@@ -494,9 +494,9 @@ func (r *recorder) node(v *value) error {
 		if t := r.in(v, 0); t.kind == kindWeight {
 			// One dispatch per row chunk of the table; each writes the
 			// output rows whose ids it holds.
-			for c, wb := range t.w {
+			for c := range t.w {
 				push := []uint32{uint32(v.width), uint32(rows), idsoff, 0, doff, uint32(c * t.chunkRows), uint32(t.chunkRows)}
-				if err := r.dispatch("get_rows_"+weightKernel[t.n.Type.DType], rowGroups(rows), push, r.s.e.withGrid(t.n.Type.DType, Whole(wb), Whole(r.s.step), dst)...); err != nil {
+				if err := r.dispatch("get_rows_"+weightKernel[t.n.Type.DType], rowGroups(rows), push, r.s.e.withGrid(t.n.Type.DType, weightRange(t, c), Whole(r.s.step), dst)...); err != nil {
 					return err
 				}
 			}
@@ -734,13 +734,13 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	chunked := func(kernel string, w, other *value, dst Range, doff uint32, res Range, roff uint32) error {
 		rowsW := int(w.n.Type.Shape[0].N)
 		xa, xaoff := act(w.n.Type.DType)
-		for c, wb := range w.w {
+		for c := range w.w {
 			row0 := c * w.chunkRows
 			rows := min(w.chunkRows, rowsW-row0)
-			bufs := []Range{Whole(wb), xa, dst}
+			bufs := []Range{weightRange(w, c), xa, dst}
 			switch {
 			case other != nil:
-				bufs = append(bufs, Whole(other.w[c]))
+				bufs = append(bufs, weightRange(other, c))
 			case res.Buf != nil:
 				bufs = append(bufs, res)
 			}
@@ -777,6 +777,15 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		}
 		return chunked(shader+"_geglu_"+kind, g, u, dst, doff, Range{}, 0)
 	case ops.MatMulQKV:
+		if p := r.s.e.packs[n.ID]; p != nil && vec {
+			// One dispatch over the packed weights (packQKV).
+			rows := p.start[2] + p.rows[2]
+			push := []uint32{uint32(cols), uint32(rows), uint32(ntok), xoff, doff, 0, 0,
+				uint32(p.rows[0]), uint32(p.start[1]), uint32(p.rows[1]), uint32(p.start[2]), uint32(r.s.e.maxTokens)}
+			xa, xaoff := act(wt0)
+			push[3] = xaoff
+			return r.dispatch(shader+"_qkv_"+kind+spec, groups(rows), push, r.s.e.withGrid(wt0, Whole(p.buf), xa, dst)...)
+		}
 		// Part i is [maxTokens, rows_i] after the parts before it.
 		off := doff
 		for i := range ws {
@@ -788,6 +797,12 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		return nil
 	}
 	return fmt.Errorf("no Vulkan matmul for %s", n.Op)
+}
+
+// weightRange binds row chunk c of weight v: its buffer, from the
+// weight's offset in it (a packed MatMulQKV weight's part).
+func weightRange(v *value, c int) Range {
+	return Range{Buf: v.w[c], Offset: v.wOff}
 }
 
 // capInv is 1/cap in float32, as ggml computes the soft-capping's first

@@ -122,6 +122,7 @@ func init() {
 			variant{"matvec_gateup_" + w.name, "matvec.comp", []string{w.define, "GATEUP"}, 4 + grid, 28, 64},
 			variant{"matvec_bias_" + w.name, "matvec.comp", []string{w.define, "BIAS"}, 4 + grid, 28, 64},
 			variant{"matvec_geglu_" + w.name, "matvec.comp", []string{w.define, "GEGLU"}, 4 + grid, 28, 64},
+			variant{"matvec_qkv_" + w.name, "matvec.comp", []string{w.define, "QKV"}, 3 + grid, 48, 64},
 		)
 	}
 }
