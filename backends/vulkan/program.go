@@ -117,7 +117,7 @@ type Program struct {
 	// barrier: a Barrier was asked for after the last dispatch; it is
 	// recorded before the next one (End's own barrier covers a last one).
 	barrier bool
-	prof   *profile
+	prof    *profile
 }
 
 // Descriptor sets come from pools of setsPerPool sets with up to
