@@ -42,6 +42,9 @@ var spvRmsNormMulQ80 []byte
 //go:embed spv/rms_norm_mul_q8_1.spv
 var spvRmsNormMulQ81 []byte
 
+//go:embed spv/rms_norm_mul_q8_k.spv
+var spvRmsNormMulQ8K []byte
+
 //go:embed spv/rms_norm_mul_f16.spv
 var spvRmsNormMulF16 []byte
 
@@ -83,6 +86,12 @@ var spvKvStoreF16 []byte
 
 //go:embed spv/kv_store_f32.spv
 var spvKvStoreF32 []byte
+
+//go:embed spv/rope_kv_f16.spv
+var spvRopeKvF16 []byte
+
+//go:embed spv/rope_kv_f32.spv
+var spvRopeKvF32 []byte
 
 //go:embed spv/kv_shift_f16.spv
 var spvKvShiftF16 []byte
@@ -156,6 +165,9 @@ var spvMatvecBiasF32 []byte
 //go:embed spv/matvec_geglu_f32.spv
 var spvMatvecGegluF32 []byte
 
+//go:embed spv/matvec_qkv_f32.spv
+var spvMatvecQkvF32 []byte
+
 //go:embed spv/get_rows_f16.spv
 var spvGetRowsF16 []byte
 
@@ -203,6 +215,9 @@ var spvMatvecBiasF16 []byte
 
 //go:embed spv/matvec_geglu_f16.spv
 var spvMatvecGegluF16 []byte
+
+//go:embed spv/matvec_qkv_f16.spv
+var spvMatvecQkvF16 []byte
 
 //go:embed spv/get_rows_q8_0.spv
 var spvGetRowsQ80 []byte
@@ -252,6 +267,9 @@ var spvMatvecBiasQ80 []byte
 //go:embed spv/matvec_geglu_q8_0.spv
 var spvMatvecGegluQ80 []byte
 
+//go:embed spv/matvec_qkv_q8_0.spv
+var spvMatvecQkvQ80 []byte
+
 //go:embed spv/get_rows_q4_0.spv
 var spvGetRowsQ40 []byte
 
@@ -299,6 +317,9 @@ var spvMatvecBiasQ40 []byte
 
 //go:embed spv/matvec_geglu_q4_0.spv
 var spvMatvecGegluQ40 []byte
+
+//go:embed spv/matvec_qkv_q4_0.spv
+var spvMatvecQkvQ40 []byte
 
 //go:embed spv/get_rows_q5_0.spv
 var spvGetRowsQ50 []byte
@@ -348,6 +369,9 @@ var spvMatvecBiasQ50 []byte
 //go:embed spv/matvec_geglu_q5_0.spv
 var spvMatvecGegluQ50 []byte
 
+//go:embed spv/matvec_qkv_q5_0.spv
+var spvMatvecQkvQ50 []byte
+
 //go:embed spv/get_rows_bf16.spv
 var spvGetRowsBf16 []byte
 
@@ -395,6 +419,9 @@ var spvMatvecBiasBf16 []byte
 
 //go:embed spv/matvec_geglu_bf16.spv
 var spvMatvecGegluBf16 []byte
+
+//go:embed spv/matvec_qkv_bf16.spv
+var spvMatvecQkvBf16 []byte
 
 //go:embed spv/get_rows_q4_1.spv
 var spvGetRowsQ41 []byte
@@ -444,6 +471,9 @@ var spvMatvecBiasQ41 []byte
 //go:embed spv/matvec_geglu_q4_1.spv
 var spvMatvecGegluQ41 []byte
 
+//go:embed spv/matvec_qkv_q4_1.spv
+var spvMatvecQkvQ41 []byte
+
 //go:embed spv/get_rows_q5_1.spv
 var spvGetRowsQ51 []byte
 
@@ -492,6 +522,9 @@ var spvMatvecBiasQ51 []byte
 //go:embed spv/matvec_geglu_q5_1.spv
 var spvMatvecGegluQ51 []byte
 
+//go:embed spv/matvec_qkv_q5_1.spv
+var spvMatvecQkvQ51 []byte
+
 //go:embed spv/get_rows_q4_k.spv
 var spvGetRowsQ4K []byte
 
@@ -509,6 +542,9 @@ var spvMatvecBiasQ4K []byte
 
 //go:embed spv/matvec_geglu_q4_k.spv
 var spvMatvecGegluQ4K []byte
+
+//go:embed spv/matvec_qkv_q4_k.spv
+var spvMatvecQkvQ4K []byte
 
 //go:embed spv/get_rows_q5_k.spv
 var spvGetRowsQ5K []byte
@@ -528,6 +564,9 @@ var spvMatvecBiasQ5K []byte
 //go:embed spv/matvec_geglu_q5_k.spv
 var spvMatvecGegluQ5K []byte
 
+//go:embed spv/matvec_qkv_q5_k.spv
+var spvMatvecQkvQ5K []byte
+
 //go:embed spv/get_rows_q6_k.spv
 var spvGetRowsQ6K []byte
 
@@ -545,6 +584,9 @@ var spvMatvecBiasQ6K []byte
 
 //go:embed spv/matvec_geglu_q6_k.spv
 var spvMatvecGegluQ6K []byte
+
+//go:embed spv/matvec_qkv_q6_k.spv
+var spvMatvecQkvQ6K []byte
 
 //go:embed spv/get_rows_q2_k.spv
 var spvGetRowsQ2K []byte
@@ -564,6 +606,9 @@ var spvMatvecBiasQ2K []byte
 //go:embed spv/matvec_geglu_q2_k.spv
 var spvMatvecGegluQ2K []byte
 
+//go:embed spv/matvec_qkv_q2_k.spv
+var spvMatvecQkvQ2K []byte
+
 //go:embed spv/get_rows_q3_k.spv
 var spvGetRowsQ3K []byte
 
@@ -581,6 +626,9 @@ var spvMatvecBiasQ3K []byte
 
 //go:embed spv/matvec_geglu_q3_k.spv
 var spvMatvecGegluQ3K []byte
+
+//go:embed spv/matvec_qkv_q3_k.spv
+var spvMatvecQkvQ3K []byte
 
 //go:embed spv/get_rows_iq4_nl.spv
 var spvGetRowsIq4Nl []byte
@@ -600,6 +648,9 @@ var spvMatvecBiasIq4Nl []byte
 //go:embed spv/matvec_geglu_iq4_nl.spv
 var spvMatvecGegluIq4Nl []byte
 
+//go:embed spv/matvec_qkv_iq4_nl.spv
+var spvMatvecQkvIq4Nl []byte
+
 //go:embed spv/get_rows_iq4_xs.spv
 var spvGetRowsIq4Xs []byte
 
@@ -617,6 +668,9 @@ var spvMatvecBiasIq4Xs []byte
 
 //go:embed spv/matvec_geglu_iq4_xs.spv
 var spvMatvecGegluIq4Xs []byte
+
+//go:embed spv/matvec_qkv_iq4_xs.spv
+var spvMatvecQkvIq4Xs []byte
 
 //go:embed spv/get_rows_iq2_xxs.spv
 var spvGetRowsIq2Xxs []byte
@@ -636,6 +690,9 @@ var spvMatvecBiasIq2Xxs []byte
 //go:embed spv/matvec_geglu_iq2_xxs.spv
 var spvMatvecGegluIq2Xxs []byte
 
+//go:embed spv/matvec_qkv_iq2_xxs.spv
+var spvMatvecQkvIq2Xxs []byte
+
 //go:embed spv/get_rows_iq2_xs.spv
 var spvGetRowsIq2Xs []byte
 
@@ -653,6 +710,9 @@ var spvMatvecBiasIq2Xs []byte
 
 //go:embed spv/matvec_geglu_iq2_xs.spv
 var spvMatvecGegluIq2Xs []byte
+
+//go:embed spv/matvec_qkv_iq2_xs.spv
+var spvMatvecQkvIq2Xs []byte
 
 //go:embed spv/get_rows_iq2_s.spv
 var spvGetRowsIq2S []byte
@@ -672,6 +732,9 @@ var spvMatvecBiasIq2S []byte
 //go:embed spv/matvec_geglu_iq2_s.spv
 var spvMatvecGegluIq2S []byte
 
+//go:embed spv/matvec_qkv_iq2_s.spv
+var spvMatvecQkvIq2S []byte
+
 //go:embed spv/get_rows_iq3_xxs.spv
 var spvGetRowsIq3Xxs []byte
 
@@ -689,6 +752,9 @@ var spvMatvecBiasIq3Xxs []byte
 
 //go:embed spv/matvec_geglu_iq3_xxs.spv
 var spvMatvecGegluIq3Xxs []byte
+
+//go:embed spv/matvec_qkv_iq3_xxs.spv
+var spvMatvecQkvIq3Xxs []byte
 
 //go:embed spv/get_rows_iq3_s.spv
 var spvGetRowsIq3S []byte
@@ -708,6 +774,9 @@ var spvMatvecBiasIq3S []byte
 //go:embed spv/matvec_geglu_iq3_s.spv
 var spvMatvecGegluIq3S []byte
 
+//go:embed spv/matvec_qkv_iq3_s.spv
+var spvMatvecQkvIq3S []byte
+
 //go:embed spv/get_rows_iq1_s.spv
 var spvGetRowsIq1S []byte
 
@@ -725,6 +794,9 @@ var spvMatvecBiasIq1S []byte
 
 //go:embed spv/matvec_geglu_iq1_s.spv
 var spvMatvecGegluIq1S []byte
+
+//go:embed spv/matvec_qkv_iq1_s.spv
+var spvMatvecQkvIq1S []byte
 
 //go:embed spv/get_rows_iq1_m.spv
 var spvGetRowsIq1M []byte
@@ -744,6 +816,9 @@ var spvMatvecBiasIq1M []byte
 //go:embed spv/matvec_geglu_iq1_m.spv
 var spvMatvecGegluIq1M []byte
 
+//go:embed spv/matvec_qkv_iq1_m.spv
+var spvMatvecQkvIq1M []byte
+
 //go:embed spv/get_rows_tq1_0.spv
 var spvGetRowsTq10 []byte
 
@@ -762,6 +837,9 @@ var spvMatvecBiasTq10 []byte
 //go:embed spv/matvec_geglu_tq1_0.spv
 var spvMatvecGegluTq10 []byte
 
+//go:embed spv/matvec_qkv_tq1_0.spv
+var spvMatvecQkvTq10 []byte
+
 //go:embed spv/get_rows_tq2_0.spv
 var spvGetRowsTq20 []byte
 
@@ -779,6 +857,9 @@ var spvMatvecBiasTq20 []byte
 
 //go:embed spv/matvec_geglu_tq2_0.spv
 var spvMatvecGegluTq20 []byte
+
+//go:embed spv/matvec_qkv_tq2_0.spv
+var spvMatvecQkvTq20 []byte
 
 // kernels lists every compiled variant, in the generator's order.
 var kernels = []Kernel{{
@@ -873,6 +954,14 @@ var kernels = []Kernel{{
 	Name:      "rms_norm_mul_q8_1",
 	PushBytes: 28,
 	SPIRV:     spvRmsNormMulQ81,
+	Source:    "rms_norm.comp",
+	Workgroup: 512,
+}, {
+	Bindings:  4,
+	Defines:   []string{"MUL_WEIGHT", "Q8_K"},
+	Name:      "rms_norm_mul_q8_k",
+	PushBytes: 28,
+	SPIRV:     spvRmsNormMulQ8K,
 	Source:    "rms_norm.comp",
 	Workgroup: 512,
 }, {
@@ -981,6 +1070,22 @@ var kernels = []Kernel{{
 	PushBytes: 24,
 	SPIRV:     spvKvStoreF32,
 	Source:    "kv_store.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F16"},
+	Name:      "rope_kv_f16",
+	PushBytes: 52,
+	SPIRV:     spvRopeKvF16,
+	Source:    "rope_kv.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F32"},
+	Name:      "rope_kv_f32",
+	PushBytes: 52,
+	SPIRV:     spvRopeKvF32,
+	Source:    "rope_kv.comp",
 	Workgroup: 64,
 }, {
 	Bindings:  3,
@@ -1176,6 +1281,14 @@ var kernels = []Kernel{{
 	Workgroup: 64,
 }, {
 	Bindings:  3,
+	Defines:   []string{"W_F32", "QKV"},
+	Name:      "matvec_qkv_f32",
+	PushBytes: 48,
+	SPIRV:     spvMatvecQkvF32,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
 	Defines:   []string{"W_F16"},
 	Name:      "get_rows_f16",
 	PushBytes: 28,
@@ -1300,6 +1413,14 @@ var kernels = []Kernel{{
 	Name:      "matvec_geglu_f16",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGegluF16,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_F16", "QKV"},
+	Name:      "matvec_qkv_f16",
+	PushBytes: 48,
+	SPIRV:     spvMatvecQkvF16,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -1432,6 +1553,14 @@ var kernels = []Kernel{{
 	Workgroup: 64,
 }, {
 	Bindings:  3,
+	Defines:   []string{"W_Q8_0", "QKV"},
+	Name:      "matvec_qkv_q8_0",
+	PushBytes: 48,
+	SPIRV:     spvMatvecQkvQ80,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
 	Defines:   []string{"W_Q4_0"},
 	Name:      "get_rows_q4_0",
 	PushBytes: 28,
@@ -1556,6 +1685,14 @@ var kernels = []Kernel{{
 	Name:      "matvec_geglu_q4_0",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGegluQ40,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q4_0", "QKV"},
+	Name:      "matvec_qkv_q4_0",
+	PushBytes: 48,
+	SPIRV:     spvMatvecQkvQ40,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -1688,6 +1825,14 @@ var kernels = []Kernel{{
 	Workgroup: 64,
 }, {
 	Bindings:  3,
+	Defines:   []string{"W_Q5_0", "QKV"},
+	Name:      "matvec_qkv_q5_0",
+	PushBytes: 48,
+	SPIRV:     spvMatvecQkvQ50,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
 	Defines:   []string{"W_BF16"},
 	Name:      "get_rows_bf16",
 	PushBytes: 28,
@@ -1812,6 +1957,14 @@ var kernels = []Kernel{{
 	Name:      "matvec_geglu_bf16",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGegluBf16,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_BF16", "QKV"},
+	Name:      "matvec_qkv_bf16",
+	PushBytes: 48,
+	SPIRV:     spvMatvecQkvBf16,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -1944,6 +2097,14 @@ var kernels = []Kernel{{
 	Workgroup: 64,
 }, {
 	Bindings:  3,
+	Defines:   []string{"W_Q4_1", "QKV"},
+	Name:      "matvec_qkv_q4_1",
+	PushBytes: 48,
+	SPIRV:     spvMatvecQkvQ41,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
 	Defines:   []string{"W_Q5_1"},
 	Name:      "get_rows_q5_1",
 	PushBytes: 28,
@@ -2072,6 +2233,14 @@ var kernels = []Kernel{{
 	Workgroup: 64,
 }, {
 	Bindings:  3,
+	Defines:   []string{"W_Q5_1", "QKV"},
+	Name:      "matvec_qkv_q5_1",
+	PushBytes: 48,
+	SPIRV:     spvMatvecQkvQ51,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
 	Defines:   []string{"W_Q4_K"},
 	Name:      "get_rows_q4_k",
 	PushBytes: 28,
@@ -2116,6 +2285,14 @@ var kernels = []Kernel{{
 	Name:      "matvec_geglu_q4_k",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGegluQ4K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q4_K", "QKV"},
+	Name:      "matvec_qkv_q4_k",
+	PushBytes: 48,
+	SPIRV:     spvMatvecQkvQ4K,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -2168,6 +2345,14 @@ var kernels = []Kernel{{
 	Workgroup: 64,
 }, {
 	Bindings:  3,
+	Defines:   []string{"W_Q5_K", "QKV"},
+	Name:      "matvec_qkv_q5_k",
+	PushBytes: 48,
+	SPIRV:     spvMatvecQkvQ5K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
 	Defines:   []string{"W_Q6_K"},
 	Name:      "get_rows_q6_k",
 	PushBytes: 28,
@@ -2212,6 +2397,14 @@ var kernels = []Kernel{{
 	Name:      "matvec_geglu_q6_k",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGegluQ6K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q6_K", "QKV"},
+	Name:      "matvec_qkv_q6_k",
+	PushBytes: 48,
+	SPIRV:     spvMatvecQkvQ6K,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -2264,6 +2457,14 @@ var kernels = []Kernel{{
 	Workgroup: 64,
 }, {
 	Bindings:  3,
+	Defines:   []string{"W_Q2_K", "QKV"},
+	Name:      "matvec_qkv_q2_k",
+	PushBytes: 48,
+	SPIRV:     spvMatvecQkvQ2K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
 	Defines:   []string{"W_Q3_K"},
 	Name:      "get_rows_q3_k",
 	PushBytes: 28,
@@ -2308,6 +2509,14 @@ var kernels = []Kernel{{
 	Name:      "matvec_geglu_q3_k",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGegluQ3K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q3_K", "QKV"},
+	Name:      "matvec_qkv_q3_k",
+	PushBytes: 48,
+	SPIRV:     spvMatvecQkvQ3K,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -2360,6 +2569,14 @@ var kernels = []Kernel{{
 	Workgroup: 64,
 }, {
 	Bindings:  3,
+	Defines:   []string{"W_IQ4_NL", "QKV"},
+	Name:      "matvec_qkv_iq4_nl",
+	PushBytes: 48,
+	SPIRV:     spvMatvecQkvIq4Nl,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
 	Defines:   []string{"W_IQ4_XS"},
 	Name:      "get_rows_iq4_xs",
 	PushBytes: 28,
@@ -2404,6 +2621,14 @@ var kernels = []Kernel{{
 	Name:      "matvec_geglu_iq4_xs",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGegluIq4Xs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_IQ4_XS", "QKV"},
+	Name:      "matvec_qkv_iq4_xs",
+	PushBytes: 48,
+	SPIRV:     spvMatvecQkvIq4Xs,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -2456,6 +2681,14 @@ var kernels = []Kernel{{
 	Workgroup: 64,
 }, {
 	Bindings:  4,
+	Defines:   []string{"W_IQ2_XXS", "QKV"},
+	Name:      "matvec_qkv_iq2_xxs",
+	PushBytes: 48,
+	SPIRV:     spvMatvecQkvIq2Xxs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
 	Defines:   []string{"W_IQ2_XS"},
 	Name:      "get_rows_iq2_xs",
 	PushBytes: 28,
@@ -2500,6 +2733,14 @@ var kernels = []Kernel{{
 	Name:      "matvec_geglu_iq2_xs",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGegluIq2Xs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ2_XS", "QKV"},
+	Name:      "matvec_qkv_iq2_xs",
+	PushBytes: 48,
+	SPIRV:     spvMatvecQkvIq2Xs,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -2552,6 +2793,14 @@ var kernels = []Kernel{{
 	Workgroup: 64,
 }, {
 	Bindings:  4,
+	Defines:   []string{"W_IQ2_S", "QKV"},
+	Name:      "matvec_qkv_iq2_s",
+	PushBytes: 48,
+	SPIRV:     spvMatvecQkvIq2S,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
 	Defines:   []string{"W_IQ3_XXS"},
 	Name:      "get_rows_iq3_xxs",
 	PushBytes: 28,
@@ -2596,6 +2845,14 @@ var kernels = []Kernel{{
 	Name:      "matvec_geglu_iq3_xxs",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGegluIq3Xxs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ3_XXS", "QKV"},
+	Name:      "matvec_qkv_iq3_xxs",
+	PushBytes: 48,
+	SPIRV:     spvMatvecQkvIq3Xxs,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -2648,6 +2905,14 @@ var kernels = []Kernel{{
 	Workgroup: 64,
 }, {
 	Bindings:  4,
+	Defines:   []string{"W_IQ3_S", "QKV"},
+	Name:      "matvec_qkv_iq3_s",
+	PushBytes: 48,
+	SPIRV:     spvMatvecQkvIq3S,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
 	Defines:   []string{"W_IQ1_S"},
 	Name:      "get_rows_iq1_s",
 	PushBytes: 28,
@@ -2696,6 +2961,14 @@ var kernels = []Kernel{{
 	Workgroup: 64,
 }, {
 	Bindings:  4,
+	Defines:   []string{"W_IQ1_S", "QKV"},
+	Name:      "matvec_qkv_iq1_s",
+	PushBytes: 48,
+	SPIRV:     spvMatvecQkvIq1S,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
 	Defines:   []string{"W_IQ1_M"},
 	Name:      "get_rows_iq1_m",
 	PushBytes: 28,
@@ -2740,6 +3013,14 @@ var kernels = []Kernel{{
 	Name:      "matvec_geglu_iq1_m",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGegluIq1M,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ1_M", "QKV"},
+	Name:      "matvec_qkv_iq1_m",
+	PushBytes: 48,
+	SPIRV:     spvMatvecQkvIq1M,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -2792,6 +3073,14 @@ var kernels = []Kernel{{
 	Workgroup: 64,
 }, {
 	Bindings:  3,
+	Defines:   []string{"W_TQ1_0", "QKV"},
+	Name:      "matvec_qkv_tq1_0",
+	PushBytes: 48,
+	SPIRV:     spvMatvecQkvTq10,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
 	Defines:   []string{"W_TQ2_0"},
 	Name:      "get_rows_tq2_0",
 	PushBytes: 28,
@@ -2836,6 +3125,14 @@ var kernels = []Kernel{{
 	Name:      "matvec_geglu_tq2_0",
 	PushBytes: 28,
 	SPIRV:     spvMatvecGegluTq20,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_TQ2_0", "QKV"},
+	Name:      "matvec_qkv_tq2_0",
+	PushBytes: 48,
+	SPIRV:     spvMatvecQkvTq20,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }}

@@ -24,6 +24,11 @@
 // W_IQ1_M and the ternary W_TQ1_0, W_TQ2_0 (lattice.glsl) take Q8_K
 // activations too; the IQ types read their lattice table at the binding
 // after the others (3, or 4 with an epilogue).
+//
+// Variant QKV computes a MatMulQKV's three projections in one dispatch:
+// their weights (one type) are rows of one buffer, and each row's result
+// goes to its part of d (push constants nq … mtok); decode saves two
+// dispatches a layer. The products are those of the plain variant.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -38,6 +43,12 @@ layout(push_constant) uniform Push {
     uint doff;    // d: element offset
     uint eoff;    // ADD: element offset of e
     uint dstride; // elements between tokens in d (and e)
+#ifdef QKV
+    // The q, k and v weights lie in one buffer, k's rows from row kstart
+    // and v's from vstart (rows between the parts are padding, skipped);
+    // d holds the parts one after another, each mtok tokens of its rows.
+    uint nq, kstart, nk, vstart, mtok;
+#endif
 } pc;
 
 layout(binding = 0) readonly buffer Wt { uint w[]; };
@@ -143,6 +154,19 @@ void main() {
     if (row >= pc.nrows) {
         return; // the whole workgroup: no barrier is skipped by part of it
     }
+#ifdef QKV
+    // The part this row belongs to: its first output element and rows.
+    uint pbase, prows, prow;
+    if (row < pc.nq) {
+        pbase = 0u, prows = pc.nq, prow = row;
+    } else if (row >= pc.kstart && row < pc.kstart + pc.nk) {
+        pbase = pc.mtok * pc.nq, prows = pc.nk, prow = row - pc.kstart;
+    } else if (row >= pc.vstart) {
+        pbase = pc.mtok * (pc.nq + pc.nk), prows = pc.nrows - pc.vstart, prow = row - pc.vstart;
+    } else {
+        return; // padding between the parts: the whole workgroup
+    }
+#endif
     const uint l = gl_LocalInvocationID.x;
     const uint t0 = gl_WorkGroupID.z * NT;
     const uint nt = min(NT, pc.ntok - t0);
@@ -516,7 +540,11 @@ void main() {
         }
     }
     if (l < nt) {
+#ifdef QKV
+        const uint o = pbase + (t0 + l) * prows + prow;
+#else
         const uint o = (t0 + l) * pc.dstride + row;
+#endif
         const float v = red[l * WG];
 #if defined(ADD)
         d[pc.doff + o] = v + e[pc.eoff + o];

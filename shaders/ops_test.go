@@ -300,6 +300,93 @@ func TestQuantizeQ8K(t *testing.T) {
 // kernels run: matmul (one invocation per row; not for K-quants) and
 // matvec (a workgroup per row). K-quants take Q8_K activations and rows of
 // 256·n; their integer sums per 32-value chunk are exact too.
+// activations places x (ntok rows of cols) as the activations weights of
+// type wt take: float32, binary16- or bfloat16-rounded, Q8_0, Q8_1 or Q8_K
+// (by the quantize and round shaders), returning the buffer and offset.
+func (e *env) activations(wt gguf.TensorType, x []float32, ntok, cols int) (*vulkan.Buffer, int) {
+	const xoff, qoff = 5, 2
+	xb := e.place(xoff, x)
+	name, words := "", 0
+	switch {
+	case wt == gguf.TypeF16 || wt == gguf.TypeBF16:
+		name, words = "round_"+typeName(wt), ntok*cols
+	case q8_1(wt):
+		name, words = "quantize_q8_1", ntok*cols/32*10
+	case kQuant(wt):
+		name, words = "quantize_q8_k", ntok*cols/256*73
+	case wt.BlockSize() > 1:
+		name, words = "quantize_q8_0", ntok*cols/32*9
+	default:
+		return xb, xoff
+	}
+	qb := e.out(qoff + words)
+	e.run(name, [3]uint32{2, 1, 1}, pushWords(cols, ntok, xoff, qoff), xb, qb)
+	return qb, qoff
+}
+
+// The QKV variant (three weights packed in one buffer, rows of padding
+// between them) writes each part exactly what the plain matvec writes for
+// that weight alone, in its part's place, and nothing else.
+func TestMatVecQKV(t *testing.T) {
+	e := newEnv(t)
+	for _, wt := range weightTypes {
+		cols := 96
+		if kQuant(wt) {
+			cols = 512
+		}
+		const mtok, doff = 5, 3
+		rows := [3]int{67, 13, 9}
+		start := [3]int{0, 67 + 2, 67 + 2 + 13 + 1}
+		for _, ntok := range []int{1, 3} {
+			rb, err := wt.RowBytes(uint64(cols))
+			require.NoError(t, err)
+			// rows of type wt without pad4's bytes, as a GGUF file holds them
+			weights := func(n int) []byte { raw, _ := e.weights(wt, n, cols); return raw[:n*int(rb)] }
+			raws := make([][]byte, 3)
+			var packed []byte
+			for i := range 3 {
+				raws[i] = weights(rows[i])
+				if i > 0 {
+					packed = append(packed, weights(start[i]-start[i-1]-rows[i-1])...) // the padding rows
+				}
+				packed = append(packed, raws[i]...)
+			}
+			require.Equal(t, start[2]*int(rb), len(packed)-len(raws[2]), "%s: padding", typeName(wt))
+			for i := range raws {
+				raws[i] = pad4(raws[i])
+			}
+			packed = pad4(packed)
+			xb, aoff := e.activations(wt, e.random(ntok*cols), ntok, cols)
+			kern, nt := "matvec", 8
+			if ntok == 1 {
+				kern, nt = "matvec#1", 1
+			}
+			spec := strings.TrimPrefix(kern, "matvec")
+			total := mtok * (rows[0] + rows[1] + rows[2])
+			want := make([]float32, total)
+			for i := range want {
+				want[i] = float32(math.NaN())
+			}
+			off := 0
+			for i := range 3 {
+				db := e.out(doff + rows[i]*ntok)
+				g := e.rows(rows[i])
+				g[2] = uint32((ntok + nt - 1) / nt)
+				e.run("matvec_"+typeName(wt)+spec, g, pushWords(cols, rows[i], ntok, aoff, doff, 0, rows[i]), e.withGrid(wt, e.buf(len(raws[i]), raws[i]), xb, db)...)
+				copy(want[off:], e.readAt(db, doff, rows[i]*ntok))
+				off += mtok * rows[i]
+			}
+			db := e.out(doff + total + 4)
+			n := start[2] + rows[2]
+			g := e.rows(n)
+			g[2] = uint32((ntok + nt - 1) / nt)
+			e.run("matvec_qkv_"+typeName(wt)+spec, g, pushWords(cols, n, ntok, aoff, doff, 0, 0, rows[0], start[1], rows[1], start[2], mtok),
+				e.withGrid(wt, e.buf(len(packed), packed), xb, db)...)
+			require.Equal(t, f32Bits(want), f32Bits(e.readAt(db, doff, total)), "matvec_qkv_%s%s ntok=%d", typeName(wt), spec, ntok)
+		}
+	}
+}
+
 func TestMatMul(t *testing.T) {
 	e := newEnv(t)
 	for _, wt := range weightTypes {
@@ -352,32 +439,9 @@ func TestMatMul(t *testing.T) {
 				}
 				magW, magU := mag(wf), mag(uf)
 
-				const xoff, doff, roff = 5, 3, 7
+				const doff, roff = 3, 7
 				wb, ub, db := e.buf(len(rawW), rawW), e.buf(len(rawU), rawU), e.out(doff+c.rows*c.ntok+4)
-				xb, aoff := e.place(xoff, x), xoff
-				if wt == gguf.TypeF16 || wt == gguf.TypeBF16 {
-					const qoff = 2
-					qb := e.out(qoff + c.ntok*c.cols)
-					e.run("round_"+typeName(wt), [3]uint32{2, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
-					xb, aoff = qb, qoff
-				}
-				switch {
-				case q8_1(wt):
-					const qoff = 2
-					qb := e.out(qoff + c.ntok*c.cols/32*10)
-					e.run("quantize_q8_1", [3]uint32{2, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
-					xb, aoff = qb, qoff
-				case kQuant(wt):
-					const qoff = 2
-					qb := e.out(qoff + c.ntok*c.cols/256*73)
-					e.run("quantize_q8_k", [3]uint32{2, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
-					xb, aoff = qb, qoff
-				case quantized:
-					const qoff = 2
-					qb := e.out(qoff + c.ntok*c.cols/32*9)
-					e.run("quantize_q8_0", [3]uint32{2, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
-					xb, aoff = qb, qoff
-				}
+				xb, aoff := e.activations(wt, x, c.ntok, c.cols)
 				base, nt := kern, 8
 				if b, ok := strings.CutSuffix(kern, "#1"); ok {
 					base, nt = b, 1
@@ -470,6 +534,93 @@ func TestRoPE(t *testing.T) {
 		xb, tb, sb, db := e.place(xoff, x), e.place(toff, table), e.words(posw, posoff), e.out(doff+len(x)+3)
 		e.run("rope_f32", [3]uint32{7, 1, 1}, pushWords(c.heads, c.hd, c.dims/2, map[bool]int{false: 0, true: 1}[c.neox], ntok, xoff, doff, posoff, toff), xb, tb, sb, db)
 		require.Equal(t, want, e.readAt(db, doff, len(x)), "%+v", c)
+	}
+}
+
+// RoPE·KV store (rope_kv): the rotated queries and the cache rows must be
+// exactly ref.RoPE's and ref.KV.Store's (what rope_f32 then kv_store
+// writes): both pair layouts, pass-through dimensions, frequency factors,
+// grouped-query heads, scattered positions in two sequences' cells, and
+// no queries (qheads 0: the queries are rotated apart).
+func TestRoPEKV(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct {
+		heads, kvHeads, hd, dims, ntok int
+		neox, ext                      bool
+	}{{8, 8, 8, 8, 5, false, false}, {6, 2, 48, 48, 3, false, false}, {4, 1, 64, 32, 1, true, false},
+		{5, 5, 80, 64, 2, false, false}, {3, 3, 64, 64, 4, true, true}, {2, 1, 40, 24, 3, false, true},
+		{4, 2, 6, 2, 3, true, false}, {0, 3, 64, 64, 2, false, false}} {
+		for _, f16 := range []bool{true, false} {
+			const ctx, qoff, doff, koff, voff, posoff, toff = 40, 3, 5, 7, 2, 1, 6
+			pos := []int32{0, 17, 39, 5, 11}[:c.ntok]
+			cells := []uint32{0, ctx, 0, ctx, ctx}[:c.ntok] // tokens of two sequences
+			rp := ref.RoPE{Dims: c.dims, Base: 10000, FreqScale: 1, NeoX: c.neox}
+			if c.ext {
+				rp.FreqScale, rp.ExtFactor, rp.AttnFactor = 0.25, 1, 1
+				rp.CorrDims = ref.YaRNCorrDims(c.dims, 64, rp.Base, 32, 1)
+				rp.Factors = make([]float32, c.dims/2)
+				for i := range rp.Factors {
+					rp.Factors[i] = 1 + float32(i%5)
+				}
+			}
+			qw, w := c.heads*c.hd, c.kvHeads*c.hd
+			q, k, v := e.random(c.ntok*qw), e.random(c.ntok*w), e.random(c.ntok*w)
+			wantQ, wantK := append([]float32(nil), q...), append([]float32(nil), k...)
+			kr, vr := ref.KV{RowLen: w}, ref.KV{RowLen: w}
+			if f16 {
+				kr.F16, vr.F16 = make([]uint16, 2*ctx*w), make([]uint16, 2*ctx*w)
+			} else {
+				kr.F32, vr.F32 = make([]float32, 2*ctx*w), make([]float32, 2*ctx*w)
+			}
+			for i := range c.ntok {
+				rp.Apply(wantQ[i*qw:(i+1)*qw], c.heads, c.hd, pos[i])
+				rp.Apply(wantK[i*w:(i+1)*w], c.kvHeads, c.hd, pos[i])
+				kr.Store(int(cells[i])+int(pos[i]), wantK[i*w:])
+				vr.Store(int(cells[i])+int(pos[i]), v[i*w:])
+			}
+			// q, k and v lie in one arena buffer, as in the executor.
+			arena := make([]float32, 64+c.ntok*(qw+2*w))
+			for i := range arena {
+				arena[i] = float32(math.NaN())
+			}
+			ko, vo := qoff+len(q)+koff, qoff+len(q)+koff+len(k)+voff
+			copy(arena[qoff:], q)
+			copy(arena[ko:], k)
+			copy(arena[vo:], v)
+			xb := e.place(0, arena)
+			words := make([]uint32, 2*c.ntok)
+			for i := range c.ntok {
+				words[i], words[c.ntok+i] = uint32(pos[i]), cells[i]
+			}
+			sb := e.words(words, posoff)
+			tb := e.place(toff, vulkan.RoPETable(rp, ctx))
+			db := e.out(doff + len(q) + 3)
+			elem := map[bool]int{true: 2, false: 4}[f16]
+			kc, vc := e.buf(2*ctx*w*elem, make([]byte, 2*ctx*w*elem)), e.buf(2*ctx*w*elem, make([]byte, 2*ctx*w*elem))
+			kind := map[bool]string{true: "f16", false: "f32"}[f16]
+			e.run("rope_kv_"+kind, [3]uint32{3, 1, 1}, pushWords(c.heads, c.kvHeads, c.hd, c.dims/2, map[bool]int{false: 0, true: 1}[c.neox], c.ntok,
+				qoff, doff, ko, vo, posoff, posoff+c.ntok, toff), xb, tb, sb, db, kc, vc)
+			what := fmt.Sprintf("rope_kv_%s %+v", kind, c)
+			if c.heads > 0 {
+				require.Equal(t, f32Bits(wantQ), f32Bits(e.readAt(db, doff, len(q))), "%s: q", what)
+			}
+			for name, pair := range map[string]struct {
+				kv  ref.KV
+				buf *vulkan.Buffer
+			}{"K": {kr, kc}, "V": {vr, vc}} {
+				var want []byte
+				if f16 {
+					for _, h := range pair.kv.F16 {
+						want = binary.LittleEndian.AppendUint16(want, h)
+					}
+				} else {
+					want = f32Bytes(pair.kv.F32)
+				}
+				got := make([]byte, len(want))
+				require.NoError(t, e.d.Download(got, pair.buf, 0))
+				require.Equal(t, want, got, "%s: %s cache", what, name)
+			}
+		}
 	}
 }
 

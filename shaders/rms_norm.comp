@@ -7,7 +7,10 @@
 // write the result as the activations its matmuls take (quantize.glsl's
 // bits, at word qoff of binding 3, laid out as quantize_q8.comp lays them
 // out), saving a decode step that dispatch and its barrier; Q8_0 and Q8_1
-// need ncols to be whole blocks of 32.
+// need ncols to be whole blocks of 32. Variant Q8_K writes Q8_K
+// super-blocks as quantize_q8k.comp does (the same arithmetic on the same
+// values, so the same bits) and needs ncols to be whole super-blocks of
+// 256 (WG is a multiple of 256).
 //
 // Numerics: ggml sums the squares in double; this sums in float (per
 // invocation, then a tree), which differs in the last bits.
@@ -31,7 +34,7 @@ layout(binding = 1) writeonly buffer D { float d[]; };
 layout(binding = 2) readonly buffer W { float w[]; };
 #endif
 
-#if defined(Q8_0) || defined(Q8_1) || defined(ROUND_F16) || defined(ROUND_BF16)
+#if defined(Q8_0) || defined(Q8_1) || defined(Q8_K) || defined(ROUND_F16) || defined(ROUND_BF16)
 layout(binding = 3) writeonly buffer Q { uint q[]; };
 #endif
 #if defined(Q8_0)
@@ -48,6 +51,12 @@ layout(binding = 3) writeonly buffer Q { uint q[]; };
 shared float blk_abs[WG];     // |value| of each invocation's value
 shared float blk_d[WG / 32u]; // each block's scale
 shared int blk_q[WG];         // each invocation's int8
+#endif
+#ifdef Q8_K
+shared float sb_v[WG];   // each invocation's value
+shared float sb_abs[WG]; // the largest |value| of a range, then of the super-block
+shared uint sb_idx[WG];  // its first index within the super-block
+shared int sb_q[WG];     // each invocation's int8
 #endif
 
 void main() {
@@ -120,6 +129,71 @@ void main() {
             }
         }
         barrier(); // the next chunk reuses the shared arrays
+    }
+#elif defined(Q8_K)
+    // Every invocation quantizes its own value, WG values (whole
+    // super-blocks) at a time: the first index of the largest |value| of
+    // each super-block by a tree in shared memory (ties to the lower
+    // index, as quantize_q8k), then quantize_q8k's iscale, int8 and d from
+    // that value, every fourth lane packing a word and every 32nd the two
+    // 16-value sums.
+    const uint nsb = pc.ncols / 256u;
+    const uint lane = t % 256u, first = t - lane; // within the super-block; its first invocation
+    for (uint base = 0u; base < pc.ncols; base += WG) { // uniform: every invocation loops alike
+        const uint i = base + t;
+        const bool live = i < pc.ncols; // the same for a whole super-block
+        float v = 0.0;
+        if (live) {
+            v = (x[xbase + i] * scale) * w[pc.woff + i];
+            d[dbase + i] = v;
+        }
+        sb_v[t] = v;
+        sb_abs[t] = abs(v) > 0.0 ? abs(v) : 0.0; // NaN never chosen, as in quantize_q8k
+        sb_idx[t] = lane;
+        barrier();
+        for (uint s = 128u; s > 0u; s >>= 1) {
+            if (lane < s) {
+                const float b = sb_abs[t + s];
+                const uint bi = sb_idx[t + s];
+                if (b > sb_abs[t] || (b == sb_abs[t] && bi < sb_idx[t])) {
+                    sb_abs[t] = b;
+                    sb_idx[t] = bi;
+                }
+            }
+            barrier();
+        }
+        const float amax = sb_abs[first];
+        const uint o = pc.qoff + (row * nsb + (base + first) / 256u) * 73u;
+        int qv = 0;
+        if (amax != 0.0) {
+            const float iscale = div_rn(-127.0, sb_v[first + sb_idx[first]]);
+            precise float tq = iscale * v;
+            qv = min(127, int(roundEven(tq)));
+            if (live && lane == 0u) {
+                q[o] = floatBitsToUint(div_rn(1.0, iscale));
+            }
+        } else if (live && lane == 0u) {
+            q[o] = 0u;
+        }
+        sb_q[t] = qv;
+        barrier();
+        if (live && lane % 4u == 0u) {
+            uint word = 0u;
+            for (uint j = 0u; j < 4u; j++) {
+                word |= (uint(sb_q[t + j]) & 0xffu) << (8u * j);
+            }
+            q[o + 1u + lane / 4u] = word;
+        }
+        if (live && lane % 32u == 0u) {
+            // Sums of values lane..lane+15 and lane+16..lane+31.
+            int s0 = 0, s1 = 0;
+            for (uint j = 0u; j < 16u; j++) {
+                s0 += sb_q[t + j];
+                s1 += sb_q[t + 16u + j];
+            }
+            q[o + 65u + lane / 32u] = (uint(s0) & 0xffffu) | (uint(s1) << 16);
+        }
+        barrier(); // the next pass reuses the shared arrays
     }
 #else
     for (uint i = t; i < pc.ncols; i += WG) {

@@ -7,6 +7,7 @@
 // CPU's bit for bit (the products are `precise`: no fused multiply-add).
 // Positions come from the step buffer at word posoff. d may alias x.
 #version 450
+#extension GL_GOOGLE_include_directive : require
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
@@ -20,6 +21,8 @@ layout(binding = 0) readonly buffer X { float x[]; };
 layout(binding = 1) readonly buffer Table { float table[]; };
 layout(binding = 2) readonly buffer Step { uint step[]; };
 layout(binding = 3) writeonly buffer D { float d[]; };
+
+#include "rope.glsl"
 
 void main() {
     const uint width = pc.heads * pc.hd;
@@ -52,12 +55,8 @@ void main() {
         const uint pos = step[pc.posoff + t];
         const uint ti = pc.toff + 2u * (pos * pc.half_ + i);
         const float c = table[ti], s = table[ti + 1u];
-        const float x0 = x[pc.xoff + head + lo], x1 = x[pc.xoff + head + hi];
-        precise float a = x0 * c;
-        precise float b = x1 * s;
-        precise float p = x0 * s;
-        precise float q = x1 * c;
-        d[pc.doff + head + lo] = a - b;
-        d[pc.doff + head + hi] = p + q;
+        const vec2 r = rope_rot(x[pc.xoff + head + lo], x[pc.xoff + head + hi], c, s);
+        d[pc.doff + head + lo] = r.x;
+        d[pc.doff + head + hi] = r.y;
     }
 }

@@ -227,9 +227,18 @@ func TestSiLU(t *testing.T) {
 func TestRMSNorm(t *testing.T) {
 	e := newEnv(t)
 	const eps = 1e-5
-	for _, c := range []struct{ rows, cols int }{{1, 1}, {3, 7}, {5, 333}, {2, 4099}, {3, 8193}, {1, 2048}, {4, 96}, {2, 1312}} {
+	for _, c := range []struct{ rows, cols int }{{1, 1}, {3, 7}, {5, 333}, {2, 4099}, {3, 8193}, {1, 2048}, {4, 96}, {2, 1312}, {3, 768}, {2, 256}} {
 		x := e.random(c.rows * c.cols)
 		w := e.random(c.cols)
+		if c.cols%256 == 0 {
+			// Q8_K: equal magnitudes of opposite sign, the largest of the
+			// super-block (the first sets the scale), and an all-zero
+			// super-block (d = 0).
+			x[10], x[200], w[10], w[200] = -9, 9, 1, 1
+			if c.cols >= 512 {
+				clear(x[256:512])
+			}
+		}
 		want := make([]float32, len(x))
 		ref.RMSNorm(want, x, c.cols, eps)
 		wantW := make([]float32, len(x))
@@ -244,15 +253,17 @@ func TestRMSNorm(t *testing.T) {
 		requireClose(t, fmt.Sprintf("rms_norm·w %dx%d", c.rows, c.cols), e.read(dw, len(x)), wantW, 1e-6, 2e-6)
 
 		// Fused with the activations' quantization or rounding: the same
-		// bits as rms_norm_mul_f32 then quantize_q8_0/q8_1 or round_*.
-		for _, kind := range []string{"q8_0", "q8_1", "f16", "bf16"} {
+		// bits as rms_norm_mul_f32 then quantize_q8_0/q8_1/q8_k or round_*.
+		for _, kind := range []string{"q8_0", "q8_1", "q8_k", "f16", "bf16"} {
 			words := c.rows * c.cols // f16, bf16: a word per value
 			switch {
 			case kind == "q8_0" && c.cols%32 == 0:
 				words = c.rows * c.cols / 32 * 9
 			case kind == "q8_1" && c.cols%32 == 0:
 				words = c.rows * c.cols / 32 * 10
-			case kind == "q8_0" || kind == "q8_1":
+			case kind == "q8_k" && c.cols%256 == 0:
+				words = c.rows * c.cols / 256 * 73
+			case kind == "q8_0" || kind == "q8_1" || kind == "q8_k":
 				continue // whole blocks only
 			}
 			sep := "quantize_" + kind

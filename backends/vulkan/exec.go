@@ -47,8 +47,17 @@ type Executable struct {
 	// taking one kind of activations, that kind: the norm writes them
 	// itself (fusedNormQuant).
 	normQuant map[int]string
-	placed    bool   // LoadOptions.Placed: only the nodes placed here are loaded
-	exported  []bool // placed: nodes whose values a Copy on another backend reads
+	// ropeKV holds, per Attention node, the RoPE nodes its KV store
+	// dispatch runs itself (fuseRoPEKV); deferred marks those RoPE nodes,
+	// which record no dispatch of their own.
+	ropeKV   map[int]ropeKV
+	deferred map[int]bool
+	// packs holds, per MatMulQKV node, the buffer its three weights share
+	// (packQKV); packOf finds a packed weight's pack and part.
+	packs    map[int]*qkvPack
+	packOf   map[int]qkvPart
+	placed   bool   // LoadOptions.Placed: only the nodes placed here are loaded
+	exported []bool // placed: nodes whose values a Copy on another backend reads
 
 	mu      sync.Mutex
 	kernels map[string]*Kernel
@@ -61,6 +70,7 @@ type value struct {
 	kind      valKind   // where it lives
 	off       int64     // arena: element offset; input: word offset in the step buffer
 	w         []*Buffer // weight: one buffer, or row chunks (weightChunks)
+	wOff      int64     // weight: byte offset in w[0] (a packed MatMulQKV weight; else 0)
 	chunkRows int       // weight: rows per buffer of w
 	kv        int       // Attention: index of its KV cache pair
 	rope      int       // RoPE: index into ropes
@@ -131,6 +141,7 @@ func LoadOn(d *Device, g *graph.Graph, w backends.Weights, o backends.LoadOption
 		return e, err
 	}
 	e.progress = o.Progress
+	e.packQKV(w)
 	for _, id := range order {
 		n := g.Nodes[id]
 		if e.placed && (backends.Foreign(n, name) || n.Op == "Weight" && !e.readHere(n)) {
@@ -147,6 +158,7 @@ func LoadOn(d *Device, g *graph.Graph, w backends.Weights, o backends.LoadOption
 	if (e.vals[out].kind != kindArena || !e.vals[out].active) && !(e.placed && backends.Foreign(g.Nodes[out], name)) {
 		return e, errors.New("the logits output is not a computed value")
 	}
+	e.fuseRoPEKV()
 	e.planArena()
 	e.normQuant = fusedNormQuant(g, e.order, func(id int) bool { return e.vals[id].active && !e.vals[id].import_ })
 	// Weights stream through the staging ring: the last copies may still
@@ -275,6 +287,9 @@ func (e *Executable) upload(v *value, w backends.Weights) error {
 		return fmt.Errorf("weight %q has type %s in the file, %s in the graph", n.Tensor, t.Type, n.Type.DType)
 	}
 	data := w.TensorData(t)
+	if p, ok := e.packOf[n.ID]; ok {
+		return e.uploadPacked(v, p, data)
+	}
 	parts, rows, err := weightChunks(n, int64(len(data)), e.weightLimit())
 	if err != nil {
 		return fmt.Errorf("weight %q: %w on %s", n.Tensor, err, e.d.info.Name)
@@ -345,6 +360,11 @@ func (e *Executable) weightLimit() int64 {
 	return int64(e.d.info.MaxStorageBufferRange)
 }
 
+// testNoFusion turns off the RoPE·KV store, the RMSNorm·w with Q8_K
+// activations and the packed QKV weights, so tests can compare both ways
+// bit for bit.
+var testNoFusion bool
+
 // testWeightLimit, when positive, replaces the storage-buffer range for
 // weights, so tests split small models' weights.
 var testWeightLimit int64
@@ -393,7 +413,7 @@ func (e *Executable) planArena() {
 	g := e.g
 	lastUse := make([]int, len(e.vals))
 	for step, id := range e.order {
-		for _, in := range g.Nodes[id].Inputs {
+		for _, in := range e.reads(id) {
 			lastUse[in] = step
 		}
 	}
@@ -440,7 +460,7 @@ func (e *Executable) planArena() {
 			v.off = take(size)
 			sizes[v.off] = (size + arenaAlign - 1) / arenaAlign * arenaAlign
 		}
-		for _, in := range n.Inputs {
+		for _, in := range e.reads(id) {
 			if g.Nodes[in].Op == ops.Part {
 				in = g.Nodes[in].Inputs[0]
 			}
@@ -454,6 +474,27 @@ func (e *Executable) planArena() {
 		}
 	}
 	e.arenaElems = max(end, arenaAlign)
+}
+
+// reads lists the values node id's dispatches read, for the arena's
+// lifetimes: its inputs, but none for a RoPE whose Attention rotates it,
+// and for that Attention the RoPEs' inputs as well.
+func (e *Executable) reads(id int) []int {
+	n := e.g.Nodes[id]
+	if e.deferred[id] {
+		return nil
+	}
+	f, ok := e.ropeKV[id]
+	if !ok {
+		return n.Inputs
+	}
+	in := slices.Clone(n.Inputs)
+	for _, r := range []int{f.q, f.k} {
+		if r >= 0 {
+			in = append(in, e.g.Nodes[r].Inputs...)
+		}
+	}
+	return in
 }
 
 // MaxTokens is the largest batch a Session runs.
@@ -588,10 +629,11 @@ func mib(n int64) string {
 // fusedNormQuant finds the nodes that write their readers' activations
 // themselves: an RMSNormMul whose results only matmuls read, as their
 // activations input, all taking Q8_0, Q8_1, binary16- or bfloat16-rounded
-// activations of one kind (rms_norm_mul_KIND), and an Attention whose
-// heads are whole blocks of 32 read only by such matmuls taking Q8_0 or
-// Q8_1 (attention_KV_KIND). Those matmuls skip their quantization
-// dispatch. Q8_K activations (K-quant weights) are still quantized apart.
+// activations of one kind (rms_norm_mul_KIND; Q8_K too for rows of whole
+// super-blocks of 256), and an Attention whose heads are whole blocks of
+// 32 read only by such matmuls taking Q8_0 or Q8_1 (attention_KV_KIND).
+// Those matmuls skip their quantization dispatch. An Attention's Q8_K
+// activations are still quantized apart (a super-block spans heads).
 // here reports whether this backend runs a node.
 func fusedNormQuant(g *graph.Graph, order []int, here func(int) bool) map[int]string {
 	users := g.Users()
@@ -599,11 +641,14 @@ func fusedNormQuant(g *graph.Graph, order []int, here func(int) bool) map[int]st
 	for _, id := range order {
 		n := g.Nodes[id]
 		kinds := []string{"q8_0", "q8_1", "f16", "bf16"}
+		width := int(n.Type.Shape.Inner().N)
 		switch {
 		case n.Op == ops.Attention && n.Attrs.Int("head_dim")%32 == 0:
 			kinds = kinds[:2]
-		case n.Op != ops.RMSNormMul || n.Type.Shape.Inner().N%32 != 0:
+		case n.Op != ops.RMSNormMul || width%32 != 0:
 			continue
+		case width%256 == 0 && ops.NormGroup(n.Attrs, width) == width && !testNoFusion:
+			kinds = append(kinds, "q8_k") // whole super-blocks of whole rows
 		}
 		if !here(id) || id == g.Outputs["logits"] || len(users[id]) == 0 {
 			continue
@@ -628,4 +673,153 @@ func fusedNormQuant(g *graph.Graph, order []int, here func(int) bool) map[int]st
 		}
 	}
 	return out
+}
+
+// ropeKV names the RoPE nodes an Attention's KV store dispatch runs
+// (rope_kv.comp): the keys' always, the queries' when q >= 0.
+type ropeKV struct{ q, k int }
+
+// fuseRoPEKV finds the Attention nodes whose keys are a RoPE that nothing
+// else reads, rotating by the Attention's own positions, and lets their
+// KV store dispatch rotate the keys as it stores them (rope_kv), and the
+// queries as well when they are such a RoPE with the same rotation: a
+// decode step saves two dispatches and two barriers a layer. The fused
+// RoPE nodes are deferred: recorded by their Attention, not in order.
+func (e *Executable) fuseRoPEKV() {
+	g := e.g
+	users := g.Users()
+	outputs := map[int]bool{}
+	for _, id := range g.Outputs {
+		outputs[id] = true
+	}
+	here := func(id int) bool {
+		v := &e.vals[id]
+		return v.active && !v.import_ && (e.exported == nil || !e.exported[id]) && !outputs[id]
+	}
+	// fusable: r is a RoPE of heads heads of att's head size, read only
+	// by att, at att's positions, from the arena.
+	fusable := func(r *graph.Node, att *graph.Node, heads int) bool {
+		hd := att.Attrs.Int("head_dim")
+		return r.Op == ops.RoPE && here(r.ID) && slices.Equal(users[r.ID], []int{att.ID}) &&
+			r.Inputs[1] == att.Inputs[3] && r.Attrs.Int("heads") == heads && r.Attrs.Int("head_dim") == hd &&
+			hd%2 == 0 && e.vals[r.Inputs[0]].kind == kindArena
+	}
+	e.ropeKV, e.deferred = map[int]ropeKV{}, map[int]bool{}
+	if testNoFusion {
+		return
+	}
+	for _, id := range e.order {
+		n := g.Nodes[id]
+		if n.Op != ops.Attention || !here(id) || e.vals[n.Inputs[2]].kind != kindArena {
+			continue
+		}
+		rk := g.Nodes[n.Inputs[1]]
+		if !fusable(rk, n, n.Attrs.Int("kv_heads")) {
+			continue
+		}
+		f := ropeKV{q: -1, k: rk.ID}
+		if rq := g.Nodes[n.Inputs[0]]; fusable(rq, n, n.Attrs.Int("heads")) &&
+			e.vals[rq.ID].rope == e.vals[rk.ID].rope && rq.Attrs.Bool("neox") == rk.Attrs.Bool("neox") {
+			f.q = rq.ID
+			e.deferred[rq.ID] = true
+		}
+		e.deferred[rk.ID] = true
+		e.ropeKV[id] = f
+	}
+}
+
+// qkvPack is one buffer holding a MatMulQKV's three weights (one type,
+// one width), so that matvec_qkv computes all three projections in one
+// dispatch: part i's rows start at row start[i] of the buffer, each part
+// on a row whose byte offset suits minStorageBufferOffsetAlignment (the
+// other dispatches bind each part at its offset), with at most a few rows
+// of padding between the parts.
+type qkvPack struct {
+	buf      *Buffer
+	start    [3]int // first row of each part
+	rows     [3]int
+	rowBytes int64
+}
+
+// qkvPart is weight i of a qkvPack.
+type qkvPart struct {
+	p *qkvPack
+	i int
+}
+
+// packQKV plans a qkvPack for every MatMulQKV whose weights are of one
+// type and width and fit one buffer together, and no weight serves
+// another pack.
+func (e *Executable) packQKV(w backends.Weights) {
+	e.packs, e.packOf = map[int]*qkvPack{}, map[int]qkvPart{}
+	if testNoFusion {
+		return
+	}
+	align := max(int64(e.d.props.Limits.MinStorageBufferOffsetAlignment), 4)
+	for _, id := range e.order {
+		n := e.g.Nodes[id]
+		ws := ops.MatMulWeights(n)
+		if n.Op != ops.MatMulQKV || len(ws) != 3 || e.placed && backends.Foreign(n, name) {
+			continue
+		}
+		p := &qkvPack{}
+		ok := true
+		var next int64
+		for i, wid := range ws {
+			wt := e.g.Nodes[wid]
+			t, found := w.Tensor(wt.Tensor)
+			first := e.g.Nodes[ws[0]].Type
+			_, taken := e.packOf[wid]
+			if !found || taken || len(wt.Type.Shape) != 2 || wt.Type.DType != first.DType || wt.Type.Shape[1].N != first.Shape[1].N {
+				ok = false
+				break
+			}
+			rows := wt.Type.Shape[0].N
+			size := int64(len(w.TensorData(t)))
+			if size%rows != 0 || (p.rowBytes != 0 && size/rows != p.rowBytes) {
+				ok = false
+				break
+			}
+			p.rowBytes = size / rows
+			for next*p.rowBytes%align != 0 {
+				next++
+			}
+			p.start[i], p.rows[i] = int(next), int(rows)
+			next += rows
+		}
+		if !ok || (next*p.rowBytes+3)&^3 > e.weightLimit() {
+			continue
+		}
+		e.packs[id] = p
+		for i, wid := range ws {
+			e.packOf[wid] = qkvPart{p, i}
+		}
+	}
+}
+
+// uploadPacked copies a weight into its place in a qkvPack's buffer,
+// allocating the buffer for the first of the three.
+func (e *Executable) uploadPacked(v *value, at qkvPart, data []byte) error {
+	n, p, part := v.n, at.p, at.i
+	if p.buf == nil {
+		end := int64(p.start[2]+p.rows[2]) * p.rowBytes
+		b, err := e.d.Alloc((end + 3) &^ 3)
+		if err != nil {
+			return fmt.Errorf("weight %q: %w", n.Tensor, err)
+		}
+		e.weights = append(e.weights, b)
+		p.buf = b
+	}
+	v.kind, v.chunkRows, v.w, v.wOff = kindWeight, p.rows[part], []*Buffer{p.buf}, int64(p.start[part])*p.rowBytes
+	chunk := data
+	if len(chunk)%4 != 0 {
+		chunk = append(slices.Clip(chunk), make([]byte, 4-len(chunk)%4)...)
+	}
+	if err := e.d.Upload(p.buf, v.wOff, chunk); err != nil {
+		return fmt.Errorf("weight %q: %w", n.Tensor, err)
+	}
+	if e.uploaded += int64(len(chunk)); e.progress != nil {
+		e.progress(e.uploaded, e.weightBytes)
+	}
+	return e.uploadGrid(n.Type.DType)
 }

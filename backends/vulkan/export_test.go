@@ -17,3 +17,28 @@ const RingBytes = ringSlots * ringChunk
 // FusedActivations returns, per node that writes its readers'
 // activations itself, their kind.
 func FusedActivations(e *Executable) map[int]string { return e.normQuant }
+
+// DisableFusion makes Load record every RoPE, every Q8_K quantization
+// and every projection of a MatMulQKV as a dispatch of its own, as before
+// the RoPE·KV store, the Q8_K RMSNorm·w and the packed QKV weights; it
+// returns a function restoring them.
+func DisableFusion() (restore func()) {
+	old := testNoFusion
+	testNoFusion = true
+	return func() { testNoFusion = old }
+}
+
+// StepCounts returns the dispatches and barriers recorded for the step
+// shape of tokens tokens and rows rows of the whole graph (0, 0 when it
+// was not run yet).
+func StepCounts(s *Session, tokens, rows int) (dispatches, barriers int) {
+	p := s.steps[stepKey{-1, tokens, rows}]
+	if p == nil {
+		return 0, 0
+	}
+	return p.Dispatches(), p.Barriers()
+}
+
+// PackedQKV returns how many MatMulQKV nodes run as one dispatch over
+// packed weights.
+func PackedQKV(e *Executable) int { return len(e.packs) }

@@ -114,7 +114,10 @@ type Program struct {
 	err    error // first recording error
 	n      int   // dispatches recorded
 	bars   int   // barriers recorded
-	prof   *profile
+	// barrier: a Barrier was asked for after the last dispatch; it is
+	// recorded before the next one (End's own barrier covers a last one).
+	barrier bool
+	prof    *profile
 }
 
 // Descriptor sets come from pools of setsPerPool sets with up to
@@ -208,6 +211,12 @@ func (p *Program) Dispatch(k *Kernel, groups [3]uint32, push []byte, bufs ...Ran
 	if err != nil {
 		return p.fail(err)
 	}
+	if p.barrier {
+		p.barrier = false
+		p.bars++
+		d.dev.CmdPipelineBarrier(p.cb, vk.StageComputeShader, vk.StageComputeShader, &vk.Barrier{
+			SrcAccess: vk.AccessShaderWrite, DstAccess: vk.AccessShaderRead | vk.AccessShaderWrite}, nil)
+	}
 	d.dev.UpdateDescriptorSet(set, binds)
 	d.dev.CmdBindPipeline(p.cb, k.pipeline)
 	d.dev.CmdBindDescriptorSet(p.cb, k.layout, 0, set)
@@ -234,14 +243,14 @@ func (p *Program) allocSet(k *Kernel) (vk.DescriptorSet, error) {
 }
 
 // Barrier orders every earlier dispatch's writes before every later
-// dispatch's reads and writes.
+// dispatch's reads and writes. It is recorded with the next dispatch, so
+// a barrier with no dispatch after it (End has its own) or one repeated
+// costs nothing.
 func (p *Program) Barrier() {
-	if p.err != nil || p.ended {
-		return
+	if p.err != nil || p.ended || p.n == 0 {
+		return // the program's leading barrier orders what came before
 	}
-	p.bars++
-	p.d.dev.CmdPipelineBarrier(p.cb, vk.StageComputeShader, vk.StageComputeShader, &vk.Barrier{
-		SrcAccess: vk.AccessShaderWrite, DstAccess: vk.AccessShaderRead | vk.AccessShaderWrite}, nil)
+	p.barrier = true
 }
 
 // Barriers returns the number of barriers recorded between dispatches.

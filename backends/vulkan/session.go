@@ -408,8 +408,8 @@ func (s *Session) record(key stepKey) (*Program, error) {
 	}
 	for _, id := range nodes {
 		v := &s.e.vals[id]
-		if !v.active || v.import_ {
-			continue
+		if !v.active || v.import_ || s.e.deferred[id] {
+			continue // deferred: its Attention's dispatch computes it
 		}
 		if err := r.node(v); err != nil {
 			p.Close()
@@ -448,7 +448,7 @@ func (r *recorder) operand(id int) (Range, uint32) {
 	case kindInput:
 		return Whole(s.step), uint32(v.off)
 	case kindWeight:
-		return Whole(v.w[0]), 0 // a vector (a matrix's chunks are the matmul's and GetRows's)
+		return weightRange(v, 0), 0 // a vector (a matrix's chunks are the matmul's and GetRows's)
 	case kindLogits:
 		return Whole(s.out), 0
 	}
@@ -494,9 +494,9 @@ func (r *recorder) node(v *value) error {
 		if t := r.in(v, 0); t.kind == kindWeight {
 			// One dispatch per row chunk of the table; each writes the
 			// output rows whose ids it holds.
-			for c, wb := range t.w {
+			for c := range t.w {
 				push := []uint32{uint32(v.width), uint32(rows), idsoff, 0, doff, uint32(c * t.chunkRows), uint32(t.chunkRows)}
-				if err := r.dispatch("get_rows_"+weightKernel[t.n.Type.DType], rowGroups(rows), push, r.s.e.withGrid(t.n.Type.DType, Whole(wb), Whole(r.s.step), dst)...); err != nil {
+				if err := r.dispatch("get_rows_"+weightKernel[t.n.Type.DType], rowGroups(rows), push, r.s.e.withGrid(t.n.Type.DType, weightRange(t, c), Whole(r.s.step), dst)...); err != nil {
 					return err
 				}
 			}
@@ -609,11 +609,18 @@ func (r *recorder) attention(v *value, dst Range, doff uint32) error {
 	kc, vc := Whole(r.s.kc[v.kv]), Whole(r.s.vc[v.kv])
 	width := kvHeads * hd
 	celloff := uint32(r.s.e.cellWords())
-	if err := r.dispatch("kv_store_"+kvt, strided(r.T*width/2, 64), []uint32{uint32(width), uint32(r.T), koff, voff, posoff, celloff},
-		k, vv, Whole(r.s.step), kc, vc); err != nil {
-		return err
+	if f, ok := r.s.e.ropeKV[v.n.ID]; ok {
+		if err := r.ropeKV(v, f, kvt); err != nil {
+			return err
+		}
+		r.p.Stamp("RoPE+KVStore")
+	} else {
+		if err := r.dispatch("kv_store_"+kvt, strided(r.T*width/2, 64), []uint32{uint32(width), uint32(r.T), koff, voff, posoff, celloff},
+			k, vv, Whole(r.s.step), kc, vc); err != nil {
+			return err
+		}
+		r.p.Stamp("KVStore")
 	}
-	r.p.Stamp("KVStore")
 	r.p.Barrier()
 	push := []uint32{uint32(heads), uint32(kvHeads), uint32(hd), uint32(r.T), qoff, doff, posoff, f32bits(a.Float("scale")), 0, celloff, uint32(a.Int("window")), f32bits(a.Float("softcap")), f32bits(capInv(a.Float("softcap")))}
 	if kind := r.s.e.normQuant[v.n.ID]; kind != "" {
@@ -622,6 +629,29 @@ func (r *recorder) attention(v *value, dst Range, doff uint32) error {
 		return r.dispatch("attention_"+kvt+"_"+kind, [3]uint32{uint32(heads), uint32(r.T), 1}, push, q, Whole(r.s.step), kc, vc, dst, Whole(r.s.scratch))
 	}
 	return r.dispatch("attention_"+kvt, [3]uint32{uint32(heads), uint32(r.T), 1}, push, q, Whole(r.s.step), kc, vc, dst)
+}
+
+// ropeKV records Attention v's RoPE·KV store (rope_kv.comp, fuseRoPEKV):
+// the keys' RoPE into the cache with the values, and the queries' RoPE
+// into its own value when f.q >= 0. Every source is in the arena.
+func (r *recorder) ropeKV(v *value, f ropeKV, kvt string) error {
+	a := v.n.Attrs
+	rk := r.s.e.vals[f.k]
+	rp := r.s.e.ropes[rk.rope]
+	_, koff := r.operand(rk.n.Inputs[0])
+	_, voff := r.operand(v.n.Inputs[2])
+	_, posoff := r.operand(v.n.Inputs[3])
+	var qheads, qoff, doff uint32
+	if f.q >= 0 {
+		qheads = uint32(a.Int("heads"))
+		_, qoff = r.operand(r.s.e.vals[f.q].n.Inputs[0])
+		_, doff = r.operand(f.q)
+	}
+	hd := a.Int("head_dim")
+	pairs := r.T * (int(qheads) + a.Int("kv_heads")) * hd / 2
+	return r.dispatch("rope_kv_"+kvt, strided(pairs, 64), []uint32{qheads, uint32(a.Int("kv_heads")), uint32(hd), uint32(rp.Dims / 2),
+		boolWord(rk.n.Attrs.Bool("neox")), uint32(r.T), qoff, doff, koff, voff, posoff, uint32(r.s.e.cellWords()), uint32(r.s.tableOff[rk.rope])},
+		Whole(r.s.arena), Whole(r.s.table), Whole(r.s.step), Whole(r.s.arena), Whole(r.s.kc[v.kv]), Whole(r.s.vc[v.kv]))
 }
 
 // matmulTokens is the token block of one matmul workgroup (NT in
@@ -704,13 +734,13 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	chunked := func(kernel string, w, other *value, dst Range, doff uint32, res Range, roff uint32) error {
 		rowsW := int(w.n.Type.Shape[0].N)
 		xa, xaoff := act(w.n.Type.DType)
-		for c, wb := range w.w {
+		for c := range w.w {
 			row0 := c * w.chunkRows
 			rows := min(w.chunkRows, rowsW-row0)
-			bufs := []Range{Whole(wb), xa, dst}
+			bufs := []Range{weightRange(w, c), xa, dst}
 			switch {
 			case other != nil:
-				bufs = append(bufs, Whole(other.w[c]))
+				bufs = append(bufs, weightRange(other, c))
 			case res.Buf != nil:
 				bufs = append(bufs, res)
 			}
@@ -747,6 +777,15 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		}
 		return chunked(shader+"_geglu_"+kind, g, u, dst, doff, Range{}, 0)
 	case ops.MatMulQKV:
+		if p := r.s.e.packs[n.ID]; p != nil && vec {
+			// One dispatch over the packed weights (packQKV).
+			rows := p.start[2] + p.rows[2]
+			push := []uint32{uint32(cols), uint32(rows), uint32(ntok), xoff, doff, 0, 0,
+				uint32(p.rows[0]), uint32(p.start[1]), uint32(p.rows[1]), uint32(p.start[2]), uint32(r.s.e.maxTokens)}
+			xa, xaoff := act(wt0)
+			push[3] = xaoff
+			return r.dispatch(shader+"_qkv_"+kind+spec, groups(rows), push, r.s.e.withGrid(wt0, Whole(p.buf), xa, dst)...)
+		}
 		// Part i is [maxTokens, rows_i] after the parts before it.
 		off := doff
 		for i := range ws {
@@ -758,6 +797,12 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		return nil
 	}
 	return fmt.Errorf("no Vulkan matmul for %s", n.Op)
+}
+
+// weightRange binds row chunk c of weight v: its buffer, from the
+// weight's offset in it (a packed MatMulQKV weight's part).
+func weightRange(v *value, c int) Range {
+	return Range{Buf: v.w[c], Offset: v.wOff}
 }
 
 // capInv is 1/cap in float32, as ggml computes the soft-capping's first

@@ -46,6 +46,7 @@ var variants = []variant{
 	{"rms_norm_mul_f32", "rms_norm.comp", []string{"MUL_WEIGHT"}, 3, 28, 512},
 	{"rms_norm_mul_q8_0", "rms_norm.comp", []string{"MUL_WEIGHT", "Q8_0"}, 4, 28, 512},
 	{"rms_norm_mul_q8_1", "rms_norm.comp", []string{"MUL_WEIGHT", "Q8_1"}, 4, 28, 512},
+	{"rms_norm_mul_q8_k", "rms_norm.comp", []string{"MUL_WEIGHT", "Q8_K"}, 4, 28, 512},
 	{"rms_norm_mul_f16", "rms_norm.comp", []string{"MUL_WEIGHT", "ROUND_F16"}, 4, 28, 512},
 	{"rms_norm_mul_bf16", "rms_norm.comp", []string{"MUL_WEIGHT", "ROUND_BF16"}, 4, 28, 512},
 	{"layer_norm_f32", "layer_norm.comp", nil, 2, 28, 512},
@@ -60,6 +61,8 @@ var variants = []variant{
 	{"rope_f32", "rope.comp", nil, 4, 36, 64},
 	{"kv_store_f16", "kv_store.comp", []string{"KV_F16"}, 5, 24, 64},
 	{"kv_store_f32", "kv_store.comp", []string{"KV_F32"}, 5, 24, 64},
+	{"rope_kv_f16", "rope_kv.comp", []string{"KV_F16"}, 6, 52, 64},
+	{"rope_kv_f32", "rope_kv.comp", []string{"KV_F32"}, 6, 52, 64},
 	{"kv_shift_f16", "kv_shift.comp", []string{"KV_F16"}, 3, 32, 64},
 	{"kv_shift_f32", "kv_shift.comp", []string{"KV_F32"}, 3, 32, 64},
 	{"attention_f16", "attention.comp", []string{"KV_F16"}, 5, 52, 64},
@@ -119,6 +122,7 @@ func init() {
 			variant{"matvec_gateup_" + w.name, "matvec.comp", []string{w.define, "GATEUP"}, 4 + grid, 28, 64},
 			variant{"matvec_bias_" + w.name, "matvec.comp", []string{w.define, "BIAS"}, 4 + grid, 28, 64},
 			variant{"matvec_geglu_" + w.name, "matvec.comp", []string{w.define, "GEGLU"}, 4 + grid, 28, 64},
+			variant{"matvec_qkv_" + w.name, "matvec.comp", []string{w.define, "QKV"}, 3 + grid, 48, 64},
 		)
 	}
 }

@@ -1,0 +1,92 @@
+//go:build linux && (amd64 || arm64)
+
+package vulkan_test
+
+import (
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/weft-ml/weft/backends"
+	"github.com/weft-ml/weft/backends/vulkan"
+	"github.com/weft-ml/weft/backends/vulkan/vulkantest"
+	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/internal/testenv"
+	"github.com/weft-ml/weft/model/synth"
+)
+
+// The fused dispatches (RoPE·KV store, RMSNorm·w with Q8_K activations,
+// QKV projections over packed weights) give the logits of the separate
+// ones bit for bit, for prefill (40 tokens) and decode, binary16 and float32 caches,
+// heads of 64 and 32, and save their dispatches and barriers in a decode
+// step: two of each per layer for the RoPEs, one per norm writing Q8_K
+// (two a layer with K-quant weights, and the output norm before a Q6_K
+// output), and two dispatches per packed QKV.
+func TestFusedDispatchesBitIdentical(t *testing.T) {
+	d := vulkantest.Open(t)
+	vocab, err := gguf.Open(filepath.Join(testenv.Shared(t, "models"), "stories260K.gguf"))
+	require.NoError(t, err)
+	defer vocab.Close()
+	for _, c := range []struct {
+		typ   string
+		shape synth.Shape
+		saved int // dispatches and barriers per decode step
+	}{
+		{"q4_0", synth.Shape{Dim: 256, FFN: 512, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 512, Ctx: 64}, 2*2 + 1},
+		{"q4_k_m", synth.Shape{Dim: 256, FFN: 512, Layers: 2, Heads: 8, KVHeads: 8, Vocab: 512, Ctx: 64}, 2*2 + 2*2 + 1},
+	} {
+		t.Run(c.typ, func(t *testing.T) {
+			ft, err := synth.ParseFileType(c.typ)
+			require.NoError(t, err)
+			path := filepath.Join(t.TempDir(), c.typ+".gguf")
+			require.NoError(t, synth.WriteFile(path, synth.Options{Shape: c.shape, Type: ft, Seed: 5, Vocab: vocab}))
+			g, f := compileFor(t, path, 64)
+			fused := load(t, d, g, f, 64)
+			restore := vulkan.DisableFusion()
+			plain := load(t, d, g, f, 64)
+			restore()
+			for _, kv := range []backends.KVType{backends.KVF16, backends.KVF32} {
+				run := func(e *vulkan.Executable) (*vulkan.Session, [][]float32) {
+					s, err := e.NewSession(backends.StateOptions{Ctx: 64, KVType: kv})
+					require.NoError(t, err)
+					t.Cleanup(func() { s.Close() })
+					var out [][]float32
+					prompt := seq(1, 40) // 40 tokens: the tiled matmuls (packed QKV weights bound at their offsets)
+					for i := range prompt {
+						prompt[i] = prompt[i] * 37 % 512
+					}
+					lg, err := s.Run(backends.Batch{Tokens: prompt, Positions: seq(0, len(prompt)), Rows: seq(0, len(prompt))})
+					require.NoError(t, err)
+					out = append(out, append([]float32(nil), lg...))
+					for step := range 4 {
+						lg, err = s.Run(backends.Batch{Tokens: []int32{int32(7 + 50*step)}, Positions: []int32{int32(len(prompt) + step)}, Rows: []int32{0}})
+						require.NoError(t, err)
+						out = append(out, append([]float32(nil), lg...))
+					}
+					return s, out
+				}
+				sf, got := run(fused)
+				sp, want := run(plain)
+				for i := range want {
+					require.Equal(t, f32Bits(want[i]), f32Bits(got[i]), "kv %s, step %d: logits", kv, i)
+				}
+				df, bf := vulkan.StepCounts(sf, 1, 1)
+				dp, bp := vulkan.StepCounts(sp, 1, 1)
+				t.Logf("kv %s decode step: %d dispatches, %d barriers (separately: %d, %d); %d of %d QKV packed", kv, df, bf, dp, bp, vulkan.PackedQKV(fused), c.shape.Layers)
+				assert.Equal(t, dp-c.saved-2*vulkan.PackedQKV(fused), df, "dispatches")
+				assert.Equal(t, bp-c.saved, bf, "barriers")
+			}
+		})
+	}
+}
+
+func f32Bits(v []float32) []uint32 {
+	out := make([]uint32, len(v))
+	for i, x := range v {
+		out[i] = math.Float32bits(x)
+	}
+	return out
+}

@@ -1,0 +1,13 @@
+// The RoPE rotation shared by rope.comp and rope_kv.comp, so both give
+// ref.RoPE's bits.
+
+// rope_rot rotates the pair (x0, x1) by the angle whose cosine and sine
+// are c and s: (x0·c − x1·s, x0·s + x1·c), each product rounded on its own
+// (`precise`: no fused multiply-add), as ref.RoPE.Apply computes it.
+vec2 rope_rot(float x0, float x1, float c, float s) {
+    precise float a = x0 * c;
+    precise float b = x1 * s;
+    precise float p = x0 * s;
+    precise float q = x1 * c;
+    return vec2(a - b, p + q);
+}

@@ -1,0 +1,98 @@
+// RoPE and KV store in one dispatch (decode's rope_f32 ×2 + kv_store): the
+// batch's keys are rotated (ref.RoPE) and stored with its values in the KV
+// cache as kv_store.comp stores them, and, when qheads > 0, its queries are
+// rotated the same way into d (the Attention's q operand). Saves a decode
+// step two dispatches and two barriers per layer.
+//
+// All three sources are rows of X (the activation arena) at element
+// offsets qoff, koff and voff: queries qheads·hd values a token, keys and
+// values kvheads·hd. Each invocation takes two neighbouring elements of
+// one row (hd is even): a query pair, or a key pair and its value pair,
+// which go to cache row cell[t] + pos[t] (step buffer words celloff and
+// posoff) — with KV_F16 the two binary16 halves of one word, with KV_F32
+// two words. An element's rotation is rope.comp's (the same table entry,
+// rope_rot's products), so the cache and d hold exactly what rope_f32
+// followed by kv_store_* writes.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 64;
+
+layout(push_constant) uniform Push {
+    uint qheads, kvheads, hd, half_, neox, ntok;
+    uint qoff, doff, koff, voff;
+    uint posoff, celloff, toff;
+} pc;
+
+layout(binding = 0) readonly buffer X { float x[]; };
+layout(binding = 1) readonly buffer Table { float table[]; };
+layout(binding = 2) readonly buffer Step { uint step[]; };
+layout(binding = 3) writeonly buffer D { float d[]; };
+layout(binding = 4) writeonly buffer KC { uint kc[]; };
+layout(binding = 5) writeonly buffer VC { uint vc[]; };
+
+#include "half.glsl"
+#include "rope.glsl"
+
+// rope_one is element e of the head whose first element is x[head],
+// rotated by position pos as rope.comp rotates it: its pair (e, e + half)
+// with NeoX, else (e & ~1, e | 1); elements from 2·half on pass through.
+float rope_one(uint head, uint e, uint pos) {
+    if (e >= 2u * pc.half_) {
+        return x[head + e];
+    }
+    uint i, lo;
+    bool first;
+    if (pc.neox != 0u) {
+        first = e < pc.half_;
+        i = first ? e : e - pc.half_;
+        lo = i;
+    } else {
+        first = (e & 1u) == 0u;
+        i = e / 2u;
+        lo = e & ~1u;
+    }
+    const uint hi = pc.neox != 0u ? lo + pc.half_ : lo + 1u;
+    const uint ti = pc.toff + 2u * (pos * pc.half_ + i);
+    const vec2 r = rope_rot(x[head + lo], x[head + hi], table[ti], table[ti + 1u]);
+    return first ? r.x : r.y;
+}
+
+void main() {
+    const uint qpairs = pc.qheads * pc.hd / 2u, kvpairs = pc.kvheads * pc.hd / 2u;
+    const uint nq = pc.ntok * qpairs, total = nq + pc.ntok * kvpairs;
+    const uint stride = gl_NumWorkGroups.x * WG;
+    for (uint g = gl_GlobalInvocationID.x; g < total; g += stride) {
+        if (g < nq) {
+            const uint t = g / qpairs, i = 2u * (g % qpairs); // element i of token t's row
+            const uint e = i % pc.hd;
+            const uint head = pc.qoff + t * 2u * qpairs + i - e;
+            const uint pos = step[pc.posoff + t];
+            const uint o = pc.doff + t * 2u * qpairs + i;
+            d[o] = rope_one(head, e, pos);
+            d[o + 1u] = rope_one(head, e + 1u, pos);
+            continue;
+        }
+        const uint gk = g - nq;
+        const uint width = 2u * kvpairs;
+        const uint t = gk / kvpairs, i = 2u * (gk % kvpairs);
+        const uint e = i % pc.hd;
+        const uint pos = step[pc.posoff + t];
+        const uint head = pc.koff + t * width + i - e;
+        const float k0 = rope_one(head, e, pos), k1 = rope_one(head, e + 1u, pos);
+        const float v0 = x[pc.voff + t * width + i], v1 = x[pc.voff + t * width + i + 1u];
+        const uint dst = (step[pc.celloff + t] + pos) * width + i;
+#if defined(KV_F16)
+        kc[dst / 2u] = f32_to_f16(k0) | (f32_to_f16(k1) << 16);
+        vc[dst / 2u] = f32_to_f16(v0) | (f32_to_f16(v1) << 16);
+#elif defined(KV_F32)
+        kc[dst] = floatBitsToUint(k0);
+        kc[dst + 1u] = floatBitsToUint(k1);
+        vc[dst] = floatBitsToUint(v0);
+        vc[dst + 1u] = floatBitsToUint(v1);
+#else
+#error "define KV_F16 or KV_F32"
+#endif
+    }
+}
