@@ -67,13 +67,16 @@ void main() {
     const uint t = gl_LocalInvocationID.x;
     const uint xbase = pc.xoff + row * pc.ncols;
     const uint dbase = pc.doff + row * pc.ncols;
-    float sum = 0.0;
+    // precise: no fused multiply-adds, so every variant (each compiled on
+    // its own) sums the same way on every driver; NVIDIA's compiler fused
+    // v * v + sum in some variants and not others (1-ulp differences).
+    precise float sum = 0.0;
     for (uint i = t; i < pc.ncols; i += WG) {
         const float v = x[xbase + i];
         sum += v * v;
     }
     sum = wg_sum(sum);
-    const float scale = 1.0 / sqrt(sum / float(pc.ncols) + pc.eps);
+    precise const float scale = 1.0 / sqrt(sum / float(pc.ncols) + pc.eps);
 #ifdef BW
     // Every invocation quantizes its own value: per chunk of WG values,
     // the block's scale from the first lane of each 32, then each lane's
