@@ -46,9 +46,9 @@ func reduceLanes(acc []float32) float32 {
 	return (x[0] + x[2]) + (x[1] + x[3])
 }
 
-// bf16DotModel is ggml_vec_dot_bf16's AVX512-BF16 order over whole blocks
-// of 64 (two 16-lane accumulators, values 0–31 and 32–63 of each block);
-// a ragged tail is added as the wrapper adds it, through quant.VecDot.
+// bf16DotModel is ggml_vec_dot_bf16's AVX512-BF16 order: whole blocks of
+// 64 in two 16-lane accumulators (values 0–31 and 32–63 of each block),
+// whose sums and then the tail's products are added in float64.
 func bf16DotModel(n int, w, a []byte) float32 {
 	var c1, c2 [16]float32
 	nb := n / 64
@@ -56,11 +56,11 @@ func bf16DotModel(n int, w, a []byte) float32 {
 		bf16Lanes(c1[:], w, a, 64*b)
 		bf16Lanes(c2[:], w, a, 64*b+32)
 	}
-	s := reduceLanes(c1[:]) + reduceLanes(c2[:])
-	if rest := n - 64*nb; rest > 0 {
-		s += quant.VecDot(gguf.TypeBF16, rest, w[2*64*nb:], a[2*64*nb:])
+	s := float64(reduceLanes(c1[:])) + float64(reduceLanes(c2[:]))
+	for i := 64 * nb; i < n; i++ {
+		s += float64(bf16At(w, i) * bf16At(a, i))
 	}
-	return s
+	return float32(s)
 }
 
 // bf16TileModel is one (row, token) sum of a GEMM tile: one accumulator

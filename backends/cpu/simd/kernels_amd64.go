@@ -37,9 +37,10 @@ func dotF16AVX2(nb int, w *byte, a *byte) float32
 // stride bytes apart from w, with a (nb chunks of 32 each).
 func dotF16RowsAVX2(nb int, w *byte, stride int, a *byte, dst *float32)
 
-// dotBF16AVX2 returns the dot product of nb chunks of 64 bfloat16 values at w and a,
-// summed as ggml_vec_dot_bf16's AVX512-BF16 path sums them.
-func dotBF16AVX2(nb int, w *byte, a *byte) float32
+// dotBF16AVX2 returns the dot product of n bfloat16 values at w and a, summed
+// as ggml_vec_dot_bf16's AVX512-BF16 path sums them: 64-value blocks in
+// two float32 accumulators, their sums and the tail's products in float64.
+func dotBF16AVX2(n int, w *byte, a *byte) float32
 
 // dotQ4_KAVX2 returns the dot product of nb Q4_K super-blocks at w with Q8_K blocks at a.
 func dotQ4_KAVX2(nb int, w *byte, a *byte) float32
@@ -157,9 +158,10 @@ func dotQ4_0RowsAVX512(nb int, w *byte, stride int, a *byte, dst *float32)
 // dotF16AVX512 returns the dot product of nb chunks of 32 binary16 values at w and a.
 func dotF16AVX512(nb int, w *byte, a *byte) float32
 
-// dotBF16AVX512 returns the dot product of nb chunks of 64 bfloat16 values at w and a,
-// summed as ggml_vec_dot_bf16's AVX512-BF16 path sums them.
-func dotBF16AVX512(nb int, w *byte, a *byte) float32
+// dotBF16AVX512 returns the dot product of n bfloat16 values at w and a, summed
+// as ggml_vec_dot_bf16's AVX512-BF16 path sums them: 64-value blocks in
+// two float32 accumulators, their sums and the tail's products in float64.
+func dotBF16AVX512(n int, w *byte, a *byte) float32
 
 // dotIQ4_NLAVX512 returns the dot product of nb weight blocks at w with Q8_0 blocks at a.
 func dotIQ4_NLAVX512(nb int, w *byte, a *byte) float32

@@ -2626,18 +2626,20 @@ done:
 	VZEROUPPER
 	RET
 
-// func dotBF16AVX2(nb int, w *byte, a *byte) float32
+// func dotBF16AVX2(n int, w *byte, a *byte) float32
 // Requires: AVX, AVX2, FMA3, SSE
 TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
-	MOVQ         nb+0(FP), AX
+	MOVQ         n+0(FP), AX
 	MOVQ         w+8(FP), CX
 	MOVQ         a+16(FP), DX
+	MOVQ         AX, BX
+	SHRQ         $0x06, BX
 	VPBROADCASTD highWords<>+0(SB), Y0
 	VXORPS       Y1, Y1, Y1
 	VXORPS       Y2, Y2, Y2
 	VXORPS       Y3, Y3, Y3
 	VXORPS       Y4, Y4, Y4
-	TESTQ        AX, AX
+	TESTQ        BX, BX
 	JZ           done
 
 loop:
@@ -2675,7 +2677,7 @@ loop:
 	VFMADD231PS Y6, Y5, Y4
 	ADDQ        $0x00000080, CX
 	ADDQ        $0x00000080, DX
-	DECQ        AX
+	DECQ        BX
 	JNZ         loop
 
 done:
@@ -2693,9 +2695,32 @@ done:
 	VADDPS       X2, X1, X1
 	VMOVSHDUP    X1, X2
 	VADDSS       X2, X1, X1
-	VADDSS       X1, X0, X0
+	VCVTSS2SD    X0, X0, X0
+	VCVTSS2SD    X1, X1, X1
+	VADDSD       X1, X0, X0
+	ANDQ         $0x0000003f, AX
+	JZ           tailDone
+
+tail:
+	MOVWLZX   (CX), BX
+	SHLL      $0x10, BX
+	VMOVD     BX, X1
+	VCVTSS2SD X1, X1, X1
+	ADDQ      $0x02, CX
+	MOVWLZX   (DX), BX
+	SHLL      $0x10, BX
+	VMOVD     BX, X2
+	VCVTSS2SD X2, X2, X2
+	ADDQ      $0x02, DX
+	VMULSD    X2, X1, X1
+	VADDSD    X1, X0, X0
+	DECQ      AX
+	JNZ       tail
+
+tailDone:
+	VCVTSD2SS X0, X0, X0
 	VZEROUPPER
-	MOVSS        X0, ret+24(FP)
+	MOVSS     X0, ret+24(FP)
 	RET
 
 // func dotQ4_KAVX2(nb int, w *byte, a *byte) float32
@@ -5943,16 +5968,18 @@ done:
 	MOVSS         X0, ret+24(FP)
 	RET
 
-// func dotBF16AVX512(nb int, w *byte, a *byte) float32
+// func dotBF16AVX512(n int, w *byte, a *byte) float32
 // Requires: AVX, AVX512F, SSE
 TEXT ·dotBF16AVX512(SB), NOSPLIT, $0-28
-	MOVQ         nb+0(FP), AX
+	MOVQ         n+0(FP), AX
 	MOVQ         w+8(FP), CX
 	MOVQ         a+16(FP), DX
+	MOVQ         AX, BX
+	SHRQ         $0x06, BX
 	VPBROADCASTD highWords<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
-	TESTQ        AX, AX
+	TESTQ        BX, BX
 	JZ           done
 
 loop:
@@ -5974,7 +6001,7 @@ loop:
 	VFMADD231PS Z4, Z3, Z2
 	ADDQ        $0x00000080, CX
 	ADDQ        $0x00000080, DX
-	DECQ        AX
+	DECQ        BX
 	JNZ         loop
 
 done:
@@ -5994,9 +6021,32 @@ done:
 	VADDPS        X1, X0, X0
 	VMOVSHDUP     X0, X1
 	VADDSS        X1, X0, X0
-	VADDSS        X0, X2, X2
+	VCVTSS2SD     X2, X2, X2
+	VCVTSS2SD     X0, X0, X0
+	VADDSD        X0, X2, X2
+	ANDQ          $0x0000003f, AX
+	JZ            tailDone
+
+tail:
+	MOVWLZX   (CX), BX
+	SHLL      $0x10, BX
+	VMOVD     BX, X0
+	VCVTSS2SD X0, X0, X0
+	ADDQ      $0x02, CX
+	MOVWLZX   (DX), BX
+	SHLL      $0x10, BX
+	VMOVD     BX, X1
+	VCVTSS2SD X1, X1, X1
+	ADDQ      $0x02, DX
+	VMULSD    X1, X0, X0
+	VADDSD    X0, X2, X2
+	DECQ      AX
+	JNZ       tail
+
+tailDone:
+	VCVTSD2SS X2, X2, X2
 	VZEROUPPER
-	MOVSS         X2, ret+24(FP)
+	MOVSS     X2, ret+24(FP)
 	RET
 
 // func dotIQ4_NLAVX512(nb int, w *byte, a *byte) float32

@@ -31,7 +31,7 @@ var asmKernels = []kernelSet{{
 		rows:  dotF16RowsAVX2,
 		w:     gguf.TypeF16,
 	}, {
-		chunk: 64,
+		chunk: 1,
 		one:   dotBF16AVX2,
 		w:     gguf.TypeBF16,
 	}, {
@@ -135,7 +135,7 @@ var asmKernels = []kernelSet{{
 		rows:  dotF16RowsAVX2,
 		w:     gguf.TypeF16,
 	}, {
-		chunk: 64,
+		chunk: 1,
 		one:   dotBF16AVX512,
 		w:     gguf.TypeBF16,
 	}, {

@@ -20,10 +20,12 @@ import (
 // (VDPBF16PS also flushes denormal inputs and results; the FMAs do not, a
 // difference only for values below 2⁻¹²⁶.)
 //
-//   - The dot kernel is ggml_vec_dot_bf16: two 16-lane accumulators over
-//     64-value blocks (values 0–31 and 32–63), each reduced as
-//     _mm512_reduce_add_ps does, then added. The AVX2 variant keeps each
-//     16-lane accumulator in two ymm and gives the same bits.
+//   - The dot kernel is ggml_vec_dot_bf16 (llama.cpp's path for one
+//     token and for lengths that are not whole 32-value chunks): two
+//     16-lane accumulators over 64-value blocks (values 0–31 and 32–63),
+//     each reduced as _mm512_reduce_add_ps does, added in float64 with the
+//     tail's products. The AVX2 variant keeps each 16-lane accumulator in
+//     two ymm and gives the same bits.
 //   - The AVX-512 GEMM tiles are tinyBLAS's (llamafile sgemm, which
 //     llama.cpp uses for batches of two or more tokens): one 16-lane
 //     accumulator per (row, token) pair over 32-value chunks, reduced as
@@ -77,12 +79,16 @@ func vload(v variant, zmm bool, m Mem, x VecVirtual) {
 func genDotBF16(v variant, reg *registry) {
 	zmm := v.vnni
 	one := fname("dotBF16", v)
-	TEXT(one, NOSPLIT, "func(nb int, w, a *byte) float32")
-	Doc(one+" returns the dot product of nb chunks of 64 bfloat16 values at w and a,",
-		"summed as ggml_vec_dot_bf16's AVX512-BF16 path sums them.")
-	nb := Load(Param("nb"), GP64())
+	TEXT(one, NOSPLIT, "func(n int, w, a *byte) float32")
+	Doc(one+" returns the dot product of n bfloat16 values at w and a, summed",
+		"as ggml_vec_dot_bf16's AVX512-BF16 path sums them: 64-value blocks in",
+		"two float32 accumulators, their sums and the tail's products in float64.")
+	n := Load(Param("n"), GP64())
 	w := Load(Param("w"), GP64())
 	a := Load(Param("a"), GP64())
+	nb := GP64()
+	MOVQ(n, nb)
+	SHRQ(U8(6), nb)
 	mask := bf16Mask(zmm)
 	var halves [2]VecVirtual // the two 16-lane sums, as ymm
 	if zmm {
@@ -111,11 +117,43 @@ func genDotBF16(v variant, reg *registry) {
 		}
 	}
 	s0, s1 := hsum(halves[0]), hsum(halves[1])
-	VADDSS(s1, s0, s0)
+	VCVTSS2SD(s0, s0, s0)
+	VCVTSS2SD(s1, s1, s1)
+	VADDSD(s1, s0, s0)
+	bf16Tail(n, w, a, s0)
+	VCVTSD2SS(s0, s0, s0)
 	VZEROUPPER()
 	Store(s0, ReturnIndex(0))
 	RET()
-	reg.dot(v, "TypeBF16", one, "", bf16DotChunk)
+	// Chunk 1: the kernel takes any length, tail included.
+	reg.dot(v, "TypeBF16", one, "", 1)
+}
+
+// bf16Tail adds to the float64 in sum the products of the last n mod 64
+// values at w and a, one at a time in float64 (exact products).
+func bf16Tail(n, w, a Register, sum VecVirtual) {
+	rest := GP64()
+	MOVQ(n, rest)
+	ANDQ(U32(bf16DotChunk-1), rest)
+	JZ(LabelRef("tailDone"))
+	Label("tail")
+	x, y := XMM(), XMM()
+	for _, p := range []struct {
+		m Register
+		x VecVirtual
+	}{{w, x}, {a, y}} {
+		t := GP32()
+		MOVWLZX(Mem{Base: p.m}, t)
+		SHLL(U8(16), t)
+		VMOVD(t, p.x)
+		VCVTSS2SD(p.x, p.x, p.x)
+		ADDQ(U8(2), p.m)
+	}
+	VMULSD(y, x, x)
+	VADDSD(x, sum, sum)
+	DECQ(rest)
+	JNZ(LabelRef("tail"))
+	Label("tailDone")
 }
 
 // gemmBF16 describes one variant's tiles: lanes per accumulator and the
