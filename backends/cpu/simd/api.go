@@ -111,12 +111,13 @@ func VecDotRows(w gguf.TensorType) RowsFunc {
 }
 
 // DecodeRows returns the kernel for one token against weight rows that
-// stream from memory (a decode matmul). For F16 that is one row at a time:
-// one sequential stream per thread measured ~35% more bandwidth than the
-// multi-row kernel's four streams a row apart (BenchmarkDecodeStream),
-// while VecDotRows, sharing the widened activation, wins on rows in cache.
+// stream from memory (a decode matmul). For F16 and BF16 that is one row
+// at a time: one sequential stream per thread measured ~35% more bandwidth
+// than the multi-row kernel's four streams a row apart
+// (BenchmarkDecodeStream), while VecDotRows, sharing the widened
+// activation, wins on rows in cache.
 func DecodeRows(w gguf.TensorType) RowsFunc {
-	if w != gguf.TypeF16 {
+	if w != gguf.TypeF16 && w != gguf.TypeBF16 {
 		return VecDotRows(w)
 	}
 	dot := VecDot(w)

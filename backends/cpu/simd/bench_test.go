@@ -23,7 +23,7 @@ func benchVariants(b *testing.B, f func(b *testing.B)) {
 func BenchmarkVecDotRows(b *testing.B) {
 	const n, rows = 4096, 1024
 	r := newRand(b)
-	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeTQ2_0, gguf.TypeIQ2_XXS} {
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeTQ2_0, gguf.TypeIQ2_XXS} {
 		b.Run(typ.String(), func(b *testing.B) {
 			rb, _ := typ.RowBytes(n)
 			w := make([]byte, 0, rows*int(rb))
@@ -71,7 +71,7 @@ func BenchmarkQuantizeRow(b *testing.B) {
 func BenchmarkGemm(b *testing.B) {
 	const n, rows, toks, tile = 2048, 2048, 64, 32
 	r := newRand(b)
-	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeTQ2_0, gguf.TypeIQ2_XXS} {
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeTQ2_0, gguf.TypeIQ2_XXS} {
 		b.Run(typ.String(), func(b *testing.B) {
 			at := quant.VecDotType(typ)
 			wb, _ := typ.RowBytes(n)

@@ -13,16 +13,16 @@ import (
 // dotTypes are the weight types with generated kernels plus two without,
 // which must fall back to the reference (Q5_0, IQ1_S).
 var dotTypes = []gguf.TensorType{
-	gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeQ4_K, gguf.TypeQ6_K,
+	gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ4_K, gguf.TypeQ6_K,
 	gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeTQ2_0, gguf.TypeIQ2_XXS, gguf.TypeIQ3_S, gguf.TypeQ5_K, gguf.TypeQ2_K,
 	gguf.TypeQ5_0, gguf.TypeIQ1_S,
 }
 
 // awkwardLengths returns row lengths for t: one block, odd block counts,
-// many blocks, and for F16 lengths that leave a tail.
+// many blocks, and for F16 and BF16 lengths that leave a tail.
 func awkwardLengths(t gguf.TensorType) []int {
 	bs := int(t.BlockSize())
-	if t == gguf.TypeF16 {
+	if t == gguf.TypeF16 || t == gguf.TypeBF16 {
 		return []int{1, 31, 32, 33, 96, 200, 1024, 4096 + 7}
 	}
 	if bs == 256 {
@@ -33,7 +33,7 @@ func awkwardLengths(t gguf.TensorType) []int {
 
 // steps is how many terms a serial reference sum has for n elements.
 func steps(t gguf.TensorType, n int) int {
-	if t == gguf.TypeF16 {
+	if t == gguf.TypeF16 || t == gguf.TypeBF16 {
 		return n
 	}
 	return n / int(t.BlockSize())

@@ -13,6 +13,9 @@ func quantQ8_KAVX2(nb int, src *float32, dst *byte) bool
 // quantF16AVX2 converts nb chunks of 8 float32 to binary16 (round to nearest even).
 func quantF16AVX2(nb int, src *float32, dst *byte) bool
 
+// quantBF16AVX2 narrows nb chunks of 8 float32 to bfloat16 (ggml's rounding).
+func quantBF16AVX2(nb int, src *float32, dst *byte) bool
+
 // dotQ8_0AVX2 returns the dot product of nb weight blocks at w with Q8_0 blocks at a.
 func dotQ8_0AVX2(nb int, w *byte, a *byte) float32
 
@@ -33,6 +36,11 @@ func dotF16AVX2(nb int, w *byte, a *byte) float32
 // dotF16RowsAVX2 stores in dst[0:4] the dot products of four binary16 rows,
 // stride bytes apart from w, with a (nb chunks of 32 each).
 func dotF16RowsAVX2(nb int, w *byte, stride int, a *byte, dst *float32)
+
+// dotBF16AVX2 returns the dot product of n bfloat16 values at w and a, summed
+// as ggml_vec_dot_bf16's AVX512-BF16 path sums them: 64-value blocks in
+// two float32 accumulators, their sums and the tail's products in float64.
+func dotBF16AVX2(n int, w *byte, a *byte) float32
 
 // dotQ4_KAVX2 returns the dot product of nb Q4_K super-blocks at w with Q8_K blocks at a.
 func dotQ4_KAVX2(nb int, w *byte, a *byte) float32
@@ -92,6 +100,14 @@ func gemmF164x2AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *flo
 // gemmF164x3AVX2 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
 // rows r (wStride bytes apart) with 3 activation rows t (aStride bytes apart), nb chunks of 16 binary16 values.
 func gemmF164x3AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmBF164x1AVX2 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), nb chunks of 16 bfloat16 values.
+func gemmBF164x1AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmBF164x2AVX2 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 2 activation rows t (aStride bytes apart), nb chunks of 16 bfloat16 values.
+func gemmBF164x2AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
 
 // siluAVX2 sets dst[i] = x[i]/(1+exp(−x[i])) for ng groups of 16 floats,
 // bit-identical to ops/ref.SiLU on whole groups.
@@ -171,6 +187,11 @@ func dotQ4_0RowsAVX512(nb int, w *byte, stride int, a *byte, dst *float32)
 // dotF16AVX512 returns the dot product of nb chunks of 32 binary16 values at w and a.
 func dotF16AVX512(nb int, w *byte, a *byte) float32
 
+// dotBF16AVX512 returns the dot product of n bfloat16 values at w and a, summed
+// as ggml_vec_dot_bf16's AVX512-BF16 path sums them: 64-value blocks in
+// two float32 accumulators, their sums and the tail's products in float64.
+func dotBF16AVX512(n int, w *byte, a *byte) float32
+
 // dotIQ4_NLAVX512 returns the dot product of nb weight blocks at w with Q8_0 blocks at a.
 func dotIQ4_NLAVX512(nb int, w *byte, a *byte) float32
 
@@ -229,6 +250,22 @@ func gemmF164x4AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *f
 // gemmF164x5AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
 // rows r (wStride bytes apart) with 5 activation rows t (aStride bytes apart), nb chunks of 16 binary16 values.
 func gemmF164x5AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmBF164x1AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), nb chunks of 32 bfloat16 values (tinyBLAS's order).
+func gemmBF164x1AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmBF164x2AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 2 activation rows t (aStride bytes apart), nb chunks of 32 bfloat16 values (tinyBLAS's order).
+func gemmBF164x2AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmBF164x3AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 3 activation rows t (aStride bytes apart), nb chunks of 32 bfloat16 values (tinyBLAS's order).
+func gemmBF164x3AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmBF164x4AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 4 activation rows t (aStride bytes apart), nb chunks of 32 bfloat16 values (tinyBLAS's order).
+func gemmBF164x4AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
 
 // gemmQ4_K4x1AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
 // rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), nb Q4_K super-blocks against Q8_K.

@@ -4,6 +4,9 @@
 
 #include "textflag.h"
 
+DATA highWords<>+0(SB)/4, $0xffff0000
+GLOBL highWords<>(SB), RODATA|NOPTR, $4
+
 DATA iq4Levels<>+0(SB)/1, $-127
 DATA iq4Levels<>+1(SB)/1, $-104
 DATA iq4Levels<>+2(SB)/1, $-83
@@ -1856,6 +1859,18 @@ DATA packOrder<>+24(SB)/4, $0x00000003
 DATA packOrder<>+28(SB)/4, $0x00000007
 GLOBL packOrder<>(SB), RODATA|NOPTR, $32
 
+DATA bf16Bias<>+0(SB)/4, $0x00007fff
+GLOBL bf16Bias<>(SB), RODATA|NOPTR, $4
+
+DATA oneDword<>+0(SB)/4, $0x00000001
+GLOBL oneDword<>(SB), RODATA|NOPTR, $4
+
+DATA infBits<>+0(SB)/4, $0x7f800000
+GLOBL infBits<>(SB), RODATA|NOPTR, $4
+
+DATA bf16Quiet<>+0(SB)/4, $0x00000040
+GLOBL bf16Quiet<>(SB), RODATA|NOPTR, $4
+
 DATA fneg127<>+0(SB)/4, $(-127.0)
 GLOBL fneg127<>(SB), RODATA|NOPTR, $4
 
@@ -2278,6 +2293,45 @@ loop:
 	ADDQ      $0x00000010, DX
 	DECQ      AX
 	JNZ       loop
+
+done:
+	VZEROUPPER
+	MOVB $0x01, AL
+	MOVB AL, ret+24(FP)
+	RET
+
+// func quantBF16AVX2(nb int, src *float32, dst *byte) bool
+// Requires: AVX, AVX2
+TEXT ·quantBF16AVX2(SB), NOSPLIT, $0-25
+	MOVQ         nb+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         dst+16(FP), DX
+	VPBROADCASTD bf16Bias<>+0(SB), Y0
+	VPBROADCASTD oneDword<>+0(SB), Y1
+	VPBROADCASTD infBits<>+0(SB), Y2
+	VPBROADCASTD bf16Quiet<>+0(SB), Y3
+	VPBROADCASTD absMask<>+0(SB), Y4
+	TESTQ        AX, AX
+	JZ           done
+
+loop:
+	VMOVDQU      (CX), Y5
+	VPSRLD       $0x10, Y5, Y7
+	VPAND        Y1, Y7, Y6
+	VPADDD       Y0, Y6, Y6
+	VPADDD       Y5, Y6, Y6
+	VPSRLD       $0x10, Y6, Y6
+	VPOR         Y3, Y7, Y7
+	VPAND        Y4, Y5, Y5
+	VPCMPGTD     Y2, Y5, Y5
+	VPBLENDVB    Y5, Y7, Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X5
+	VPACKUSDW    X5, X6, X5
+	VMOVDQU      X5, (DX)
+	ADDQ         $0x00000020, CX
+	ADDQ         $0x00000010, DX
+	DECQ         AX
+	JNZ          loop
 
 done:
 	VZEROUPPER
@@ -2728,6 +2782,103 @@ done:
 	VADDSS       X1, X0, X0
 	VMOVSS       X0, 12(AX)
 	VZEROUPPER
+	RET
+
+// func dotBF16AVX2(n int, w *byte, a *byte) float32
+// Requires: AVX, AVX2, FMA3, SSE
+TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ         n+0(FP), AX
+	MOVQ         w+8(FP), CX
+	MOVQ         a+16(FP), DX
+	MOVQ         AX, BX
+	SHRQ         $0x06, BX
+	VPBROADCASTD highWords<>+0(SB), Y0
+	VXORPS       Y1, Y1, Y1
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	VXORPS       Y4, Y4, Y4
+	TESTQ        BX, BX
+	JZ           done
+
+loop:
+	VMOVDQU     (CX), Y5
+	VMOVDQU     (DX), Y6
+	VPAND       Y0, Y5, Y7
+	VPAND       Y0, Y6, Y8
+	VFMADD231PS Y8, Y7, Y1
+	VPSLLD      $0x10, Y5, Y5
+	VPSLLD      $0x10, Y6, Y6
+	VFMADD231PS Y6, Y5, Y1
+	VMOVDQU     32(CX), Y5
+	VMOVDQU     32(DX), Y6
+	VPAND       Y0, Y5, Y7
+	VPAND       Y0, Y6, Y8
+	VFMADD231PS Y8, Y7, Y2
+	VPSLLD      $0x10, Y5, Y5
+	VPSLLD      $0x10, Y6, Y6
+	VFMADD231PS Y6, Y5, Y2
+	VMOVDQU     64(CX), Y5
+	VMOVDQU     64(DX), Y6
+	VPAND       Y0, Y5, Y7
+	VPAND       Y0, Y6, Y8
+	VFMADD231PS Y8, Y7, Y3
+	VPSLLD      $0x10, Y5, Y5
+	VPSLLD      $0x10, Y6, Y6
+	VFMADD231PS Y6, Y5, Y3
+	VMOVDQU     96(CX), Y5
+	VMOVDQU     96(DX), Y6
+	VPAND       Y0, Y5, Y7
+	VPAND       Y0, Y6, Y8
+	VFMADD231PS Y8, Y7, Y4
+	VPSLLD      $0x10, Y5, Y5
+	VPSLLD      $0x10, Y6, Y6
+	VFMADD231PS Y6, Y5, Y4
+	ADDQ        $0x00000080, CX
+	ADDQ        $0x00000080, DX
+	DECQ        BX
+	JNZ         loop
+
+done:
+	VADDPS       Y1, Y2, Y2
+	VADDPS       Y3, Y4, Y4
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X2, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VEXTRACTF128 $0x01, Y4, X1
+	VADDPS       X4, X1, X1
+	VMOVHLPS     X1, X1, X2
+	VADDPS       X2, X1, X1
+	VMOVSHDUP    X1, X2
+	VADDSS       X2, X1, X1
+	VCVTSS2SD    X0, X0, X0
+	VCVTSS2SD    X1, X1, X1
+	VADDSD       X1, X0, X0
+	ANDQ         $0x0000003f, AX
+	JZ           tailDone
+
+tail:
+	MOVWLZX   (CX), BX
+	SHLL      $0x10, BX
+	VMOVD     BX, X1
+	VCVTSS2SD X1, X1, X1
+	ADDQ      $0x02, CX
+	MOVWLZX   (DX), BX
+	SHLL      $0x10, BX
+	VMOVD     BX, X2
+	VCVTSS2SD X2, X2, X2
+	ADDQ      $0x02, DX
+	VMULSD    X2, X1, X1
+	VADDSD    X1, X0, X0
+	DECQ      AX
+	JNZ       tail
+
+tailDone:
+	VCVTSD2SS X0, X0, X0
+	VZEROUPPER
+	MOVSS     X0, ret+24(FP)
 	RET
 
 // func dotQ4_KAVX2(nb int, w *byte, a *byte) float32
@@ -5058,6 +5209,184 @@ done:
 	VZEROUPPER
 	RET
 
+// func gemmBF164x1AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·gemmBF164x1AVX2(SB), NOSPLIT, $0-56
+	MOVQ         nb+0(FP), AX
+	MOVQ         w+8(FP), CX
+	MOVQ         wStride+16(FP), DX
+	LEAQ         (CX)(DX*1), BX
+	LEAQ         (BX)(DX*1), SI
+	LEAQ         (SI)(DX*1), DX
+	MOVQ         a+24(FP), DI
+	XORQ         R8, R8
+	VPBROADCASTD highWords<>+0(SB), Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	TESTQ        AX, AX
+	JZ           done
+
+loop:
+	VMOVDQU     (DI)(R8*1), Y6
+	VPAND       Y0, Y6, Y5
+	VPSLLD      $0x10, Y6, Y6
+	VMOVDQU     (CX)(R8*1), Y7
+	VPAND       Y0, Y7, Y8
+	VFMADD231PS Y5, Y8, Y1
+	VPSLLD      $0x10, Y7, Y7
+	VFMADD231PS Y6, Y7, Y1
+	VMOVDQU     (BX)(R8*1), Y7
+	VPAND       Y0, Y7, Y8
+	VFMADD231PS Y5, Y8, Y2
+	VPSLLD      $0x10, Y7, Y7
+	VFMADD231PS Y6, Y7, Y2
+	VMOVDQU     (SI)(R8*1), Y7
+	VPAND       Y0, Y7, Y8
+	VFMADD231PS Y5, Y8, Y3
+	VPSLLD      $0x10, Y7, Y7
+	VFMADD231PS Y6, Y7, Y3
+	VMOVDQU     (DX)(R8*1), Y7
+	VPAND       Y0, Y7, Y8
+	VFMADD231PS Y5, Y8, Y4
+	VPSLLD      $0x10, Y7, Y7
+	VFMADD231PS Y6, Y7, Y4
+	ADDQ        $0x00000020, R8
+	DECQ        AX
+	JNZ         loop
+
+done:
+	MOVQ         dst+40(FP), AX
+	MOVQ         dstStride+48(FP), CX
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X1, X0, X0
+	VEXTRACTF128 $0x01, Y2, X1
+	VADDPS       X2, X1, X1
+	VEXTRACTF128 $0x01, Y3, X2
+	VADDPS       X3, X2, X2
+	VEXTRACTF128 $0x01, Y4, X3
+	VADDPS       X4, X3, X3
+	VUNPCKLPS    X1, X0, X4
+	VUNPCKHPS    X1, X0, X0
+	VADDPS       X0, X4, X4
+	VUNPCKLPS    X3, X2, X0
+	VUNPCKHPS    X3, X2, X1
+	VADDPS       X1, X0, X0
+	VMOVLHPS     X0, X4, X1
+	VMOVHLPS     X4, X0, X0
+	VADDPS       X0, X1, X1
+	VMOVUPS      X1, (AX)
+	VZEROUPPER
+	RET
+
+// func gemmBF164x2AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·gemmBF164x2AVX2(SB), NOSPLIT, $0-56
+	MOVQ         nb+0(FP), AX
+	MOVQ         w+8(FP), CX
+	MOVQ         wStride+16(FP), DX
+	LEAQ         (CX)(DX*1), BX
+	LEAQ         (BX)(DX*1), SI
+	LEAQ         (SI)(DX*1), DX
+	MOVQ         a+24(FP), DI
+	MOVQ         aStride+32(FP), R8
+	LEAQ         (DI)(R8*1), R8
+	XORQ         R9, R9
+	VPBROADCASTD highWords<>+0(SB), Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+	VPXOR        Y6, Y6, Y6
+	VPXOR        Y7, Y7, Y7
+	VPXOR        Y8, Y8, Y8
+	TESTQ        AX, AX
+	JZ           done
+
+loop:
+	VMOVDQU     (DI)(R9*1), Y10
+	VPAND       Y0, Y10, Y9
+	VPSLLD      $0x10, Y10, Y10
+	VMOVDQU     (R8)(R9*1), Y12
+	VPAND       Y0, Y12, Y11
+	VPSLLD      $0x10, Y12, Y12
+	VMOVDQU     (CX)(R9*1), Y13
+	VPAND       Y0, Y13, Y14
+	VFMADD231PS Y9, Y14, Y1
+	VFMADD231PS Y11, Y14, Y2
+	VPSLLD      $0x10, Y13, Y13
+	VFMADD231PS Y10, Y13, Y1
+	VFMADD231PS Y12, Y13, Y2
+	VMOVDQU     (BX)(R9*1), Y13
+	VPAND       Y0, Y13, Y14
+	VFMADD231PS Y9, Y14, Y3
+	VFMADD231PS Y11, Y14, Y4
+	VPSLLD      $0x10, Y13, Y13
+	VFMADD231PS Y10, Y13, Y3
+	VFMADD231PS Y12, Y13, Y4
+	VMOVDQU     (SI)(R9*1), Y13
+	VPAND       Y0, Y13, Y14
+	VFMADD231PS Y9, Y14, Y5
+	VFMADD231PS Y11, Y14, Y6
+	VPSLLD      $0x10, Y13, Y13
+	VFMADD231PS Y10, Y13, Y5
+	VFMADD231PS Y12, Y13, Y6
+	VMOVDQU     (DX)(R9*1), Y13
+	VPAND       Y0, Y13, Y14
+	VFMADD231PS Y9, Y14, Y7
+	VFMADD231PS Y11, Y14, Y8
+	VPSLLD      $0x10, Y13, Y13
+	VFMADD231PS Y10, Y13, Y7
+	VFMADD231PS Y12, Y13, Y8
+	ADDQ        $0x00000020, R9
+	DECQ        AX
+	JNZ         loop
+
+done:
+	MOVQ         dst+40(FP), AX
+	MOVQ         dstStride+48(FP), CX
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X1, X0, X0
+	VEXTRACTF128 $0x01, Y3, X1
+	VADDPS       X3, X1, X1
+	VEXTRACTF128 $0x01, Y5, X3
+	VADDPS       X5, X3, X3
+	VEXTRACTF128 $0x01, Y7, X5
+	VADDPS       X7, X5, X5
+	VUNPCKLPS    X1, X0, X7
+	VUNPCKHPS    X1, X0, X0
+	VADDPS       X0, X7, X7
+	VUNPCKLPS    X5, X3, X0
+	VUNPCKHPS    X5, X3, X1
+	VADDPS       X1, X0, X0
+	VMOVLHPS     X0, X7, X1
+	VMOVHLPS     X7, X0, X0
+	VADDPS       X0, X1, X1
+	VMOVUPS      X1, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X2, X0, X0
+	VEXTRACTF128 $0x01, Y4, X1
+	VADDPS       X4, X1, X1
+	VEXTRACTF128 $0x01, Y6, X2
+	VADDPS       X6, X2, X2
+	VEXTRACTF128 $0x01, Y8, X3
+	VADDPS       X8, X3, X3
+	VUNPCKLPS    X1, X0, X4
+	VUNPCKHPS    X1, X0, X0
+	VADDPS       X0, X4, X4
+	VUNPCKLPS    X3, X2, X0
+	VUNPCKHPS    X3, X2, X1
+	VADDPS       X1, X0, X0
+	VMOVLHPS     X0, X4, X1
+	VMOVHLPS     X4, X0, X0
+	VADDPS       X0, X1, X1
+	VMOVUPS      X1, (AX)
+	VZEROUPPER
+	RET
+
 // func siluAVX2(ng int, x *float32, dst *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·siluAVX2(SB), NOSPLIT, $0-24
@@ -6525,6 +6854,87 @@ done:
 	VADDSS        X1, X0, X0
 	VZEROUPPER
 	MOVSS         X0, ret+24(FP)
+	RET
+
+// func dotBF16AVX512(n int, w *byte, a *byte) float32
+// Requires: AVX, AVX512F, SSE
+TEXT ·dotBF16AVX512(SB), NOSPLIT, $0-28
+	MOVQ         n+0(FP), AX
+	MOVQ         w+8(FP), CX
+	MOVQ         a+16(FP), DX
+	MOVQ         AX, BX
+	SHRQ         $0x06, BX
+	VPBROADCASTD highWords<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	TESTQ        BX, BX
+	JZ           done
+
+loop:
+	VMOVDQU32   (CX), Z3
+	VMOVDQU32   (DX), Z4
+	VPANDD      Z0, Z3, Z5
+	VPANDD      Z0, Z4, Z6
+	VFMADD231PS Z6, Z5, Z1
+	VPSLLD      $0x10, Z3, Z3
+	VPSLLD      $0x10, Z4, Z4
+	VFMADD231PS Z4, Z3, Z1
+	VMOVDQU32   64(CX), Z3
+	VMOVDQU32   64(DX), Z4
+	VPANDD      Z0, Z3, Z5
+	VPANDD      Z0, Z4, Z6
+	VFMADD231PS Z6, Z5, Z2
+	VPSLLD      $0x10, Z3, Z3
+	VPSLLD      $0x10, Z4, Z4
+	VFMADD231PS Z4, Z3, Z2
+	ADDQ        $0x00000080, CX
+	ADDQ        $0x00000080, DX
+	DECQ        BX
+	JNZ         loop
+
+done:
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z2, Y1
+	VADDPS        Y2, Y1, Y1
+	VEXTRACTF128  $0x01, Y0, X2
+	VADDPS        X0, X2, X2
+	VMOVHLPS      X2, X2, X0
+	VADDPS        X0, X2, X2
+	VMOVSHDUP     X2, X0
+	VADDSS        X0, X2, X2
+	VEXTRACTF128  $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVHLPS      X0, X0, X1
+	VADDPS        X1, X0, X0
+	VMOVSHDUP     X0, X1
+	VADDSS        X1, X0, X0
+	VCVTSS2SD     X2, X2, X2
+	VCVTSS2SD     X0, X0, X0
+	VADDSD        X0, X2, X2
+	ANDQ          $0x0000003f, AX
+	JZ            tailDone
+
+tail:
+	MOVWLZX   (CX), BX
+	SHLL      $0x10, BX
+	VMOVD     BX, X0
+	VCVTSS2SD X0, X0, X0
+	ADDQ      $0x02, CX
+	MOVWLZX   (DX), BX
+	SHLL      $0x10, BX
+	VMOVD     BX, X1
+	VCVTSS2SD X1, X1, X1
+	ADDQ      $0x02, DX
+	VMULSD    X1, X0, X0
+	VADDSD    X0, X2, X2
+	DECQ      AX
+	JNZ       tail
+
+tailDone:
+	VCVTSD2SS X2, X2, X2
+	VZEROUPPER
+	MOVSS     X2, ret+24(FP)
 	RET
 
 // func dotIQ4_NLAVX512(nb int, w *byte, a *byte) float32
@@ -8641,6 +9051,583 @@ done:
 	VADDPS        X14, X2, X2
 	VEXTRACTF32X4 $0x01, Y19, X3
 	VADDPS        X19, X3, X3
+	VUNPCKLPS     X1, X0, X4
+	VUNPCKHPS     X1, X0, X0
+	VADDPS        X0, X4, X4
+	VUNPCKLPS     X3, X2, X0
+	VUNPCKHPS     X3, X2, X1
+	VADDPS        X1, X0, X0
+	VMOVLHPS      X0, X4, X1
+	VMOVHLPS      X4, X0, X0
+	VADDPS        X0, X1, X1
+	VMOVUPS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func gemmBF164x1AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+// Requires: AVX, AVX512F, AVX512VL
+TEXT ·gemmBF164x1AVX512(SB), NOSPLIT, $0-56
+	MOVQ         nb+0(FP), AX
+	MOVQ         w+8(FP), CX
+	MOVQ         wStride+16(FP), DX
+	LEAQ         (CX)(DX*1), BX
+	LEAQ         (BX)(DX*1), SI
+	LEAQ         (SI)(DX*1), DX
+	MOVQ         a+24(FP), DI
+	XORQ         R8, R8
+	VPBROADCASTD highWords<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	TESTQ        AX, AX
+	JZ           done
+
+loop:
+	VMOVDQU32   (DI)(R8*1), Z6
+	VPANDD      Z0, Z6, Z5
+	VPSLLD      $0x10, Z6, Z6
+	VMOVDQU32   (CX)(R8*1), Z7
+	VPANDD      Z0, Z7, Z8
+	VFMADD231PS Z5, Z8, Z1
+	VPSLLD      $0x10, Z7, Z7
+	VFMADD231PS Z6, Z7, Z1
+	VMOVDQU32   (BX)(R8*1), Z7
+	VPANDD      Z0, Z7, Z8
+	VFMADD231PS Z5, Z8, Z2
+	VPSLLD      $0x10, Z7, Z7
+	VFMADD231PS Z6, Z7, Z2
+	VMOVDQU32   (SI)(R8*1), Z7
+	VPANDD      Z0, Z7, Z8
+	VFMADD231PS Z5, Z8, Z3
+	VPSLLD      $0x10, Z7, Z7
+	VFMADD231PS Z6, Z7, Z3
+	VMOVDQU32   (DX)(R8*1), Z7
+	VPANDD      Z0, Z7, Z8
+	VFMADD231PS Z5, Z8, Z4
+	VPSLLD      $0x10, Z7, Z7
+	VFMADD231PS Z6, Z7, Z4
+	ADDQ        $0x00000040, R8
+	DECQ        AX
+	JNZ         loop
+
+done:
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z2, Y1
+	VADDPS        Y2, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z3, Y2
+	VADDPS        Y3, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z4, Y3
+	VADDPS        Y4, Y3, Y3
+	MOVQ          dst+40(FP), AX
+	MOVQ          dstStride+48(FP), CX
+	VEXTRACTF32X4 $0x01, Y0, X4
+	VADDPS        X0, X4, X4
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VEXTRACTF32X4 $0x01, Y2, X1
+	VADDPS        X2, X1, X1
+	VEXTRACTF32X4 $0x01, Y3, X2
+	VADDPS        X3, X2, X2
+	VUNPCKLPS     X0, X4, X3
+	VUNPCKHPS     X0, X4, X0
+	VADDPS        X0, X3, X3
+	VUNPCKLPS     X2, X1, X0
+	VUNPCKHPS     X2, X1, X1
+	VADDPS        X1, X0, X0
+	VMOVLHPS      X0, X3, X1
+	VMOVHLPS      X3, X0, X0
+	VADDPS        X0, X1, X1
+	VMOVUPS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func gemmBF164x2AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+// Requires: AVX, AVX512F, AVX512VL
+TEXT ·gemmBF164x2AVX512(SB), NOSPLIT, $0-56
+	MOVQ         nb+0(FP), AX
+	MOVQ         w+8(FP), CX
+	MOVQ         wStride+16(FP), DX
+	LEAQ         (CX)(DX*1), BX
+	LEAQ         (BX)(DX*1), SI
+	LEAQ         (SI)(DX*1), DX
+	MOVQ         a+24(FP), DI
+	MOVQ         aStride+32(FP), R8
+	LEAQ         (DI)(R8*1), R8
+	XORQ         R9, R9
+	VPBROADCASTD highWords<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	TESTQ        AX, AX
+	JZ           done
+
+loop:
+	VMOVDQU32   (DI)(R9*1), Z10
+	VPANDD      Z0, Z10, Z9
+	VPSLLD      $0x10, Z10, Z10
+	VMOVDQU32   (R8)(R9*1), Z12
+	VPANDD      Z0, Z12, Z11
+	VPSLLD      $0x10, Z12, Z12
+	VMOVDQU32   (CX)(R9*1), Z13
+	VPANDD      Z0, Z13, Z14
+	VFMADD231PS Z9, Z14, Z1
+	VFMADD231PS Z11, Z14, Z2
+	VPSLLD      $0x10, Z13, Z13
+	VFMADD231PS Z10, Z13, Z1
+	VFMADD231PS Z12, Z13, Z2
+	VMOVDQU32   (BX)(R9*1), Z13
+	VPANDD      Z0, Z13, Z14
+	VFMADD231PS Z9, Z14, Z3
+	VFMADD231PS Z11, Z14, Z4
+	VPSLLD      $0x10, Z13, Z13
+	VFMADD231PS Z10, Z13, Z3
+	VFMADD231PS Z12, Z13, Z4
+	VMOVDQU32   (SI)(R9*1), Z13
+	VPANDD      Z0, Z13, Z14
+	VFMADD231PS Z9, Z14, Z5
+	VFMADD231PS Z11, Z14, Z6
+	VPSLLD      $0x10, Z13, Z13
+	VFMADD231PS Z10, Z13, Z5
+	VFMADD231PS Z12, Z13, Z6
+	VMOVDQU32   (DX)(R9*1), Z13
+	VPANDD      Z0, Z13, Z14
+	VFMADD231PS Z9, Z14, Z7
+	VFMADD231PS Z11, Z14, Z8
+	VPSLLD      $0x10, Z13, Z13
+	VFMADD231PS Z10, Z13, Z7
+	VFMADD231PS Z12, Z13, Z8
+	ADDQ        $0x00000040, R9
+	DECQ        AX
+	JNZ         loop
+
+done:
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z2, Y1
+	VADDPS        Y2, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z3, Y2
+	VADDPS        Y3, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z4, Y3
+	VADDPS        Y4, Y3, Y3
+	VEXTRACTF64X4 $0x01, Z5, Y4
+	VADDPS        Y5, Y4, Y4
+	VEXTRACTF64X4 $0x01, Z6, Y5
+	VADDPS        Y6, Y5, Y5
+	VEXTRACTF64X4 $0x01, Z7, Y6
+	VADDPS        Y7, Y6, Y6
+	VEXTRACTF64X4 $0x01, Z8, Y7
+	VADDPS        Y8, Y7, Y7
+	MOVQ          dst+40(FP), AX
+	MOVQ          dstStride+48(FP), CX
+	VEXTRACTF32X4 $0x01, Y0, X8
+	VADDPS        X0, X8, X8
+	VEXTRACTF32X4 $0x01, Y2, X0
+	VADDPS        X2, X0, X0
+	VEXTRACTF32X4 $0x01, Y4, X2
+	VADDPS        X4, X2, X2
+	VEXTRACTF32X4 $0x01, Y6, X4
+	VADDPS        X6, X4, X4
+	VUNPCKLPS     X0, X8, X6
+	VUNPCKHPS     X0, X8, X0
+	VADDPS        X0, X6, X6
+	VUNPCKLPS     X4, X2, X0
+	VUNPCKHPS     X4, X2, X2
+	VADDPS        X2, X0, X0
+	VMOVLHPS      X0, X6, X2
+	VMOVHLPS      X6, X0, X0
+	VADDPS        X0, X2, X2
+	VMOVUPS       X2, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VEXTRACTF32X4 $0x01, Y3, X1
+	VADDPS        X3, X1, X1
+	VEXTRACTF32X4 $0x01, Y5, X2
+	VADDPS        X5, X2, X2
+	VEXTRACTF32X4 $0x01, Y7, X3
+	VADDPS        X7, X3, X3
+	VUNPCKLPS     X1, X0, X4
+	VUNPCKHPS     X1, X0, X0
+	VADDPS        X0, X4, X4
+	VUNPCKLPS     X3, X2, X0
+	VUNPCKHPS     X3, X2, X1
+	VADDPS        X1, X0, X0
+	VMOVLHPS      X0, X4, X1
+	VMOVHLPS      X4, X0, X0
+	VADDPS        X0, X1, X1
+	VMOVUPS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func gemmBF164x3AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+// Requires: AVX, AVX512F, AVX512VL
+TEXT ·gemmBF164x3AVX512(SB), NOSPLIT, $0-56
+	MOVQ         nb+0(FP), AX
+	MOVQ         w+8(FP), CX
+	MOVQ         wStride+16(FP), DX
+	LEAQ         (CX)(DX*1), BX
+	LEAQ         (BX)(DX*1), SI
+	LEAQ         (SI)(DX*1), DX
+	MOVQ         a+24(FP), DI
+	MOVQ         aStride+32(FP), R8
+	LEAQ         (DI)(R8*1), R9
+	LEAQ         (R9)(R8*1), R8
+	XORQ         R10, R10
+	VPBROADCASTD highWords<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	TESTQ        AX, AX
+	JZ           done
+
+loop:
+	VMOVDQU32   (DI)(R10*1), Z14
+	VPANDD      Z0, Z14, Z13
+	VPSLLD      $0x10, Z14, Z14
+	VMOVDQU32   (R9)(R10*1), Z16
+	VPANDD      Z0, Z16, Z15
+	VPSLLD      $0x10, Z16, Z16
+	VMOVDQU32   (R8)(R10*1), Z18
+	VPANDD      Z0, Z18, Z17
+	VPSLLD      $0x10, Z18, Z18
+	VMOVDQU32   (CX)(R10*1), Z19
+	VPANDD      Z0, Z19, Z20
+	VFMADD231PS Z13, Z20, Z1
+	VFMADD231PS Z15, Z20, Z2
+	VFMADD231PS Z17, Z20, Z3
+	VPSLLD      $0x10, Z19, Z19
+	VFMADD231PS Z14, Z19, Z1
+	VFMADD231PS Z16, Z19, Z2
+	VFMADD231PS Z18, Z19, Z3
+	VMOVDQU32   (BX)(R10*1), Z19
+	VPANDD      Z0, Z19, Z20
+	VFMADD231PS Z13, Z20, Z4
+	VFMADD231PS Z15, Z20, Z5
+	VFMADD231PS Z17, Z20, Z6
+	VPSLLD      $0x10, Z19, Z19
+	VFMADD231PS Z14, Z19, Z4
+	VFMADD231PS Z16, Z19, Z5
+	VFMADD231PS Z18, Z19, Z6
+	VMOVDQU32   (SI)(R10*1), Z19
+	VPANDD      Z0, Z19, Z20
+	VFMADD231PS Z13, Z20, Z7
+	VFMADD231PS Z15, Z20, Z8
+	VFMADD231PS Z17, Z20, Z9
+	VPSLLD      $0x10, Z19, Z19
+	VFMADD231PS Z14, Z19, Z7
+	VFMADD231PS Z16, Z19, Z8
+	VFMADD231PS Z18, Z19, Z9
+	VMOVDQU32   (DX)(R10*1), Z19
+	VPANDD      Z0, Z19, Z20
+	VFMADD231PS Z13, Z20, Z10
+	VFMADD231PS Z15, Z20, Z11
+	VFMADD231PS Z17, Z20, Z12
+	VPSLLD      $0x10, Z19, Z19
+	VFMADD231PS Z14, Z19, Z10
+	VFMADD231PS Z16, Z19, Z11
+	VFMADD231PS Z18, Z19, Z12
+	ADDQ        $0x00000040, R10
+	DECQ        AX
+	JNZ         loop
+
+done:
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z2, Y1
+	VADDPS        Y2, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z3, Y2
+	VADDPS        Y3, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z4, Y3
+	VADDPS        Y4, Y3, Y3
+	VEXTRACTF64X4 $0x01, Z5, Y4
+	VADDPS        Y5, Y4, Y4
+	VEXTRACTF64X4 $0x01, Z6, Y5
+	VADDPS        Y6, Y5, Y5
+	VEXTRACTF64X4 $0x01, Z7, Y6
+	VADDPS        Y7, Y6, Y6
+	VEXTRACTF64X4 $0x01, Z8, Y7
+	VADDPS        Y8, Y7, Y7
+	VEXTRACTF64X4 $0x01, Z9, Y8
+	VADDPS        Y9, Y8, Y8
+	VEXTRACTF64X4 $0x01, Z10, Y9
+	VADDPS        Y10, Y9, Y9
+	VEXTRACTF64X4 $0x01, Z11, Y10
+	VADDPS        Y11, Y10, Y10
+	VEXTRACTF64X4 $0x01, Z12, Y11
+	VADDPS        Y12, Y11, Y11
+	MOVQ          dst+40(FP), AX
+	MOVQ          dstStride+48(FP), CX
+	VEXTRACTF32X4 $0x01, Y0, X12
+	VADDPS        X0, X12, X12
+	VEXTRACTF32X4 $0x01, Y3, X0
+	VADDPS        X3, X0, X0
+	VEXTRACTF32X4 $0x01, Y6, X3
+	VADDPS        X6, X3, X3
+	VEXTRACTF32X4 $0x01, Y9, X6
+	VADDPS        X9, X6, X6
+	VUNPCKLPS     X0, X12, X9
+	VUNPCKHPS     X0, X12, X0
+	VADDPS        X0, X9, X9
+	VUNPCKLPS     X6, X3, X0
+	VUNPCKHPS     X6, X3, X3
+	VADDPS        X3, X0, X0
+	VMOVLHPS      X0, X9, X3
+	VMOVHLPS      X9, X0, X0
+	VADDPS        X0, X3, X3
+	VMOVUPS       X3, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VEXTRACTF32X4 $0x01, Y4, X1
+	VADDPS        X4, X1, X1
+	VEXTRACTF32X4 $0x01, Y7, X3
+	VADDPS        X7, X3, X3
+	VEXTRACTF32X4 $0x01, Y10, X4
+	VADDPS        X10, X4, X4
+	VUNPCKLPS     X1, X0, X6
+	VUNPCKHPS     X1, X0, X0
+	VADDPS        X0, X6, X6
+	VUNPCKLPS     X4, X3, X0
+	VUNPCKHPS     X4, X3, X1
+	VADDPS        X1, X0, X0
+	VMOVLHPS      X0, X6, X1
+	VMOVHLPS      X6, X0, X0
+	VADDPS        X0, X1, X1
+	VMOVUPS       X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF32X4 $0x01, Y2, X0
+	VADDPS        X2, X0, X0
+	VEXTRACTF32X4 $0x01, Y5, X1
+	VADDPS        X5, X1, X1
+	VEXTRACTF32X4 $0x01, Y8, X2
+	VADDPS        X8, X2, X2
+	VEXTRACTF32X4 $0x01, Y11, X3
+	VADDPS        X11, X3, X3
+	VUNPCKLPS     X1, X0, X4
+	VUNPCKHPS     X1, X0, X0
+	VADDPS        X0, X4, X4
+	VUNPCKLPS     X3, X2, X0
+	VUNPCKHPS     X3, X2, X1
+	VADDPS        X1, X0, X0
+	VMOVLHPS      X0, X4, X1
+	VMOVHLPS      X4, X0, X0
+	VADDPS        X0, X1, X1
+	VMOVUPS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func gemmBF164x4AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+// Requires: AVX, AVX512F, AVX512VL
+TEXT ·gemmBF164x4AVX512(SB), NOSPLIT, $0-56
+	MOVQ         nb+0(FP), AX
+	MOVQ         w+8(FP), CX
+	MOVQ         wStride+16(FP), DX
+	LEAQ         (CX)(DX*1), BX
+	LEAQ         (BX)(DX*1), SI
+	LEAQ         (SI)(DX*1), DX
+	MOVQ         a+24(FP), DI
+	MOVQ         aStride+32(FP), R8
+	LEAQ         (DI)(R8*1), R9
+	LEAQ         (R9)(R8*1), R10
+	LEAQ         (R10)(R8*1), R8
+	XORQ         R11, R11
+	VPBROADCASTD highWords<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	TESTQ        AX, AX
+	JZ           done
+
+loop:
+	VMOVDQU32   (DI)(R11*1), Z18
+	VPANDD      Z0, Z18, Z17
+	VPSLLD      $0x10, Z18, Z18
+	VMOVDQU32   (R9)(R11*1), Z20
+	VPANDD      Z0, Z20, Z19
+	VPSLLD      $0x10, Z20, Z20
+	VMOVDQU32   (R10)(R11*1), Z22
+	VPANDD      Z0, Z22, Z21
+	VPSLLD      $0x10, Z22, Z22
+	VMOVDQU32   (R8)(R11*1), Z24
+	VPANDD      Z0, Z24, Z23
+	VPSLLD      $0x10, Z24, Z24
+	VMOVDQU32   (CX)(R11*1), Z25
+	VPANDD      Z0, Z25, Z26
+	VFMADD231PS Z17, Z26, Z1
+	VFMADD231PS Z19, Z26, Z2
+	VFMADD231PS Z21, Z26, Z3
+	VFMADD231PS Z23, Z26, Z4
+	VPSLLD      $0x10, Z25, Z25
+	VFMADD231PS Z18, Z25, Z1
+	VFMADD231PS Z20, Z25, Z2
+	VFMADD231PS Z22, Z25, Z3
+	VFMADD231PS Z24, Z25, Z4
+	VMOVDQU32   (BX)(R11*1), Z25
+	VPANDD      Z0, Z25, Z26
+	VFMADD231PS Z17, Z26, Z5
+	VFMADD231PS Z19, Z26, Z6
+	VFMADD231PS Z21, Z26, Z7
+	VFMADD231PS Z23, Z26, Z8
+	VPSLLD      $0x10, Z25, Z25
+	VFMADD231PS Z18, Z25, Z5
+	VFMADD231PS Z20, Z25, Z6
+	VFMADD231PS Z22, Z25, Z7
+	VFMADD231PS Z24, Z25, Z8
+	VMOVDQU32   (SI)(R11*1), Z25
+	VPANDD      Z0, Z25, Z26
+	VFMADD231PS Z17, Z26, Z9
+	VFMADD231PS Z19, Z26, Z10
+	VFMADD231PS Z21, Z26, Z11
+	VFMADD231PS Z23, Z26, Z12
+	VPSLLD      $0x10, Z25, Z25
+	VFMADD231PS Z18, Z25, Z9
+	VFMADD231PS Z20, Z25, Z10
+	VFMADD231PS Z22, Z25, Z11
+	VFMADD231PS Z24, Z25, Z12
+	VMOVDQU32   (DX)(R11*1), Z25
+	VPANDD      Z0, Z25, Z26
+	VFMADD231PS Z17, Z26, Z13
+	VFMADD231PS Z19, Z26, Z14
+	VFMADD231PS Z21, Z26, Z15
+	VFMADD231PS Z23, Z26, Z16
+	VPSLLD      $0x10, Z25, Z25
+	VFMADD231PS Z18, Z25, Z13
+	VFMADD231PS Z20, Z25, Z14
+	VFMADD231PS Z22, Z25, Z15
+	VFMADD231PS Z24, Z25, Z16
+	ADDQ        $0x00000040, R11
+	DECQ        AX
+	JNZ         loop
+
+done:
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z2, Y1
+	VADDPS        Y2, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z3, Y2
+	VADDPS        Y3, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z4, Y3
+	VADDPS        Y4, Y3, Y3
+	VEXTRACTF64X4 $0x01, Z5, Y4
+	VADDPS        Y5, Y4, Y4
+	VEXTRACTF64X4 $0x01, Z6, Y5
+	VADDPS        Y6, Y5, Y5
+	VEXTRACTF64X4 $0x01, Z7, Y6
+	VADDPS        Y7, Y6, Y6
+	VEXTRACTF64X4 $0x01, Z8, Y7
+	VADDPS        Y8, Y7, Y7
+	VEXTRACTF64X4 $0x01, Z9, Y8
+	VADDPS        Y9, Y8, Y8
+	VEXTRACTF64X4 $0x01, Z10, Y9
+	VADDPS        Y10, Y9, Y9
+	VEXTRACTF64X4 $0x01, Z11, Y10
+	VADDPS        Y11, Y10, Y10
+	VEXTRACTF64X4 $0x01, Z12, Y11
+	VADDPS        Y12, Y11, Y11
+	VEXTRACTF64X4 $0x01, Z13, Y12
+	VADDPS        Y13, Y12, Y12
+	VEXTRACTF64X4 $0x01, Z14, Y13
+	VADDPS        Y14, Y13, Y13
+	VEXTRACTF64X4 $0x01, Z15, Y14
+	VADDPS        Y15, Y14, Y14
+	VEXTRACTF64X4 $0x01, Z16, Y15
+	VADDPS        Y16, Y15, Y15
+	MOVQ          dst+40(FP), AX
+	MOVQ          dstStride+48(FP), CX
+	VEXTRACTF32X4 $0x01, Y0, X16
+	VADDPS        X0, X16, X16
+	VEXTRACTF32X4 $0x01, Y4, X0
+	VADDPS        X4, X0, X0
+	VEXTRACTF32X4 $0x01, Y8, X4
+	VADDPS        X8, X4, X4
+	VEXTRACTF32X4 $0x01, Y12, X8
+	VADDPS        X12, X8, X8
+	VUNPCKLPS     X0, X16, X12
+	VUNPCKHPS     X0, X16, X0
+	VADDPS        X0, X12, X12
+	VUNPCKLPS     X8, X4, X0
+	VUNPCKHPS     X8, X4, X4
+	VADDPS        X4, X0, X0
+	VMOVLHPS      X0, X12, X4
+	VMOVHLPS      X12, X0, X0
+	VADDPS        X0, X4, X4
+	VMOVUPS       X4, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VEXTRACTF32X4 $0x01, Y5, X1
+	VADDPS        X5, X1, X1
+	VEXTRACTF32X4 $0x01, Y9, X4
+	VADDPS        X9, X4, X4
+	VEXTRACTF32X4 $0x01, Y13, X5
+	VADDPS        X13, X5, X5
+	VUNPCKLPS     X1, X0, X8
+	VUNPCKHPS     X1, X0, X0
+	VADDPS        X0, X8, X8
+	VUNPCKLPS     X5, X4, X0
+	VUNPCKHPS     X5, X4, X1
+	VADDPS        X1, X0, X0
+	VMOVLHPS      X0, X8, X1
+	VMOVHLPS      X8, X0, X0
+	VADDPS        X0, X1, X1
+	VMOVUPS       X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF32X4 $0x01, Y2, X0
+	VADDPS        X2, X0, X0
+	VEXTRACTF32X4 $0x01, Y6, X1
+	VADDPS        X6, X1, X1
+	VEXTRACTF32X4 $0x01, Y10, X2
+	VADDPS        X10, X2, X2
+	VEXTRACTF32X4 $0x01, Y14, X4
+	VADDPS        X14, X4, X4
+	VUNPCKLPS     X1, X0, X5
+	VUNPCKHPS     X1, X0, X0
+	VADDPS        X0, X5, X5
+	VUNPCKLPS     X4, X2, X0
+	VUNPCKHPS     X4, X2, X1
+	VADDPS        X1, X0, X0
+	VMOVLHPS      X0, X5, X1
+	VMOVHLPS      X5, X0, X0
+	VADDPS        X0, X1, X1
+	VMOVUPS       X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF32X4 $0x01, Y3, X0
+	VADDPS        X3, X0, X0
+	VEXTRACTF32X4 $0x01, Y7, X1
+	VADDPS        X7, X1, X1
+	VEXTRACTF32X4 $0x01, Y11, X2
+	VADDPS        X11, X2, X2
+	VEXTRACTF32X4 $0x01, Y15, X3
+	VADDPS        X15, X3, X3
 	VUNPCKLPS     X1, X0, X4
 	VUNPCKHPS     X1, X0, X0
 	VADDPS        X0, X4, X4

@@ -16,7 +16,7 @@ import (
 func BenchmarkDecodeStream(b *testing.B) {
 	const n, rows, tile = 2048, 1 << 16, 32
 	r := newRand(b)
-	for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeIQ4_XS, gguf.TypeIQ4_NL, gguf.TypeIQ2_XXS} {
+	for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeIQ4_XS, gguf.TypeIQ4_NL, gguf.TypeIQ2_XXS} {
 		for _, oneRow := range []bool{false, true} {
 			b.Run(fmt.Sprint(typ, "/one=", oneRow), func(b *testing.B) {
 				rb, _ := typ.RowBytes(n)

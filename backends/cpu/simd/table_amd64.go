@@ -31,6 +31,10 @@ var asmKernels = []kernelSet{{
 		rows:  dotF16RowsAVX2,
 		w:     gguf.TypeF16,
 	}, {
+		chunk: 1,
+		one:   dotBF16AVX2,
+		w:     gguf.TypeBF16,
+	}, {
 		chunk: 256,
 		one:   dotQ4_KAVX2,
 		w:     gguf.TypeQ4_K,
@@ -85,6 +89,10 @@ var asmKernels = []kernelSet{{
 		chunk: 16,
 		tiles: []gemmTile{gemmF164x1AVX2, gemmF164x2AVX2, gemmF164x3AVX2},
 		w:     gguf.TypeF16,
+	}, {
+		chunk: 16,
+		tiles: []gemmTile{gemmBF164x1AVX2, gemmBF164x2AVX2},
+		w:     gguf.TypeBF16,
 	}},
 	lanes: 8,
 	mul:   mulF32AVX2,
@@ -102,6 +110,10 @@ var asmKernels = []kernelSet{{
 		chunk: 8,
 		fn:    quantF16AVX2,
 		t:     gguf.TypeF16,
+	}, {
+		chunk: 8,
+		fn:    quantBF16AVX2,
+		t:     gguf.TypeBF16,
 	}},
 	scale:      scaleF32AVX2,
 	scaleMax:   scaleMaxAVX2,
@@ -124,6 +136,10 @@ var asmKernels = []kernelSet{{
 		one:   dotF16AVX512,
 		rows:  dotF16RowsAVX2,
 		w:     gguf.TypeF16,
+	}, {
+		chunk: 1,
+		one:   dotBF16AVX512,
+		w:     gguf.TypeBF16,
 	}, {
 		chunk: 256,
 		one:   dotQ4_KAVX2,
@@ -180,6 +196,10 @@ var asmKernels = []kernelSet{{
 		tiles: []gemmTile{gemmF164x1AVX512, gemmF164x2AVX512, gemmF164x3AVX512, gemmF164x4AVX512, gemmF164x5AVX512},
 		w:     gguf.TypeF16,
 	}, {
+		chunk: 32,
+		tiles: []gemmTile{gemmBF164x1AVX512, gemmBF164x2AVX512, gemmBF164x3AVX512, gemmBF164x4AVX512},
+		w:     gguf.TypeBF16,
+	}, {
 		chunk: 256,
 		tiles: []gemmTile{gemmQ4_K4x1AVX512, gemmQ4_K4x2AVX512},
 		w:     gguf.TypeQ4_K,
@@ -216,6 +236,10 @@ var asmKernels = []kernelSet{{
 		chunk: 8,
 		fn:    quantF16AVX2,
 		t:     gguf.TypeF16,
+	}, {
+		chunk: 8,
+		fn:    quantBF16AVX2,
+		t:     gguf.TypeBF16,
 	}},
 	scale:      scaleF32AVX512,
 	scaleMax:   scaleMaxAVX512,

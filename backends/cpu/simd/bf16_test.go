@@ -1,0 +1,176 @@
+package simd
+
+import (
+	"encoding/binary"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/quant"
+)
+
+// The BF16 kernels promise more than quant's bound: the bits of ggml's
+// AVX512-BF16 summation order (see codegen/cmd/simdgen/dot_bf16.go). The
+// models below spell that order out in Go.
+
+// bf16At widens element i of a little-endian bfloat16 row.
+func bf16At(b []byte, i int) float32 {
+	return quant.BF16ToFP32(binary.LittleEndian.Uint16(b[2*i:]))
+}
+
+// bf16Lanes adds the products of elements [base, base+2·len(acc)) into acc
+// as VDPBF16PS does: lane j takes element 2j+1's product, then 2j's. The
+// products of two bfloat16 values are exact in float32, so the float32
+// add is the FMA's single rounding.
+func bf16Lanes(acc []float32, w, a []byte, base int) {
+	for j := range acc {
+		o, e := base+2*j+1, base+2*j
+		acc[j] += float32(bf16At(w, o) * bf16At(a, o))
+		acc[j] += float32(bf16At(w, e) * bf16At(a, e))
+	}
+}
+
+// reduceLanes sums 8 or 16 lanes as _mm512_reduce_add_ps (and the hsum of
+// eight lanes) does: halves folded onto each other down to four lanes,
+// then lanes (0+2)+(1+3).
+func reduceLanes(acc []float32) float32 {
+	x := append([]float32(nil), acc...)
+	for len(x) > 4 {
+		h := len(x) / 2
+		for i := range h {
+			x[i] = x[i] + x[i+h]
+		}
+		x = x[:h]
+	}
+	return (x[0] + x[2]) + (x[1] + x[3])
+}
+
+// bf16DotModel is ggml_vec_dot_bf16's AVX512-BF16 order: whole blocks of
+// 64 in two 16-lane accumulators (values 0–31 and 32–63 of each block),
+// whose sums and then the tail's products are added in float64.
+func bf16DotModel(n int, w, a []byte) float32 {
+	var c1, c2 [16]float32
+	nb := n / 64
+	for b := range nb {
+		bf16Lanes(c1[:], w, a, 64*b)
+		bf16Lanes(c2[:], w, a, 64*b+32)
+	}
+	s := float64(reduceLanes(c1[:])) + float64(reduceLanes(c2[:]))
+	for i := 64 * nb; i < n; i++ {
+		s += float64(bf16At(w, i) * bf16At(a, i))
+	}
+	return float32(s)
+}
+
+// bf16TileModel is one (row, token) sum of a GEMM tile: one accumulator
+// of lanes lanes over chunks of 2·lanes values (tinyBLAS's order for 16).
+func bf16TileModel(lanes, n int, w, a []byte) float32 {
+	acc := make([]float32, lanes)
+	for base := 0; base < n; base += 2 * lanes {
+		bf16Lanes(acc, w, a, base)
+	}
+	return reduceLanes(acc)
+}
+
+// bf16TileLanes is the accumulator width of the active variant's tiles.
+func bf16TileLanes(t *testing.T) int {
+	switch Variant() {
+	case "avx2":
+		return 8
+	case "avx512vnni":
+		return 16
+	}
+	t.Fatalf("variant %s has no BF16 tiles", Variant())
+	return 0
+}
+
+// TestBF16DotOrder holds the dot kernel to the model bit for bit on random
+// rows of awkward lengths (tails included), and the model to quant's
+// serial sum within the summation-order bound.
+func TestBF16DotOrder(t *testing.T) {
+	r := newRand(t)
+	forEachVariant(t, func(t *testing.T) {
+		for _, n := range []int{1, 63, 64, 65, 96, 200, 1024, 2048, 5632, 4096 + 7} {
+			w, a := quantized(t, r, gguf.TypeBF16, n), quantized(t, r, gguf.TypeBF16, n)
+			want := bf16DotModel(n, w, a)
+			ref := quant.VecDot(gguf.TypeBF16, n, w, a)
+			bound := dotBound(dequant(t, gguf.TypeBF16, w, n), dequant(t, gguf.TypeBF16, a, n), n)
+			require.LessOrEqual(t, math.Abs(float64(want-ref)), bound, "n=%d: model %g, quant %g", n, want, ref)
+			got := VecDot(gguf.TypeBF16)(n, w, a)
+			if Variant() == pureGo {
+				want = ref
+			}
+			require.Equal(t, math.Float32bits(want), math.Float32bits(got), "n=%d: got %g, want %g", n, got, want)
+		}
+	})
+}
+
+// TestBF16GemmOrder holds every GEMM output to the tile model bit for bit:
+// whole tiles of four rows take the tiles, the leftover rows the dot
+// kernel, and lengths that are not whole chunks the row-by-row path.
+func TestBF16GemmOrder(t *testing.T) {
+	r := newRand(t)
+	forEachVariant(t, func(t *testing.T) {
+		if Variant() == pureGo {
+			t.Skip("no tiles")
+		}
+		lanes := bf16TileLanes(t)
+		for _, n := range []int{32, 64, 96, 2048, 5632, 48, 200} {
+			for _, s := range gemmShapes {
+				c := newGemmCase(t, r, gguf.TypeBF16, n, s[0], s[1])
+				c.run()
+				tiled := n%(2*lanes) == 0
+				for i := range c.nRows {
+					for j := range c.nTok {
+						want := bf16DotModel(n, c.wRow(i), c.aRow(j))
+						if tiled && i < c.nRows-c.nRows%gemmRows {
+							want = bf16TileModel(lanes, n, c.wRow(i), c.aRow(j))
+						}
+						got := c.dst[j*c.dstStride+i]
+						require.Equal(t, math.Float32bits(want), math.Float32bits(got),
+							"n=%d %d×%d row %d tok %d: got %g, want %g", n, s[0], s[1], i, j, got, want)
+					}
+				}
+				c.check(t, false) // poison left in the gaps, within quant's bound
+			}
+		}
+	})
+}
+
+// TestQuantizeBF16 checks the narrowing kernel against quant.FP32ToBF16 on
+// random rows and on ties, overflow, subnormals, infinities and NaNs.
+func TestQuantizeBF16(t *testing.T) {
+	r := newRand(t)
+	forEachVariant(t, func(t *testing.T) {
+		for _, n := range []int{8, 16, 24, 2048, 5632, 13} {
+			checkQuantize(t, gguf.TypeBF16, randomFloats(r, n), "random bf16")
+		}
+		special := []float32{
+			math.Float32frombits(0x3f808000), math.Float32frombits(0x3f818000), // ties to even, down and up
+			math.Float32frombits(0x7f7fffff), -math.Float32frombits(0x7f7f8000), // round to ±infinity
+			math.Float32frombits(0x00008000), math.Float32frombits(0x00018001), // subnormals
+			float32(math.Inf(1)), float32(math.Inf(-1)),
+			float32(math.NaN()), math.Float32frombits(0xff800001), math.Float32frombits(0x7fffffff), 0,
+			float32(math.Copysign(0, -1)), 1, -2.5, 3e38, 1e-40, 7,
+			math.Float32frombits(0xbf7f8000), 5, 6, 8, 9, 10, // to 24, whole chunks of 8
+		}
+		// Whole chunks only: a ragged row goes to quant as a whole.
+		require.Zero(t, len(special)%8)
+		checkQuantize(t, gguf.TypeBF16, special, "special bf16")
+	})
+}
+
+// TestBF16KernelsPresent guards against a table that loses the BF16
+// kernels, which every test above would pass through the fallback.
+func TestBF16KernelsPresent(t *testing.T) {
+	for _, v := range available[1:] {
+		for what, ok := range map[string]bool{
+			"dot":   v.dots[gguf.TypeBF16] != nil,
+			"gemm":  v.gemms[gguf.TypeBF16] != nil,
+			"quant": v.quants[gguf.TypeBF16] != nil,
+		} {
+			require.True(t, ok, "variant %s has no BF16 %s kernel", v.name, what)
+		}
+	}
+}

@@ -1,0 +1,231 @@
+package main
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// BF16·BF16 dot products and GEMM tiles, summed in the order of ggml's
+// AVX512-BF16 kernels without needing VDPBF16PS (which neither Go's
+// assembler nor avo knows, and which most AVX-512 processors lack).
+//
+// A bfloat16 is the top half of a float32, so widening is integer work on
+// the dwords as loaded: the odd element of each dword is the dword AND
+// 0xFFFF0000, the even one the dword shifted left by 16. Products of two
+// bfloat16 values are exact in float32, so an FMA of the exact product
+// rounds once, as VDPBF16PS's adds do. VDPBF16PS adds, per float32 lane i,
+// first the product of elements 2i+1 and then that of 2i (Intel's
+// pseudocode); the kernels issue the odd FMA before the even one to match.
+// (VDPBF16PS also flushes denormal inputs and results; the FMAs do not, a
+// difference only for values below 2⁻¹²⁶.)
+//
+//   - The dot kernel is ggml_vec_dot_bf16 (llama.cpp's path for one
+//     token and for lengths that are not whole 32-value chunks): two
+//     16-lane accumulators over 64-value blocks (values 0–31 and 32–63),
+//     each reduced as _mm512_reduce_add_ps does, added in float64 with the
+//     tail's products. The AVX2 variant keeps each 16-lane accumulator in
+//     two ymm and gives the same bits.
+//   - The AVX-512 GEMM tiles are tinyBLAS's (llamafile sgemm, which
+//     llama.cpp uses for batches of two or more tokens): one 16-lane
+//     accumulator per (row, token) pair over 32-value chunks, reduced as
+//     _mm512_reduce_add_ps. The AVX2 tiles use 8-lane accumulators over
+//     16-value chunks (no reference to match without AVX-512).
+
+const bf16DotChunk = 64 // elements per dot-kernel iteration
+
+var cHighWords = ConstData("highWords", U32(0xffff0000))
+
+// bf16Mask broadcasts 0xFFFF0000 into a fresh register (zmm for AVX-512).
+func bf16Mask(zmm bool) VecVirtual {
+	m := YMM()
+	if zmm {
+		m = ZMM()
+	}
+	VPBROADCASTD(cHighWords, m)
+	return m
+}
+
+// bf16FMA adds w·a into acc for the bfloat16 pairs of the dwords at wm
+// and am (one vector each), odd elements first. Clobbers nothing else.
+func bf16FMA(v variant, zmm bool, mask VecVirtual, wm, am Mem, acc VecVirtual) {
+	x, y, xo, yo := bf16Regs(zmm)
+	vload(v, zmm, wm, x)
+	vload(v, zmm, am, y)
+	pand(v, mask, x, xo)
+	pand(v, mask, y, yo)
+	VFMADD231PS(yo, xo, acc)
+	VPSLLD(U8(16), x, x)
+	VPSLLD(U8(16), y, y)
+	VFMADD231PS(y, x, acc)
+}
+
+func bf16Regs(zmm bool) (a, b, c, d VecVirtual) {
+	if zmm {
+		return ZMM(), ZMM(), ZMM(), ZMM()
+	}
+	return YMM(), YMM(), YMM(), YMM()
+}
+
+// vload loads one vector of integers.
+func vload(v variant, zmm bool, m Mem, x VecVirtual) {
+	if zmm || v.vnni {
+		VMOVDQU32(m, x) // EVEX: x may be a register above 15
+	} else {
+		VMOVDQU(m, x)
+	}
+}
+
+func genDotBF16(v variant, reg *registry) {
+	zmm := v.vnni
+	one := fname("dotBF16", v)
+	TEXT(one, NOSPLIT, "func(n int, w, a *byte) float32")
+	Doc(one+" returns the dot product of n bfloat16 values at w and a, summed",
+		"as ggml_vec_dot_bf16's AVX512-BF16 path sums them: 64-value blocks in",
+		"two float32 accumulators, their sums and the tail's products in float64.")
+	n := Load(Param("n"), GP64())
+	w := Load(Param("w"), GP64())
+	a := Load(Param("a"), GP64())
+	nb := GP64()
+	MOVQ(n, nb)
+	SHRQ(U8(6), nb)
+	mask := bf16Mask(zmm)
+	var halves [2]VecVirtual // the two 16-lane sums, as ymm
+	if zmm {
+		accs := zeroedZmm(2)
+		loopBlocks(nb, func() {
+			for i, acc := range accs {
+				bf16FMA(v, true, mask, Mem{Base: w, Disp: 64 * i}, Mem{Base: a, Disp: 64 * i}, acc)
+			}
+			ADDQ(U32(2*bf16DotChunk), w)
+			ADDQ(U32(2*bf16DotChunk), a)
+		})
+		halves[0], halves[1] = foldZmm(accs[0]), foldZmm(accs[1])
+	} else {
+		// accs[2i] and accs[2i+1]: lanes 0–7 and 8–15 of accumulator i.
+		accs := zeroed(4)
+		loopBlocks(nb, func() {
+			for i, acc := range accs {
+				bf16FMA(v, false, mask, Mem{Base: w, Disp: 32 * i}, Mem{Base: a, Disp: 32 * i}, acc)
+			}
+			ADDQ(U32(2*bf16DotChunk), w)
+			ADDQ(U32(2*bf16DotChunk), a)
+		})
+		for i := range halves {
+			VADDPS(accs[2*i], accs[2*i+1], accs[2*i+1]) // high half + low half, as foldZmm
+			halves[i] = accs[2*i+1]
+		}
+	}
+	s0, s1 := hsum(halves[0]), hsum(halves[1])
+	VCVTSS2SD(s0, s0, s0)
+	VCVTSS2SD(s1, s1, s1)
+	VADDSD(s1, s0, s0)
+	bf16Tail(n, w, a, s0)
+	VCVTSD2SS(s0, s0, s0)
+	VZEROUPPER()
+	Store(s0, ReturnIndex(0))
+	RET()
+	// Chunk 1: the kernel takes any length, tail included.
+	reg.dot(v, "TypeBF16", one, "", 1)
+}
+
+// bf16Tail adds to the float64 in sum the products of the last n mod 64
+// values at w and a, one at a time in float64 (exact products).
+func bf16Tail(n, w, a Register, sum VecVirtual) {
+	rest := GP64()
+	MOVQ(n, rest)
+	ANDQ(U32(bf16DotChunk-1), rest)
+	JZ(LabelRef("tailDone"))
+	Label("tail")
+	x, y := XMM(), XMM()
+	for _, p := range []struct {
+		m Register
+		x VecVirtual
+	}{{w, x}, {a, y}} {
+		t := GP32()
+		MOVWLZX(Mem{Base: p.m}, t)
+		SHLL(U8(16), t)
+		VMOVD(t, p.x)
+		VCVTSS2SD(p.x, p.x, p.x)
+		ADDQ(U8(2), p.m)
+	}
+	VMULSD(y, x, x)
+	VADDSD(x, sum, sum)
+	DECQ(rest)
+	JNZ(LabelRef("tail"))
+	Label("tailDone")
+}
+
+// gemmBF16 describes one variant's tiles: lanes per accumulator and the
+// largest token count that fits the register file.
+func gemmBF16Shape(v variant) (chunk, toks int) {
+	if v.vnni {
+		return 32, 4 // 16 zmm accumulators, 8 split activations, 2 weights, mask
+	}
+	return 16, 2 // 8 ymm accumulators, 4 split activations, 2 weights, mask
+}
+
+func genGemmBF16(v variant, reg *registry) {
+	chunk, maxT := gemmBF16Shape(v)
+	var names []string
+	for toks := 1; toks <= maxT; toks++ {
+		names = append(names, gemmBF16Tile(v, toks, chunk))
+	}
+	reg.gemm(v, "TypeBF16", chunk, names)
+}
+
+func gemmBF16Tile(v variant, toks, chunk int) string {
+	zmm := v.vnni
+	name := gemmName("BF16", v, toks)
+	TEXT(name, NOSPLIT, gemmSig)
+	what := "nb chunks of 16 bfloat16 values"
+	if zmm {
+		what = "nb chunks of 32 bfloat16 values (tinyBLAS's order)"
+	}
+	gemmDoc(name, what, toks)
+	nb := Load(Param("nb"), GP64())
+	ws := pointers("w", "wStride", gemmRows)
+	as := pointers("a", "aStride", toks)
+	off := GP64()
+	XORQ(off, off)
+	mask := bf16Mask(zmm)
+	acc := make([][]VecVirtual, gemmRows)
+	for r := range acc {
+		if zmm {
+			acc[r] = zeroedZmm(toks)
+		} else {
+			acc[r] = zeroedV(v, toks)
+		}
+	}
+	loopBlocks(nb, func() {
+		odd, even := make([]VecVirtual, toks), make([]VecVirtual, toks)
+		for t, a := range as {
+			_, _, odd[t], even[t] = bf16Regs(zmm)
+			vload(v, zmm, at(a, off, 0), even[t])
+			pand(v, mask, even[t], odd[t])
+			VPSLLD(U8(16), even[t], even[t])
+		}
+		for r, w := range ws {
+			x, xo, _, _ := bf16Regs(zmm)
+			vload(v, zmm, at(w, off, 0), x)
+			pand(v, mask, x, xo)
+			for t := range as {
+				VFMADD231PS(odd[t], xo, acc[r][t])
+			}
+			VPSLLD(U8(16), x, x)
+			for t := range as {
+				VFMADD231PS(even[t], x, acc[r][t])
+			}
+		}
+		ADDQ(U32(2*chunk), off)
+	})
+	if zmm {
+		for r := range acc {
+			for t := range acc[r] {
+				acc[r][t] = foldZmm(acc[r][t])
+			}
+		}
+	}
+	storeGrid(v, acc)
+	return name
+}
