@@ -394,7 +394,7 @@ func (j *attnJob) units(first, stride int, b *attnBuf) {
 		}
 		for t := t0; t < t1; t++ {
 			c, pos := j.at(t)
-			c.attendHeads(j.out, j.q, t, pos, h0, h1, sh, b)
+			c.attendHeads(j.out, j.q, t, pos, h0, h1, j.inRun(t), sh, b)
 		}
 	}
 }
@@ -411,6 +411,25 @@ func (j *attnJob) consecutive(c *kvCache, pos, t0, t1 int) bool {
 	return true
 }
 
+// inRun reports whether token t shares a run of consecutive positions of
+// its sequence with a neighbour in the batch: llama.cpp multiplies P·V of
+// such a batch with tinyBLAS, of a single token with ggml_vec_dot, and
+// over an f32 cache the two orders give different bits. A run is judged
+// on its own, as ref.AttentionSeqs judges it, so that a sequence's result
+// does not depend on what else the batch holds.
+func (j *attnJob) inRun(t int) bool {
+	c, p := j.at(t)
+	for _, u := range [2]int{t - 1, t + 1} {
+		if u < 0 || u >= j.nTok {
+			continue
+		}
+		if cu, pu := j.at(u); cu == c && pu-p == u-t {
+			return true
+		}
+	}
+	return false
+}
+
 // gemmPath reports whether attention over this cache takes the F16 GEMM
 // path (attendBlockF16): an F16 cache, head dimension of whole GEMM
 // chunks (f16GemmChunk), no flash attention.
@@ -419,11 +438,15 @@ func (c *kvCache) gemmPath() bool {
 }
 
 // attendHeads computes query heads [h0, h1) (all of one KV head) of batch
-// token t at position pos of this cache's sequence. Like llama.cpp with an F16 cache, the query is rounded to
-// binary16 for Q·Kᵀ and the probabilities for P·V; scores are scaled and
-// normalised by ref.SoftmaxRow. Only the summation order of the dot
-// products differs from ref.Attention.
-func (c *kvCache) attendHeads(out, q []float32, t, pos, h0, h1 int, sh attnShape, b *attnBuf) {
+// token t at position pos of this cache's sequence; inRun tells whether
+// the token is part of a run of several (attnJob.inRun). Like llama.cpp
+// with an F16 cache, the query is rounded to binary16 for Q·Kᵀ and the
+// probabilities for P·V; scores are scaled and normalised by
+// ref.SoftmaxRow. With an F16 cache only the summation order of the dot
+// products differs from ref.Attention; with an F32 cache the dot products
+// are ref's (ggml_vec_dot_f32's order for Q·Kᵀ, tinyBLAS's for P·V in a
+// run), so the results are ref.Attention's bits.
+func (c *kvCache) attendHeads(out, q []float32, t, pos, h0, h1 int, inRun bool, sh attnShape, b *attnBuf) {
 	if c.flash {
 		c.flashHeads(out, q, t, pos, h0, h1, sh, &b.flash)
 		return
@@ -444,7 +467,7 @@ func (c *kvCache) attendHeads(out, q []float32, t, pos, h0, h1 int, sh attnShape
 			c.scoresF16(row[:visible], qh, g, b)
 		} else {
 			for p := range visible {
-				row[p] = dotF32(qh, c.k32[p*w+g*hd:p*w+(g+1)*hd])
+				row[p] = ref.VecDotF32(qh, c.k32[p*w+g*hd:p*w+(g+1)*hd])
 			}
 		}
 		soft := (visible + softmaxGroup - 1) / softmaxGroup * softmaxGroup
@@ -455,7 +478,7 @@ func (c *kvCache) attendHeads(out, q []float32, t, pos, h0, h1 int, sh attnShape
 		maskWindow(row, sh.first(pos))
 		simd.SoftmaxRow(row[:soft], sh.scale)
 		clear(row[soft:])
-		c.mulPV(oh, row, visible, soft, g, b)
+		c.mulPV(oh, row, soft, inRun, g, b)
 	}
 }
 
@@ -550,9 +573,12 @@ func (c *kvCache) scoresF16(row, qh []float32, g int, b *attnBuf) {
 }
 
 // mulPV sets oh[d] to the dot product of the probabilities with V row d of
-// KV head g. The F16 path runs over the padded row: its probabilities
-// from soft on are 0 and the V entries there are finite.
-func (c *kvCache) mulPV(oh, probs []float32, visible, soft, g int, b *attnBuf) {
+// KV head g. It runs over the padded row (llama.cpp's n_kv cells): the
+// probabilities from soft on are 0 and the V entries there are finite, so
+// they add exact zeros, but the length decides which values
+// ggml_vec_dot_f32 takes in its 64-value blocks. tinyBLAS's single
+// accumulator needs only the first soft values (whole 16-value chunks).
+func (c *kvCache) mulPV(oh, probs []float32, soft int, inRun bool, g int, b *attnBuf) {
 	hd, vs := c.headDim, c.vStride
 	if c.f16 {
 		n := len(probs)
@@ -563,29 +589,10 @@ func (c *kvCache) mulPV(oh, probs []float32, visible, soft, g int, b *attnBuf) {
 	}
 	for d := range oh {
 		r := (g*hd + d) * vs
-		oh[d] = dotF32(probs[:visible], c.v32[r:r+visible])
+		if inRun {
+			oh[d] = ref.TinyDotF32(probs[:soft], c.v32[r:r+soft])
+		} else {
+			oh[d] = ref.VecDotF32(probs, c.v32[r:r+len(probs)])
+		}
 	}
-}
-
-// dotF32 is a float32 dot product with eight independent accumulators, so
-// that the additions of one step do not wait for each other.
-func dotF32(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3, s4, s5, s6, s7 float32
-	i := 0
-	for ; i+8 <= len(a); i += 8 {
-		x, y := a[i:i+8:i+8], b[i:i+8:i+8]
-		s0 += x[0] * y[0]
-		s1 += x[1] * y[1]
-		s2 += x[2] * y[2]
-		s3 += x[3] * y[3]
-		s4 += x[4] * y[4]
-		s5 += x[5] * y[5]
-		s6 += x[6] * y[6]
-		s7 += x[7] * y[7]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
 }

@@ -65,16 +65,34 @@ func foldHsum(acc *[4][lanes]float32) float32 {
 	return hsum(&v)
 }
 
-// vecDotF32 is ggml_vec_dot_f32: float32 tail with fused multiply-adds, as
-// the compiler contracts it.
+// vecDotF32 is ggml_vec_dot_f32: the float32 tail adds each product
+// rounded to float32, one after the other. GCC does not contract this
+// loop into fused multiply-adds: it vectorises the products (VMULPS) and
+// adds the lanes in order (VADDSS), as the disassembly of llama.cpp's
+// ggml-cpu.o shows and its f32-cache attention scores (head dimension 8:
+// all tail) confirm bit for bit.
 func vecDotF32(a, b []float32) float32 {
 	b = b[:len(a)]
 	sum, i := vecBlocks(a, b)
 	for ; i < len(a); i++ {
-		sum = fma32(a[i], b[i], sum)
+		sum += float32(a[i] * b[i]) // the conversion keeps Go from fusing
 	}
 	return sum
 }
+
+// VecDotF32 returns the dot product of a and b (len(b) >= len(a)) in the
+// order of ggml_vec_dot_f32 on AVX-512: four 16-lane fused accumulators
+// over whole blocks of 64, folded and reduced, then the tail's rounded
+// products added in turn. llama.cpp takes it for Q·Kᵀ over an f32 KV
+// cache and for f32 products of one token.
+func VecDotF32(a, b []float32) float32 { return vecDotF32(a, b) }
+
+// TinyDotF32 returns the dot product of a and b (len(b) >= len(a), len(a)
+// a multiple of 16) in the order of llamafile's tinyBLAS for f32 on
+// AVX-512: one 16-lane accumulator of fused multiply-adds, reduced as
+// _mm512_reduce_add_ps. llama.cpp takes it for batches of two or more
+// tokens, P·V over an f32 KV cache among them.
+func TinyDotF32(a, b []float32) float32 { return tinyDot(a, b) }
 
 // vecDotF16 is ggml_vec_dot_f16: the tail is summed in double.
 func vecDotF16(a, b []float32) float32 {

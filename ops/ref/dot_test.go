@@ -3,6 +3,8 @@ package ref
 import (
 	"math"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // Every dot kernel against a float64 sum, with the worst-case bound of its
@@ -38,8 +40,21 @@ func TestDotKernels(t *testing.T) {
 			want += float64(a[i]) * float64(b[i])
 			mag += math.Abs(float64(a[i]) * float64(b[i]))
 		}
-		within(t, "vecDotF32", vecDotF32(a, b), want, float64(n/16+8)*0x1p-24*mag)
+		within(t, "vecDotF32", vecDotF32(a, b), want, float64(n/16+n%64+8)*0x1p-24*mag) // the tail is serial
 		within(t, "vecDotF16", vecDotF16(a, b), want, float64(n/16+8)*0x1p-24*mag)
+	}
+}
+
+// TestVecDotF32TailIsNotFused pins ggml_vec_dot_f32's tail to rounded
+// products added in turn: −1 + (1+2⁻¹²)² is 2⁻¹¹ with the product rounded
+// (its 2⁻²⁴ is a tie, to even), 2⁻¹¹+2⁻²⁴ fused.
+func TestVecDotF32TailIsNotFused(t *testing.T) {
+	x := float32(1 + 0x1p-12)
+	for _, pre := range []int{0, 64} { // all tail, and a tail after a block
+		a, b := make([]float32, pre+2), make([]float32, pre+2)
+		a[pre], b[pre] = 1, -1
+		a[pre+1], b[pre+1] = x, x
+		require.Equal(t, float32(0x1p-11), VecDotF32(a, b), "after %d block values", pre)
 	}
 }
 

@@ -38,9 +38,11 @@ func (r RoPE) Apply(x []float32, nHeads, headDim int, pos int32) {
 }
 
 // Rotate rotates one token's heads in place by the angles whose cos and
-// sin cs holds (as CosSin writes them): x0·c − x1·s and x0·s + x1·c,
-// each product rounded to float32 before the sum (ISO C, no fused
-// multiply-add). Preconditions as Apply's, len(cs) >= Dims.
+// sin cs holds (as CosSin writes them): x0·c − x1·s and x0·s + x1·c as
+// ggml's compiled code computes them, the second product rounded to
+// float32 and the first fused with the sum (GCC contracts a·b ± c·d to
+// fma(a, b, ±c·d) by default; llama.cpp's dumped RoPE outputs confirm
+// it bit for bit). Preconditions as Apply's, len(cs) >= Dims.
 func (r RoPE) Rotate(x []float32, nHeads, headDim int, cs []float32) {
 	half := r.Dims / 2
 	for i := 0; i < half; i++ {
@@ -52,8 +54,8 @@ func (r RoPE) Rotate(x []float32, nHeads, headDim int, cs []float32) {
 		for h := 0; h < nHeads; h++ {
 			head := x[h*headDim : (h+1)*headDim]
 			x0, x1 := head[lo], head[hi]
-			head[lo] = float32(x0*c) - float32(x1*s)
-			head[hi] = float32(x0*s) + float32(x1*c)
+			head[lo] = fma32(x0, c, -float32(x1*s))
+			head[hi] = fma32(x0, s, float32(x1*c))
 		}
 	}
 }
@@ -64,7 +66,7 @@ func (r RoPE) Rotate(x []float32, nHeads, headDim int, cs []float32) {
 // pos·Base^(-2i/Dims), with Base^(-2/Dims) raised to the i-th power by
 // repeated float32 multiplication starting from pos, divided by the
 // pair's factor; then rope_yarn's interpolation, mix and magnitude, cos
-// and sin taken in float32.
+// and sin taken in float32 by glibc's algorithm (trig.go).
 func (r RoPE) CosSin(pos int32, out []float32) []float32 {
 	mscale := r.AttnFactor
 	if mscale == 0 {
@@ -130,10 +132,8 @@ func YaRNCorrDims(dims, nCtxOrig int, base, betaFast, betaSlow float32) [2]float
 	return [2]float32{max(0, start), min(float32(dims-1), end)}
 }
 
-// powf, cosf, sinf and logf stand in for libm's float32 functions:
-// evaluated in float64 and rounded once, so correctly rounded in all but
-// rare ties.
+// powf and logf stand in for libm's float32 functions: evaluated in
+// float64 and rounded once, so correctly rounded in all but rare ties
+// (cosf and sinf are glibc's own algorithm: trig.go).
 func powf(x, y float32) float32 { return float32(math.Pow(float64(x), float64(y))) }
-func cosf(x float32) float32    { return float32(math.Cos(float64(x))) }
-func sinf(x float32) float32    { return float32(math.Sin(float64(x))) }
 func logf(x float32) float32    { return float32(math.Log(float64(x))) }

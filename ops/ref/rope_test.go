@@ -2,6 +2,7 @@ package ref
 
 import (
 	"math"
+	"math/big"
 	"testing"
 )
 
@@ -155,12 +156,21 @@ func checkRotated(t *testing.T, r RoPE, x, y, cs []float32) {
 			lo, hi := ropePair(r, i)
 			lo, hi = lo+h*r.Dims, hi+h*r.Dims
 			c, s := cs[2*i], cs[2*i+1]
-			if want := float32(x[lo]*c) - float32(x[hi]*s); y[lo] != want {
+			if want := fusedExact(x[lo], c, -float32(x[hi]*s)); y[lo] != want {
 				t.Fatalf("head %d pair %d: %v, want %v", h, i, y[lo], want)
 			}
-			if want := float32(x[lo]*s) + float32(x[hi]*c); y[hi] != want {
+			if want := fusedExact(x[lo], s, float32(x[hi]*c)); y[hi] != want {
 				t.Fatalf("head %d pair %d: %v, want %v", h, i, y[hi], want)
 			}
 		}
 	}
+}
+
+// fusedExact is a·b+c rounded once to float32, in exact big.Float
+// arithmetic: ggml's RoPE as GCC compiles it fuses x0·c with the rounded
+// second product (see Rotate).
+func fusedExact(a, b, c float32) float32 {
+	p := new(big.Float).SetPrec(200).Mul(big.NewFloat(float64(a)), big.NewFloat(float64(b)))
+	f, _ := p.Add(p, big.NewFloat(float64(c))).Float32()
+	return f
 }
