@@ -91,7 +91,7 @@ func (s *Session) ShiftSeq(seq, keep, discard, n int) error {
 	case backends.KVF32:
 		kernel = "kv_shift_f32"
 	default:
-		return fmt.Errorf("vulkan: a context shift of a %s KV cache is not implemented (use --kv-type f16 or f32)", s.kvType)
+		return fmt.Errorf("vulkan: a context shift of a %s KV cache is not implemented (use --kv-type f16)", s.kvType)
 	}
 	r := &recorder{s: s, p: p}
 	for b := 0; b < moved; b += discard {
