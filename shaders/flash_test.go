@@ -68,6 +68,14 @@ func TestKVStoreQuant(t *testing.T) {
 					v[i] = 0
 				}
 			}
+			// Token 0 (position 0: RoPE leaves it) starts with blocks
+			// that only ggml-cpu's Q8_0 quantizer gets right.
+			q8Traps(e, k[:32])
+			q8Ties(v[:32])
+			if w >= 64 {
+				q8Ties(k[32:64])
+				q8Traps(e, v[32:64])
+			}
 			words := make([]uint32, 2*c.ntok)
 			for i := range c.ntok {
 				words[i], words[c.ntok+i] = uint32(pos[i]), cells[i]
@@ -110,6 +118,41 @@ func TestKVStoreQuant(t *testing.T) {
 			}
 		}
 	}
+}
+
+// q8Traps fills a block of 32 with values on which ggml-cpu's vector
+// Q8_0 quantizer (×127/amax) and the reference one (×1/d, d = amax/127)
+// disagree: the block's amax is one where 127/amax and 1/(amax/127)
+// differ, and the other values' products with them round apart.
+func q8Traps(e *env, b []float32) {
+	for {
+		amax := float32(64 + 63*e.rng.Float64())
+		id1, id2 := 127/amax, 1/(amax/127)
+		if id1 == id2 {
+			continue
+		}
+		b[0] = amax
+		for j := 1; j < 32; {
+			x := (float32(e.rng.IntN(120)) + 0.5) / id1
+			for u := -4; u <= 4 && j < 32; u++ {
+				y := math.Float32frombits(uint32(int32(math.Float32bits(x)) + int32(u)))
+				if y < amax && math.RoundToEven(float64(y*id1)) != math.RoundToEven(float64(y*id2)) {
+					b[j] = y
+					j++
+				}
+			}
+		}
+		return
+	}
+}
+
+// q8Ties fills a block with halves at amax 127 (127/amax = 1): ties,
+// which ggml-cpu's vector quantizer rounds to even.
+func q8Ties(b []float32) {
+	for j := range b[:32] {
+		b[j] = float32(j%16) - 7.5
+	}
+	b[5] = 127
 }
 
 // TestFlashAttention runs flash_KV against ref.FlashAttention (llama.cpp's
