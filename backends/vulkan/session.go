@@ -28,7 +28,7 @@ type Session struct {
 	ctx    int // KV cells of each sequence
 	seqs   int // sequences, each with ctx cells in every layer's cache
 	kvType backends.KVType
-	flash  bool // flash attention (flash_attn.comp), llama.cpp's -fa
+	flash  bool               // flash attention (flash_attn.comp), llama.cpp's -fa
 	segs   []backends.Segment // the running batch's sequences (check)
 
 	arena, scratch, step, out, table *Buffer
