@@ -35,12 +35,29 @@ func TestFlashAttentionReferences(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end reference comparison: skipped in -short mode")
 	}
+	checkFlashReferences(t, Options{})
+}
+
+// TestFlashAttentionReferencesVulkan runs the same references wholly on
+// Vulkan (flash_attn.comp, the q8_0/q4_0 store shaders) under the same
+// rule and bars.
+func TestFlashAttentionReferencesVulkan(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end reference comparison: skipped in -short mode")
+	}
+	skipWithoutVulkanDevice(t)
+	checkFlashReferences(t, Options{Backend: "vulkan", Compile: CompileOptions{Backend: "vulkan"}})
+}
+
+// checkFlashReferences checks every flash reference with models opened
+// with o.
+func checkFlashReferences(t *testing.T, o Options) {
 	dir := filepath.Join("..", "testdata", "flash", "reference")
 	for _, fr := range flashRefs {
 		path := filepath.Join("..", "testdata", fr.model)
 		name := filepath.Base(fr.model[:len(fr.model)-len(".gguf")])
 		t.Run(name, func(t *testing.T) {
-			m, err := Open(path, Options{})
+			m, err := Open(path, o)
 			require.NoError(t, err)
 			defer m.Close()
 			var stats top5Stats
@@ -58,7 +75,7 @@ func TestFlashAttentionReferences(t *testing.T) {
 					so := SessionOptions{Ctx: 2048, KVType: kv, FlashAttn: true}
 					rel := checkPromptWith(t, m, ref, bar, &stats, name == "stories260K", so)
 					if os.Getenv("WEFT_FLASH_TABLE") != "" {
-						fmt.Printf("| %s | %s | %s | %.3g | %.3g |\n", name, p, kv, rel, bar)
+						fmt.Printf("| %s | %s | %s | %s | %.3g | %.3g |\n", o.Backend, name, p, kv, rel, bar)
 					}
 				}
 			}

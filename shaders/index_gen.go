@@ -93,6 +93,18 @@ var spvRopeKvF16 []byte
 //go:embed spv/rope_kv_f32.spv
 var spvRopeKvF32 []byte
 
+//go:embed spv/kv_store_q8_0.spv
+var spvKvStoreQ80 []byte
+
+//go:embed spv/kv_store_q4_0.spv
+var spvKvStoreQ40 []byte
+
+//go:embed spv/rope_kv_q8_0.spv
+var spvRopeKvQ80 []byte
+
+//go:embed spv/rope_kv_q4_0.spv
+var spvRopeKvQ40 []byte
+
 //go:embed spv/kv_shift_f16.spv
 var spvKvShiftF16 []byte
 
@@ -116,6 +128,33 @@ var spvAttentionF16Q81 []byte
 
 //go:embed spv/attention_f32_q8_1.spv
 var spvAttentionF32Q81 []byte
+
+//go:embed spv/flash_f16.spv
+var spvFlashF16 []byte
+
+//go:embed spv/flash_f16_q8_0.spv
+var spvFlashF16Q80 []byte
+
+//go:embed spv/flash_f16_q8_1.spv
+var spvFlashF16Q81 []byte
+
+//go:embed spv/flash_q8_0.spv
+var spvFlashQ80 []byte
+
+//go:embed spv/flash_q8_0_q8_0.spv
+var spvFlashQ80Q80 []byte
+
+//go:embed spv/flash_q8_0_q8_1.spv
+var spvFlashQ80Q81 []byte
+
+//go:embed spv/flash_q4_0.spv
+var spvFlashQ40 []byte
+
+//go:embed spv/flash_q4_0_q8_0.spv
+var spvFlashQ40Q80 []byte
+
+//go:embed spv/flash_q4_0_q8_1.spv
+var spvFlashQ40Q81 []byte
 
 //go:embed spv/get_rows_f32.spv
 var spvGetRowsF32 []byte
@@ -1088,6 +1127,38 @@ var kernels = []Kernel{{
 	Source:    "rope_kv.comp",
 	Workgroup: 64,
 }, {
+	Bindings:  5,
+	Defines:   []string{"KV_Q8_0"},
+	Name:      "kv_store_q8_0",
+	PushBytes: 24,
+	SPIRV:     spvKvStoreQ80,
+	Source:    "kv_store.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"KV_Q4_0"},
+	Name:      "kv_store_q4_0",
+	PushBytes: 24,
+	SPIRV:     spvKvStoreQ40,
+	Source:    "kv_store.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_Q8_0"},
+	Name:      "rope_kv_q8_0",
+	PushBytes: 52,
+	SPIRV:     spvRopeKvQ80,
+	Source:    "rope_kv.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_Q4_0"},
+	Name:      "rope_kv_q4_0",
+	PushBytes: 52,
+	SPIRV:     spvRopeKvQ40,
+	Source:    "rope_kv.comp",
+	Workgroup: 64,
+}, {
 	Bindings:  3,
 	Defines:   []string{"KV_F16"},
 	Name:      "kv_shift_f16",
@@ -1150,6 +1221,78 @@ var kernels = []Kernel{{
 	PushBytes: 52,
 	SPIRV:     spvAttentionF32Q81,
 	Source:    "attention.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"KV_F16"},
+	Name:      "flash_f16",
+	PushBytes: 52,
+	SPIRV:     spvFlashF16,
+	Source:    "flash_attn.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F16", "Q8_0"},
+	Name:      "flash_f16_q8_0",
+	PushBytes: 52,
+	SPIRV:     spvFlashF16Q80,
+	Source:    "flash_attn.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F16", "Q8_1"},
+	Name:      "flash_f16_q8_1",
+	PushBytes: 52,
+	SPIRV:     spvFlashF16Q81,
+	Source:    "flash_attn.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"KV_Q8_0"},
+	Name:      "flash_q8_0",
+	PushBytes: 52,
+	SPIRV:     spvFlashQ80,
+	Source:    "flash_attn.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_Q8_0", "Q8_0"},
+	Name:      "flash_q8_0_q8_0",
+	PushBytes: 52,
+	SPIRV:     spvFlashQ80Q80,
+	Source:    "flash_attn.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_Q8_0", "Q8_1"},
+	Name:      "flash_q8_0_q8_1",
+	PushBytes: 52,
+	SPIRV:     spvFlashQ80Q81,
+	Source:    "flash_attn.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"KV_Q4_0"},
+	Name:      "flash_q4_0",
+	PushBytes: 52,
+	SPIRV:     spvFlashQ40,
+	Source:    "flash_attn.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_Q4_0", "Q8_0"},
+	Name:      "flash_q4_0_q8_0",
+	PushBytes: 52,
+	SPIRV:     spvFlashQ40Q80,
+	Source:    "flash_attn.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_Q4_0", "Q8_1"},
+	Name:      "flash_q4_0_q8_1",
+	PushBytes: 52,
+	SPIRV:     spvFlashQ40Q81,
+	Source:    "flash_attn.comp",
 	Workgroup: 64,
 }, {
 	Bindings:  3,

@@ -34,6 +34,7 @@ layout(binding = 5) writeonly buffer VC { uint vc[]; };
 
 #include "half.glsl"
 #include "rope.glsl"
+#include "kvquant.glsl"
 
 // rope_one is element e of the head whose first element is x[head],
 // rotated by position pos as rope.comp rotates it: its pair (e, e + half)
@@ -61,7 +62,12 @@ float rope_one(uint head, uint e, uint pos) {
 
 void main() {
     const uint qpairs = pc.qheads * pc.hd / 2u, kvpairs = pc.kvheads * pc.hd / 2u;
+#ifdef KV_QUANT
+    const uint chunks = (2u * kvpairs + 63u) / 64u; // per token
+    const uint nq = pc.ntok * qpairs, total = nq + pc.ntok * chunks;
+#else
     const uint nq = pc.ntok * qpairs, total = nq + pc.ntok * kvpairs;
+#endif
     const uint stride = gl_NumWorkGroups.x * WG;
     for (uint g = gl_GlobalInvocationID.x; g < total; g += stride) {
         if (g < nq) {
@@ -76,6 +82,33 @@ void main() {
         }
         const uint gk = g - nq;
         const uint width = 2u * kvpairs;
+#ifdef KV_QUANT
+        {
+            const uint t = gk / chunks, e0 = 64u * (gk % chunks);
+            const uint pos = step[pc.posoff + t];
+            const uint nb = min(2u, (width - e0) / 32u);
+            const uint base = ((step[pc.celloff + t] + pos) * kv_row_bytes(width) + e0 / 32u * KV_BB) / 4u;
+            const uint nw = (nb * KV_BB + 3u) / 4u;
+            float xs[64];
+            uint w[17];
+            for (uint i = 0u; i < 32u * nb; i++) {
+                const uint e = (e0 + i) % pc.hd;
+                xs[i] = rope_one(pc.koff + t * width + e0 + i - e, e, pos);
+            }
+            kv_pack(xs, nb, w);
+            for (uint i = 0u; i < nw; i++) {
+                kc[base + i] = w[i];
+            }
+            for (uint i = 0u; i < 32u * nb; i++) {
+                xs[i] = x[pc.voff + t * width + e0 + i];
+            }
+            kv_pack(xs, nb, w);
+            for (uint i = 0u; i < nw; i++) {
+                vc[base + i] = w[i];
+            }
+            continue;
+        }
+#else
         const uint t = gk / kvpairs, i = 2u * (gk % kvpairs);
         const uint e = i % pc.hd;
         const uint pos = step[pc.posoff + t];
@@ -92,7 +125,8 @@ void main() {
         vc[dst] = floatBitsToUint(v0);
         vc[dst + 1u] = floatBitsToUint(v1);
 #else
-#error "define KV_F16 or KV_F32"
+#error "define KV_F16, KV_F32, KV_Q8_0 or KV_Q4_0"
+#endif
 #endif
     }
 }

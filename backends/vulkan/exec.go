@@ -589,16 +589,28 @@ func (e *Executable) checkMemory(w backends.Weights) error {
 
 // kvBytes is the device memory of a session's KV cache of ctx positions.
 func (e *Executable) kvBytes(ctx int, kv backends.KVType) int64 {
-	elem := int64(4)
-	if kv == backends.KVF16 {
-		elem = 2
-	}
 	var n int64
 	for _, id := range e.attention {
 		a := e.g.Nodes[id].Attrs
-		n += 2 * int64(ctx) * int64(a.Int("kv_heads")*a.Int("head_dim")) * elem
+		n += 2 * int64(ctx) * kvRowBytes(kv, a.Int("kv_heads")*a.Int("head_dim"))
 	}
 	return n
+}
+
+// kvRowBytes is the size of one KV cache row (one cell of every KV head)
+// of width values: float32 or binary16 values, or Q8_0/Q4_0 blocks padded
+// to whole words (kvquant.glsl: the store shaders write whole words).
+func kvRowBytes(kv backends.KVType, width int) int64 {
+	w := int64(width)
+	switch kv {
+	case backends.KVF32:
+		return 4 * w
+	case backends.KVQ8_0:
+		return (w/32*34 + 3) &^ 3
+	case backends.KVQ4_0:
+		return (w/32*18 + 3) &^ 3
+	}
+	return 2 * w
 }
 
 // checkSessionMemory refuses, before allocating anything, a session whose
@@ -611,8 +623,11 @@ func (e *Executable) checkSessionMemory(ctx int, kv backends.KVType) error {
 		return nil
 	}
 	hint := "use a smaller --ctx"
-	if kv == backends.KVF32 {
+	switch kv {
+	case backends.KVF32:
 		hint += " or --kv-type f16"
+	case backends.KVF16:
+		hint += " or --flash-attn --kv-type q8_0"
 	}
 	return fmt.Errorf("vulkan: a session of %d positions needs %s of device memory (KV cache %s, activations %s for %d tokens), but %s has %s beside the weights' %s: %s, or --backend cpu",
 		ctx, mib(kvb+act), mib(kvb), mib(act), e.maxTokens, e.d.info.Name, mib(max(have-e.weightBytes, 0)), mib(e.weightBytes), hint)

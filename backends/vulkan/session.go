@@ -28,6 +28,7 @@ type Session struct {
 	ctx    int // KV cells of each sequence
 	seqs   int // sequences, each with ctx cells in every layer's cache
 	kvType backends.KVType
+	flash  bool               // flash attention (flash_attn.comp), llama.cpp's -fa
 	segs   []backends.Segment // the running batch's sequences (check)
 
 	arena, scratch, step, out, table *Buffer
@@ -66,14 +67,21 @@ func (e *Executable) NewSession(o backends.StateOptions) (s *Session, err error)
 	if o.Ctx <= 0 {
 		return nil, fmt.Errorf("context size %d must be positive", o.Ctx)
 	}
-	if o.FlashAttn || o.KVType.Quantized() {
-		return nil, fmt.Errorf("vulkan: flash attention and %s KV caches run on the CPU backend only (no Vulkan shaders yet): use --backend cpu, or leave out --flash-attn and use --kv-type f16 or f32", backends.KVQ8_0.String()+"/"+backends.KVQ4_0.String())
+	if err := backends.CheckKV(o.KVType, o.FlashAttn); err != nil {
+		return nil, fmt.Errorf("vulkan: %w", err)
+	}
+	if o.KVType.Quantized() {
+		for _, id := range e.attention {
+			if hd := e.g.Nodes[id].Attrs.Int("head_dim"); hd%32 != 0 {
+				return nil, fmt.Errorf("vulkan: a %s KV cache stores blocks of 32 values, and this model's attention heads have %d: use --kv-type f16 (llama.cpp refuses it too)", o.KVType, hd)
+			}
+		}
 	}
 	seqs := o.NumSeqs()
 	if int64(o.Ctx)*int64(seqs) > math.MaxInt32 {
 		return nil, fmt.Errorf("vulkan: %d sequences of %d positions are too many KV cells", seqs, o.Ctx)
 	}
-	s = &Session{e: e, ctx: o.Ctx, seqs: seqs, kvType: o.KVType, steps: map[stepKey]*Program{}, exports: map[int][]float32{}}
+	s = &Session{e: e, ctx: o.Ctx, seqs: seqs, kvType: o.KVType, flash: o.FlashAttn, steps: map[stepKey]*Program{}, exports: map[int][]float32{}}
 	if os.Getenv(ProfileEnv) == "1" {
 		s.prof = &Profiler{}
 	}
@@ -108,11 +116,7 @@ func (e *Executable) NewSession(o backends.StateOptions) (s *Session, err error)
 	s.res = make([]float32, outN)
 	for _, id := range e.attention {
 		a := e.g.Nodes[id].Attrs
-		elem := int64(4)
-		if o.KVType == backends.KVF16 {
-			elem = 2
-		}
-		size := int64(o.Ctx) * int64(seqs) * int64(a.Int("kv_heads")*a.Int("head_dim")) * elem
+		size := int64(o.Ctx) * int64(seqs) * kvRowBytes(o.KVType, a.Int("kv_heads")*a.Int("head_dim"))
 		if size > limit {
 			return s, fmt.Errorf("vulkan: a KV cache of %d positions × %d sequences (%d MiB per layer) exceeds %s's storage-buffer range of %d MiB",
 				o.Ctx, seqs, size>>20, d.info.Name, limit>>20)
@@ -187,13 +191,9 @@ func (s *Session) CopySeq(dst, src, n int) error {
 	if dst == src || n == 0 {
 		return nil
 	}
-	elem := int64(4)
-	if s.kvType == backends.KVF16 {
-		elem = 2
-	}
 	for i, id := range s.e.attention {
 		a := s.e.g.Nodes[id].Attrs
-		row := int64(a.Int("kv_heads")*a.Int("head_dim")) * elem
+		row := kvRowBytes(s.kvType, a.Int("kv_heads")*a.Int("head_dim"))
 		for _, b := range []*Buffer{s.kc[i], s.vc[i]} {
 			if err := s.e.d.CopyWithin(b, int64(dst*s.ctx)*row, int64(src*s.ctx)*row, int64(n)*row); err != nil {
 				return err
@@ -602,12 +602,13 @@ func (r *recorder) attention(v *value, dst Range, doff uint32) error {
 	if r.in(v, 1).width != kvHeads*hd || r.in(v, 2).width != kvHeads*hd {
 		return fmt.Errorf("K and V rows of %d and %d values for %d KV heads of %d", r.in(v, 1).width, r.in(v, 2).width, kvHeads, hd)
 	}
-	kvt := "f16"
-	if r.s.kvType == backends.KVF32 {
-		kvt = "f32"
-	}
+	kvt := r.s.kvType.String() // f16, f32, q8_0, q4_0: the store and attention shaders' suffix
 	kc, vc := Whole(r.s.kc[v.kv]), Whole(r.s.vc[v.kv])
 	width := kvHeads * hd
+	stores := r.T * width / 2 // kv_store's invocations: a pair of values each
+	if r.s.kvType.Quantized() {
+		stores = r.T * ((width + 63) / 64) // 64 values (two blocks) each
+	}
 	celloff := uint32(r.s.e.cellWords())
 	if f, ok := r.s.e.ropeKV[v.n.ID]; ok {
 		if err := r.ropeKV(v, f, kvt); err != nil {
@@ -615,20 +616,29 @@ func (r *recorder) attention(v *value, dst Range, doff uint32) error {
 		}
 		r.p.Stamp("RoPE+KVStore")
 	} else {
-		if err := r.dispatch("kv_store_"+kvt, strided(r.T*width/2, 64), []uint32{uint32(width), uint32(r.T), koff, voff, posoff, celloff},
+		if err := r.dispatch("kv_store_"+kvt, strided(stores, 64), []uint32{uint32(width), uint32(r.T), koff, voff, posoff, celloff},
 			k, vv, Whole(r.s.step), kc, vc); err != nil {
 			return err
 		}
 		r.p.Stamp("KVStore")
 	}
 	r.p.Barrier()
-	push := []uint32{uint32(heads), uint32(kvHeads), uint32(hd), uint32(r.T), qoff, doff, posoff, f32bits(a.Float("scale")), 0, celloff, uint32(a.Int("window")), f32bits(a.Float("softcap")), f32bits(capInv(a.Float("softcap")))}
+	scale, shader := a.Float("scale"), "attention_"+kvt
+	if r.s.flash {
+		// flash_attn.comp scales before soft-capping, by scale/softcap
+		// computed in float32 on the host, as ggml does.
+		shader = "flash_" + kvt
+		if c := a.Float("softcap"); c > 0 {
+			scale /= c
+		}
+	}
+	push := []uint32{uint32(heads), uint32(kvHeads), uint32(hd), uint32(r.T), qoff, doff, posoff, f32bits(scale), 0, celloff, uint32(a.Int("window")), f32bits(a.Float("softcap")), f32bits(capInv(a.Float("softcap")))}
 	if kind := r.s.e.normQuant[v.n.ID]; kind != "" {
 		// The output projection's activations too (fusedNormQuant).
 		r.scratch = v.n.ID
-		return r.dispatch("attention_"+kvt+"_"+kind, [3]uint32{uint32(heads), uint32(r.T), 1}, push, q, Whole(r.s.step), kc, vc, dst, Whole(r.s.scratch))
+		return r.dispatch(shader+"_"+kind, [3]uint32{uint32(heads), uint32(r.T), 1}, push, q, Whole(r.s.step), kc, vc, dst, Whole(r.s.scratch))
 	}
-	return r.dispatch("attention_"+kvt, [3]uint32{uint32(heads), uint32(r.T), 1}, push, q, Whole(r.s.step), kc, vc, dst)
+	return r.dispatch(shader, [3]uint32{uint32(heads), uint32(r.T), 1}, push, q, Whole(r.s.step), kc, vc, dst)
 }
 
 // ropeKV records Attention v's RoPE·KV store (rope_kv.comp, fuseRoPEKV):
@@ -649,6 +659,10 @@ func (r *recorder) ropeKV(v *value, f ropeKV, kvt string) error {
 	}
 	hd := a.Int("head_dim")
 	pairs := r.T * (int(qheads) + a.Int("kv_heads")) * hd / 2
+	if r.s.kvType.Quantized() {
+		// The cache's invocations take 64 values each (rope_kv.comp).
+		pairs = r.T * (int(qheads)*hd/2 + (a.Int("kv_heads")*hd+63)/64)
+	}
 	return r.dispatch("rope_kv_"+kvt, strided(pairs, 64), []uint32{qheads, uint32(a.Int("kv_heads")), uint32(hd), uint32(rp.Dims / 2),
 		boolWord(rk.n.Attrs.Bool("neox")), uint32(r.T), qoff, doff, koff, voff, posoff, uint32(r.s.e.cellWords()), uint32(r.s.tableOff[rk.rope])},
 		Whole(r.s.arena), Whole(r.s.table), Whole(r.s.step), Whole(r.s.arena), Whole(r.s.kc[v.kv]), Whole(r.s.vc[v.kv]))

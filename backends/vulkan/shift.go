@@ -58,6 +58,15 @@ func (s *Session) ShiftSeq(seq, keep, discard, n int) error {
 	if discard == 0 || moved == 0 || len(s.e.attention) == 0 {
 		return nil
 	}
+	var kernel string
+	switch s.kvType {
+	case backends.KVF16:
+		kernel = "kv_shift_f16" // with or without flash attention: one layout
+	case backends.KVF32:
+		kernel = "kv_shift_f32"
+	default:
+		return fmt.Errorf("vulkan: a context shift of a %s KV cache is not implemented (use --kv-type f16)", s.kvType)
+	}
 	e := s.e
 	var table []float32
 	offs := make([]int, len(e.attention))
@@ -84,15 +93,6 @@ func (s *Session) ShiftSeq(seq, keep, discard, n int) error {
 		return err
 	}
 	defer p.Close()
-	var kernel string
-	switch s.kvType {
-	case backends.KVF16:
-		kernel = "kv_shift_f16"
-	case backends.KVF32:
-		kernel = "kv_shift_f32"
-	default:
-		return fmt.Errorf("vulkan: a context shift of a %s KV cache is not implemented (use --kv-type f16 or f32)", s.kvType)
-	}
 	r := &recorder{s: s, p: p}
 	for b := 0; b < moved; b += discard {
 		count := min(discard, moved-b)

@@ -70,7 +70,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the timed runs to this file")
 	bandwidth := fs.Bool("bandwidth", false, "also measure the memory read bandwidth (GB/s) with the same threads")
-	flashAttn := fs.Bool("flash-attn", false, "flash attention, as llama-bench's -fa 1 (CPU backend)")
+	flashAttn := fs.Bool("flash-attn", false, "flash attention, as llama-bench's -fa 1")
 	kvType := fs.String("kv-type", "", "KV cache type f16|f32|q8_0|q4_0, as llama-bench's -ctk/-ctv (q8_0 and q4_0 need --flash-attn)")
 	var pos []string
 	for {

@@ -43,7 +43,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.ctx, "ctx", 0, "context size in tokens (default: the plan's)")
 	fs.IntVar(&c.threads, "threads", 0, "threads (default: all cores)")
 	fs.StringVar(&c.kvType, "kv-type", "", "KV cache type f16|f32|q8_0|q4_0 (default: the plan's; q8_0 and q4_0 need --flash-attn)")
-	fs.BoolVar(&c.flashAttn, "flash-attn", false, "flash attention, as llama.cpp's -fa (CPU backend; default: the plan's, off)")
+	fs.BoolVar(&c.flashAttn, "flash-attn", false, "flash attention, as llama.cpp's -fa (default: the plan's, off)")
 	fs.BoolVar(&c.contextShift, "context-shift", false, "when the context fills, discard half of the tokens after --keep and go on (llama.cpp's context shift; its default, not weft's)")
 	fs.IntVar(&c.keep, "keep", 0, "with a context shift: prompt tokens kept besides BOS (-1: the whole prompt), as llama.cpp's --keep; giving it turns on --context-shift")
 	fs.BoolVar(&c.ignoreEOS, "ignore-eos", false, "keep generating past end-of-sequence")

@@ -33,7 +33,7 @@ func serveFlags(fs *flag.FlagSet) *serveConfig {
 	fs.IntVar(&c.ctx, "ctx", 0, "KV cache positions of each slot (default: the plan's context)")
 	fs.IntVar(&c.threads, "threads", 0, "threads (default: all cores)")
 	fs.StringVar(&c.kvType, "kv-type", "", "KV cache type f16|f32|q8_0|q4_0 (default: the plan's; q8_0 and q4_0 need --flash-attn)")
-	fs.BoolVar(&c.flashAttn, "flash-attn", false, "flash attention, as llama.cpp's -fa (CPU backend; default: the plan's, off)")
+	fs.BoolVar(&c.flashAttn, "flash-attn", false, "flash attention, as llama.cpp's -fa (default: the plan's, off)")
 	fs.StringVar(&c.apiKey, "api-key", "", "require the header Authorization: Bearer KEY")
 	fs.IntVar(&c.queue, "queue", 0, "requests that may wait for a slot before 503 (default: 4 × --parallel)")
 	fs.IntVar(&c.maxTokens, "max-tokens", 0, "the largest max_tokens a request may ask (default: the slot context; larger only with --context-shift)")

@@ -63,6 +63,10 @@ var variants = []variant{
 	{"kv_store_f32", "kv_store.comp", []string{"KV_F32"}, 5, 24, 64},
 	{"rope_kv_f16", "rope_kv.comp", []string{"KV_F16"}, 6, 52, 64},
 	{"rope_kv_f32", "rope_kv.comp", []string{"KV_F32"}, 6, 52, 64},
+	{"kv_store_q8_0", "kv_store.comp", []string{"KV_Q8_0"}, 5, 24, 64},
+	{"kv_store_q4_0", "kv_store.comp", []string{"KV_Q4_0"}, 5, 24, 64},
+	{"rope_kv_q8_0", "rope_kv.comp", []string{"KV_Q8_0"}, 6, 52, 64},
+	{"rope_kv_q4_0", "rope_kv.comp", []string{"KV_Q4_0"}, 6, 52, 64},
 	{"kv_shift_f16", "kv_shift.comp", []string{"KV_F16"}, 3, 32, 64},
 	{"kv_shift_f32", "kv_shift.comp", []string{"KV_F32"}, 3, 32, 64},
 	{"attention_f16", "attention.comp", []string{"KV_F16"}, 5, 52, 64},
@@ -93,6 +97,15 @@ var weightTypes = []struct {
 }
 
 func init() {
+	// Flash attention per KV cache type, and fused with the output
+	// projection's Q8_0 or Q8_1 activations.
+	for _, kv := range []struct{ name, define string }{{"f16", "KV_F16"}, {"q8_0", "KV_Q8_0"}, {"q4_0", "KV_Q4_0"}} {
+		variants = append(variants,
+			variant{"flash_" + kv.name, "flash_attn.comp", []string{kv.define}, 5, 52, 64},
+			variant{"flash_" + kv.name + "_q8_0", "flash_attn.comp", []string{kv.define, "Q8_0"}, 6, 52, 64},
+			variant{"flash_" + kv.name + "_q8_1", "flash_attn.comp", []string{kv.define, "Q8_1"}, 6, 52, 64},
+		)
+	}
 	for _, w := range weightTypes {
 		grid := 0
 		if w.grid {
