@@ -251,6 +251,70 @@ func gemmF164x4AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *f
 // rows r (wStride bytes apart) with 5 activation rows t (aStride bytes apart), nb chunks of 16 binary16 values.
 func gemmF164x5AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
 
+// widenPairF16AVX512 widens ns chunks of eight binary16 values from each of src0 and
+// src1 to float32, chunk i to dst[i·dstStride/4:] (src0's) and 32 bytes after (src1's).
+func widenPairF16AVX512(ns int, src0 *byte, src1 *byte, dst *float32, dstStride int)
+
+// gemmF16Wide4x2AVX512 adds ns steps of eight values of rgs groups of 4 widened F16 weight rows (wf)
+// times 1 token pairs (a, [step][pair][16]) into the eight-lane accumulators
+// at acc ([group][row][pair][16]; zeroed first if zero).
+func gemmF16Wide4x2AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+
+// gemmF16WideIn4x2AVX512 adds ns steps of eight values of rgs groups of 4 F16 weight rows (w16, widened into wf)
+// times 1 token pairs (a, [step][pair][16]) into the eight-lane accumulators
+// at acc ([group][row][pair][16]; zeroed first if zero).
+func gemmF16WideIn4x2AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+
+// gemmF16Wide4x4AVX512 adds ns steps of eight values of rgs groups of 4 widened F16 weight rows (wf)
+// times 2 token pairs (a, [step][pair][16]) into the eight-lane accumulators
+// at acc ([group][row][pair][16]; zeroed first if zero).
+func gemmF16Wide4x4AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+
+// gemmF16WideIn4x4AVX512 adds ns steps of eight values of rgs groups of 4 F16 weight rows (w16, widened into wf)
+// times 2 token pairs (a, [step][pair][16]) into the eight-lane accumulators
+// at acc ([group][row][pair][16]; zeroed first if zero).
+func gemmF16WideIn4x4AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+
+// gemmF16Wide4x6AVX512 adds ns steps of eight values of rgs groups of 4 widened F16 weight rows (wf)
+// times 3 token pairs (a, [step][pair][16]) into the eight-lane accumulators
+// at acc ([group][row][pair][16]; zeroed first if zero).
+func gemmF16Wide4x6AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+
+// gemmF16WideIn4x6AVX512 adds ns steps of eight values of rgs groups of 4 F16 weight rows (w16, widened into wf)
+// times 3 token pairs (a, [step][pair][16]) into the eight-lane accumulators
+// at acc ([group][row][pair][16]; zeroed first if zero).
+func gemmF16WideIn4x6AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+
+// gemmF16Wide4x8AVX512 adds ns steps of eight values of rgs groups of 4 widened F16 weight rows (wf)
+// times 4 token pairs (a, [step][pair][16]) into the eight-lane accumulators
+// at acc ([group][row][pair][16]; zeroed first if zero).
+func gemmF16Wide4x8AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+
+// gemmF16WideIn4x8AVX512 adds ns steps of eight values of rgs groups of 4 F16 weight rows (w16, widened into wf)
+// times 4 token pairs (a, [step][pair][16]) into the eight-lane accumulators
+// at acc ([group][row][pair][16]; zeroed first if zero).
+func gemmF16WideIn4x8AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+
+// gemmF16Wide4x10AVX512 adds ns steps of eight values of rgs groups of 4 widened F16 weight rows (wf)
+// times 5 token pairs (a, [step][pair][16]) into the eight-lane accumulators
+// at acc ([group][row][pair][16]; zeroed first if zero).
+func gemmF16Wide4x10AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+
+// gemmF16WideIn4x10AVX512 adds ns steps of eight values of rgs groups of 4 F16 weight rows (w16, widened into wf)
+// times 5 token pairs (a, [step][pair][16]) into the eight-lane accumulators
+// at acc ([group][row][pair][16]; zeroed first if zero).
+func gemmF16WideIn4x10AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+
+// gemmF16Wide4x12AVX512 adds ns steps of eight values of rgs groups of 4 widened F16 weight rows (wf)
+// times 6 token pairs (a, [step][pair][16]) into the eight-lane accumulators
+// at acc ([group][row][pair][16]; zeroed first if zero).
+func gemmF16Wide4x12AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+
+// gemmF16WideIn4x12AVX512 adds ns steps of eight values of rgs groups of 4 F16 weight rows (w16, widened into wf)
+// times 6 token pairs (a, [step][pair][16]) into the eight-lane accumulators
+// at acc ([group][row][pair][16]; zeroed first if zero).
+func gemmF16WideIn4x12AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+
 // gemmBF164x1AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
 // rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), nb chunks of 32 bfloat16 values (tinyBLAS's order).
 func gemmBF164x1AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)

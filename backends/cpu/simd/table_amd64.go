@@ -12,6 +12,12 @@ const rowsPerCall = 4
 // gemmRows is how many weight rows one GEMM tile takes.
 const gemmRows = 4
 
+// f16WideK is the wide F16 GEMM's k-block and f16WideWRow its widened weight rows' stride, in values.
+const (
+	f16WideK    = 512
+	f16WideWRow = 528
+)
+
 // asmKernels lists the generated kernels of each instruction-set variant.
 var asmKernels = []kernelSet{{
 	add: addF32AVX2,
@@ -178,6 +184,8 @@ var asmKernels = []kernelSet{{
 		one:   dotQ2_KAVX2,
 		w:     gguf.TypeQ2_K,
 	}},
+	f16Wide:    []f16WideTile{gemmF16Wide4x2AVX512, gemmF16Wide4x4AVX512, gemmF16Wide4x6AVX512, gemmF16Wide4x8AVX512, gemmF16Wide4x10AVX512, gemmF16Wide4x12AVX512},
+	f16WideIn:  []f16WideTile{gemmF16WideIn4x2AVX512, gemmF16WideIn4x4AVX512, gemmF16WideIn4x6AVX512, gemmF16WideIn4x8AVX512, gemmF16WideIn4x10AVX512, gemmF16WideIn4x12AVX512},
 	flashExp:   flashExpAVX512,
 	flashF16:   flashMadF16AVX512,
 	flashF32:   flashMadF32AVX512,
@@ -241,8 +249,9 @@ var asmKernels = []kernelSet{{
 		fn:    quantBF16AVX2,
 		t:     gguf.TypeBF16,
 	}},
-	scale:      scaleF32AVX512,
-	scaleMax:   scaleMaxAVX512,
-	silu:       siluAVX512,
-	softmaxExp: softmaxExpAVX512,
+	scale:        scaleF32AVX512,
+	scaleMax:     scaleMaxAVX512,
+	silu:         siluAVX512,
+	softmaxExp:   softmaxExpAVX512,
+	widenPairF16: widenPairF16AVX512,
 }}

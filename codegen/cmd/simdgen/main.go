@@ -34,6 +34,7 @@ func main() {
 		genGemmLegacy(v, &reg, gemmQ8_0)
 		genGemmLegacy(v, &reg, gemmQ4_0)
 		genGemmF16(v, &reg)
+		genGemmF16Wide(v, &reg)
 		genGemmBF16(v, &reg)
 		genGemmK(v, &reg, "TypeQ4_K", 2, gemmQ4KTile)
 		genGemmK(v, &reg, "TypeQ6_K", 4, gemmQ6KTile)

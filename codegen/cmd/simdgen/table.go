@@ -45,6 +45,8 @@ type elemEntry struct {
 	flashF16, flashF32         string      // flash attention's accumulator updates
 	flashExp                   string      // flash attention's exact exponential
 	flashTiles                 [3][]string // tiled updates: F16, Q8_0, Q4_0 V; [h] takes h+1 heads
+	widenPairF16               string      // the wide F16 GEMM's activations to float32
+	f16Wide, f16WideIn         []string    // wide F16 GEMM tiles: [p] takes p+1 token pairs
 }
 
 func (r *registry) see(v variant) {
@@ -116,6 +118,13 @@ func (r *registry) flashTiles(v variant, exp string, tiles [3][]string) {
 	r.elems[v.name] = e
 }
 
+func (r *registry) f16Wide(v variant, pairs string, tiles, in []string) {
+	r.see(v)
+	e := r.elems[v.name]
+	e.widenPairF16, e.f16Wide, e.f16WideIn = pairs, tiles, in
+	r.elems[v.name] = e
+}
+
 func (r *registry) binary(v variant, mul, add string, lanes int) {
 	r.see(v)
 	e := r.elems[v.name]
@@ -168,6 +177,8 @@ func writeTable(path string, r *registry) error {
 	f.Const().Id("rowsPerCall").Op("=").Lit(rowsPerCall)
 	f.Comment("gemmRows is how many weight rows one GEMM tile takes.")
 	f.Const().Id("gemmRows").Op("=").Lit(gemmRows)
+	f.Comment("f16WideK is the wide F16 GEMM's k-block and f16WideWRow its widened weight rows' stride, in values.")
+	f.Const().Defs(jen.Id("f16WideK").Op("=").Lit(f16WideK), jen.Id("f16WideWRow").Op("=").Lit(f16WideWRow))
 	var sets []jen.Code
 	for _, name := range r.order {
 		var dots, quants []jen.Code
@@ -221,6 +232,11 @@ func writeTable(path string, r *registry) error {
 				kinds = append(kinds, jen.Values(ids(ts)...))
 			}
 			set[jen.Id("flashTiles")] = jen.Index(jen.Lit(3)).Index().Id("flashTile").Values(kinds...)
+		}
+		if e := r.elems[name]; e.widenPairF16 != "" {
+			set[jen.Id("widenPairF16")] = jen.Id(e.widenPairF16)
+			set[jen.Id("f16Wide")] = jen.Index().Id("f16WideTile").Values(ids(e.f16Wide)...)
+			set[jen.Id("f16WideIn")] = jen.Index().Id("f16WideTile").Values(ids(e.f16WideIn)...)
 		}
 		sets = append(sets, jen.Values(set))
 	}
