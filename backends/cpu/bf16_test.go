@@ -165,4 +165,3 @@ func runProgram(t *testing.T, p *Program, seed uint64) [][]float32 {
 	}
 	return out
 }
-
