@@ -111,6 +111,8 @@ func TestF16AsBF16(t *testing.T) {
 				require.Equal(t, exp[b], got[b], "batch %d: logits differ from the BF16 model's", b)
 				require.NotEqual(t, f16[b], got[b], "batch %d: logits equal the F16 run's", b)
 			}
+			require.NoError(t, p.Close())
+			require.NoError(t, p.Close(), "a second Close")
 		})
 	}
 }

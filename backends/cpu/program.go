@@ -84,6 +84,7 @@ type Program struct {
 	asBF16      map[int]bool
 	bf16Weights int
 	bf16Bytes   int64
+	held        *heldMemory // memory outside the Go heap (bf16.go)
 }
 
 // OptionError is an Options value out of range (threads): the caller's
@@ -138,7 +139,17 @@ func Compile(g *graph.Graph, w WeightSource, o Options) (p *Program, err error) 
 	if err != nil {
 		return nil, err
 	}
-	p = &Program{g: g, order: order, vals: make([]value, len(g.Nodes)), maxTokens: o.MaxTokens, threads: o.Threads, logits: g.Outputs["logits"], files: [2]string{o.ModelFile, o.PackedFile}, placed: o.Placed, general: o.General, asBF16: asBF16}
+	held := &heldMemory{}
+	p = &Program{g: g, order: order, vals: make([]value, len(g.Nodes)), maxTokens: o.MaxTokens, threads: o.Threads, logits: g.Outputs["logits"], files: [2]string{o.ModelFile, o.PackedFile}, placed: o.Placed, general: o.General, asBF16: asBF16, held: held}
+	// A program dropped without Close frees its memory when collected;
+	// one that fails to compile frees it now (after the fault handler
+	// below, which runs first).
+	runtime.AddCleanup(p, func(h *heldMemory) { _ = h.release() }, held)
+	defer func() {
+		if err != nil {
+			_ = held.release()
+		}
+	}()
 	if o.Placed {
 		p.exported = backends.Exported(g, name)
 	}
@@ -250,7 +261,7 @@ func (p *Program) bindWeight(v *value, w WeightSource, packed []byte) error {
 		return fmt.Errorf("weight %q: %d bytes in the file, %d expected", n.Tensor, len(v.raw), t.Size)
 	}
 	if converted {
-		p.bindBF16(v, w, t, v.raw)
+		return p.bindBF16(v, w, t, v.raw)
 	}
 	if len(n.Type.Shape) == 1 && t.Type == gguf.TypeF32 {
 		v.vec = make([]float32, len(v.raw)/4)
