@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/weft-ml/weft/gguf"
-	"github.com/weft-ml/weft/internal/hugepage"
 	"github.com/weft-ml/weft/graph"
+	"github.com/weft-ml/weft/internal/hugepage"
 	"github.com/weft-ml/weft/ops"
 	"github.com/weft-ml/weft/quant"
 )
