@@ -76,6 +76,10 @@ type LoadOptions struct {
 	// States then implement SplitState. Unset, the backend runs every
 	// node of the graph itself.
 	Placed bool
+	// F16AsBF16 asks the CPU backend to convert F16 matmul weights to
+	// BF16 at load and run its BF16 kernels (graphrun --f16-as-bf16).
+	// Other backends ignore it; the runtime refuses it for them.
+	F16AsBF16 bool
 }
 
 // ErrWeightsChanged is matched (errors.Is) by the errors a backend returns

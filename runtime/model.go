@@ -12,6 +12,7 @@ import (
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
 	"github.com/weft-ml/weft/internal/hugepage"
+	"github.com/weft-ml/weft/internal/safemath"
 	"github.com/weft-ml/weft/model/tokenizer"
 	"github.com/weft-ml/weft/ops"
 )
@@ -30,6 +31,13 @@ type Options struct {
 	// their values are copied to the host after every step, which slows
 	// it; the CPU computes them on the host anyway.
 	Taps string
+	// F16AsBF16 converts the F16 matmul weights (and a tied F16 table) to
+	// BF16 at load, on the CPU backend only, so that its BF16 kernels run
+	// (like ik_llama.cpp's -rtr): faster where the CPU has AVX-512, and
+	// different logits (bf16 keeps 8 significant bits to f16's 11; see
+	// docs/decisions.md for the measured deviation). Model.ConvertedBF16
+	// says how many weights it converted.
+	F16AsBF16 bool
 }
 
 // Model is a loaded plan with its mapped weights, tokenizer and compiled
@@ -44,6 +52,10 @@ type Model struct {
 	// were passed over (Options.Backend "auto").
 	Backend      string
 	BackendNotes []string
+	// ConvertedBF16 and ConvertedBF16Bytes count the F16 weights that
+	// Options.F16AsBF16 converted to BF16, and their bytes.
+	ConvertedBF16      int
+	ConvertedBF16Bytes int64
 
 	prog backends.Program
 	taps *tapPlan // Options.Taps: what sessions may tap (tap.go)
@@ -61,6 +73,9 @@ type Model struct {
 // Open loads a .plan file, or compiles a .gguf file in memory.
 func Open(path string, o Options) (*Model, error) {
 	start := time.Now()
+	if err := o.checkBF16(); err != nil {
+		return nil, err
+	}
 	plan, weights, err := loadPlan(path, o)
 	if err != nil {
 		return nil, err
@@ -120,17 +135,29 @@ func build(plan *Plan, f *gguf.File, weights string, o Options) (*Model, error) 
 	if err != nil {
 		return nil, err
 	}
+	var w backends.Weights = f
+	if o.F16AsBF16 {
+		w = releasingFile{f} // a converted weight's F16 pages are not read again
+	}
 	var notes []string
 	for i, name := range names {
 		lo := backends.LoadOptions{MaxTokens: plan.Run.Batch, Threads: o.Threads, Packed: plan.Packed,
-			ModelFile: weights, PackedFile: plan.sidePath, Device: o.Device, CacheFile: plan.cacheFile(name), Progress: o.LoadProgress}
+			ModelFile: weights, PackedFile: plan.sidePath, Device: o.Device, CacheFile: plan.cacheFile(name), Progress: o.LoadProgress,
+			F16AsBF16: o.F16AsBF16}
 		g, taps, err := plan.tapGraph(name, o.Taps)
 		var prog backends.Program
 		if err == nil {
-			prog, err = load(plan, g, name, f, lo)
+			prog, err = load(plan, g, name, w, lo)
 		}
 		if err == nil {
-			return &Model{Plan: plan, File: f, Tokenizer: tok, Backend: name, BackendNotes: append(notes, splitNotes(plan)...), prog: prog, taps: taps}, nil
+			m := &Model{Plan: plan, File: f, Tokenizer: tok, Backend: name, BackendNotes: append(notes, splitNotes(plan)...), prog: prog, taps: taps}
+			if c, ok := prog.(bf16Counter); ok {
+				m.ConvertedBF16, m.ConvertedBF16Bytes = c.BF16Weights()
+			}
+			if o.F16AsBF16 {
+				m.BackendNotes = append(m.BackendNotes, bf16Note(m.ConvertedBF16, m.ConvertedBF16Bytes))
+			}
+			return m, nil
 		}
 		if o.Backend != AutoBackend || i == len(names)-1 {
 			return nil, loadError(plan, weights, name, err)
@@ -144,7 +171,7 @@ func build(plan *Plan, f *gguf.File, weights string, o Options) (*Model, error) 
 // several backends (an op the device cannot run went to the CPU) loads on
 // each of them, run split by split (backends.LoadSplits).
 // g is the plan's graph, or the copy of it that taps values (tapGraph).
-func load(plan *Plan, g *graph.Graph, name string, f *gguf.File, o backends.LoadOptions) (backends.Program, error) {
+func load(plan *Plan, g *graph.Graph, name string, f backends.Weights, o backends.LoadOptions) (backends.Program, error) {
 	if len(backends.SplitBackends(g)) > 1 && name == plan.DeviceBackend() {
 		return backends.LoadSplits(g, f, o)
 	}
@@ -153,6 +180,29 @@ func load(plan *Plan, g *graph.Graph, name string, f *gguf.File, o backends.Load
 		return nil, err
 	}
 	return exec.Load(g, f, o)
+}
+
+// bf16Note says what Options.F16AsBF16 converted; a model without F16
+// matmul weights runs unchanged.
+func bf16Note(n int, bytes int64) string {
+	if n == 0 {
+		return "--f16-as-bf16: the model has no F16 matmul weights: nothing converted"
+	}
+	return fmt.Sprintf("--f16-as-bf16: %d F16 weights (%s) converted to BF16 at load", n, safemath.Bytes(bytes))
+}
+
+// bf16Counter is the CPU program's report of Options.F16AsBF16's work.
+type bf16Counter interface{ BF16Weights() (int, int64) }
+
+// checkBF16 refuses Options.F16AsBF16 off the CPU backend (the only one
+// with the conversion), "auto" included: a model would otherwise run one
+// way or the other depending on the machine. A plan placed for a device
+// backend is refused before this (candidates).
+func (o Options) checkBF16() error {
+	if b := o.backend(); o.F16AsBF16 && b != hostBackend {
+		return fmt.Errorf("--f16-as-bf16 converts weights for the CPU backend's BF16 kernels; the %s backend computes F16 weights as F16: leave out --f16-as-bf16, or run with --backend cpu", b)
+	}
+	return nil
 }
 
 // splitNotes says which nodes of a plan placed on several backends run

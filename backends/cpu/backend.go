@@ -43,7 +43,7 @@ func (Backend) Load(g *graph.Graph, w backends.Weights, o backends.LoadOptions) 
 	if o.Device != 0 {
 		return nil, fmt.Errorf("the cpu backend has one device, not device %d", o.Device)
 	}
-	p, err := Compile(g, w, Options{MaxTokens: o.MaxTokens, Threads: o.Threads, Packed: o.Packed, ModelFile: o.ModelFile, PackedFile: o.PackedFile, Placed: o.Placed})
+	p, err := Compile(g, w, Options{MaxTokens: o.MaxTokens, Threads: o.Threads, Packed: o.Packed, ModelFile: o.ModelFile, PackedFile: o.PackedFile, Placed: o.Placed, F16AsBF16: o.F16AsBF16})
 	if err != nil {
 		return nil, err
 	}

@@ -43,6 +43,9 @@ type Options struct {
 	// the user's own, see general.go): any named inputs and outputs, run
 	// with State.RunGraph.
 	General bool
+	// F16AsBF16 converts every F16 matmul weight (and a tied F16 table)
+	// to BF16 at load, so that the BF16 kernels run (bf16.go).
+	F16AsBF16 bool
 }
 
 // value is a compiled node: where its data lives and how to compute it.
@@ -76,6 +79,12 @@ type Program struct {
 	placed    bool      // Options.Placed: only the CPU's nodes are compiled
 	exported  []bool    // placed: nodes whose values a Copy on another backend reads
 	general   bool      // Options.General: a graph of the user's own (general.go)
+	// Options.F16AsBF16: the weights converted (node IDs) and their count
+	// and bytes (BF16Weights).
+	asBF16      map[int]bool
+	bf16Weights int
+	bf16Bytes   int64
+	held        *heldMemory // memory outside the Go heap (bf16.go)
 }
 
 // OptionError is an Options value out of range (threads): the caller's
@@ -115,6 +124,14 @@ func Compile(g *graph.Graph, w WeightSource, o Options) (p *Program, err error) 
 	if err := check(g, o.Placed); err != nil {
 		return nil, err
 	}
+	var asBF16 map[int]bool
+	if o.F16AsBF16 {
+		// Only Weight types change: the copy must verify as g did.
+		g, asBF16 = asBF16Graph(g)
+		if err := g.Verify(); err != nil {
+			return nil, fmt.Errorf("the graph with F16 weights as BF16 does not verify: %w", err)
+		}
+	}
 	order, err := g.TopoOrder()
 	if o.Placed {
 		order, err = backends.SplitOrder(g)
@@ -122,7 +139,17 @@ func Compile(g *graph.Graph, w WeightSource, o Options) (p *Program, err error) 
 	if err != nil {
 		return nil, err
 	}
-	p = &Program{g: g, order: order, vals: make([]value, len(g.Nodes)), maxTokens: o.MaxTokens, threads: o.Threads, logits: g.Outputs["logits"], files: [2]string{o.ModelFile, o.PackedFile}, placed: o.Placed, general: o.General}
+	held := &heldMemory{}
+	p = &Program{g: g, order: order, vals: make([]value, len(g.Nodes)), maxTokens: o.MaxTokens, threads: o.Threads, logits: g.Outputs["logits"], files: [2]string{o.ModelFile, o.PackedFile}, placed: o.Placed, general: o.General, asBF16: asBF16, held: held}
+	// A program dropped without Close frees its memory when collected;
+	// one that fails to compile frees it now (after the fault handler
+	// below, which runs first).
+	runtime.AddCleanup(p, func(h *heldMemory) { _ = h.release() }, held)
+	defer func() {
+		if err != nil {
+			_ = held.release()
+		}
+	}()
 	if o.Placed {
 		p.exported = backends.Exported(g, name)
 	}
@@ -213,7 +240,8 @@ func (p *Program) bindWeight(v *value, w WeightSource, packed []byte) error {
 	if !ok {
 		return fmt.Errorf("weight %q is not in the model file", n.Tensor)
 	}
-	if t.Type != n.Type.DType {
+	converted := p.asBF16[n.ID] && t.Type == gguf.TypeF16
+	if t.Type != n.Type.DType && !converted {
 		return fmt.Errorf("weight %q has type %s in the file, %s in the graph", n.Tensor, t.Type, n.Type.DType)
 	}
 	if !sameDims(n.Type.Shape, t.Dims) {
@@ -231,6 +259,9 @@ func (p *Program) bindWeight(v *value, w WeightSource, packed []byte) error {
 	v.raw = w.TensorData(t)
 	if uint64(len(v.raw)) != t.Size {
 		return fmt.Errorf("weight %q: %d bytes in the file, %d expected", n.Tensor, len(v.raw), t.Size)
+	}
+	if converted {
+		return p.bindBF16(v, w, t, v.raw)
 	}
 	if len(n.Type.Shape) == 1 && t.Type == gguf.TypeF32 {
 		v.vec = make([]float32, len(v.raw)/4)

@@ -11,23 +11,32 @@ import (
 	"github.com/weft-ml/weft/runtime"
 )
 
-// backendFlags choose where a model runs; shared by run and bench.
+// backendFlags choose where and how a model runs; shared by run, bench,
+// chat and serve.
 type backendFlags struct {
-	backend *string
-	device  *int
+	backend   *string
+	device    *int
+	f16AsBF16 *bool
 }
+
+// f16AsBF16Help is --f16-as-bf16's help; the figures are docs/decisions.md's
+// "F16 weights computed as BF16".
+const f16AsBF16Help = "CPU backend: convert F16 matmul weights to BF16 at load and run the BF16 kernels " +
+	"(ik_llama.cpp's -rtr does the same; faster with AVX-512, same memory). Logits move away from an F16 run's: " +
+	"largest per-row ‖Δ‖/‖ref‖ 1.2e-2 (stories260K-F16) and 6.5e-3 (synth-15m-f16) against llama.cpp's F16 logits, 3.4e-3 and 4.9e-4 without it"
 
 func addBackendFlags(fs *flag.FlagSet) backendFlags {
 	return backendFlags{
-		backend: fs.String("backend", "cpu", "cpu, vulkan, or auto (vulkan where it loads the model, else cpu)"),
-		device:  fs.Int("device", 0, "device of the backend (see --list-devices)"),
+		backend:   fs.String("backend", "cpu", "cpu, vulkan, or auto (vulkan where it loads the model, else cpu)"),
+		device:    fs.Int("device", 0, "device of the backend (see --list-devices)"),
+		f16AsBF16: fs.Bool("f16-as-bf16", false, f16AsBF16Help),
 	}
 }
 
 // options fills the backend choice into o; a GGUF compiled in memory is
 // placed for the chosen backend.
 func (b backendFlags) options(o runtime.Options, stderr io.Writer) runtime.Options {
-	o.Backend, o.Device = *b.backend, *b.device
+	o.Backend, o.Device, o.F16AsBF16 = *b.backend, *b.device, *b.f16AsBF16
 	o.LoadProgress = uploadProgress(stderr)
 	if o.Backend != runtime.AutoBackend {
 		o.Compile.Backend = o.Backend

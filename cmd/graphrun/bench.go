@@ -23,17 +23,19 @@ import (
 
 // benchReport is what `graphrun bench --json` prints.
 type benchReport struct {
-	Model        string        `json:"model"`
-	Backend      string        `json:"backend"`
-	Threads      int           `json:"threads"`
-	PromptTokens int           `json:"prompt_tokens"`
-	GenTokens    int           `json:"gen_tokens"`
-	Depth        int           `json:"depth"` // tokens in the KV cache before each run (--depth)
-	Reps         int           `json:"reps"`
-	FlashAttn    bool          `json:"flash_attn,omitempty"`
-	KVType       string        `json:"kv_type,omitempty"` // "" is the plan's (f16 by default)
-	Prefill      *runtime.Stat `json:"prefill_tok_s,omitempty"`
-	Decode       *runtime.Stat `json:"decode_tok_s,omitempty"`
+	Model        string `json:"model"`
+	Backend      string `json:"backend"`
+	Threads      int    `json:"threads"`
+	PromptTokens int    `json:"prompt_tokens"`
+	GenTokens    int    `json:"gen_tokens"`
+	Depth        int    `json:"depth"` // tokens in the KV cache before each run (--depth)
+	Reps         int    `json:"reps"`
+	FlashAttn    bool   `json:"flash_attn,omitempty"`
+	KVType       string `json:"kv_type,omitempty"` // "" is the plan's (f16 by default)
+	// F16AsBF16: --f16-as-bf16 converted this many F16 weights to BF16.
+	F16AsBF16 int           `json:"f16_as_bf16,omitempty"`
+	Prefill   *runtime.Stat `json:"prefill_tok_s,omitempty"`
+	Decode    *runtime.Stat `json:"decode_tok_s,omitempty"`
 	// ReadBandwidth is the memory streaming rate measured in the same
 	// process (GB/s, --bandwidth): decode's ceiling at that moment.
 	ReadBandwidth *runtime.Stat `json:"read_gb_s,omitempty"`
@@ -83,7 +85,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		pos, args = append(pos, args[0]), args[1:]
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: graphrun bench MODEL.plan|MODEL.gguf [-p 512] [-n 128] [-r 5] [--depth N] [--threads N] [--backend cpu|vulkan|auto] [--device N] [--flash-attn] [--kv-type T] [--bandwidth] [--json] [--cpuprofile F]")
+		fmt.Fprintln(stderr, "usage: graphrun bench MODEL.plan|MODEL.gguf [-p 512] [-n 128] [-r 5] [--depth N] [--threads N] [--backend cpu|vulkan|auto] [--device N] [--f16-as-bf16] [--flash-attn] [--kv-type T] [--bandwidth] [--json] [--cpuprofile F]")
 		return errUsage
 	}
 	if *depth < 0 || *p < 0 || *n < 0 {
@@ -125,7 +127,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if res == nil {
 		res = &runtime.BenchResult{}
 	}
-	rep := benchReport{Model: filepath.Base(pos[0]), Backend: m.Backend, Threads: *threads, PromptTokens: *p, GenTokens: *n, Reps: *r, Depth: *depth, FlashAttn: *flashAttn, KVType: *kvType,
+	rep := benchReport{Model: filepath.Base(pos[0]), Backend: m.Backend, Threads: *threads, PromptTokens: *p, GenTokens: *n, Reps: *r, Depth: *depth, FlashAttn: *flashAttn, KVType: *kvType, F16AsBF16: m.ConvertedBF16,
 		Prefill: res.Prefill, Decode: res.Decode, Env: environment(), ModelBytes: m.File.Size(), PeakRSS: peakRSS(), Cancelled: cancelled}
 	if rep.Threads == 0 {
 		rep.Threads = goruntime.GOMAXPROCS(0)
@@ -182,6 +184,9 @@ func printBench(w io.Writer, r benchReport) {
 	}
 	if r.KVType != "" {
 		at += " kv " + r.KVType
+	}
+	if r.F16AsBF16 > 0 {
+		at += " f16→bf16"
 	}
 	row(fmt.Sprintf("pp%d%s", r.PromptTokens, at), r.Prefill)
 	row(fmt.Sprintf("tg%d%s", r.GenTokens, at), r.Decode)

@@ -14,7 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/internal/testenv"
+	"github.com/weft-ml/weft/model/synth"
 )
 
 func stories(t *testing.T) string {
@@ -212,4 +214,40 @@ func TestBenchFlashAttn(t *testing.T) {
 	assert.Equal(t, "f16", rep.KVType)
 	require.ErrorContains(t, runBench(context.Background(), []string{stories(t), "-p", "8", "-n", "2", "-r", "1", "--flash-attn", "--kv-type", "f32"}, &out, &errOut), "not f32")
 	require.ErrorContains(t, runBench(context.Background(), []string{stories(t), "-p", "8", "-n", "2", "-r", "1", "--kv-type", "q8_0"}, &out, &errOut), "flash")
+}
+
+// TestBenchF16AsBF16: --f16-as-bf16 converts a small F16 model's matmul
+// weights, says so on stderr, labels the tests and the JSON; off the CPU
+// backend it is refused before anything loads.
+func TestBenchF16AsBF16(t *testing.T) {
+	vocab, err := gguf.Open(stories(t))
+	require.NoError(t, err)
+	defer vocab.Close()
+	path := filepath.Join(t.TempDir(), "f16.gguf")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	ft, err := synth.ParseFileType("f16")
+	require.NoError(t, err)
+	shape := synth.Shape{Dim: 64, FFN: 96, Layers: 1, Heads: 2, KVHeads: 2, Vocab: 512, Ctx: 64}
+	require.NoError(t, synth.Write(f, synth.Options{Shape: shape, Type: ft, Seed: 3, Vocab: vocab}))
+	require.NoError(t, f.Close())
+	var out, errOut bytes.Buffer
+	require.NoError(t, runBench(context.Background(), []string{path, "-p", "8", "-n", "2", "-r", "1", "--f16-as-bf16"}, &out, &errOut))
+	assert.Contains(t, out.String(), "pp8 f16→bf16")
+	assert.Contains(t, out.String(), "tg2 f16→bf16")
+	// q, k, v, o, gate, up, down and the output: token_embd is a lookup only.
+	assert.Contains(t, errOut.String(), "--f16-as-bf16: 8 F16 weights")
+	out.Reset()
+	require.NoError(t, runBench(context.Background(), []string{path, "-p", "8", "-n", "2", "-r", "1", "--f16-as-bf16", "--json"}, &out, &errOut))
+	var rep struct {
+		F16AsBF16 int `json:"f16_as_bf16"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rep))
+	assert.Equal(t, 8, rep.F16AsBF16)
+	out.Reset()
+	require.NoError(t, runBench(context.Background(), []string{path, "-p", "8", "-n", "2", "-r", "1"}, &out, &errOut))
+	assert.NotContains(t, out.String(), "f16→bf16")
+	for _, b := range []string{"vulkan", "auto"} {
+		require.ErrorContains(t, runBench(context.Background(), []string{path, "-p", "8", "-n", "2", "--f16-as-bf16", "--backend", b}, &out, &errOut), "--backend cpu")
+	}
 }
