@@ -81,7 +81,7 @@ func TestKVStoreQuant(t *testing.T) {
 				words[i], words[c.ntok+i] = uint32(pos[i]), cells[i]
 			}
 			sb := e.words(words, posoff)
-			rp := ref.RoPE{Dims: c.dims, Base: 10000, FreqScale: 1}
+			rp := ref.RoPE{Dims: c.dims, Base: 10000, FreqScale: 1, Unfused: true}
 			for _, rope := range []bool{false, true} {
 				kr, vr := flashKV(kt.t, 2*ctx, w), flashKV(kt.t, 2*ctx, w)
 				wantK := append([]float32(nil), k...)

@@ -510,7 +510,7 @@ func TestRoPE(t *testing.T) {
 		{3, 64, 64, true, true}, {2, 40, 24, false, true}} {
 		const ntok, ctx, xoff, doff, posoff = 5, 300, 3, 5, 2
 		pos := []int32{0, 1, 77, 299, 150}
-		rp := ref.RoPE{Dims: c.dims, Base: 10000, FreqScale: 1, NeoX: c.neox}
+		rp := ref.RoPE{Dims: c.dims, Base: 10000, FreqScale: 1, NeoX: c.neox, Unfused: true}
 		if c.ext {
 			rp.FreqScale, rp.ExtFactor, rp.AttnFactor = 0.25, 1, 1
 			rp.CorrDims = ref.YaRNCorrDims(c.dims, 64, rp.Base, 32, 1)
@@ -554,7 +554,7 @@ func TestRoPEKV(t *testing.T) {
 			const ctx, qoff, doff, koff, voff, posoff, toff = 40, 3, 5, 7, 2, 1, 6
 			pos := []int32{0, 17, 39, 5, 11}[:c.ntok]
 			cells := []uint32{0, ctx, 0, ctx, ctx}[:c.ntok] // tokens of two sequences
-			rp := ref.RoPE{Dims: c.dims, Base: 10000, FreqScale: 1, NeoX: c.neox}
+			rp := ref.RoPE{Dims: c.dims, Base: 10000, FreqScale: 1, NeoX: c.neox, Unfused: true}
 			if c.ext {
 				rp.FreqScale, rp.ExtFactor, rp.AttnFactor = 0.25, 1, 1
 				rp.CorrDims = ref.YaRNCorrDims(c.dims, 64, rp.Base, 32, 1)

@@ -23,6 +23,12 @@ type RoPE struct {
 	AttnFactor float32
 	// CorrDims are YaRN's correction range (see YaRNCorrDims).
 	CorrDims [2]float32
+
+	// Unfused rounds both products of the rotation before the sum, as the
+	// Vulkan shaders do (`precise`): lavapipe lowers fma to a multiply and
+	// an add, so the CPU's fused rotation cannot be reproduced on every
+	// device, while separate roundings can.
+	Unfused bool
 }
 
 // Apply rotates one token's heads in place: x holds nHeads rows of headDim
@@ -54,6 +60,11 @@ func (r RoPE) Rotate(x []float32, nHeads, headDim int, cs []float32) {
 		for h := 0; h < nHeads; h++ {
 			head := x[h*headDim : (h+1)*headDim]
 			x0, x1 := head[lo], head[hi]
+			if r.Unfused {
+				head[lo] = float32(x0*c) - float32(x1*s)
+				head[hi] = float32(x0*s) + float32(x1*c)
+				continue
+			}
 			head[lo] = fma32(x0, c, -float32(x1*s))
 			head[hi] = fma32(x0, s, float32(x1*c))
 		}

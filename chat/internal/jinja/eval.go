@@ -285,6 +285,9 @@ func (r *renderer) forLoop(n forNode) error {
 	if n.cond != nil {
 		items = nil
 		for _, it := range all {
+			if err := r.step(); err != nil {
+				return err
+			}
 			if err := r.bind(n.vars, it); err != nil {
 				return err
 			}
@@ -301,6 +304,11 @@ func (r *renderer) forLoop(n forNode) error {
 		return r.exec(n.els)
 	}
 	for i, it := range items {
+		// Each iteration is a step, so loops with empty bodies are
+		// bounded by Steps too, not only by the clock.
+		if err := r.step(); err != nil {
+			return err
+		}
 		if err := r.bind(n.vars, it); err != nil {
 			return err
 		}
