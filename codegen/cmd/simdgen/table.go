@@ -45,6 +45,7 @@ type elemEntry struct {
 	flashF16, flashF32         string      // flash attention's accumulator updates
 	flashExp                   string      // flash attention's exact exponential
 	flashTiles                 [3][]string // tiled updates: F16, Q8_0, Q4_0 V; [h] takes h+1 heads
+	f32Vec, f32Tiny            string      // float32 dot products in llama.cpp's two orders
 }
 
 func (r *registry) see(v variant) {
@@ -113,6 +114,13 @@ func (r *registry) flashTiles(v variant, exp string, tiles [3][]string) {
 	r.see(v)
 	e := r.elems[v.name]
 	e.flashExp, e.flashTiles = exp, tiles
+	r.elems[v.name] = e
+}
+
+func (r *registry) f32Dots(v variant, vec, tiny string) {
+	r.see(v)
+	e := r.elems[v.name]
+	e.f32Vec, e.f32Tiny = vec, tiny
 	r.elems[v.name] = e
 }
 
@@ -221,6 +229,10 @@ func writeTable(path string, r *registry) error {
 				kinds = append(kinds, jen.Values(ids(ts)...))
 			}
 			set[jen.Id("flashTiles")] = jen.Index(jen.Lit(3)).Index().Id("flashTile").Values(kinds...)
+		}
+		if e := r.elems[name]; e.f32Vec != "" {
+			set[jen.Id("f32Vec")] = jen.Id(e.f32Vec)
+			set[jen.Id("f32Tiny")] = jen.Id(e.f32Tiny)
 		}
 		sets = append(sets, jen.Values(set))
 	}
