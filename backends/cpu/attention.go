@@ -444,8 +444,9 @@ func (c *kvCache) gemmPath() bool {
 // probabilities for P·V; scores are scaled and normalised by
 // ref.SoftmaxRow. With an F16 cache only the summation order of the dot
 // products differs from ref.Attention; with an F32 cache the dot products
-// are ref's (ggml_vec_dot_f32's order for Q·Kᵀ, tinyBLAS's for P·V in a
-// run), so the results are ref.Attention's bits.
+// are simd's VecDotF32Rows (ggml_vec_dot_f32's order) for Q·Kᵀ and P·V of
+// a lone token and TinyDotF32Rows (tinyBLAS's) for P·V in a run, which
+// equal ref's bit for bit, so the results are ref.Attention's bits.
 func (c *kvCache) attendHeads(out, q []float32, t, pos, h0, h1 int, inRun bool, sh attnShape, b *attnBuf) {
 	if c.flash {
 		c.flashHeads(out, q, t, pos, h0, h1, sh, &b.flash)
@@ -466,9 +467,7 @@ func (c *kvCache) attendHeads(out, q []float32, t, pos, h0, h1 int, inRun bool, 
 		if c.f16 {
 			c.scoresF16(row[:visible], qh, g, b)
 		} else {
-			for p := range visible {
-				row[p] = ref.VecDotF32(qh, c.k32[p*w+g*hd:p*w+(g+1)*hd])
-			}
+			simd.VecDotF32Rows(qh, c.k32[g*hd:], w, row[:visible])
 		}
 		soft := (visible + softmaxGroup - 1) / softmaxGroup * softmaxGroup
 		for p := visible; p < soft; p++ {
@@ -587,12 +586,10 @@ func (c *kvCache) mulPV(oh, probs []float32, soft int, inRun bool, g int, b *att
 		simd.VecDotRows(gguf.TypeF16)(n, c.v16[2*g*hd*vs:], 2*vs, hd, b.p16, oh)
 		return
 	}
-	for d := range oh {
-		r := (g*hd + d) * vs
-		if inRun {
-			oh[d] = ref.TinyDotF32(probs[:soft], c.v32[r:r+soft])
-		} else {
-			oh[d] = ref.VecDotF32(probs, c.v32[r:r+len(probs)])
-		}
+	v := c.v32[g*hd*vs:] // V row d of KV head g at d·vs
+	if inRun {
+		simd.TinyDotF32Rows(probs[:soft], v, vs, oh)
+	} else {
+		simd.VecDotF32Rows(probs, v, vs, oh)
 	}
 }
