@@ -443,9 +443,8 @@ func (c *kvCache) gemmPath() bool {
 // with an F16 cache, the query is rounded to binary16 for Q·Kᵀ and the
 // probabilities for P·V; scores are scaled and normalised by
 // ref.SoftmaxRow. With an F16 cache only the summation order of the dot
-// products differs from ref.Attention; with an F32 cache the dot products
-// are ref's (ggml_vec_dot_f32's order for Q·Kᵀ, tinyBLAS's for P·V in a
-// run), so the results are ref.Attention's bits.
+// products differs from ref.Attention; an F32 cache gives its bits
+// (attendHeadsF32).
 func (c *kvCache) attendHeads(out, q []float32, t, pos, h0, h1 int, inRun bool, sh attnShape, b *attnBuf) {
 	if c.flash {
 		c.flashHeads(out, q, t, pos, h0, h1, sh, &b.flash)
@@ -455,7 +454,11 @@ func (c *kvCache) attendHeads(out, q []float32, t, pos, h0, h1 int, inRun bool, 
 		c.attendBlockF16(out, q, t, 1, pos, h0, h1, sh, b)
 		return
 	}
-	hd, w := c.headDim, c.width()
+	if !c.f16 {
+		c.attendHeadsF32(out, q, t, pos, h0, h1, inRun, sh, b)
+		return
+	}
+	hd := c.headDim
 	visible := pos + 1
 	n := padKV(visible)
 	g := h0 / (sh.heads / sh.kvHeads)
@@ -463,22 +466,76 @@ func (c *kvCache) attendHeads(out, q []float32, t, pos, h0, h1 int, inRun bool, 
 	for h := h0; h < h1; h++ {
 		off := (t*sh.heads + h) * hd
 		qh, oh := q[off:off+hd], out[off:off+hd]
-		if c.f16 {
-			c.scoresF16(row[:visible], qh, g, b)
-		} else {
-			for p := range visible {
-				row[p] = ref.VecDotF32(qh, c.k32[p*w+g*hd:p*w+(g+1)*hd])
+		c.scoresF16(row[:visible], qh, g, b)
+		soft := softmax(row, visible, pos, sh)
+		c.mulPV(oh, row, soft, g, b)
+	}
+}
+
+// softmax turns the scores of one query row (its visible positions
+// filled, padded to len(row)) into probabilities as ref.Attention does,
+// and returns soft, the end of the entries softmaxed (a whole number of
+// softmaxGroup; the rest are cleared).
+func softmax(row []float32, visible, pos int, sh attnShape) int {
+	soft := (visible + softmaxGroup - 1) / softmaxGroup * softmaxGroup
+	for p := visible; p < soft; p++ {
+		row[p] = float32(math.Inf(-1))
+	}
+	sh.capScores(row[:visible])
+	maskWindow(row, sh.first(pos))
+	simd.SoftmaxRow(row[:soft], sh.scale)
+	clear(row[soft:])
+	return soft
+}
+
+// The F32 path's tiles: kTileBytes of K rows, vTileBytes of V rows (each
+// as long as the padded score row) at a time.
+const (
+	kTileBytes = 16 << 10 // in L1
+	vTileBytes = 128 << 10
+)
+
+// attendHeadsF32 is attendHeads over an F32 cache: Q·Kᵀ in
+// ggml_vec_dot_f32's order, P·V in tinyBLAS's for a token in a run and
+// ggml_vec_dot_f32's (over the padded cells) for a lone one, as llama.cpp
+// multiplies them, so the results are ref.Attention's bits. The query
+// heads of one KV head read the same K and V rows, so both products go
+// tile by tile over the cache, every head taking a tile while it is in
+// cache: each K and V row is read from memory once for all the heads
+// instead of once for each. Tiling decides only which call computes
+// which dot product, never a dot product's order.
+func (c *kvCache) attendHeadsF32(out, q []float32, t, pos, h0, h1 int, inRun bool, sh attnShape, b *attnBuf) {
+	hd, w, vs := c.headDim, c.width(), c.vStride
+	visible := pos + 1
+	n := padKV(visible)
+	g := h0 / (sh.heads / sh.kvHeads)
+	nh := h1 - h0
+	scores := b.scores[:nh*n]
+	base := (t*sh.heads + h0) * hd // head h0+i's query and output at base+i·hd
+	kTile := max(1, kTileBytes/(4*hd))
+	for p0 := 0; p0 < visible; p0 += kTile {
+		p1 := min(visible, p0+kTile)
+		k := c.k32[p0*w+g*hd:]
+		for i := range nh {
+			simd.VecDotF32Rows(q[base+i*hd:base+(i+1)*hd], k, w, scores[i*n+p0:i*n+p1])
+		}
+	}
+	soft := 0
+	for i := range nh {
+		soft = softmax(scores[i*n:(i+1)*n], visible, pos, sh) // the same for every head
+	}
+	vTile := max(1, vTileBytes/(4*n))
+	for d0 := 0; d0 < hd; d0 += vTile {
+		d1 := min(hd, d0+vTile)
+		v := c.v32[(g*hd+d0)*vs:] // V row d of KV head g at (g·hd+d)·vs
+		for i := range nh {
+			probs, oh := scores[i*n:(i+1)*n], out[base+i*hd+d0:base+i*hd+d1]
+			if inRun {
+				simd.TinyDotF32Rows(probs[:soft], v, vs, oh)
+			} else {
+				simd.VecDotF32Rows(probs, v, vs, oh)
 			}
 		}
-		soft := (visible + softmaxGroup - 1) / softmaxGroup * softmaxGroup
-		for p := visible; p < soft; p++ {
-			row[p] = float32(math.Inf(-1))
-		}
-		sh.capScores(row[:visible])
-		maskWindow(row, sh.first(pos))
-		simd.SoftmaxRow(row[:soft], sh.scale)
-		clear(row[soft:])
-		c.mulPV(oh, row, soft, inRun, g, b)
 	}
 }
 
@@ -572,27 +629,17 @@ func (c *kvCache) scoresF16(row, qh []float32, g int, b *attnBuf) {
 	}
 }
 
-// mulPV sets oh[d] to the dot product of the probabilities with V row d of
-// KV head g. It runs over the padded row (llama.cpp's n_kv cells): the
-// probabilities from soft on are 0 and the V entries there are finite, so
-// they add exact zeros, but the length decides which values
-// ggml_vec_dot_f32 takes in its 64-value blocks. tinyBLAS's single
-// accumulator needs only the first soft values (whole 16-value chunks).
-func (c *kvCache) mulPV(oh, probs []float32, soft int, inRun bool, g int, b *attnBuf) {
+// mulPV sets oh[d] to the dot product of the binary16-rounded
+// probabilities with V row d of KV head g (an F16 cache). It runs over the
+// padded row (llama.cpp's n_kv cells): the probabilities from soft on are
+// 0 and the V entries there are finite, so they add exact zeros. (With an
+// F32 cache the length also decides which values ggml_vec_dot_f32 takes
+// in its 64-value blocks; tinyBLAS's single accumulator needs only the
+// first soft values, whole 16-value chunks: see attendHeadsF32.)
+func (c *kvCache) mulPV(oh, probs []float32, soft int, g int, b *attnBuf) {
 	hd, vs := c.headDim, c.vStride
-	if c.f16 {
-		n := len(probs)
-		simd.QuantizeRow(gguf.TypeF16)(probs[:soft], b.p16[:2*soft])
-		clear(b.p16[2*soft : 2*n])
-		simd.VecDotRows(gguf.TypeF16)(n, c.v16[2*g*hd*vs:], 2*vs, hd, b.p16, oh)
-		return
-	}
-	for d := range oh {
-		r := (g*hd + d) * vs
-		if inRun {
-			oh[d] = ref.TinyDotF32(probs[:soft], c.v32[r:r+soft])
-		} else {
-			oh[d] = ref.VecDotF32(probs, c.v32[r:r+len(probs)])
-		}
-	}
+	n := len(probs)
+	simd.QuantizeRow(gguf.TypeF16)(probs[:soft], b.p16[:2*soft])
+	clear(b.p16[2*soft : 2*n])
+	simd.VecDotRows(gguf.TypeF16)(n, c.v16[2*g*hd*vs:], 2*vs, hd, b.p16, oh)
 }

@@ -9,12 +9,12 @@ import (
 )
 
 // attnBenchConfigs are the paths the attention benchmarks compare: the
-// default attention (F16 cache) and flash attention on F16, Q8_0 and
-// Q4_0 caches.
+// default attention (F16 cache), the F32 cache's (llama.cpp's orders),
+// and flash attention on F16, Q8_0 and Q4_0 caches.
 var attnBenchConfigs = []struct {
 	kt    KVType
 	flash bool
-}{{KVF16, false}, {KVF16, true}, {backends.KVQ8_0, true}, {backends.KVQ4_0, true}}
+}{{KVF16, false}, {KVF32, false}, {KVF16, true}, {backends.KVQ8_0, true}, {backends.KVQ4_0, true}}
 
 // benchAttention measures nTok tokens' attention after depth cached
 // positions (TinyLlama's shape: 32 query heads, 4 KV heads of 64) on one

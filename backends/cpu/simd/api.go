@@ -40,6 +40,8 @@ type impl struct {
 	flashF32   func(nc int, acc *float32, x *float32, vs float32)
 	flashExp   func(ng int, x, dst *float32) uint64 // see FlashExp; nil: pure Go
 	flashTiles [3][]flashTile                       // F16, Q8_0, Q4_0 V; see FlashUpdate
+	f32Vec     f32RowsKernel                        // see VecDotF32Rows; nil: ops/ref
+	f32Tiny    f32RowsKernel                        // see TinyDotF32Rows; nil: ops/ref
 }
 
 const pureGo = "purego"

@@ -75,6 +75,9 @@ type kernelSet struct {
 	// (gemm_f16_amd64.go); nil where the variant has none.
 	widenPairF16       widenPairFunc
 	f16Wide, f16WideIn []f16WideTile
+	// f32Vec and f32Tiny: float32 dot products of a with rows of b in
+	// llama.cpp's orders (see VecDotF32Rows and TinyDotF32Rows).
+	f32Vec, f32Tiny f32RowsKernel
 }
 
 // supported reports whether this CPU runs the named variant. Every
@@ -132,5 +135,6 @@ func wrapSet(s *kernelSet) *impl {
 	v.gelu = s.gelu
 	v.flashF16, v.flashF32 = s.flashF16, s.flashF32
 	v.flashExp, v.flashTiles = s.flashExp, s.flashTiles
+	v.f32Vec, v.f32Tiny = s.f32Vec, s.f32Tiny
 	return v
 }

@@ -170,6 +170,14 @@ func flashTileQ4_0x2AVX2(n int, acc *float32, accStride int, v *byte, vStride in
 // bit-identical to ops/ref.GELU.
 func geluF32AVX2(nc int, dst *float32, x *float32, table *float32)
 
+// dotF32VecAVX2 sets dst[r] to the dot product of the n floats at a with those at
+// b + r·stride bytes for r < rows, in ggml_vec_dot_f32's order (ops/ref.VecDotF32).
+func dotF32VecAVX2(n int, a *float32, b *float32, stride int, rows int, dst *float32)
+
+// dotF32TinyAVX2 sets dst[r] to the dot product of the n floats at a with those at
+// b + r·stride bytes for r < rows, in tinyBLAS's order (ops/ref.TinyDotF32); n a multiple of 16.
+func dotF32TinyAVX2(n int, a *float32, b *float32, stride int, rows int, dst *float32)
+
 // dotQ8_0AVX512 returns the dot product of nb weight blocks at w with Q8_0 blocks at a.
 func dotQ8_0AVX512(nb int, w *byte, a *byte) float32
 
@@ -567,3 +575,11 @@ func flashTileQ4_0x4AVX512(n int, acc *float32, accStride int, v *byte, vStride 
 // geluF32AVX512 sets dst = GELU(x) by table lookup for nc chunks of 16 floats,
 // bit-identical to ops/ref.GELU.
 func geluF32AVX512(nc int, dst *float32, x *float32, table *float32)
+
+// dotF32VecAVX512 sets dst[r] to the dot product of the n floats at a with those at
+// b + r·stride bytes for r < rows, in ggml_vec_dot_f32's order (ops/ref.VecDotF32).
+func dotF32VecAVX512(n int, a *float32, b *float32, stride int, rows int, dst *float32)
+
+// dotF32TinyAVX512 sets dst[r] to the dot product of the n floats at a with those at
+// b + r·stride bytes for r < rows, in tinyBLAS's order (ops/ref.TinyDotF32); n a multiple of 16.
+func dotF32TinyAVX512(n int, a *float32, b *float32, stride int, rows int, dst *float32)

@@ -6521,6 +6521,223 @@ done:
 	VZEROUPPER
 	RET
 
+// func dotF32VecAVX2(n int, a *float32, b *float32, stride int, rows int, dst *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·dotF32VecAVX2(SB), NOSPLIT, $0-48
+	MOVQ  n+0(FP), AX
+	MOVQ  a+8(FP), CX
+	MOVQ  b+16(FP), DX
+	MOVQ  stride+24(FP), BX
+	MOVQ  rows+32(FP), SI
+	MOVQ  dst+40(FP), DI
+	LEAQ  (BX)(BX*2), R8
+	TESTQ SI, SI
+	JZ    ret
+
+single:
+	MOVQ  CX, R8
+	MOVQ  DX, R9
+	MOVQ  AX, R10
+	SHRQ  $0x06, R10
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	TESTQ R10, R10
+	JZ    sblocksDone
+
+sblocks:
+	VMOVUPS     (R8), Y8
+	VFMADD231PS (R9), Y8, Y0
+	VMOVUPS     32(R8), Y8
+	VFMADD231PS 32(R9), Y8, Y1
+	VMOVUPS     64(R8), Y8
+	VFMADD231PS 64(R9), Y8, Y2
+	VMOVUPS     96(R8), Y8
+	VFMADD231PS 96(R9), Y8, Y3
+	VMOVUPS     128(R8), Y8
+	VFMADD231PS 128(R9), Y8, Y4
+	VMOVUPS     160(R8), Y8
+	VFMADD231PS 160(R9), Y8, Y5
+	VMOVUPS     192(R8), Y8
+	VFMADD231PS 192(R9), Y8, Y6
+	VMOVUPS     224(R8), Y8
+	VFMADD231PS 224(R9), Y8, Y7
+	ADDQ        $0x00000100, R8
+	ADDQ        $0x00000100, R9
+	DECQ        R10
+	JNZ         sblocks
+
+sblocksDone:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X0, X1, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+	MOVQ         AX, R10
+	ANDQ         $0x0000003f, R10
+	JZ           stailDone
+
+stail:
+	VMOVSS (R8), X0
+	VMULSS (R9), X0, X0
+	VADDSS X0, X1, X1
+	ADDQ   $0x00000004, R8
+	ADDQ   $0x00000004, R9
+	DECQ   R10
+	JNZ    stail
+
+stailDone:
+	VMOVSS X1, (DI)
+	ADDQ   $0x00000004, DI
+	ADDQ   BX, DX
+	DECQ   SI
+	JNZ    single
+
+ret:
+	VZEROUPPER
+	RET
+
+// func dotF32TinyAVX2(n int, a *float32, b *float32, stride int, rows int, dst *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·dotF32TinyAVX2(SB), NOSPLIT, $0-48
+	MOVQ n+0(FP), AX
+	MOVQ a+8(FP), CX
+	MOVQ b+16(FP), DX
+	MOVQ stride+24(FP), BX
+	MOVQ rows+32(FP), SI
+	MOVQ dst+40(FP), DI
+	LEAQ (BX)(BX*2), R8
+	MOVQ SI, R9
+	SHRQ $0x02, R9
+	JZ   singles
+
+groups:
+	MOVQ  CX, R10
+	MOVQ  DX, R11
+	MOVQ  AX, R12
+	SHRQ  $0x04, R12
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	TESTQ R12, R12
+	JZ    gblocksDone
+
+gblocks:
+	VMOVUPS     (R10), Y8
+	VFMADD231PS (R11), Y8, Y0
+	VFMADD231PS (R11)(BX*1), Y8, Y2
+	VFMADD231PS (R11)(BX*2), Y8, Y4
+	VFMADD231PS (R11)(R8*1), Y8, Y6
+	VMOVUPS     32(R10), Y8
+	VFMADD231PS 32(R11), Y8, Y1
+	VFMADD231PS 32(R11)(BX*1), Y8, Y3
+	VFMADD231PS 32(R11)(BX*2), Y8, Y5
+	VFMADD231PS 32(R11)(R8*1), Y8, Y7
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, R11
+	DECQ        R12
+	JNZ         gblocks
+
+gblocksDone:
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X0, X1, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+	VADDPS       Y3, Y2, Y2
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X2, X0, X0
+	VMOVHLPS     X0, X0, X2
+	VADDPS       X2, X0, X0
+	VMOVSHDUP    X0, X2
+	VADDSS       X2, X0, X0
+	VADDPS       Y5, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X2
+	VADDPS       X4, X2, X2
+	VMOVHLPS     X2, X2, X3
+	VADDPS       X3, X2, X2
+	VMOVSHDUP    X2, X3
+	VADDSS       X3, X2, X2
+	VADDPS       Y7, Y6, Y6
+	VEXTRACTF128 $0x01, Y6, X3
+	VADDPS       X6, X3, X3
+	VMOVHLPS     X3, X3, X4
+	VADDPS       X4, X3, X3
+	VMOVSHDUP    X3, X4
+	VADDSS       X4, X3, X3
+	VMOVSS       X1, (DI)
+	VMOVSS       X0, 4(DI)
+	VMOVSS       X2, 8(DI)
+	VMOVSS       X3, 12(DI)
+	ADDQ         $0x00000010, DI
+	LEAQ         (DX)(BX*4), DX
+	DECQ         R9
+	JNZ          groups
+
+singles:
+	ANDQ  $0x00000003, SI
+	MOVQ  SI, R9
+	TESTQ R9, R9
+	JZ    ret
+
+single:
+	MOVQ  CX, SI
+	MOVQ  DX, R8
+	MOVQ  AX, R10
+	SHRQ  $0x04, R10
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	TESTQ R10, R10
+	JZ    sblocksDone
+
+sblocks:
+	VMOVUPS     (SI), Y2
+	VFMADD231PS (R8), Y2, Y0
+	VMOVUPS     32(SI), Y2
+	VFMADD231PS 32(R8), Y2, Y1
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000040, R8
+	DECQ        R10
+	JNZ         sblocks
+
+sblocksDone:
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X0, X1, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+	VMOVSS       X1, (DI)
+	ADDQ         $0x00000004, DI
+	ADDQ         BX, DX
+	DECQ         R9
+	JNZ          single
+
+ret:
+	VZEROUPPER
+	RET
+
 // func dotQ8_0AVX512(nb int, w *byte, a *byte) float32
 // Requires: AVX, AVX2, AVX512VL, AVX512VNNI, F16C, FMA3, SSE
 TEXT ·dotQ8_0AVX512(SB), NOSPLIT, $0-28
@@ -31113,5 +31330,378 @@ loop:
 	JNZ        loop
 
 done:
+	VZEROUPPER
+	RET
+
+// func dotF32VecAVX512(n int, a *float32, b *float32, stride int, rows int, dst *float32)
+// Requires: AVX, AVX512F, AVX512VL
+TEXT ·dotF32VecAVX512(SB), NOSPLIT, $0-48
+	MOVQ n+0(FP), AX
+	MOVQ a+8(FP), CX
+	MOVQ b+16(FP), DX
+	MOVQ stride+24(FP), BX
+	MOVQ rows+32(FP), SI
+	MOVQ dst+40(FP), DI
+	LEAQ (BX)(BX*2), R8
+	MOVQ SI, R9
+	SHRQ $0x02, R9
+	JZ   singles
+
+groups:
+	MOVQ   CX, R10
+	MOVQ   DX, R11
+	MOVQ   AX, R12
+	SHRQ   $0x06, R12
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	TESTQ  R12, R12
+	JZ     gblocksDone
+
+gblocks:
+	VMOVUPS     (R10), Z16
+	VFMADD231PS (R11), Z16, Z0
+	VFMADD231PS (R11)(BX*1), Z16, Z4
+	VFMADD231PS (R11)(BX*2), Z16, Z8
+	VFMADD231PS (R11)(R8*1), Z16, Z12
+	VMOVUPS     64(R10), Z16
+	VFMADD231PS 64(R11), Z16, Z1
+	VFMADD231PS 64(R11)(BX*1), Z16, Z5
+	VFMADD231PS 64(R11)(BX*2), Z16, Z9
+	VFMADD231PS 64(R11)(R8*1), Z16, Z13
+	VMOVUPS     128(R10), Z16
+	VFMADD231PS 128(R11), Z16, Z2
+	VFMADD231PS 128(R11)(BX*1), Z16, Z6
+	VFMADD231PS 128(R11)(BX*2), Z16, Z10
+	VFMADD231PS 128(R11)(R8*1), Z16, Z14
+	VMOVUPS     192(R10), Z16
+	VFMADD231PS 192(R11), Z16, Z3
+	VFMADD231PS 192(R11)(BX*1), Z16, Z7
+	VFMADD231PS 192(R11)(BX*2), Z16, Z11
+	VFMADD231PS 192(R11)(R8*1), Z16, Z15
+	ADDQ        $0x00000100, R10
+	ADDQ        $0x00000100, R11
+	DECQ        R12
+	JNZ         gblocks
+
+gblocksDone:
+	VADDPS        Z2, Z0, Z0
+	VADDPS        Z3, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y16
+	VADDPS        Y0, Y16, Y16
+	VEXTRACTF32X4 $0x01, Y16, X21
+	VADDPS        X16, X21, X21
+	VMOVHLPS      X21, X21, X16
+	VADDPS        X16, X21, X21
+	VMOVSHDUP     X21, X16
+	VADDSS        X16, X21, X21
+	VADDPS        Z6, Z4, Z4
+	VADDPS        Z7, Z5, Z5
+	VADDPS        Z5, Z4, Z4
+	VEXTRACTF64X4 $0x01, Z4, Y16
+	VADDPS        Y4, Y16, Y16
+	VEXTRACTF32X4 $0x01, Y16, X22
+	VADDPS        X16, X22, X22
+	VMOVHLPS      X22, X22, X16
+	VADDPS        X16, X22, X22
+	VMOVSHDUP     X22, X16
+	VADDSS        X16, X22, X22
+	VADDPS        Z10, Z8, Z8
+	VADDPS        Z11, Z9, Z9
+	VADDPS        Z9, Z8, Z8
+	VEXTRACTF64X4 $0x01, Z8, Y16
+	VADDPS        Y8, Y16, Y16
+	VEXTRACTF32X4 $0x01, Y16, X23
+	VADDPS        X16, X23, X23
+	VMOVHLPS      X23, X23, X16
+	VADDPS        X16, X23, X23
+	VMOVSHDUP     X23, X16
+	VADDSS        X16, X23, X23
+	VADDPS        Z14, Z12, Z12
+	VADDPS        Z15, Z13, Z13
+	VADDPS        Z13, Z12, Z12
+	VEXTRACTF64X4 $0x01, Z12, Y16
+	VADDPS        Y12, Y16, Y16
+	VEXTRACTF32X4 $0x01, Y16, X24
+	VADDPS        X16, X24, X24
+	VMOVHLPS      X24, X24, X16
+	VADDPS        X16, X24, X24
+	VMOVSHDUP     X24, X16
+	VADDSS        X16, X24, X24
+	MOVQ          AX, R12
+	ANDQ          $0x0000003f, R12
+	JZ            gtailDone
+
+gtail:
+	VMOVSS (R10), X16
+	VMULSS (R11), X16, X25
+	VADDSS X25, X21, X21
+	VMULSS (R11)(BX*1), X16, X25
+	VADDSS X25, X22, X22
+	VMULSS (R11)(BX*2), X16, X25
+	VADDSS X25, X23, X23
+	VMULSS (R11)(R8*1), X16, X16
+	VADDSS X16, X24, X24
+	ADDQ   $0x00000004, R10
+	ADDQ   $0x00000004, R11
+	DECQ   R12
+	JNZ    gtail
+
+gtailDone:
+	VMOVSS X21, (DI)
+	VMOVSS X22, 4(DI)
+	VMOVSS X23, 8(DI)
+	VMOVSS X24, 12(DI)
+	ADDQ   $0x00000010, DI
+	LEAQ   (DX)(BX*4), DX
+	DECQ   R9
+	JNZ    groups
+
+singles:
+	ANDQ  $0x00000003, SI
+	MOVQ  SI, R9
+	TESTQ R9, R9
+	JZ    ret
+
+single:
+	MOVQ   CX, SI
+	MOVQ   DX, R8
+	MOVQ   AX, R10
+	SHRQ   $0x06, R10
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	TESTQ  R10, R10
+	JZ     sblocksDone
+
+sblocks:
+	VMOVUPS     (SI), Z0
+	VFMADD231PS (R8), Z0, Z17
+	VMOVUPS     64(SI), Z0
+	VFMADD231PS 64(R8), Z0, Z18
+	VMOVUPS     128(SI), Z0
+	VFMADD231PS 128(R8), Z0, Z19
+	VMOVUPS     192(SI), Z0
+	VFMADD231PS 192(R8), Z0, Z20
+	ADDQ        $0x00000100, SI
+	ADDQ        $0x00000100, R8
+	DECQ        R10
+	JNZ         sblocks
+
+sblocksDone:
+	VADDPS        Z19, Z17, Z17
+	VADDPS        Z20, Z18, Z18
+	VADDPS        Z18, Z17, Z17
+	VEXTRACTF64X4 $0x01, Z17, Y0
+	VADDPS        Y17, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVHLPS      X1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSHDUP     X1, X0
+	VADDSS        X0, X1, X1
+	MOVQ          AX, R10
+	ANDQ          $0x0000003f, R10
+	JZ            stailDone
+
+stail:
+	VMOVSS (SI), X0
+	VMULSS (R8), X0, X0
+	VADDSS X0, X1, X1
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, R8
+	DECQ   R10
+	JNZ    stail
+
+stailDone:
+	VMOVSS X1, (DI)
+	ADDQ   $0x00000004, DI
+	ADDQ   BX, DX
+	DECQ   R9
+	JNZ    single
+
+ret:
+	VZEROUPPER
+	RET
+
+// func dotF32TinyAVX512(n int, a *float32, b *float32, stride int, rows int, dst *float32)
+// Requires: AVX, AVX512F, AVX512VL
+TEXT ·dotF32TinyAVX512(SB), NOSPLIT, $0-48
+	MOVQ n+0(FP), AX
+	MOVQ a+8(FP), CX
+	MOVQ b+16(FP), DX
+	MOVQ stride+24(FP), BX
+	MOVQ rows+32(FP), SI
+	MOVQ dst+40(FP), DI
+	LEAQ (BX)(BX*2), R8
+	MOVQ SI, R9
+	SHRQ $0x03, R9
+	JZ   singles
+
+groups:
+	MOVQ   CX, R10
+	MOVQ   DX, R11
+	LEAQ   (DX)(BX*4), R12
+	MOVQ   AX, R13
+	SHRQ   $0x04, R13
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	TESTQ  R13, R13
+	JZ     gblocksDone
+
+gblocks:
+	VMOVUPS     (R10), Z8
+	VFMADD231PS (R11), Z8, Z0
+	VFMADD231PS (R11)(BX*1), Z8, Z1
+	VFMADD231PS (R11)(BX*2), Z8, Z2
+	VFMADD231PS (R11)(R8*1), Z8, Z3
+	VFMADD231PS (R12), Z8, Z4
+	VFMADD231PS (R12)(BX*1), Z8, Z5
+	VFMADD231PS (R12)(BX*2), Z8, Z6
+	VFMADD231PS (R12)(R8*1), Z8, Z7
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, R11
+	ADDQ        $0x00000040, R12
+	DECQ        R13
+	JNZ         gblocks
+
+gblocksDone:
+	VEXTRACTF64X4 $0x01, Z0, Y8
+	VADDPS        Y0, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X10
+	VADDPS        X8, X10, X10
+	VMOVHLPS      X10, X10, X8
+	VADDPS        X8, X10, X10
+	VMOVSHDUP     X10, X8
+	VADDSS        X8, X10, X10
+	VEXTRACTF64X4 $0x01, Z1, Y8
+	VADDPS        Y1, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X11
+	VADDPS        X8, X11, X11
+	VMOVHLPS      X11, X11, X8
+	VADDPS        X8, X11, X11
+	VMOVSHDUP     X11, X8
+	VADDSS        X8, X11, X11
+	VEXTRACTF64X4 $0x01, Z2, Y8
+	VADDPS        Y2, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X12
+	VADDPS        X8, X12, X12
+	VMOVHLPS      X12, X12, X8
+	VADDPS        X8, X12, X12
+	VMOVSHDUP     X12, X8
+	VADDSS        X8, X12, X12
+	VEXTRACTF64X4 $0x01, Z3, Y8
+	VADDPS        Y3, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X13
+	VADDPS        X8, X13, X13
+	VMOVHLPS      X13, X13, X8
+	VADDPS        X8, X13, X13
+	VMOVSHDUP     X13, X8
+	VADDSS        X8, X13, X13
+	VEXTRACTF64X4 $0x01, Z4, Y8
+	VADDPS        Y4, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X14
+	VADDPS        X8, X14, X14
+	VMOVHLPS      X14, X14, X8
+	VADDPS        X8, X14, X14
+	VMOVSHDUP     X14, X8
+	VADDSS        X8, X14, X14
+	VEXTRACTF64X4 $0x01, Z5, Y8
+	VADDPS        Y5, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X15
+	VADDPS        X8, X15, X15
+	VMOVHLPS      X15, X15, X8
+	VADDPS        X8, X15, X15
+	VMOVSHDUP     X15, X8
+	VADDSS        X8, X15, X15
+	VEXTRACTF64X4 $0x01, Z6, Y8
+	VADDPS        Y6, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X16
+	VADDPS        X8, X16, X16
+	VMOVHLPS      X16, X16, X8
+	VADDPS        X8, X16, X16
+	VMOVSHDUP     X16, X8
+	VADDSS        X8, X16, X16
+	VEXTRACTF64X4 $0x01, Z7, Y8
+	VADDPS        Y7, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X17
+	VADDPS        X8, X17, X17
+	VMOVHLPS      X17, X17, X8
+	VADDPS        X8, X17, X17
+	VMOVSHDUP     X17, X8
+	VADDSS        X8, X17, X17
+	VMOVSS        X10, (DI)
+	VMOVSS        X11, 4(DI)
+	VMOVSS        X12, 8(DI)
+	VMOVSS        X13, 12(DI)
+	VMOVSS        X14, 16(DI)
+	VMOVSS        X15, 20(DI)
+	VMOVSS        X16, 24(DI)
+	VMOVSS        X17, 28(DI)
+	ADDQ          $0x00000020, DI
+	LEAQ          (DX)(BX*8), DX
+	DECQ          R9
+	JNZ           groups
+
+singles:
+	ANDQ  $0x00000007, SI
+	MOVQ  SI, R9
+	TESTQ R9, R9
+	JZ    ret
+
+single:
+	MOVQ   CX, SI
+	MOVQ   DX, R8
+	MOVQ   AX, R10
+	SHRQ   $0x04, R10
+	VPXORD Z9, Z9, Z9
+	TESTQ  R10, R10
+	JZ     sblocksDone
+
+sblocks:
+	VMOVUPS     (SI), Z0
+	VFMADD231PS (R8), Z0, Z9
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000040, R8
+	DECQ        R10
+	JNZ         sblocks
+
+sblocksDone:
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVHLPS      X1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSHDUP     X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, (DI)
+	ADDQ          $0x00000004, DI
+	ADDQ          BX, DX
+	DECQ          R9
+	JNZ           single
+
+ret:
 	VZEROUPPER
 	RET

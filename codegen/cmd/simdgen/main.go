@@ -48,6 +48,7 @@ func main() {
 		genFlashKernels(v, &reg)
 		genFlashTiles(v, &reg)
 		genGELUKernel(v, &reg)
+		genDotF32(v, &reg)
 	}
 	if *tableOut != "" {
 		if err := writeTable(*tableOut, &reg); err != nil {

@@ -47,6 +47,7 @@ type elemEntry struct {
 	flashTiles                 [3][]string // tiled updates: F16, Q8_0, Q4_0 V; [h] takes h+1 heads
 	widenPairF16               string      // the wide F16 GEMM's activations to float32
 	f16Wide, f16WideIn         []string    // wide F16 GEMM tiles: [p] takes p+1 token pairs
+	f32Vec, f32Tiny            string      // float32 dot products in llama.cpp's two orders
 }
 
 func (r *registry) see(v variant) {
@@ -122,6 +123,13 @@ func (r *registry) f16Wide(v variant, pairs string, tiles, in []string) {
 	r.see(v)
 	e := r.elems[v.name]
 	e.widenPairF16, e.f16Wide, e.f16WideIn = pairs, tiles, in
+	r.elems[v.name] = e
+}
+
+func (r *registry) f32Dots(v variant, vec, tiny string) {
+	r.see(v)
+	e := r.elems[v.name]
+	e.f32Vec, e.f32Tiny = vec, tiny
 	r.elems[v.name] = e
 }
 
@@ -237,6 +245,10 @@ func writeTable(path string, r *registry) error {
 			set[jen.Id("widenPairF16")] = jen.Id(e.widenPairF16)
 			set[jen.Id("f16Wide")] = jen.Index().Id("f16WideTile").Values(ids(e.f16Wide)...)
 			set[jen.Id("f16WideIn")] = jen.Index().Id("f16WideTile").Values(ids(e.f16WideIn)...)
+		}
+		if e := r.elems[name]; e.f32Vec != "" {
+			set[jen.Id("f32Vec")] = jen.Id(e.f32Vec)
+			set[jen.Id("f32Tiny")] = jen.Id(e.f32Tiny)
 		}
 		sets = append(sets, jen.Values(set))
 	}
