@@ -449,7 +449,7 @@ func (s *suite) runRoPE(t *testing.T, c ropeCase, neox bool, form string) {
 	if s.skipped(t, p.op, p.variant) || !s.supported(t, p) {
 		return
 	}
-	r := ref.RoPE{Dims: c.dims, Base: float32(c.base), FreqScale: float32(c.freqScale), NeoX: neox}
+	r := ref.RoPE{Dims: c.dims, Base: float32(c.base), FreqScale: float32(c.freqScale), NeoX: neox, Unfused: s.o.UnfusedRoPE}
 	want := func(tokens []int32, pos0 int) ([]float32, []float64) {
 		in := b.gather("x", tokens)
 		want := append([]float32(nil), in...)

@@ -57,6 +57,7 @@ func testKVShift(t *testing.T, s *suite, kv backends.KVType) {
 
 func (s *suite) runKVShift(t *testing.T, c shiftCase, kv backends.KVType) {
 	sh, r := c.sh, c.rope
+	r.Unfused = s.o.UnfusedRoPE
 	b := s.builder(t)
 	q := b.activation("q", sh.heads*sh.headDim, unit)
 	kraw := b.activation("k", sh.kvHeads*sh.headDim, dist{sd: 1.5})

@@ -29,6 +29,11 @@ type Options struct {
 	// but is known to get wrong, with the reason: they are skipped, and
 	// the reason is printed. For gaps being fixed, not for tolerances.
 	Skip map[string]string
+	// UnfusedRoPE says the backend rounds both products of RoPE's rotation
+	// before the sum (ref.RoPE.Unfused), as the Vulkan shaders must:
+	// the references then rotate the same way. The CPU fuses the first
+	// product into the sum, as ggml's compiled C does.
+	UnfusedRoPE bool
 	// Threads is passed to Load (0: the backend's default).
 	Threads int
 	// Seed makes a run repeatable; 0 takes one from the clock. Either way
