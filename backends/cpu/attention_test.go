@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/weft-ml/weft/backends/cpu/simd"
 	"github.com/weft-ml/weft/ops/ref"
 	"github.com/weft-ml/weft/quant"
 )
@@ -121,9 +122,13 @@ func TestAttentionMatchesRef(t *testing.T) {
 
 func (c *attnCase) check(t *testing.T, threads int) {
 	got, want := c.run(threads)
-	if c.kvType == KVF32 {
-		// The F32 path takes ref's dot products (llama.cpp's orders): bit
-		// for bit, decode (ggml_vec_dot_f32) and prompts (tinyBLAS) alike.
+	// The F32 path takes ref's dot products (llama.cpp's orders): bit for
+	// bit, decode (ggml_vec_dot_f32) and prompts (tinyBLAS) alike. So does
+	// the F16 path on AVX-512, whose F16 kernels sum in llama.cpp's
+	// AVX-512 orders, except for a lone token on the GEMM path, which
+	// keeps the GEMM's order where llama.cpp takes ggml_vec_dot_f16.
+	f16Exact := simd.Variant() == "avx512vnni" && (c.nTok >= 2 || c.sh.headDim%f16GemmChunk != 0)
+	if c.kvType == KVF32 || f16Exact {
 		for i := range got {
 			require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]),
 				"element %d (token %d): got %g, ref %g", i, i/(c.sh.heads*c.sh.headDim), got[i], want[i])
