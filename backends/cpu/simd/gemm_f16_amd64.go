@@ -13,14 +13,18 @@ import "sync"
 // of the weights once for every token (the first token group's "in" tiles
 // widen it as they stream it from memory and keep it for the others). The
 // accumulators stay in scratch memory from one k-block to the next (a
-// float32 store and load changes no bits).
+// float32 store and load changes no bits); the last k-block's tiles reduce
+// them (in assembly: reducing in Go cost a sixth of the GEMM's time).
 
 // f16WideTile adds ns steps of sixteen values of rgs groups of 4 widened
 // weight rows (wf, f16WideWRow floats apart) times T tokens (a,
 // [step][token][16]) into the accumulators at acc ([group][row][token][16];
 // zeroed first if zero); tiles[T-1] takes T tokens. The "in" tiles first
-// widen the rows from w16 (binary16, w16Stride bytes apart) into wf.
-type f16WideTile = func(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// widen the rows from w16 (binary16, w16Stride bytes apart) into wf. With
+// dst set (the last k-block) a tile reduces the accumulators as
+// _mm512_reduce_add_ps and stores group g's row r for token t at
+// dst[t·dstStride/4 + 4g + r] instead of storing them.
+type f16WideTile = func(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
 // widenFunc widens ns chunks of sixteen binary16 values from src, chunk i
 // to dst[i·dstStride/4:].
@@ -98,6 +102,7 @@ func (g *wideGemm) block(r0, nr, t0, nt int) {
 	rgs := nr / gemmRows
 	for k0 := 0; k0 < g.n; k0 += f16WideK {
 		ns := min(f16WideK, g.n-k0) / 16
+		last := k0+f16WideK >= g.n
 		for gi := range groups {
 			tg := t0 + gi*wideToks
 			tt := min(wideToks, t0+nt-tg)
@@ -109,34 +114,11 @@ func (g *wideGemm) block(r0, nr, t0, nt int) {
 			if gi == 0 {
 				tile = g.in[tt-1]
 			}
-			tile(ns, &g.w[r0*g.wRow+2*k0], g.wRow, &s.w[0], &s.a[0], &s.acc[gi*rgs*wideAccLen], k0 == 0, rgs)
-		}
-	}
-	for gi := range groups {
-		tg := t0 + gi*wideToks
-		tt := min(wideToks, t0+nt-tg)
-		for rg := range rgs {
-			acc := s.acc[gi*rgs*wideAccLen+rg*gemmRows*tt*16:]
-			for r := range gemmRows {
-				for i := range tt {
-					o := (r*tt + i) * 16
-					lanes := (*[16]float32)(acc[o : o+16])
-					g.dst[(tg+i)*g.dstStride+r0+rg*gemmRows+r] = reduce16(lanes)
-				}
+			var dst *float32
+			if last {
+				dst = &g.dst[tg*g.dstStride+r0]
 			}
+			tile(ns, &g.w[r0*g.wRow+2*k0], g.wRow, &s.w[0], &s.a[0], &s.acc[gi*rgs*wideAccLen], k0 == 0, rgs, dst, 4*g.dstStride)
 		}
 	}
-}
-
-// reduce16 sums sixteen lanes as _mm512_reduce_add_ps does (GCC's
-// expansion, which llama.cpp's tinyBLAS hsum compiles to): the 256-bit
-// halves lane by lane, then the 128-bit ones, then lanes (0+2) + (1+3).
-// Go rounds every float32 addition.
-func reduce16(l *[16]float32) float32 {
-	var h [8]float32
-	for i := range h {
-		h[i] = l[i] + l[i+8]
-	}
-	q0, q1, q2, q3 := h[0]+h[4], h[1]+h[5], h[2]+h[6], h[3]+h[7]
-	return (q0 + q2) + (q1 + q3)
 }

@@ -259,63 +259,75 @@ func widenF16AVX512(ns int, src *byte, dst *float32, dstStride int)
 
 // gemmF16Wide4x1AVX512 adds ns steps of sixteen values of rgs groups of 4 widened F16 weight rows (wf)
 // times 1 tokens (a, [step][token][16]) into the sixteen-lane accumulators
-// at acc ([group][row][token][16]; zeroed first if zero).
-func gemmF16Wide4x1AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last
+// k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.
+func gemmF16Wide4x1AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
 // gemmF16WideIn4x1AVX512 adds ns steps of sixteen values of rgs groups of 4 F16 weight rows (w16, widened into wf)
 // times 1 tokens (a, [step][token][16]) into the sixteen-lane accumulators
-// at acc ([group][row][token][16]; zeroed first if zero).
-func gemmF16WideIn4x1AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last
+// k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.
+func gemmF16WideIn4x1AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
 // gemmF16Wide4x2AVX512 adds ns steps of sixteen values of rgs groups of 4 widened F16 weight rows (wf)
 // times 2 tokens (a, [step][token][16]) into the sixteen-lane accumulators
-// at acc ([group][row][token][16]; zeroed first if zero).
-func gemmF16Wide4x2AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last
+// k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.
+func gemmF16Wide4x2AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
 // gemmF16WideIn4x2AVX512 adds ns steps of sixteen values of rgs groups of 4 F16 weight rows (w16, widened into wf)
 // times 2 tokens (a, [step][token][16]) into the sixteen-lane accumulators
-// at acc ([group][row][token][16]; zeroed first if zero).
-func gemmF16WideIn4x2AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last
+// k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.
+func gemmF16WideIn4x2AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
 // gemmF16Wide4x3AVX512 adds ns steps of sixteen values of rgs groups of 4 widened F16 weight rows (wf)
 // times 3 tokens (a, [step][token][16]) into the sixteen-lane accumulators
-// at acc ([group][row][token][16]; zeroed first if zero).
-func gemmF16Wide4x3AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last
+// k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.
+func gemmF16Wide4x3AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
 // gemmF16WideIn4x3AVX512 adds ns steps of sixteen values of rgs groups of 4 F16 weight rows (w16, widened into wf)
 // times 3 tokens (a, [step][token][16]) into the sixteen-lane accumulators
-// at acc ([group][row][token][16]; zeroed first if zero).
-func gemmF16WideIn4x3AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last
+// k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.
+func gemmF16WideIn4x3AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
 // gemmF16Wide4x4AVX512 adds ns steps of sixteen values of rgs groups of 4 widened F16 weight rows (wf)
 // times 4 tokens (a, [step][token][16]) into the sixteen-lane accumulators
-// at acc ([group][row][token][16]; zeroed first if zero).
-func gemmF16Wide4x4AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last
+// k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.
+func gemmF16Wide4x4AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
 // gemmF16WideIn4x4AVX512 adds ns steps of sixteen values of rgs groups of 4 F16 weight rows (w16, widened into wf)
 // times 4 tokens (a, [step][token][16]) into the sixteen-lane accumulators
-// at acc ([group][row][token][16]; zeroed first if zero).
-func gemmF16WideIn4x4AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last
+// k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.
+func gemmF16WideIn4x4AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
 // gemmF16Wide4x5AVX512 adds ns steps of sixteen values of rgs groups of 4 widened F16 weight rows (wf)
 // times 5 tokens (a, [step][token][16]) into the sixteen-lane accumulators
-// at acc ([group][row][token][16]; zeroed first if zero).
-func gemmF16Wide4x5AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last
+// k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.
+func gemmF16Wide4x5AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
 // gemmF16WideIn4x5AVX512 adds ns steps of sixteen values of rgs groups of 4 F16 weight rows (w16, widened into wf)
 // times 5 tokens (a, [step][token][16]) into the sixteen-lane accumulators
-// at acc ([group][row][token][16]; zeroed first if zero).
-func gemmF16WideIn4x5AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last
+// k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.
+func gemmF16WideIn4x5AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
 // gemmF16Wide4x6AVX512 adds ns steps of sixteen values of rgs groups of 4 widened F16 weight rows (wf)
 // times 6 tokens (a, [step][token][16]) into the sixteen-lane accumulators
-// at acc ([group][row][token][16]; zeroed first if zero).
-func gemmF16Wide4x6AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last
+// k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.
+func gemmF16Wide4x6AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
 // gemmF16WideIn4x6AVX512 adds ns steps of sixteen values of rgs groups of 4 F16 weight rows (w16, widened into wf)
 // times 6 tokens (a, [step][token][16]) into the sixteen-lane accumulators
-// at acc ([group][row][token][16]; zeroed first if zero).
-func gemmF16WideIn4x6AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last
+// k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.
+func gemmF16WideIn4x6AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
 // gemmBF164x1AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
 // rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), nb chunks of 32 bfloat16 values (tinyBLAS's order).

@@ -21,7 +21,8 @@ import (
 // Widening binary16 is exact and the products of two binary16 values are
 // exact in float32, so the FMA rounds the same sum the gemmF16 tiles'
 // FMA rounds. The accumulators live in memory between calls (the wrapper
-// blocks over k) and the wrapper reduces them as _mm512_reduce_add_ps.
+// blocks over k); the last k-block's call reduces them as the gemmF16
+// tiles do (_mm512_reduce_add_ps's order) and stores the sums.
 
 // f16WideToks is the largest number of tokens of a wide tile: 4 rows × 6
 // tokens take 24 zmm accumulators, 6 activations and a weight.
@@ -36,7 +37,7 @@ const (
 	f16WideWRow = f16WideK + 16
 )
 
-const f16WideSig = "func(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)"
+const f16WideSig = "func(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)"
 
 func genGemmF16Wide(v variant, reg *registry) {
 	if !v.vnni {
@@ -79,7 +80,8 @@ func genWidenF16(v variant) string {
 // over ns steps of sixteen values. wf: the widened rows, f16WideWRow
 // floats apart; a: the tokens' widened values as [step][token][16]; acc:
 // each group's accumulators as [row][token][16], one group after another,
-// loaded (zeroed when zero is set), advanced and stored back. With in set
+// loaded (zeroed when zero is set), advanced and stored back, or with dst
+// set reduced and stored as dst[t·dstStride/4 + r]. With in set
 // the tile first widens the rows from w16 (binary16, w16Stride bytes
 // apart) into wf, prefetching the next k-block of each row.
 func f16WideTile(v variant, toks int, in bool) string {
@@ -95,11 +97,13 @@ func f16WideTile(v variant, toks int, in bool) string {
 	}
 	Doc(fmt.Sprintf("%s adds ns steps of sixteen values of rgs groups of %d %s", name, gemmRows, what),
 		fmt.Sprintf("times %d tokens (a, [step][token][16]) into the sixteen-lane accumulators", toks),
-		"at acc ([group][row][token][16]; zeroed first if zero).")
+		"at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last",
+		"k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.")
 	const rowBytes = 4 * f16WideWRow
 	rgs := Load(Param("rgs"), GP64())
 	wf := Load(Param("wf"), GP64())
 	accp := Load(Param("acc"), GP64())
+	dst := Load(Param("dst"), GP64())
 	var w16, stride Register
 	if in {
 		w16 = Load(Param("w16"), GP64())
@@ -167,11 +171,33 @@ func f16WideTile(v variant, toks int, in bool) string {
 		ADDQ(U8(64), off)
 		ADDQ(U32(64*toks), a)
 	})
+	// The last k-block (dst set) reduces the accumulators as
+	// _mm512_reduce_add_ps does and stores the sums, dst[t·dstStride/4 +
+	// r] for each group's rows; the others store the accumulators.
+	TESTQ(dst, dst)
+	JZ(LabelRef("keep"))
+	stride4 := Load(Param("dstStride"), GP64())
+	out := GP64()
+	MOVQ(dst, out)
+	for t := range toks {
+		col := make([]VecVirtual, gemmRows)
+		for r := range col {
+			col[r] = foldZmm(acc[r][t])
+		}
+		VMOVUPS(reduce4(v, col), Mem{Base: out})
+		if t+1 < toks {
+			ADDQ(stride4, out)
+		}
+	}
+	ADDQ(U8(4*gemmRows), dst)
+	JMP(LabelRef("next"))
+	Label("keep")
 	for r := range acc {
 		for t, z := range acc[r] {
 			VMOVUPS(z, Mem{Base: accp, Disp: 64 * (r*toks + t)})
 		}
 	}
+	Label("next")
 	ADDQ(U32(64*gemmRows*toks), accp)
 	ADDQ(U32(gemmRows*rowBytes), wf)
 	if in {
