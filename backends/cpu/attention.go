@@ -578,25 +578,15 @@ func (c *kvCache) scoresF16(row, qh []float32, g int, b *attnBuf) {
 // KV head g. It runs over the padded row (llama.cpp's n_kv cells): the
 // probabilities from soft on are 0 and the V entries there are finite, so
 // they add exact zeros, but the length decides which values
-// ggml_vec_dot_f32 and ggml_vec_dot_f16 take in their 64-value blocks.
-// tinyBLAS's single accumulator needs only the first soft values (whole
-// 16-value chunks). With an F16 cache a token in a run takes the F16 GEMM
-// (tinyBLAS's order on AVX-512), a lone one the dot kernel
-// (ggml_vec_dot_f16's).
+// ggml_vec_dot_f32 takes in its 64-value blocks. tinyBLAS's single
+// accumulator needs only the first soft values (whole 16-value chunks).
 func (c *kvCache) mulPV(oh, probs []float32, soft int, inRun bool, g int, b *attnBuf) {
 	hd, vs := c.headDim, c.vStride
 	if c.f16 {
 		n := len(probs)
 		simd.QuantizeRow(gguf.TypeF16)(probs[:soft], b.p16[:2*soft])
 		clear(b.p16[2*soft : 2*n])
-		v := c.v16[2*g*hd*vs:]
-		if inRun {
-			// The GEMM's order, tinyBLAS's on AVX-512 (n is whole
-			// 16-value chunks): llama.cpp's P·V in a batch.
-			simd.Gemm(gguf.TypeF16)(n, v, 2*vs, hd, b.p16, 2*n, 1, oh, hd)
-			return
-		}
-		simd.VecDotRows(gguf.TypeF16)(n, v, 2*vs, hd, b.p16, oh)
+		simd.VecDotRows(gguf.TypeF16)(n, c.v16[2*g*hd*vs:], 2*vs, hd, b.p16, oh)
 		return
 	}
 	for d := range oh {
