@@ -23,9 +23,11 @@ const (
 
 func padKV(n int) int { return (n + attnPad - 1) / attnPad * attnPad }
 
-// f16Chunk is the element count of one step of the SIMD F16 dot kernel;
-// shorter remainders fall back to pure Go.
-const f16Chunk = 32
+// f16DotBlock is ggml_vec_dot_f16's block on AVX-512: the F16 scores
+// give whole blocks to the SIMD dot kernel and sum the rest of the head
+// in float64 as ggml sums its tail, so they are its bits on AVX-512
+// whatever the head dimension (on AVX2 for heads narrower than 64).
+const f16DotBlock = 64
 
 // f16GemmChunk is the element count of one step of the F16 GEMM tiles
 // (simd.Gemm): a head dimension that is a multiple of it takes the GEMM
@@ -606,13 +608,13 @@ func (c *kvCache) attendBlockF16(out, q []float32, t0, nt, pos, h0, h1 int, sh a
 }
 
 // scoresF16 sets row[p] to q̂·K[p] for KV head g, q̂ the binary16 query.
-// Whole chunks go to the SIMD kernel; the rest of the head dimension is
-// summed in float64 as ggml_vec_dot_f16 sums its tail, so heads narrower
-// than 16 (8 in stories260K) get exactly the reference's scores.
+// Whole 64-value blocks go to the SIMD kernel; the rest of the head
+// dimension is summed in float64 as ggml_vec_dot_f16 sums its tail, so the
+// scores are its bits (see f16DotBlock; 8 values in stories260K).
 func (c *kvCache) scoresF16(row, qh []float32, g int, b *attnBuf) {
 	hd, w := c.headDim, c.width()
 	simd.QuantizeRow(gguf.TypeF16)(qh, b.q16[:2*hd])
-	body := hd / f16Chunk * f16Chunk
+	body := hd / f16DotBlock * f16DotBlock
 	simd.VecDotRows(gguf.TypeF16)(body, c.k16[2*g*hd:], 2*w, len(row), b.q16, row)
 	if body == hd {
 		return

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/weft-ml/weft/backends/cpu/simd"
+	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/ops/ref"
 	"github.com/weft-ml/weft/quant"
 )
@@ -100,7 +102,7 @@ func TestAttentionMatchesRef(t *testing.T) {
 	type shape struct{ nTok, pos0 int }
 	shapes := []shape{{1, 0}, {1, 37}, {1, 2047}, {5, 3}, {9, 200}, {3, 2045}}
 	for _, kt := range []KVType{KVF16, KVF32} {
-		for _, hd := range []int{8, 64, 80, 128} { // 80: Phi-2, whole 16-value GEMM chunks only
+		for _, hd := range []int{8, 40, 64, 80, 128} { // 80: Phi-2, whole 16-value GEMM chunks only; 40: a tail past 32
 			for _, group := range []int{1, 4, 8} {
 				for i, s := range shapes {
 					kvHeads := 1 + (i+group)%2
@@ -121,9 +123,14 @@ func TestAttentionMatchesRef(t *testing.T) {
 
 func (c *attnCase) check(t *testing.T, threads int) {
 	got, want := c.run(threads)
-	if c.kvType == KVF32 {
-		// The F32 path takes ref's dot products (llama.cpp's orders): bit
-		// for bit, decode (ggml_vec_dot_f32) and prompts (tinyBLAS) alike.
+	// The F32 path takes ref's dot products (llama.cpp's orders): bit for
+	// bit, decode (ggml_vec_dot_f32) and prompts (tinyBLAS) alike. So does
+	// the F16 path on AVX-512, whose F16 kernels sum in llama.cpp's
+	// AVX-512 orders, where its order does not depend on the batch as
+	// llama.cpp's does: prompts on the GEMM path (tinyBLAS), single tokens
+	// off it (ggml_vec_dot_f16).
+	f16Exact := simd.Variant() == "avx512vnni" && (c.nTok >= 2) == (c.sh.headDim%f16GemmChunk == 0)
+	if c.kvType == KVF32 || f16Exact {
 		for i := range got {
 			require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]),
 				"element %d (token %d): got %g, ref %g", i, i/(c.sh.heads*c.sh.headDim), got[i], want[i])
@@ -399,6 +406,37 @@ func TestStoreJobMatchesStoreRun(t *testing.T) {
 					require.Equal(t, one.k32, many.k32, "%s: K", name)
 					require.Equal(t, one.v32, many.v32, "%s: V", name)
 				}
+			}
+		}
+	}
+}
+
+// TestScoresF16Order holds the F16 scores of the per-head path to the dot
+// kernel over the whole head, which on AVX-512 is ggml_vec_dot_f16 (simd
+// tests it so): whole 64-value blocks, then the tail in float64 with a
+// single rounding, for heads with and without a tail past 32 or 64.
+func TestScoresF16Order(t *testing.T) {
+	if simd.Variant() != "avx512vnni" {
+		t.Skip("ggml_vec_dot_f16's order is the AVX-512 variant's")
+	}
+	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	dot := simd.VecDot(gguf.TypeF16)
+	for _, hd := range []int{8, 40, 72, 100, 136} {
+		const kvHeads, ctx = 2, 50
+		c := newKVCache(kvHeads, hd, ctx, KVF16)
+		for p := range ctx {
+			c.store(p, randVec(rng, kvHeads*hd, 1.5), randVec(rng, kvHeads*hd, 1))
+		}
+		b := &newAttnBufs(1, 1, hd, ctx, false)[0]
+		qh := randVec(rng, hd, 1)
+		row := make([]float32, ctx)
+		for g := range kvHeads {
+			c.scoresF16(row, qh, g, b)
+			q16 := make([]byte, 2*hd)
+			simd.QuantizeRow(gguf.TypeF16)(qh, q16)
+			for p := range row {
+				want := dot(hd, c.k16[2*(p*c.width()+g*hd):], q16)
+				require.Equal(t, math.Float32bits(want), math.Float32bits(row[p]), "hd %d head %d position %d: got %g, want %g", hd, g, p, row[p], want)
 			}
 		}
 	}

@@ -142,8 +142,8 @@ func (c *kvCache) convertInto(qh []float32, dst []byte) []byte {
 // tiled reports whether this cache takes the tiled path (flashHeadsTiled):
 // scores by the GEMM, whose every (cell, head) pair sums in one order.
 // An F16 head dimension that is not whole GEMM chunks keeps the per-cell
-// path, whose tail summed in float64 gives ggml's exact scores for heads
-// narrower than 32.
+// path, whose tail summed in float64 gives ggml_vec_dot_f16's exact
+// scores (see f16DotBlock).
 func (c *kvCache) tiled() bool { return c.kt != KVF16 || c.headDim%f16GemmChunk == 0 }
 
 // flashScore is the raw score of converted query q against K row p of KV
@@ -194,7 +194,7 @@ func (c *kvCache) score(dot simd.DotFunc, p, hb int, q []byte) float32 {
 	if c.kt != KVF16 {
 		return dot(hd, row, q)
 	}
-	body := hd / f16Chunk * f16Chunk
+	body := hd / f16DotBlock * f16DotBlock
 	var s float32
 	if body > 0 {
 		s = dot(body, row, q)

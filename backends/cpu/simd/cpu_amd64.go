@@ -71,9 +71,9 @@ type kernelSet struct {
 	// accumulator updates (see FlashExp and FlashUpdate).
 	flashExp   func(ng int, x, dst *float32) uint64
 	flashTiles [3][]flashTile
-	// widenPairF16, f16Wide and f16WideIn: the wide F16 GEMM
+	// widenF16, f16Wide and f16WideIn: the wide F16 GEMM
 	// (gemm_f16_amd64.go); nil where the variant has none.
-	widenPairF16       widenPairFunc
+	widenF16           widenFunc
 	f16Wide, f16WideIn []f16WideTile
 	// f32Vec and f32Tiny: float32 dot products of a with rows of b in
 	// llama.cpp's orders (see VecDotF32Rows and TinyDotF32Rows).
@@ -120,8 +120,8 @@ func wrapSet(s *kernelSet) *impl {
 	for _, k := range s.gemms {
 		v.gemms[k.w] = wrapGemm(k, v.dots[k.w], v.rows[k.w])
 	}
-	if f, ok := v.gemms[gguf.TypeF16]; ok && s.widenPairF16 != nil {
-		v.gemms[gguf.TypeF16] = wrapGemmF16Wide(s.f16Wide, s.f16WideIn, s.widenPairF16, f, v.dots[gguf.TypeF16])
+	if f, ok := v.gemms[gguf.TypeF16]; ok && s.widenF16 != nil {
+		v.gemms[gguf.TypeF16] = wrapGemmF16Wide(s.f16Wide, s.f16WideIn, s.widenF16, f, v.dots[gguf.TypeF16])
 	}
 	for _, k := range s.packs {
 		v.packed[k.w] = wrapPacked(k)

@@ -15,9 +15,11 @@
 // Gemm serves prefill: micro-kernels of 4 weight rows × up to 2–5 tokens
 // (by format and variant) reuse each decoded weight block across tokens
 // and each activation block across rows; other shapes loop VecDotRows.
-// On AVX-512, F16 products of at least 256 values and 6 tokens take the
-// wide tiles (gemm_f16_amd64.go): operands widened to float32 once per
-// k-block, two tokens per zmm accumulator, the same bits as the F16 tiles.
+// On AVX-512 the F16 kernels sum in llama.cpp's AVX-512 orders: the GEMM
+// tiles in tinyBLAS<16>'s (one 16-lane accumulator per row and token), the
+// dot kernel in ggml_vec_dot_f16's; products of at least 256 values and 6
+// tokens take the wide tiles (gemm_f16_amd64.go): operands widened to
+// float32 once per k-block, the same bits as the F16 tiles.
 //
 // Repack and PackedGemm serve both on the packed layouts (Q4_0, Q8_0,
 // Q4_K, Q6_K; see packed.go, packed_k.go, packed_q6k.go): 16 rows

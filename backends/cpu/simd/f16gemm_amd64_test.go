@@ -16,9 +16,9 @@ func TestF16WideKernelsPresent(t *testing.T) {
 		if k.name != "avx512vnni" {
 			continue
 		}
-		require.NotNil(t, k.widenPairF16)
-		require.Len(t, k.f16Wide, widePairs)
-		require.Len(t, k.f16WideIn, widePairs)
+		require.NotNil(t, k.widenF16)
+		require.Len(t, k.f16Wide, wideToks)
+		require.Len(t, k.f16WideIn, wideToks)
 		return
 	}
 	t.Fatal("no avx512vnni kernel set")

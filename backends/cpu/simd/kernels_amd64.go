@@ -192,8 +192,10 @@ func dotQ4_0AVX512(nb int, w *byte, a *byte) float32
 // stride bytes apart from w, with the nb Q8_0 blocks at a.
 func dotQ4_0RowsAVX512(nb int, w *byte, stride int, a *byte, dst *float32)
 
-// dotF16AVX512 returns the dot product of nb chunks of 32 binary16 values at w and a.
-func dotF16AVX512(nb int, w *byte, a *byte) float32
+// dotF16AVX512 returns the dot product of n binary16 values at w and a, summed
+// as ggml_vec_dot_f16's AVX-512 path sums them: 64-value blocks in four
+// float32 accumulators, their reduced sum and the tail's products in float64.
+func dotF16AVX512(n int, w *byte, a *byte) float32
 
 // dotBF16AVX512 returns the dot product of n bfloat16 values at w and a, summed
 // as ggml_vec_dot_bf16's AVX512-BF16 path sums them: 64-value blocks in
@@ -259,69 +261,81 @@ func gemmF164x4AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *f
 // rows r (wStride bytes apart) with 5 activation rows t (aStride bytes apart), nb chunks of 16 binary16 values.
 func gemmF164x5AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
 
-// widenPairF16AVX512 widens ns chunks of eight binary16 values from each of src0 and
-// src1 to float32, chunk i to dst[i·dstStride/4:] (src0's) and 32 bytes after (src1's).
-func widenPairF16AVX512(ns int, src0 *byte, src1 *byte, dst *float32, dstStride int)
+// widenF16AVX512 widens ns chunks of sixteen binary16 values from src to float32,
+// chunk i to dst[i·dstStride/4:].
+func widenF16AVX512(ns int, src *byte, dst *float32, dstStride int)
 
-// gemmF16Wide4x2AVX512 adds ns steps of eight values of rgs groups of 4 widened F16 weight rows (wf)
-// times 1 token pairs (a, [step][pair][16]) into the eight-lane accumulators
-// at acc ([group][row][pair][16]; zeroed first if zero).
-func gemmF16Wide4x2AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// gemmF16Wide4x1AVX512 adds ns steps of sixteen values of rgs groups of 4 widened F16 weight rows (wf)
+// times 1 tokens (a, [step][token][16]) into the sixteen-lane accumulators
+// at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last
+// k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.
+func gemmF16Wide4x1AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
-// gemmF16WideIn4x2AVX512 adds ns steps of eight values of rgs groups of 4 F16 weight rows (w16, widened into wf)
-// times 1 token pairs (a, [step][pair][16]) into the eight-lane accumulators
-// at acc ([group][row][pair][16]; zeroed first if zero).
-func gemmF16WideIn4x2AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// gemmF16WideIn4x1AVX512 adds ns steps of sixteen values of rgs groups of 4 F16 weight rows (w16, widened into wf)
+// times 1 tokens (a, [step][token][16]) into the sixteen-lane accumulators
+// at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last
+// k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.
+func gemmF16WideIn4x1AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
-// gemmF16Wide4x4AVX512 adds ns steps of eight values of rgs groups of 4 widened F16 weight rows (wf)
-// times 2 token pairs (a, [step][pair][16]) into the eight-lane accumulators
-// at acc ([group][row][pair][16]; zeroed first if zero).
-func gemmF16Wide4x4AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// gemmF16Wide4x2AVX512 adds ns steps of sixteen values of rgs groups of 4 widened F16 weight rows (wf)
+// times 2 tokens (a, [step][token][16]) into the sixteen-lane accumulators
+// at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last
+// k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.
+func gemmF16Wide4x2AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
-// gemmF16WideIn4x4AVX512 adds ns steps of eight values of rgs groups of 4 F16 weight rows (w16, widened into wf)
-// times 2 token pairs (a, [step][pair][16]) into the eight-lane accumulators
-// at acc ([group][row][pair][16]; zeroed first if zero).
-func gemmF16WideIn4x4AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// gemmF16WideIn4x2AVX512 adds ns steps of sixteen values of rgs groups of 4 F16 weight rows (w16, widened into wf)
+// times 2 tokens (a, [step][token][16]) into the sixteen-lane accumulators
+// at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last
+// k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.
+func gemmF16WideIn4x2AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
-// gemmF16Wide4x6AVX512 adds ns steps of eight values of rgs groups of 4 widened F16 weight rows (wf)
-// times 3 token pairs (a, [step][pair][16]) into the eight-lane accumulators
-// at acc ([group][row][pair][16]; zeroed first if zero).
-func gemmF16Wide4x6AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// gemmF16Wide4x3AVX512 adds ns steps of sixteen values of rgs groups of 4 widened F16 weight rows (wf)
+// times 3 tokens (a, [step][token][16]) into the sixteen-lane accumulators
+// at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last
+// k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.
+func gemmF16Wide4x3AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
-// gemmF16WideIn4x6AVX512 adds ns steps of eight values of rgs groups of 4 F16 weight rows (w16, widened into wf)
-// times 3 token pairs (a, [step][pair][16]) into the eight-lane accumulators
-// at acc ([group][row][pair][16]; zeroed first if zero).
-func gemmF16WideIn4x6AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// gemmF16WideIn4x3AVX512 adds ns steps of sixteen values of rgs groups of 4 F16 weight rows (w16, widened into wf)
+// times 3 tokens (a, [step][token][16]) into the sixteen-lane accumulators
+// at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last
+// k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.
+func gemmF16WideIn4x3AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
-// gemmF16Wide4x8AVX512 adds ns steps of eight values of rgs groups of 4 widened F16 weight rows (wf)
-// times 4 token pairs (a, [step][pair][16]) into the eight-lane accumulators
-// at acc ([group][row][pair][16]; zeroed first if zero).
-func gemmF16Wide4x8AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// gemmF16Wide4x4AVX512 adds ns steps of sixteen values of rgs groups of 4 widened F16 weight rows (wf)
+// times 4 tokens (a, [step][token][16]) into the sixteen-lane accumulators
+// at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last
+// k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.
+func gemmF16Wide4x4AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
-// gemmF16WideIn4x8AVX512 adds ns steps of eight values of rgs groups of 4 F16 weight rows (w16, widened into wf)
-// times 4 token pairs (a, [step][pair][16]) into the eight-lane accumulators
-// at acc ([group][row][pair][16]; zeroed first if zero).
-func gemmF16WideIn4x8AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// gemmF16WideIn4x4AVX512 adds ns steps of sixteen values of rgs groups of 4 F16 weight rows (w16, widened into wf)
+// times 4 tokens (a, [step][token][16]) into the sixteen-lane accumulators
+// at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last
+// k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.
+func gemmF16WideIn4x4AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
-// gemmF16Wide4x10AVX512 adds ns steps of eight values of rgs groups of 4 widened F16 weight rows (wf)
-// times 5 token pairs (a, [step][pair][16]) into the eight-lane accumulators
-// at acc ([group][row][pair][16]; zeroed first if zero).
-func gemmF16Wide4x10AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// gemmF16Wide4x5AVX512 adds ns steps of sixteen values of rgs groups of 4 widened F16 weight rows (wf)
+// times 5 tokens (a, [step][token][16]) into the sixteen-lane accumulators
+// at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last
+// k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.
+func gemmF16Wide4x5AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
-// gemmF16WideIn4x10AVX512 adds ns steps of eight values of rgs groups of 4 F16 weight rows (w16, widened into wf)
-// times 5 token pairs (a, [step][pair][16]) into the eight-lane accumulators
-// at acc ([group][row][pair][16]; zeroed first if zero).
-func gemmF16WideIn4x10AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// gemmF16WideIn4x5AVX512 adds ns steps of sixteen values of rgs groups of 4 F16 weight rows (w16, widened into wf)
+// times 5 tokens (a, [step][token][16]) into the sixteen-lane accumulators
+// at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last
+// k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.
+func gemmF16WideIn4x5AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
-// gemmF16Wide4x12AVX512 adds ns steps of eight values of rgs groups of 4 widened F16 weight rows (wf)
-// times 6 token pairs (a, [step][pair][16]) into the eight-lane accumulators
-// at acc ([group][row][pair][16]; zeroed first if zero).
-func gemmF16Wide4x12AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// gemmF16Wide4x6AVX512 adds ns steps of sixteen values of rgs groups of 4 widened F16 weight rows (wf)
+// times 6 tokens (a, [step][token][16]) into the sixteen-lane accumulators
+// at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last
+// k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.
+func gemmF16Wide4x6AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
-// gemmF16WideIn4x12AVX512 adds ns steps of eight values of rgs groups of 4 F16 weight rows (w16, widened into wf)
-// times 6 token pairs (a, [step][pair][16]) into the eight-lane accumulators
-// at acc ([group][row][pair][16]; zeroed first if zero).
-func gemmF16WideIn4x12AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int)
+// gemmF16WideIn4x6AVX512 adds ns steps of sixteen values of rgs groups of 4 F16 weight rows (w16, widened into wf)
+// times 6 tokens (a, [step][token][16]) into the sixteen-lane accumulators
+// at acc ([group][row][token][16]; zeroed first if zero); with dst set, the last
+// k-block's, it stores the reduced sums at dst[t·dstStride/4 + r] instead.
+func gemmF16WideIn4x6AVX512(ns int, w16 *byte, w16Stride int, wf *float32, a *float32, acc *float32, zero bool, rgs int, dst *float32, dstStride int)
 
 // gemmBF164x1AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
 // rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), nb chunks of 32 bfloat16 values (tinyBLAS's order).

@@ -45,7 +45,7 @@ type elemEntry struct {
 	flashF16, flashF32         string      // flash attention's accumulator updates
 	flashExp                   string      // flash attention's exact exponential
 	flashTiles                 [3][]string // tiled updates: F16, Q8_0, Q4_0 V; [h] takes h+1 heads
-	widenPairF16               string      // the wide F16 GEMM's activations to float32
+	widenF16                   string      // the wide F16 GEMM's activations to float32
 	f16Wide, f16WideIn         []string    // wide F16 GEMM tiles: [p] takes p+1 token pairs
 	f32Vec, f32Tiny            string      // float32 dot products in llama.cpp's two orders
 }
@@ -119,10 +119,10 @@ func (r *registry) flashTiles(v variant, exp string, tiles [3][]string) {
 	r.elems[v.name] = e
 }
 
-func (r *registry) f16Wide(v variant, pairs string, tiles, in []string) {
+func (r *registry) f16Wide(v variant, widen string, tiles, in []string) {
 	r.see(v)
 	e := r.elems[v.name]
-	e.widenPairF16, e.f16Wide, e.f16WideIn = pairs, tiles, in
+	e.widenF16, e.f16Wide, e.f16WideIn = widen, tiles, in
 	r.elems[v.name] = e
 }
 
@@ -241,8 +241,8 @@ func writeTable(path string, r *registry) error {
 			}
 			set[jen.Id("flashTiles")] = jen.Index(jen.Lit(3)).Index().Id("flashTile").Values(kinds...)
 		}
-		if e := r.elems[name]; e.widenPairF16 != "" {
-			set[jen.Id("widenPairF16")] = jen.Id(e.widenPairF16)
+		if e := r.elems[name]; e.widenF16 != "" {
+			set[jen.Id("widenF16")] = jen.Id(e.widenF16)
 			set[jen.Id("f16Wide")] = jen.Index().Id("f16WideTile").Values(ids(e.f16Wide)...)
 			set[jen.Id("f16WideIn")] = jen.Index().Id("f16WideTile").Values(ids(e.f16WideIn)...)
 		}
