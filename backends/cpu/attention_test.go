@@ -257,13 +257,17 @@ func (c *attnCase) attnBounds() []float64 {
 	bound := make([]float64, len(c.q))
 	for t := range c.nTok {
 		visible := c.pos0 + t + 1
+		first := 0 // the sliding window's first visible position
+		if sh.window > 0 {
+			first = max(0, visible-sh.window)
+		}
 		for h := range sh.heads {
 			off := (t*sh.heads + h) * hd
 			g := h / group
-			pw, dp := c.probBounds(c.q[off:off+hd], g, visible)
+			pw, dp := c.probBounds(c.q[off:off+hd], g, first, visible)
 			for d := range hd {
 				var sum, flip float64
-				for p := range visible {
+				for p := first; p < visible; p++ {
 					av := math.Abs(float64(c.v[p][g*hd+d]))
 					sum += pw[p] * av
 					flip += dp[p] * av
@@ -277,8 +281,10 @@ func (c *attnCase) attnBounds() []float64 {
 
 // probBounds returns, for one query head against KV head g, an upper
 // bound on each probability as either implementation uses it (pw) and on
-// the difference between the two implementations' values (dp).
-func (c *attnCase) probBounds(qh []float32, g, visible int) (pw, dp []float64) {
+// the difference between the two implementations' values (dp), over the
+// positions first … visible−1 the query sees (soft-capped as ref caps
+// them: cap·tanh has a slope of at most 1, so the score error bound holds).
+func (c *attnCase) probBounds(qh []float32, g, first, visible int) (pw, dp []float64) {
 	const u = 0x1p-24
 	hd, scale := c.sh.headDim, float64(c.sh.scale)
 	q := make([]float64, hd)
@@ -290,24 +296,27 @@ func (c *attnCase) probBounds(qh []float32, g, visible int) (pw, dp []float64) {
 	}
 	x := make([]float64, visible)
 	maxX, maxErr := math.Inf(-1), 0.0
-	for p := range visible {
+	for p := first; p < visible; p++ {
 		var s, a float64
 		for i, k := range c.k[p][g*hd : (g+1)*hd] {
 			s += q[i] * float64(k)
 			a += math.Abs(q[i] * float64(k))
+		}
+		if cp := float64(c.sh.softCap); cp > 0 {
+			s = cp * math.Tanh(s/cp)
 		}
 		x[p] = s * scale
 		maxX = max(maxX, x[p])
 		maxErr = max(maxErr, scale*float64(hd+2)*u*a)
 	}
 	var sum float64
-	for p := range x {
+	for p := first; p < visible; p++ {
 		x[p] = math.Exp(x[p] - maxX)
 		sum += x[p]
 	}
 	eta := 4*maxErr + 64*u
 	pw, dp = make([]float64, visible), make([]float64, visible)
-	for p := range x {
+	for p := first; p < visible; p++ {
 		prob := x[p] / sum
 		if c.kvType == KVF32 {
 			pw[p], dp[p] = prob*(1+eta), 2*eta*prob
