@@ -151,9 +151,15 @@ func (w bf16Weights) TensorData(t *gguf.TensorInfo) []byte {
 // runProgram runs batches of 9, 3, 1 and 1 random tokens from seed.
 func runProgram(t *testing.T, p *Program, seed uint64) [][]float32 {
 	t.Helper()
+	return runProgramWith(t, p, rand.New(rand.NewPCG(seed, 17)))
+}
+
+// runProgramWith runs batches of 9, 3, 1 and 1 tokens drawn from rng (a
+// 512-token vocabulary) on a fresh state, returning each batch's logits.
+func runProgramWith(t *testing.T, p *Program, rng *rand.Rand) [][]float32 {
+	t.Helper()
 	s, err := p.NewState(32, KVF16)
 	require.NoError(t, err)
-	rng := rand.New(rand.NewPCG(seed, 17))
 	var out [][]float32
 	pos := 0
 	for _, n := range []int{9, 3, 1, 1} {

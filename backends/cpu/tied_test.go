@@ -62,19 +62,5 @@ func runTied(t *testing.T, g *graph.Graph, f *gguf.File, side []byte, seed uint6
 	t.Helper()
 	p, err := Compile(g, f, Options{MaxTokens: 9, Threads: 3, Packed: side})
 	require.NoError(t, err)
-	s, err := p.NewState(32, KVF16)
-	require.NoError(t, err)
-	rng := rand.New(rand.NewPCG(seed, 11))
-	var out [][]float32
-	pos := 0
-	for _, n := range []int{9, 3, 1, 1} {
-		tokens := make([]int32, n)
-		for i := range tokens {
-			tokens[i] = int32(rng.IntN(512))
-		}
-		logits, err := s.Run(tokens, seq(pos, n), seq(0, n))
-		require.NoError(t, err)
-		out, pos = append(out, append([]float32(nil), logits...)), pos+n
-	}
-	return out
+	return runProgramWith(t, p, rand.New(rand.NewPCG(seed, 11)))
 }
