@@ -52,6 +52,8 @@ type Executable struct {
 	// which record no dispatch of their own.
 	ropeKV   map[int]ropeKV
 	deferred map[int]bool
+	// tails lets one-token matvecs absorb the node after them (tail.go).
+	tails bool
 	// packs holds, per MatMulQKV node, the buffer its three weights share
 	// (packQKV); packOf finds a packed weight's pack and part.
 	packs    map[int]*qkvPack
@@ -159,6 +161,7 @@ func LoadOn(d *Device, g *graph.Graph, w backends.Weights, o backends.LoadOption
 		return e, errors.New("the logits output is not a computed value")
 	}
 	e.fuseRoPEKV()
+	e.tails = !testNoFusion
 	e.planArena()
 	e.normQuant = fusedNormQuant(g, e.order, func(id int) bool { return e.vals[id].active && !e.vals[id].import_ })
 	// Weights stream through the staging ring: the last copies may still
@@ -360,7 +363,7 @@ func (e *Executable) weightLimit() int64 {
 	return int64(e.d.info.MaxStorageBufferRange)
 }
 
-// testNoFusion turns off the RoPE·KV store, the RMSNorm·w with Q8_K
+// testNoFusion turns off the matvec tails, the RoPE·KV store, the RMSNorm·w with Q8_K
 // activations and the packed QKV weights, so tests can compare both ways
 // bit for bit.
 var testNoFusion bool
@@ -508,7 +511,8 @@ func (e *Executable) Device() *Device { return e.d }
 
 // kernel returns the named shader's pipeline, created on first use.
 // NAME#V is NAME with specialization constant 1 set to V (matvec's tokens
-// per workgroup).
+// per workgroup), NAME#V#W sets constant 2 to W as well (a matvec tail's
+// kind).
 func (e *Executable) kernel(name string) (*Kernel, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -522,11 +526,13 @@ func (e *Executable) kernel(name string) (*Kernel, error) {
 	}
 	var spec []uint32
 	if specialized {
-		n, err := strconv.ParseUint(v, 10, 32)
-		if err != nil {
-			return nil, fmt.Errorf("kernel %q: %w", name, err)
+		for _, f := range strings.Split(v, "#") {
+			n, err := strconv.ParseUint(f, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("kernel %q: %w", name, err)
+			}
+			spec = append(spec, uint32(n))
 		}
-		spec = []uint32{uint32(n)}
 	}
 	k, err := e.d.NewKernel(KernelSpec{Name: s.Name, SPIRV: s.SPIRV, Bindings: s.Bindings, PushBytes: s.PushBytes, Workgroup: uint32(s.Workgroup), Spec: spec})
 	if err != nil {
