@@ -308,7 +308,7 @@ func legend(views []View) string {
 			if light {
 				style = ";color:#fff"
 			}
-			fmt.Fprintf(&b, `<span style="background:%s%s">%s</span>`, bin.color, style, bin.label)
+			fmt.Fprintf(&b, `<span style="background:%s%s">%s</span>`, bin.color, style, html.EscapeString(bin.label))
 		}
 		fmt.Fprintf(&b, `<span style="background:%s">untimed</span></span>`, untimedColor)
 		break // one heat legend: graphc gives one view a Heat
