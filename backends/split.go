@@ -242,6 +242,9 @@ type splitState struct {
 	names  []string
 	states map[string]SplitState
 	x      Exchange
+	// profSteps counts the steps run per batch size once StartProfile
+	// was called (profile.go).
+	profSteps map[int]int
 }
 
 func (s *splitState) Context() int { return s.states[s.names[0]].Context() }
@@ -270,6 +273,9 @@ func (s *splitState) Run(b Batch) ([]float32, error) {
 	}
 	if logits == nil {
 		return nil, errors.New("no split computed the logits")
+	}
+	if s.profSteps != nil {
+		s.profSteps[len(b.Tokens)]++
 	}
 	return logits, nil
 }

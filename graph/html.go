@@ -8,10 +8,54 @@ import (
 	"strings"
 )
 
-// View is one graph shown by WriteHTML, with a title ("before fuse-qkv").
+// View is one graph shown by WriteHTML, with a title ("before fuse-qkv")
+// and, optionally, measured times to colour its nodes by.
 type View struct {
 	Title string
 	Graph *Graph
+	Heat  *Heat
+}
+
+// Heat colours a View's nodes by their share of a step's measured time
+// (graphc dump --profile): the fill goes from pale yellow to dark red in
+// five bins, a node without a measurement is grey, and the hover text
+// gains the node's Info.
+type Heat struct {
+	Title string           // the legend's heading, e.g. "decode, GPU time: 3021 µs per token"
+	Nodes map[int]HeatNode // by node ID
+}
+
+// HeatNode is one node's measurement.
+type HeatNode struct {
+	Share float64 // of the step's time, 0 to 1
+	Label string  // the box's second line, e.g. "312 µs 14.2%"
+	Info  string  // lines added to the hover text
+}
+
+// heatBins are the fill colours by share, largest first.
+var heatBins = []struct {
+	min          float64
+	color, label string
+}{
+	{0.10, "#800026", "≥10%"},
+	{0.03, "#e31a1c", "3–10%"},
+	{0.01, "#fd8d3c", "1–3%"},
+	{0.003, "#fed976", "0.3–1%"},
+	{0, "#ffffcc", "<0.3%"},
+}
+
+// untimedColor fills a node a Heat has no measurement of.
+const untimedColor = "#d9d9d9"
+
+// heatColor is the fill of a node with share of the time, and whether
+// its text should be light.
+func heatColor(share float64) (string, bool) {
+	for i, b := range heatBins {
+		if share >= b.min {
+			return b.color, i < 2
+		}
+	}
+	return heatBins[len(heatBins)-1].color, false
 }
 
 // Layout of the HTML drawing, in SVG units.
@@ -42,7 +86,7 @@ func WriteHTML(w io.Writer, views []View) error {
 	b.WriteString(legend(views) + `</div><div id="views">`)
 	for i, v := range views {
 		fmt.Fprintf(&b, `<div class="view" id="v%d"><h2>%s</h2>`, i, html.EscapeString(v.Title))
-		if err := drawSVG(&b, v.Graph); err != nil {
+		if err := drawSVG(&b, v.Graph, v.Heat); err != nil {
 			return err
 		}
 		b.WriteString(`</div>`)
@@ -125,7 +169,7 @@ func bands(g *Graph, order []int) (map[int]int, []string) {
 	return band, names
 }
 
-func drawSVG(b *strings.Builder, g *Graph) error {
+func drawSVG(b *strings.Builder, g *Graph, heat *Heat) error {
 	pos, names, top, err := layoutGraph(g)
 	if err != nil {
 		return err
@@ -149,26 +193,43 @@ func drawSVG(b *strings.Builder, g *Graph) error {
 	}
 	for _, n := range g.Nodes {
 		if p, ok := pos[n.ID]; ok {
-			drawNode(b, g, n, p)
+			drawNode(b, g, n, p, heat)
 		}
 	}
 	b.WriteString(`</svg>`)
 	return nil
 }
 
-func drawNode(b *strings.Builder, g *Graph, n *Node, p placed) {
+func drawNode(b *strings.Builder, g *Graph, n *Node, p placed, heat *Heat) {
 	class := "node"
 	if len(n.Fused) > 0 {
 		class += " fused"
 	}
-	fmt.Fprintf(b, `<g class="%s" data-info="%s"><rect x="%d" y="%d" width="%d" height="%d" rx="4" fill="%s" stroke="%s"/>`,
-		class, html.EscapeString(nodeInfo(g, n)), p.x, p.y, boxW, boxH, opColor(n.Op), BackendColor(n.Backend))
+	fill, info, sub := opColor(n.Op), nodeInfo(g, n), shortName(n.Name)+" "+n.Type.Shape.String()
+	if heat != nil {
+		h, ok := heat.Nodes[n.ID]
+		switch {
+		case ok:
+			var light bool
+			fill, light = heatColor(h.Share)
+			if light {
+				class += " hot"
+			}
+			info += "\n" + h.Info
+			sub = h.Label
+		default:
+			fill, info = untimedColor, info+"\nno time of its own (a view, or computed by another node's dispatch)"
+			class += " untimed"
+		}
+	}
+	fmt.Fprintf(b, `<g class="%s" data-id="%d" data-info="%s"><rect x="%d" y="%d" width="%d" height="%d" rx="4" fill="%s" stroke="%s"/>`,
+		class, n.ID, html.EscapeString(info), p.x, p.y, boxW, boxH, fill, BackendColor(n.Backend))
 	label := n.Op
 	if len(n.Fused) > 0 {
 		label = "★ " + label
 	}
 	fmt.Fprintf(b, `<text x="%d" y="%d" class="op">%s</text><text x="%d" y="%d" class="sub">%s</text></g>`,
-		p.x+5, p.y+14, html.EscapeString(clip(label, 24)), p.x+5, p.y+28, html.EscapeString(clip(shortName(n.Name)+" "+n.Type.Shape.String(), 28)))
+		p.x+5, p.y+14, html.EscapeString(clip(label, 24)), p.x+5, p.y+28, html.EscapeString(clip(sub, 28)))
 }
 
 // nodeInfo is the hover text of a node.
@@ -236,6 +297,22 @@ func legend(views []View) string {
 		fmt.Fprintf(&b, `<span style="border:2px solid %s">%s</span>`, BackendColor(name), html.EscapeString(name))
 	}
 	b.WriteString(`<span class="lf">★ fused</span></span>`)
+	for _, v := range views {
+		if v.Heat == nil {
+			continue
+		}
+		fmt.Fprintf(&b, `<span class="legend heat"><b>%s</b>`, html.EscapeString(v.Heat.Title))
+		for _, bin := range heatBins {
+			_, light := heatColor(bin.min)
+			style := ""
+			if light {
+				style = ";color:#fff"
+			}
+			fmt.Fprintf(&b, `<span style="background:%s%s">%s</span>`, bin.color, style, html.EscapeString(bin.label))
+		}
+		fmt.Fprintf(&b, `<span style="background:%s">untimed</span></span>`, untimedColor)
+		break // one heat legend: graphc gives one view a Heat
+	}
 	return b.String()
 }
 
@@ -255,6 +332,9 @@ line{stroke:#888;stroke-width:1}
 .node text.op{font:bold 11px sans-serif}
 .node text.sub{font:10px sans-serif;fill:#333}
 .node:hover rect{stroke:#000}
+.node.hot text{fill:#fff}
+.node.picked rect{stroke:#000;stroke-width:4}
+.legend.heat{display:block;margin-top:4px}
 #tip{position:fixed;display:none;white-space:pre;background:#ffe;border:1px solid #333;padding:4px;font:12px monospace;pointer-events:none}
 </style></head><body>`
 
@@ -265,4 +345,16 @@ document.querySelectorAll('.node').forEach(function(n){
  n.addEventListener('mousemove',function(e){tip.textContent=n.getAttribute('data-info');tip.style.display='block';tip.style.left=(e.clientX+12)+'px';tip.style.top=(e.clientY+12)+'px'});
  n.addEventListener('mouseleave',function(){tip.style.display='none'});
 });
+// #node=ID picks node ID of the last view: outlined, scrolled to, its
+// hover text shown beside it (a link to one node of the page).
+function pick(){
+ var m=/^#node=(\d+)$/.exec(location.hash);if(!m)return;
+ var vs=document.querySelectorAll('.view'),n=vs[vs.length-1].querySelector('.node[data-id="'+m[1]+'"]');if(!n)return;
+ document.querySelectorAll('.picked').forEach(function(p){p.classList.remove('picked')});
+ n.classList.add('picked');n.scrollIntoView({block:'center',inline:'center'});
+ var r=n.getBoundingClientRect();tip.textContent=n.getAttribute('data-info');tip.style.display='block';
+ var x=r.right+8;if(x+tip.offsetWidth>innerWidth)x=Math.max(0,r.left-tip.offsetWidth-8);
+ tip.style.left=x+'px';tip.style.top=r.top+'px';
+}
+window.addEventListener('hashchange',pick);pick();
 </script>`

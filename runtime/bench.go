@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"time"
 )
@@ -23,6 +24,10 @@ type BenchOptions struct {
 	// of the long-context settings, as llama-bench's -ctk/-ctv and -fa.
 	KVType    string
 	FlashAttn bool
+	// Profile times every node of the timed runs (warm-up runs and the
+	// depth fill left out) into BenchResult.Profile (Session.Profile).
+	Profile bool
+	timed   func() error // called before the first timed run of a stage
 }
 
 // Stat summarises repeated throughput measurements in tokens per second.
@@ -37,6 +42,8 @@ type Stat struct {
 type BenchResult struct {
 	Prefill *Stat `json:"prefill_tok_s,omitempty"`
 	Decode  *Stat `json:"decode_tok_s,omitempty"`
+	// Profile is the timed runs' per-node profile (BenchOptions.Profile).
+	Profile *Profile `json:"profile,omitempty"`
 }
 
 // Bench times prefill of PromptTokens random tokens (one batch, like
@@ -66,6 +73,30 @@ func (m *Model) BenchContext(ctx context.Context, o BenchOptions) (*BenchResult,
 		return nil, err
 	}
 	defer s.Close()
+	// With a profile, each stage restarts it after its warm-up run and
+	// takes its own batch size's phase at the end.
+	var phases []ProfilePhase
+	if o.Profile {
+		if err := s.StartProfile(); err != nil {
+			return nil, err
+		}
+		o.timed = func() error { return s.StartProfile() }
+	}
+	took := func(tokens int) error {
+		if !o.Profile {
+			return nil
+		}
+		p, err := s.Profile()
+		if err != nil {
+			return err
+		}
+		if ph, err := p.Phase(phaseName(tokens)); err == nil {
+			// A 1-token prefill is decode's shape: decode's runs replace it.
+			phases = slices.DeleteFunc(phases, func(q ProfilePhase) bool { return q.Tokens == tokens })
+			phases = append(phases, *ph)
+		}
+		return nil
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	tokens := func(n int) []int32 {
 		t := make([]int32, n)
@@ -95,6 +126,9 @@ func (m *Model) BenchContext(ctx context.Context, o BenchOptions) (*BenchResult,
 		if err != nil {
 			return res, err
 		}
+		if err := took(o.PromptTokens); err != nil {
+			return res, err
+		}
 	}
 	if o.GenTokens > 0 {
 		gen := tokens(o.GenTokens)
@@ -112,6 +146,14 @@ func (m *Model) BenchContext(ctx context.Context, o BenchOptions) (*BenchResult,
 			}
 			return nil
 		})
+		if err == nil {
+			err = took(1)
+		}
+	}
+	if o.Profile && err == nil {
+		res.Profile = s.m.newProfile(nil, nil, s.kvType)
+		slices.SortFunc(phases, func(a, b ProfilePhase) int { return a.Tokens - b.Tokens }) // decode first, as Session.Profile
+		res.Profile.Phases = phases
 	}
 	return res, err
 }
@@ -126,6 +168,11 @@ func repeat(ctx context.Context, o BenchOptions, stage string, tokens int, fn fu
 			if o.Progress != nil {
 				o.Progress(stage, rep, o.Reps)
 			}
+			if rep == 1 && o.timed != nil {
+				err = o.timed()
+			}
+		}
+		if err == nil {
 			start := time.Now()
 			if err = fn(); err == nil && rep > 0 {
 				runs = append(runs, float64(tokens)/time.Since(start).Seconds())

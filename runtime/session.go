@@ -75,6 +75,8 @@ type Session struct {
 	shifts  int  // context shifts so far
 	batches int  // batches run so far (TapInfo.Step)
 	tapPos  int  // first position of the running batch (TapInfo.Pos)
+	kvType  backends.KVType
+	prof    *sessionProfile // StartProfile (profile.go)
 }
 
 // NewSession allocates a KV cache and activation buffers.
@@ -114,7 +116,7 @@ func (m *Model) newSession(o SessionOptions, seqs int) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{m: m, st: st, ctx: st.Context(), cost: costOf(m.Plan.Graph), history: make([]int32, 0, o.Ctx), shift: o.ContextShift, keep: o.Keep}
+	s := &Session{m: m, st: st, ctx: st.Context(), cost: costOf(m.Plan.Graph), history: make([]int32, 0, o.Ctx), shift: o.ContextShift, keep: o.Keep, kvType: kt}
 	if o.Tap != nil {
 		if err := s.setTap(o.Tap); err != nil {
 			closeIfCloser(st)
@@ -398,6 +400,9 @@ func (s *Session) evalBatch(tokens []int32, all bool) ([]float32, error) {
 	s.batches++
 	if err != nil {
 		return nil, err
+	}
+	if s.prof != nil {
+		s.prof.note(n, pos+n)
 	}
 	// No result leaves before the side file's full checksum has passed
 	// (it runs in the background from load; see integrity.go).

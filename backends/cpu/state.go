@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/weft-ml/weft/backends"
 )
@@ -37,6 +38,7 @@ type State struct {
 	broken      error              // set when a Run failed midway: every later Run returns it
 	x           *backends.Exchange // during RunSplit: values crossing backends
 	tap         taps               // nodes whose values a tap sees (tap.go)
+	prof        *cpuProfile        // StartProfile: per-node wall time (profile.go)
 }
 
 // NewState allocates buffers for a session with a KV cache of ctx
@@ -187,7 +189,13 @@ func (s *State) run(nodes []int, b backends.Batch) error {
 	if err := s.bind(b); err != nil {
 		return err
 	}
-	return s.exec(nodes)
+	if err := s.exec(nodes); err != nil {
+		return err
+	}
+	if s.prof != nil {
+		s.prof.at(s.rowsT).steps++
+	}
+	return nil
 }
 
 // exec runs the nodes of a bound batch in order.
@@ -207,8 +215,15 @@ func (s *State) exec(nodes []int) (err error) {
 			continue
 		}
 		node = id
+		var start time.Time
+		if s.prof != nil {
+			start = time.Now()
+		}
 		if err := v.run(s, v); err != nil {
 			return fmt.Errorf("%s: %w", describe(v.node), err)
+		}
+		if s.prof != nil {
+			s.profiled(v, time.Since(start))
 		}
 		if s.tap.on != nil {
 			if err := s.tapped(v); err != nil {

@@ -5,10 +5,12 @@ package vulkan
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/weft-ml/weft/backends"
 	"github.com/weft-ml/weft/backends/vulkan/internal/vk"
 )
 
@@ -22,6 +24,7 @@ import (
 type profile struct {
 	pool   vk.QueryPool
 	labels []string // span i ends at query i+1
+	nodes  []int    // span i's graph node; -1 until StampNode names it
 }
 
 // maxStamps bounds the spans of one profiled Program.
@@ -44,12 +47,29 @@ func (p *Program) Profile() error {
 
 // Stamp ends a span called label: the dispatches recorded since the last
 // Stamp (or Profile). It does nothing on a Program not profiled.
-func (p *Program) Stamp(label string) {
-	if p.prof == nil || p.err != nil || len(p.prof.labels)+1 >= maxStamps {
+func (p *Program) Stamp(label string) { p.stamp(-1, label) }
+
+// StampNode is Stamp for the span that ends graph node node's
+// dispatches; the spans Stamp ended since the previous StampNode (the
+// node's own preparatory dispatches) are the node's too.
+func (p *Program) StampNode(node int, label string) {
+	if !p.stamp(node, label) {
 		return
 	}
+	n := p.prof.nodes
+	for i := len(n) - 2; i >= 0 && n[i] < 0; i-- {
+		n[i] = node
+	}
+}
+
+func (p *Program) stamp(node int, label string) bool {
+	if p.prof == nil || p.err != nil || len(p.prof.labels)+1 >= maxStamps {
+		return false
+	}
 	p.prof.labels = append(p.prof.labels, label)
+	p.prof.nodes = append(p.prof.nodes, node)
 	p.d.dev.CmdWriteTimestamp(p.cb, vk.StageComputeShader, p.prof.pool, uint32(len(p.prof.labels)))
+	return true
 }
 
 // Spans returns the device time of each span of the last Run, in order,
@@ -70,75 +90,107 @@ func (p *Program) Spans() ([]string, []time.Duration, error) {
 	return p.prof.labels, out, nil
 }
 
-// Profiler sums the spans of many runs by phase and label.
-type Profiler struct {
-	phases map[string]*phaseProfile
+// SpanNodes returns the graph node of each span (as Spans orders them):
+// -1 for a span no StampNode followed.
+func (p *Program) SpanNodes() []int {
+	if p.prof == nil {
+		return nil
+	}
+	return p.prof.nodes
 }
 
-type phaseProfile struct {
+// Profiler sums the spans of many runs by batch size (tokens per step):
+// a Session's per-node profile (StartProfile, or WEFT_VULKAN_PROFILE=1).
+type Profiler struct {
+	// print makes the session print the profile on stderr when it closes
+	// (ProfileEnv).
+	print bool
+	steps map[int]*stepProfile
+}
+
+type stepProfile struct {
 	steps, dispatches, barriers, submits int
 	total                                time.Duration
-	byLabel                              map[string]*spanStat
+	spans                                backends.SpanSet
 }
 
-type spanStat struct {
-	n     int
-	total time.Duration
-}
-
-// Add records one run of p in phase (e.g. "decode", "prefill").
-func (f *Profiler) Add(phase string, p *Program, submits int) error {
+// Add records one run of p, a step of tokens tokens.
+func (f *Profiler) Add(tokens int, p *Program, submits int) error {
 	labels, times, err := p.Spans()
 	if err != nil || labels == nil {
 		return err
 	}
-	if f.phases == nil {
-		f.phases = map[string]*phaseProfile{}
+	if f.steps == nil {
+		f.steps = map[int]*stepProfile{}
 	}
-	ph := f.phases[phase]
+	ph := f.steps[tokens]
 	if ph == nil {
-		ph = &phaseProfile{byLabel: map[string]*spanStat{}}
-		f.phases[phase] = ph
+		ph = &stepProfile{}
+		f.steps[tokens] = ph
 	}
 	ph.steps++
 	ph.dispatches += p.Dispatches()
 	ph.barriers += p.Barriers()
 	ph.submits += submits
+	nodes := p.SpanNodes()
 	for i, l := range labels {
-		st := ph.byLabel[l]
-		if st == nil {
-			st = &spanStat{}
-			ph.byLabel[l] = st
-		}
-		st.n++
-		st.total += times[i]
+		ph.spans.Add(nodes[i], l, times[i])
 		ph.total += times[i]
 	}
 	return nil
 }
 
-// Write prints each phase's device time per step, by label, largest
+// Profile returns the sums by batch size, smallest first
+// (backends.Profiler).
+func (f *Profiler) Profile() []backends.StepProfile {
+	var out []backends.StepProfile
+	for tokens, ph := range f.steps {
+		out = append(out, backends.StepProfile{Tokens: tokens, Steps: ph.steps, Dispatches: ph.dispatches, Barriers: ph.barriers,
+			Submits: ph.submits, Clock: "gpu", Spans: slices.Clone(ph.spans.Spans)})
+	}
+	slices.SortFunc(out, func(a, b backends.StepProfile) int { return a.Tokens - b.Tokens })
+	return out
+}
+
+// phaseName is how Write names the steps of a batch size.
+func phaseName(tokens int) string {
+	if tokens == 1 {
+		return "decode"
+	}
+	return fmt.Sprintf("batches of %d tokens", tokens)
+}
+
+// Write prints each batch size's device time per step, by label, largest
 // first, with the dispatches, barriers and submits per step.
 func (f *Profiler) Write(w io.Writer) {
-	var phases []string
-	for name := range f.phases {
-		phases = append(phases, name)
+	var sizes []int
+	for tokens := range f.steps {
+		sizes = append(sizes, tokens)
 	}
-	sort.Strings(phases)
-	for _, name := range phases {
-		ph := f.phases[name]
+	// "batches of N tokens" before "decode", as the names sort.
+	sort.Slice(sizes, func(i, j int) bool { return phaseName(sizes[i]) < phaseName(sizes[j]) })
+	for _, tokens := range sizes {
+		ph := f.steps[tokens]
 		steps := float64(ph.steps)
 		fmt.Fprintf(w, "vulkan profile, %s: %d steps, %.1f µs device time per step; per step %.0f dispatches, %.0f barriers, %.0f submits\n",
-			name, ph.steps, us(ph.total)/steps, float64(ph.dispatches)/steps, float64(ph.barriers)/steps, float64(ph.submits)/steps)
+			phaseName(tokens), ph.steps, us(ph.total)/steps, float64(ph.dispatches)/steps, float64(ph.barriers)/steps, float64(ph.submits)/steps)
+		byLabel := map[string]*backends.Span{}
 		var labels []string
-		for l := range ph.byLabel {
-			labels = append(labels, l)
+		for _, sp := range ph.spans.Spans {
+			st := byLabel[sp.Label]
+			if st == nil {
+				st = &backends.Span{Label: sp.Label}
+				byLabel[sp.Label] = st
+				labels = append(labels, sp.Label)
+			}
+			st.Count += sp.Count
+			st.Time += sp.Time
 		}
-		sort.Slice(labels, func(i, j int) bool { return ph.byLabel[labels[i]].total > ph.byLabel[labels[j]].total })
+		sort.SliceStable(labels, func(i, j int) bool { return byLabel[labels[i]].Time > byLabel[labels[j]].Time })
 		for _, l := range labels {
-			st := ph.byLabel[l]
-			fmt.Fprintf(w, "  %-28s %9.1f µs/step %5.1f%%  %5.1f per step, %7.2f µs each\n", l, us(st.total)/steps,
-				100*float64(st.total)/float64(max(ph.total, 1)), float64(st.n)/steps, us(st.total)/float64(st.n))
+			st := byLabel[l]
+			fmt.Fprintf(w, "  %-28s %9.1f µs/step %5.1f%%  %5.1f per step, %7.2f µs each\n", l, us(st.Time)/steps,
+				100*float64(st.Time)/float64(max(ph.total, 1)), float64(st.Count)/steps, us(st.Time)/float64(st.Count))
 		}
 	}
 }

@@ -41,8 +41,9 @@ type Session struct {
 	// exports holds, per node, the host copy of a value that another
 	// backend's split reads (LoadOptions.Placed).
 	exports map[int][]float32
-	// prof, when WEFT_VULKAN_PROFILE=1, sums every node's device time;
-	// it is printed on stderr when the session closes.
+	// prof, after StartProfile or when WEFT_VULKAN_PROFILE=1, sums every
+	// node's device time; with the variable it is printed on stderr when
+	// the session closes.
 	prof *Profiler
 }
 
@@ -83,7 +84,7 @@ func (e *Executable) NewSession(o backends.StateOptions) (s *Session, err error)
 	}
 	s = &Session{e: e, ctx: o.Ctx, seqs: seqs, kvType: o.KVType, flash: o.FlashAttn, steps: map[stepKey]*Program{}, exports: map[int][]float32{}}
 	if os.Getenv(ProfileEnv) == "1" {
-		s.prof = &Profiler{}
+		s.prof = &Profiler{print: true}
 	}
 	defer func() {
 		if err != nil {
@@ -220,7 +221,7 @@ func (s *Session) Close() error {
 	for _, p := range s.steps {
 		p.Close()
 	}
-	if s.prof != nil {
+	if s.prof != nil && s.prof.print {
 		s.prof.Write(os.Stderr)
 	}
 	for _, b := range append(append([]*Buffer{s.arena, s.scratch, s.step, s.out, s.table}, s.kc...), s.vc...) {
@@ -344,11 +345,7 @@ func (s *Session) submit(key stepKey) error {
 		return err
 	}
 	if s.prof != nil {
-		phase := fmt.Sprintf("batches of %d tokens", key.tokens)
-		if key.tokens == 1 {
-			phase = "decode"
-		}
-		return s.prof.Add(phase, p, 1)
+		return s.prof.Add(key.tokens, p, 1)
 	}
 	return nil
 }
@@ -426,7 +423,7 @@ func (s *Session) record(key stepKey) (*Program, error) {
 			p.Close()
 			return nil, fmt.Errorf("node %d (%s %q): %w", id, v.n.Op, v.n.Name, err)
 		}
-		p.Stamp(profileLabel(v, func(id int) *value { return &s.e.vals[id] }))
+		p.StampNode(id, profileLabel(v, func(id int) *value { return &s.e.vals[id] }))
 		p.Barrier()
 	}
 	if err := p.End(); err != nil {

@@ -17,7 +17,7 @@ import (
 func init() {
 	register(&command{
 		name:    "dump",
-		usage:   "MODEL.plan|MODEL.gguf [--format text|json|dot|html] [-o FILE] [--after PASS] [--passes a,b] [--disable x] [-O0]",
+		usage:   "MODEL.plan|MODEL.gguf [--format text|json|dot|html] [-o FILE] [--after PASS] [--passes a,b] [--disable x] [-O0] [--profile P.json [--phase decode]]",
 		summary: "print a plan's graph as text, JSON, Graphviz DOT or a self-contained HTML page",
 		run:     runDump,
 	})
@@ -28,6 +28,8 @@ func runDump(args []string) error {
 	format := fs.String("format", "text", "text, json, dot or html")
 	out := fs.String("o", "", "output file (default stdout)")
 	after := fs.String("after", "", "show the graph after this pass (html: before and after it)")
+	profile := fs.String("profile", "", "html: colour the graph after all passes by a profile's node times (graphrun bench --profile-out FILE)")
+	phase := fs.String("phase", "", `the profile's phase to draw: "decode" (the default when there is one) or "prefill N"`)
 	pf := addPassFlags(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -41,9 +43,36 @@ func runDump(args []string) error {
 	}
 	o := runtime.CompileOptions{}
 	pf.apply(&o)
+	var prof *runtime.Profile
+	var ph *runtime.ProfilePhase
+	switch {
+	case *profile == "" && *phase != "":
+		return fmt.Errorf("--phase %q chooses a phase of --profile: give --profile FILE too", *phase)
+	case *profile == "":
+	case *format != "html":
+		return fmt.Errorf("--profile colours the html drawing: add --format html (the profile itself is JSON already)")
+	case *after != "":
+		return fmt.Errorf("--profile colours the graph after all passes, which the profile's node IDs name: leave out --after")
+	default:
+		if prof, err = runtime.ReadProfile(*profile); err != nil {
+			return err
+		}
+		if ph, err = prof.Phase(*phase); err != nil {
+			return fmt.Errorf("%s: %w", *profile, err)
+		}
+		// Compile a GGUF as the profiled plan was, so the IDs match.
+		c := prof.Compile
+		o.Backend, o.Batch, o.Ctx, o.KVType, o.FlashAttn = c.Backend, c.Batch, c.Ctx, c.KVType, c.FlashAttn
+	}
 	views, p, err := loadViews(pos[0], *after, *format == "html", o)
 	if err != nil {
 		return err
+	}
+	if ph != nil {
+		last := &views[len(views)-1]
+		if last.Heat, err = profileHeat(prof, ph, last.Graph, *profile, os.Stderr); err != nil {
+			return err
+		}
 	}
 	if *out == "" {
 		return writeView(os.Stdout, *format, views, p, *after)
@@ -166,4 +195,40 @@ func loadAnyPlan(path string, o runtime.CompileOptions) (*runtime.Plan, error) {
 		return runtime.Compile(path, o)
 	}
 	return runtime.ReadPlan(path)
+}
+
+// profileHeat matches a profile phase's nodes to g's and describes each
+// for the drawing; it warns on w about profile nodes g lacks, and fails
+// when none match.
+func profileHeat(prof *runtime.Profile, ph *runtime.ProfilePhase, g *graph.Graph, path string, w io.Writer) (*graph.Heat, error) {
+	found, missing := ph.Match(g)
+	if len(found) == 0 {
+		return nil, fmt.Errorf("%s: none of the profile's %d nodes is in this graph (profiled: %s on %s, %d nodes, compiled with backend %q, batch %d, ctx %d; this graph: %d nodes): dump the model or plan the profile was taken of, with the same passes",
+			path, len(ph.Nodes), prof.Model, prof.Backend, prof.GraphNodes, prof.Compile.Backend, prof.Compile.Batch, prof.Compile.Ctx, len(g.Nodes))
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(w, "graphc dump: %d of the profile's %d nodes are not in this graph (e.g. %%%d %s %q): they are left out of the drawing\n",
+			len(missing), len(ph.Nodes), missing[0].ID, missing[0].Op, missing[0].Name)
+	}
+	clock := map[string]string{"gpu": "GPU time", "wall": "wall time"}[ph.Clock]
+	if clock == "" {
+		clock = ph.Clock + " time"
+	}
+	title := fmt.Sprintf("%s, %s on %s: %.1f µs per token (%d-token steps, %.1f µs each)", ph.Name, clock, prof.Backend, ph.USPerToken, ph.Tokens, ph.US)
+	if ph.Dispatches > 0 {
+		title += fmt.Sprintf("; per step %.0f dispatches, %.0f barriers, %.0f submits", ph.Dispatches, ph.Barriers, ph.Submits)
+	}
+	heat := &graph.Heat{Title: title, Nodes: map[int]graph.HeatNode{}}
+	for id, pn := range found {
+		info := fmt.Sprintf("profile, %s: %.1f µs per step, %.1f%% of the step\n%.3g GB/s (%.3g MB read and written)", ph.Name, pn.US, 100*pn.Share, pn.GBs, float64(pn.Bytes)/1e6)
+		if pn.FLOPs > 0 {
+			info += fmt.Sprintf(", %.3g TFLOP/s", pn.TFLOPs)
+		}
+		info += "\nkind " + pn.Kind
+		for _, part := range pn.Parts {
+			info += fmt.Sprintf("\n  part %s: %.1f µs", part.Label, part.US)
+		}
+		heat.Nodes[id] = graph.HeatNode{Share: pn.Share, Label: fmt.Sprintf("%.1f µs  %.1f%%", pn.US, 100*pn.Share), Info: info}
+	}
+	return heat, nil
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/weft-ml/weft/backends/cpu/simd"
+	"github.com/weft-ml/weft/internal/safefile"
 	"github.com/weft-ml/weft/runtime"
 )
 
@@ -45,6 +46,8 @@ type benchReport struct {
 	// Cancelled: a signal stopped the benchmark; the statistics cover the
 	// runs that completed before it.
 	Cancelled bool `json:"cancelled,omitempty"`
+	// Profile is --profile's per-node profile of the timed runs.
+	Profile *runtime.Profile `json:"profile,omitempty"`
 }
 
 type benchEnv struct {
@@ -74,6 +77,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	bandwidth := fs.Bool("bandwidth", false, "also measure the memory read bandwidth (GB/s) with the same threads")
 	flashAttn := fs.Bool("flash-attn", false, "flash attention, as llama-bench's -fa 1")
 	kvType := fs.String("kv-type", "", "KV cache type f16|f32|q8_0|q4_0, as llama-bench's -ctk/-ctv (q8_0 and q4_0 need --flash-attn)")
+	nodeProfile := fs.Bool("profile", false, "time every node of the timed runs (Vulkan: GPU timestamps; CPU: wall time) and print time, share, GB/s and TFLOP/s by kind and the top nodes (with --json: in the object)")
+	profileOut := fs.String("profile-out", "", "write the per-node profile as JSON to this file (implies --profile; graphc dump --format html --profile FILE draws it)")
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -85,11 +90,24 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		pos, args = append(pos, args[0]), args[1:]
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: graphrun bench MODEL.plan|MODEL.gguf [-p 512] [-n 128] [-r 5] [--depth N] [--threads N] [--backend cpu|vulkan|auto] [--device N] [--f16-as-bf16] [--flash-attn] [--kv-type T] [--bandwidth] [--json] [--cpuprofile F]")
+		fmt.Fprintln(stderr, "usage: graphrun bench MODEL.plan|MODEL.gguf [-p 512] [-n 128] [-r 5] [--depth N] [--threads N] [--backend cpu|vulkan|auto] [--device N] [--f16-as-bf16] [--flash-attn] [--kv-type T] [--bandwidth] [--json] [--cpuprofile F] [--profile] [--profile-out F.json]")
 		return errUsage
 	}
 	if *depth < 0 || *p < 0 || *n < 0 {
 		return fmt.Errorf("-p %d, -n %d, --depth %d: want 0 or more tokens", *p, *n, *depth)
+	}
+	profiling := *nodeProfile || *profileOut != ""
+	if profiling && *p == 0 && *n == 0 {
+		return errors.New("--profile: -p 0 and -n 0 time no step: give -p or -n")
+	}
+	var profFile *safefile.Pending
+	if *profileOut != "" {
+		// Refuse a bad path before loading the model and benchmarking.
+		var err error
+		if profFile, err = safefile.Create(*profileOut, pos[0]); err != nil {
+			return fmt.Errorf("--profile-out: %w", err)
+		}
+		defer profFile.Abort()
 	}
 	batch := max(*p, 1)
 	m, err := openModel(ctx, pos[0], where.options(runtime.Options{Threads: *threads, Compile: runtime.CompileOptions{Batch: batch, Ctx: *depth + max(*p, *n) + 1}}, stderr))
@@ -112,7 +130,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer stop()
 	}
-	res, err := m.BenchContext(ctx, runtime.BenchOptions{PromptTokens: *p, GenTokens: *n, Reps: *r, Depth: *depth, KVType: *kvType, FlashAttn: *flashAttn, Progress: func(stage string, rep, reps int) {
+	res, err := m.BenchContext(ctx, runtime.BenchOptions{PromptTokens: *p, GenTokens: *n, Reps: *r, Depth: *depth, KVType: *kvType, FlashAttn: *flashAttn, Profile: profiling, Progress: func(stage string, rep, reps int) {
 		if stage == "depth" {
 			fmt.Fprintf(stderr, "filling the cache to depth %d\n", *depth)
 			return
@@ -138,7 +156,19 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
+	if res.Profile != nil && profFile != nil {
+		if err := res.Profile.WriteJSON(profFile); err != nil {
+			return err
+		}
+		if err := profFile.Commit(); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "wrote the profile to %s (draw it: graphc dump %s --format html --profile %s -o graph.html)\n", *profileOut, pos[0], *profileOut)
+	}
 	if *asJSON {
+		if *nodeProfile {
+			rep.Profile = res.Profile
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", " ")
 		return enc.Encode(rep)
@@ -146,6 +176,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	printBench(stdout, rep)
 	if cancelled {
 		fmt.Fprintln(stdout, "cancelled: the statistics cover the runs completed before the signal")
+	}
+	if *nodeProfile && res.Profile != nil {
+		return res.Profile.WriteText(stdout, 20)
 	}
 	return nil
 }

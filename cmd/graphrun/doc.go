@@ -3,7 +3,7 @@
 // benchmarks prefill and decode.
 //
 //	graphrun MODEL.plan --prompt "Once upon a time" -n 64
-//	graphrun bench MODEL.plan -p 512 -n 128 -r 5 [--threads N] [--bandwidth] [--json]
+//	graphrun bench MODEL.plan -p 512 -n 128 -r 5 [--threads N] [--bandwidth] [--json] [--profile] [--profile-out P.json]
 //	graphrun chat MODEL.plan [--template NAME|FILE] [--system TEXT]
 //
 // SIGINT (Ctrl-C) or SIGTERM stops a run between two batches of the prompt
