@@ -16,13 +16,32 @@ shared float norm_part[NORM_LANES];
 
 float norm_sumsq(uint base, uint n) {
     const uint t = gl_LocalInvocationID.x;
-    for (uint lane = t; lane < NORM_LANES; lane += WG) {
-        precise float s = 0.0;
-        for (uint i = lane; i < n; i += NORM_LANES) {
-            const float v = NORM_X(base + i);
-            s += v * v;
+    const uint lpt = NORM_LANES / WG; // lanes per invocation: WG is a power of two, 64 to 512
+    float s[8];
+    for (uint k = 0u; k < 8u; k++) {
+        s[k] = 0.0;
+    }
+    // Four strides of 512 a batch, their loads issued together: a chain
+    // of dependent loads from L2 would cost far more than the sums (the
+    // matvec tail has 64 invocations for thousands of values). Values
+    // beyond n add +0, which leaves a sum of squares unchanged.
+    for (uint m0 = 0u; m0 < n; m0 += 4u * NORM_LANES) {
+        float v[32];
+        for (uint m = 0u; m < 4u; m++) {
+            for (uint k = 0u; k < 8u; k++) {
+                const uint i = m0 + m * NORM_LANES + t + k * WG;
+                v[8u * m + k] = k < lpt && i < n ? NORM_X(base + i) : 0.0;
+            }
         }
-        norm_part[lane] = s;
+        for (uint m = 0u; m < 4u; m++) {
+            for (uint k = 0u; k < 8u; k++) {
+                precise float a = s[k] + v[8u * m + k] * v[8u * m + k];
+                s[k] = a;
+            }
+        }
+    }
+    for (uint k = 0u; k < lpt; k++) {
+        norm_part[t + k * WG] = s[k];
     }
     barrier();
     for (uint h = NORM_LANES / 2u; h > 0u; h >>= 1) {

@@ -14,9 +14,10 @@
 // quantize_q8k.comp or rms_norm.comp would write. Quantization is
 // order-free (maxima and per-value products), so the tail may split the
 // work its own way: a thread per Q8_0 block, 8 threads per Q8_K
-// super-block, each reading its values twice from L2 rather than holding
-// 32 in registers (the tail's registers count against the whole shader's
-// occupancy).
+// super-block, each loading its 32 values at once. One workgroup does the
+// tail alone, so what bounds it is the chain of L2 round trips each thread
+// waits for: loads are batched, never one per loop step (the first
+// version's one-at-a-time loads made the tail cost 14-18 µs on the H100).
 //
 // The includer declares d (coherent: rows of other workgroups), tq, nd
 // and nw (TAIL_NORM), WG, norm.glsl (TAIL_NORM), and the push constants
@@ -35,6 +36,7 @@ const uint TK_BF16 = 5u; // values rounded to bfloat16, as float32 words
 shared bool tail_last;
 shared float tk_m[WG]; // Q8_K: the largest |value| of a thread's range, then of its super-block
 shared uint tk_i[WG];  // its first index within the super-block
+shared float tk_v[WG]; // its value
 
 // tail_v is value i of the finished vector.
 float tail_v(uint i, float scale) {
@@ -51,15 +53,20 @@ void tail_store_nd(uint i, float v) {
 #endif
 }
 
-// tail_q8 writes Q8_0 (or Q8_1) blocks, one thread a block.
+// tail_q8 writes Q8_0 (or Q8_1) blocks, one thread a block, its 32
+// values loaded together (a chain of loads from L2 is what a tail must
+// avoid) and kept in registers.
 void tail_q8(uint n, float scale) {
     const uint bw = TAIL_KIND == TK_Q8_1 ? 10u : 9u;
     for (uint b = gl_LocalInvocationID.x; b < n / 32u; b += WG) {
+        float v[32];
+        for (uint j = 0u; j < 32u; j++) {
+            v[j] = tail_v(32u * b + j, scale);
+        }
         float amax = 0.0;
         for (uint j = 0u; j < 32u; j++) {
-            const float v = tail_v(32u * b + j, scale);
-            tail_store_nd(32u * b + j, v);
-            const float a = abs(v);
+            tail_store_nd(32u * b + j, v[j]);
+            const float a = abs(v[j]);
             amax = amax > a ? amax : a;
         }
         const float dv = div_rn(amax, 127.0);
@@ -70,7 +77,7 @@ void tail_q8(uint n, float scale) {
         for (uint k = 0u; k < 8u; k++) {
             uint word = 0u;
             for (uint j = 0u; j < 4u; j++) {
-                precise float t = tail_v(32u * b + 4u * k + j, scale) * id;
+                precise float t = v[4u * k + j] * id;
                 const int qv = int(round_away(t));
                 sum += qv;
                 word |= (uint(qv) & 0xffu) << (8u * j);
@@ -85,30 +92,37 @@ void tail_q8(uint n, float scale) {
 }
 
 // tail_q8k writes Q8_K super-blocks, 8 threads a super-block, 32 values
-// each: the first index of the largest |value| (ties to the lower index,
-// NaN never chosen, as quantize_q8k), then each thread's 8 words of int8
-// and its two 16-value sums.
+// each (loaded together, kept in registers): the first index of the
+// largest |value| (ties to the lower index, NaN never chosen, as
+// quantize_q8k), then each thread's 8 words of int8 and its two 16-value
+// sums.
 void tail_q8k(uint n, float scale) {
     const uint l = gl_LocalInvocationID.x, j = l % 8u, first = l - j;
     const uint nsb = n / 256u;
     for (uint base = 0u; base < nsb; base += WG / 8u) { // uniform: every thread loops alike
         const uint sb = base + l / 8u;
         const bool live = sb < nsb;
-        float am = 0.0;
+        const uint v0 = 256u * sb + 32u * j; // this thread's first value
+        float v[32];
+        for (uint k = 0u; k < 32u; k++) {
+            v[k] = live ? tail_v(v0 + k, scale) : 0.0;
+        }
+        float am = 0.0, av = 0.0; // av: the signed value (no dynamic index into v: it would go to local memory)
         uint ai = 0xffffffffu;
-        if (live) {
-            for (uint k = 0u; k < 32u; k++) {
-                const float v = tail_v(256u * sb + 32u * j + k, scale);
-                tail_store_nd(256u * sb + 32u * j + k, v);
-                const float a = abs(v);
-                if (am < a) {
-                    am = a;
-                    ai = 32u * j + k;
-                }
+        for (uint k = 0u; k < 32u; k++) {
+            if (live) {
+                tail_store_nd(v0 + k, v[k]);
+            }
+            const float a = abs(v[k]);
+            if (am < a) {
+                am = a;
+                ai = 32u * j + k;
+                av = v[k];
             }
         }
         tk_m[l] = am;
         tk_i[l] = ai;
+        tk_v[l] = av;
         barrier();
         for (uint h = 4u; h > 0u; h >>= 1) {
             if (j < h) {
@@ -117,21 +131,21 @@ void tail_q8k(uint n, float scale) {
                 if (b > tk_m[l] || (b == tk_m[l] && bi < tk_i[l])) {
                     tk_m[l] = b;
                     tk_i[l] = bi;
+                    tk_v[l] = tk_v[l + h];
                 }
             }
             barrier();
         }
         const float amax = tk_m[first];
-        const uint mi = tk_i[first];
         if (live) {
             const uint o = pc.qoff + sb * 73u;
             int s0 = 0, s1 = 0;
-            const float iscale = amax != 0.0 ? div_rn(-127.0, tail_v(256u * sb + mi, scale)) : 0.0;
+            const float iscale = amax != 0.0 ? div_rn(-127.0, tk_v[first]) : 0.0;
             for (uint k = 0u; k < 8u; k++) {
                 uint word = 0u;
                 if (amax != 0.0) {
                     for (uint i = 0u; i < 4u; i++) {
-                        precise float t = iscale * tail_v(256u * sb + 32u * j + 4u * k + i, scale);
+                        precise float t = iscale * v[4u * k + i];
                         const int qv = min(127, int(roundEven(t)));
                         if (k < 4u) {
                             s0 += qv;
@@ -148,7 +162,7 @@ void tail_q8k(uint n, float scale) {
                 tq[o] = amax != 0.0 ? floatBitsToUint(div_rn(1.0, iscale)) : 0u;
             }
         }
-        barrier(); // the next pass reuses tk_m and tk_i
+        barrier(); // the next pass reuses tk_m, tk_i and tk_v
     }
 }
 
@@ -165,13 +179,22 @@ void tail_finish(uint n) {
     } else if (TAIL_KIND == TK_Q8_K) {
         tail_q8k(n, scale);
     } else {
-        for (uint i = gl_LocalInvocationID.x; i < n; i += WG) {
-            const float v = tail_v(i, scale);
-            tail_store_nd(i, v);
-            if (TAIL_KIND == TK_F16) {
-                tq[pc.qoff + i] = floatBitsToUint(round_f16(v));
-            } else if (TAIL_KIND == TK_BF16) {
-                tq[pc.qoff + i] = bf16_bits(v);
+        for (uint i0 = 0u; i0 < n; i0 += 8u * WG) { // 8 values a thread, loaded together
+            float v[8];
+            for (uint k = 0u; k < 8u; k++) {
+                const uint i = i0 + k * WG + gl_LocalInvocationID.x;
+                v[k] = i < n ? tail_v(i, scale) : 0.0;
+            }
+            for (uint k = 0u; k < 8u; k++) {
+                const uint i = i0 + k * WG + gl_LocalInvocationID.x;
+                if (i < n) {
+                    tail_store_nd(i, v[k]);
+                    if (TAIL_KIND == TK_F16) {
+                        tq[pc.qoff + i] = floatBitsToUint(round_f16(v[k]));
+                    } else if (TAIL_KIND == TK_BF16) {
+                        tq[pc.qoff + i] = bf16_bits(v[k]);
+                    }
+                }
             }
         }
     }

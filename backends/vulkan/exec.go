@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -161,7 +162,7 @@ func LoadOn(d *Device, g *graph.Graph, w backends.Weights, o backends.LoadOption
 		return e, errors.New("the logits output is not a computed value")
 	}
 	e.fuseRoPEKV()
-	e.tails = !testNoFusion
+	e.tails = !testNoFusion && os.Getenv(TailsEnv) != "0"
 	e.planArena()
 	e.normQuant = fusedNormQuant(g, e.order, func(id int) bool { return e.vals[id].active && !e.vals[id].import_ })
 	// Weights stream through the staging ring: the last copies may still
@@ -362,6 +363,9 @@ func (e *Executable) weightLimit() int64 {
 	}
 	return int64(e.d.info.MaxStorageBufferRange)
 }
+
+// TailsEnv=0 turns the matvec tails off (tail.go), to measure them.
+const TailsEnv = "WEFT_VULKAN_TAILS"
 
 // testNoFusion turns off the matvec tails, the RoPE·KV store, the RMSNorm·w with Q8_K
 // activations and the packed QKV weights, so tests can compare both ways
