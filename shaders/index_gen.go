@@ -207,12 +207,6 @@ var spvMatvecGegluF32 []byte
 //go:embed spv/matvec_qkv_f32.spv
 var spvMatvecQkvF32 []byte
 
-//go:embed spv/matvec_add_norm_f32.spv
-var spvMatvecAddNormF32 []byte
-
-//go:embed spv/matvec_gateup_quant_f32.spv
-var spvMatvecGateupQuantF32 []byte
-
 //go:embed spv/get_rows_f16.spv
 var spvGetRowsF16 []byte
 
@@ -263,12 +257,6 @@ var spvMatvecGegluF16 []byte
 
 //go:embed spv/matvec_qkv_f16.spv
 var spvMatvecQkvF16 []byte
-
-//go:embed spv/matvec_add_norm_f16.spv
-var spvMatvecAddNormF16 []byte
-
-//go:embed spv/matvec_gateup_quant_f16.spv
-var spvMatvecGateupQuantF16 []byte
 
 //go:embed spv/get_rows_q8_0.spv
 var spvGetRowsQ80 []byte
@@ -321,12 +309,6 @@ var spvMatvecGegluQ80 []byte
 //go:embed spv/matvec_qkv_q8_0.spv
 var spvMatvecQkvQ80 []byte
 
-//go:embed spv/matvec_add_norm_q8_0.spv
-var spvMatvecAddNormQ80 []byte
-
-//go:embed spv/matvec_gateup_quant_q8_0.spv
-var spvMatvecGateupQuantQ80 []byte
-
 //go:embed spv/get_rows_q4_0.spv
 var spvGetRowsQ40 []byte
 
@@ -377,12 +359,6 @@ var spvMatvecGegluQ40 []byte
 
 //go:embed spv/matvec_qkv_q4_0.spv
 var spvMatvecQkvQ40 []byte
-
-//go:embed spv/matvec_add_norm_q4_0.spv
-var spvMatvecAddNormQ40 []byte
-
-//go:embed spv/matvec_gateup_quant_q4_0.spv
-var spvMatvecGateupQuantQ40 []byte
 
 //go:embed spv/get_rows_q5_0.spv
 var spvGetRowsQ50 []byte
@@ -435,12 +411,6 @@ var spvMatvecGegluQ50 []byte
 //go:embed spv/matvec_qkv_q5_0.spv
 var spvMatvecQkvQ50 []byte
 
-//go:embed spv/matvec_add_norm_q5_0.spv
-var spvMatvecAddNormQ50 []byte
-
-//go:embed spv/matvec_gateup_quant_q5_0.spv
-var spvMatvecGateupQuantQ50 []byte
-
 //go:embed spv/get_rows_bf16.spv
 var spvGetRowsBf16 []byte
 
@@ -491,12 +461,6 @@ var spvMatvecGegluBf16 []byte
 
 //go:embed spv/matvec_qkv_bf16.spv
 var spvMatvecQkvBf16 []byte
-
-//go:embed spv/matvec_add_norm_bf16.spv
-var spvMatvecAddNormBf16 []byte
-
-//go:embed spv/matvec_gateup_quant_bf16.spv
-var spvMatvecGateupQuantBf16 []byte
 
 //go:embed spv/get_rows_q4_1.spv
 var spvGetRowsQ41 []byte
@@ -549,12 +513,6 @@ var spvMatvecGegluQ41 []byte
 //go:embed spv/matvec_qkv_q4_1.spv
 var spvMatvecQkvQ41 []byte
 
-//go:embed spv/matvec_add_norm_q4_1.spv
-var spvMatvecAddNormQ41 []byte
-
-//go:embed spv/matvec_gateup_quant_q4_1.spv
-var spvMatvecGateupQuantQ41 []byte
-
 //go:embed spv/get_rows_q5_1.spv
 var spvGetRowsQ51 []byte
 
@@ -606,12 +564,6 @@ var spvMatvecGegluQ51 []byte
 //go:embed spv/matvec_qkv_q5_1.spv
 var spvMatvecQkvQ51 []byte
 
-//go:embed spv/matvec_add_norm_q5_1.spv
-var spvMatvecAddNormQ51 []byte
-
-//go:embed spv/matvec_gateup_quant_q5_1.spv
-var spvMatvecGateupQuantQ51 []byte
-
 //go:embed spv/get_rows_q4_k.spv
 var spvGetRowsQ4K []byte
 
@@ -632,12 +584,6 @@ var spvMatvecGegluQ4K []byte
 
 //go:embed spv/matvec_qkv_q4_k.spv
 var spvMatvecQkvQ4K []byte
-
-//go:embed spv/matvec_add_norm_q4_k.spv
-var spvMatvecAddNormQ4K []byte
-
-//go:embed spv/matvec_gateup_quant_q4_k.spv
-var spvMatvecGateupQuantQ4K []byte
 
 //go:embed spv/get_rows_q5_k.spv
 var spvGetRowsQ5K []byte
@@ -660,12 +606,6 @@ var spvMatvecGegluQ5K []byte
 //go:embed spv/matvec_qkv_q5_k.spv
 var spvMatvecQkvQ5K []byte
 
-//go:embed spv/matvec_add_norm_q5_k.spv
-var spvMatvecAddNormQ5K []byte
-
-//go:embed spv/matvec_gateup_quant_q5_k.spv
-var spvMatvecGateupQuantQ5K []byte
-
 //go:embed spv/get_rows_q6_k.spv
 var spvGetRowsQ6K []byte
 
@@ -686,12 +626,6 @@ var spvMatvecGegluQ6K []byte
 
 //go:embed spv/matvec_qkv_q6_k.spv
 var spvMatvecQkvQ6K []byte
-
-//go:embed spv/matvec_add_norm_q6_k.spv
-var spvMatvecAddNormQ6K []byte
-
-//go:embed spv/matvec_gateup_quant_q6_k.spv
-var spvMatvecGateupQuantQ6K []byte
 
 //go:embed spv/get_rows_q2_k.spv
 var spvGetRowsQ2K []byte
@@ -714,12 +648,6 @@ var spvMatvecGegluQ2K []byte
 //go:embed spv/matvec_qkv_q2_k.spv
 var spvMatvecQkvQ2K []byte
 
-//go:embed spv/matvec_add_norm_q2_k.spv
-var spvMatvecAddNormQ2K []byte
-
-//go:embed spv/matvec_gateup_quant_q2_k.spv
-var spvMatvecGateupQuantQ2K []byte
-
 //go:embed spv/get_rows_q3_k.spv
 var spvGetRowsQ3K []byte
 
@@ -740,12 +668,6 @@ var spvMatvecGegluQ3K []byte
 
 //go:embed spv/matvec_qkv_q3_k.spv
 var spvMatvecQkvQ3K []byte
-
-//go:embed spv/matvec_add_norm_q3_k.spv
-var spvMatvecAddNormQ3K []byte
-
-//go:embed spv/matvec_gateup_quant_q3_k.spv
-var spvMatvecGateupQuantQ3K []byte
 
 //go:embed spv/get_rows_iq4_nl.spv
 var spvGetRowsIq4Nl []byte
@@ -768,12 +690,6 @@ var spvMatvecGegluIq4Nl []byte
 //go:embed spv/matvec_qkv_iq4_nl.spv
 var spvMatvecQkvIq4Nl []byte
 
-//go:embed spv/matvec_add_norm_iq4_nl.spv
-var spvMatvecAddNormIq4Nl []byte
-
-//go:embed spv/matvec_gateup_quant_iq4_nl.spv
-var spvMatvecGateupQuantIq4Nl []byte
-
 //go:embed spv/get_rows_iq4_xs.spv
 var spvGetRowsIq4Xs []byte
 
@@ -794,12 +710,6 @@ var spvMatvecGegluIq4Xs []byte
 
 //go:embed spv/matvec_qkv_iq4_xs.spv
 var spvMatvecQkvIq4Xs []byte
-
-//go:embed spv/matvec_add_norm_iq4_xs.spv
-var spvMatvecAddNormIq4Xs []byte
-
-//go:embed spv/matvec_gateup_quant_iq4_xs.spv
-var spvMatvecGateupQuantIq4Xs []byte
 
 //go:embed spv/get_rows_iq2_xxs.spv
 var spvGetRowsIq2Xxs []byte
@@ -822,12 +732,6 @@ var spvMatvecGegluIq2Xxs []byte
 //go:embed spv/matvec_qkv_iq2_xxs.spv
 var spvMatvecQkvIq2Xxs []byte
 
-//go:embed spv/matvec_add_norm_iq2_xxs.spv
-var spvMatvecAddNormIq2Xxs []byte
-
-//go:embed spv/matvec_gateup_quant_iq2_xxs.spv
-var spvMatvecGateupQuantIq2Xxs []byte
-
 //go:embed spv/get_rows_iq2_xs.spv
 var spvGetRowsIq2Xs []byte
 
@@ -848,12 +752,6 @@ var spvMatvecGegluIq2Xs []byte
 
 //go:embed spv/matvec_qkv_iq2_xs.spv
 var spvMatvecQkvIq2Xs []byte
-
-//go:embed spv/matvec_add_norm_iq2_xs.spv
-var spvMatvecAddNormIq2Xs []byte
-
-//go:embed spv/matvec_gateup_quant_iq2_xs.spv
-var spvMatvecGateupQuantIq2Xs []byte
 
 //go:embed spv/get_rows_iq2_s.spv
 var spvGetRowsIq2S []byte
@@ -876,12 +774,6 @@ var spvMatvecGegluIq2S []byte
 //go:embed spv/matvec_qkv_iq2_s.spv
 var spvMatvecQkvIq2S []byte
 
-//go:embed spv/matvec_add_norm_iq2_s.spv
-var spvMatvecAddNormIq2S []byte
-
-//go:embed spv/matvec_gateup_quant_iq2_s.spv
-var spvMatvecGateupQuantIq2S []byte
-
 //go:embed spv/get_rows_iq3_xxs.spv
 var spvGetRowsIq3Xxs []byte
 
@@ -902,12 +794,6 @@ var spvMatvecGegluIq3Xxs []byte
 
 //go:embed spv/matvec_qkv_iq3_xxs.spv
 var spvMatvecQkvIq3Xxs []byte
-
-//go:embed spv/matvec_add_norm_iq3_xxs.spv
-var spvMatvecAddNormIq3Xxs []byte
-
-//go:embed spv/matvec_gateup_quant_iq3_xxs.spv
-var spvMatvecGateupQuantIq3Xxs []byte
 
 //go:embed spv/get_rows_iq3_s.spv
 var spvGetRowsIq3S []byte
@@ -930,12 +816,6 @@ var spvMatvecGegluIq3S []byte
 //go:embed spv/matvec_qkv_iq3_s.spv
 var spvMatvecQkvIq3S []byte
 
-//go:embed spv/matvec_add_norm_iq3_s.spv
-var spvMatvecAddNormIq3S []byte
-
-//go:embed spv/matvec_gateup_quant_iq3_s.spv
-var spvMatvecGateupQuantIq3S []byte
-
 //go:embed spv/get_rows_iq1_s.spv
 var spvGetRowsIq1S []byte
 
@@ -956,12 +836,6 @@ var spvMatvecGegluIq1S []byte
 
 //go:embed spv/matvec_qkv_iq1_s.spv
 var spvMatvecQkvIq1S []byte
-
-//go:embed spv/matvec_add_norm_iq1_s.spv
-var spvMatvecAddNormIq1S []byte
-
-//go:embed spv/matvec_gateup_quant_iq1_s.spv
-var spvMatvecGateupQuantIq1S []byte
 
 //go:embed spv/get_rows_iq1_m.spv
 var spvGetRowsIq1M []byte
@@ -984,12 +858,6 @@ var spvMatvecGegluIq1M []byte
 //go:embed spv/matvec_qkv_iq1_m.spv
 var spvMatvecQkvIq1M []byte
 
-//go:embed spv/matvec_add_norm_iq1_m.spv
-var spvMatvecAddNormIq1M []byte
-
-//go:embed spv/matvec_gateup_quant_iq1_m.spv
-var spvMatvecGateupQuantIq1M []byte
-
 //go:embed spv/get_rows_tq1_0.spv
 var spvGetRowsTq10 []byte
 
@@ -1011,12 +879,6 @@ var spvMatvecGegluTq10 []byte
 //go:embed spv/matvec_qkv_tq1_0.spv
 var spvMatvecQkvTq10 []byte
 
-//go:embed spv/matvec_add_norm_tq1_0.spv
-var spvMatvecAddNormTq10 []byte
-
-//go:embed spv/matvec_gateup_quant_tq1_0.spv
-var spvMatvecGateupQuantTq10 []byte
-
 //go:embed spv/get_rows_tq2_0.spv
 var spvGetRowsTq20 []byte
 
@@ -1037,12 +899,6 @@ var spvMatvecGegluTq20 []byte
 
 //go:embed spv/matvec_qkv_tq2_0.spv
 var spvMatvecQkvTq20 []byte
-
-//go:embed spv/matvec_add_norm_tq2_0.spv
-var spvMatvecAddNormTq20 []byte
-
-//go:embed spv/matvec_gateup_quant_tq2_0.spv
-var spvMatvecGateupQuantTq20 []byte
 
 // kernels lists every compiled variant, in the generator's order.
 var kernels = []Kernel{{
@@ -1575,22 +1431,6 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
-	Bindings:  7,
-	Defines:   []string{"W_F32", "ADD", "TAIL", "TAIL_NORM"},
-	Name:      "matvec_add_norm_f32",
-	PushBytes: 48,
-	SPIRV:     spvMatvecAddNormF32,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  5,
-	Defines:   []string{"W_F32", "GATEUP", "TAIL"},
-	Name:      "matvec_gateup_quant_f32",
-	PushBytes: 48,
-	SPIRV:     spvMatvecGateupQuantF32,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
 	Bindings:  3,
 	Defines:   []string{"W_F16"},
 	Name:      "get_rows_f16",
@@ -1724,22 +1564,6 @@ var kernels = []Kernel{{
 	Name:      "matvec_qkv_f16",
 	PushBytes: 48,
 	SPIRV:     spvMatvecQkvF16,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  7,
-	Defines:   []string{"W_F16", "ADD", "TAIL", "TAIL_NORM"},
-	Name:      "matvec_add_norm_f16",
-	PushBytes: 48,
-	SPIRV:     spvMatvecAddNormF16,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  5,
-	Defines:   []string{"W_F16", "GATEUP", "TAIL"},
-	Name:      "matvec_gateup_quant_f16",
-	PushBytes: 48,
-	SPIRV:     spvMatvecGateupQuantF16,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -1879,22 +1703,6 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
-	Bindings:  7,
-	Defines:   []string{"W_Q8_0", "ADD", "TAIL", "TAIL_NORM"},
-	Name:      "matvec_add_norm_q8_0",
-	PushBytes: 48,
-	SPIRV:     spvMatvecAddNormQ80,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  5,
-	Defines:   []string{"W_Q8_0", "GATEUP", "TAIL"},
-	Name:      "matvec_gateup_quant_q8_0",
-	PushBytes: 48,
-	SPIRV:     spvMatvecGateupQuantQ80,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
 	Bindings:  3,
 	Defines:   []string{"W_Q4_0"},
 	Name:      "get_rows_q4_0",
@@ -2028,22 +1836,6 @@ var kernels = []Kernel{{
 	Name:      "matvec_qkv_q4_0",
 	PushBytes: 48,
 	SPIRV:     spvMatvecQkvQ40,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  7,
-	Defines:   []string{"W_Q4_0", "ADD", "TAIL", "TAIL_NORM"},
-	Name:      "matvec_add_norm_q4_0",
-	PushBytes: 48,
-	SPIRV:     spvMatvecAddNormQ40,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  5,
-	Defines:   []string{"W_Q4_0", "GATEUP", "TAIL"},
-	Name:      "matvec_gateup_quant_q4_0",
-	PushBytes: 48,
-	SPIRV:     spvMatvecGateupQuantQ40,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -2183,22 +1975,6 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
-	Bindings:  7,
-	Defines:   []string{"W_Q5_0", "ADD", "TAIL", "TAIL_NORM"},
-	Name:      "matvec_add_norm_q5_0",
-	PushBytes: 48,
-	SPIRV:     spvMatvecAddNormQ50,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  5,
-	Defines:   []string{"W_Q5_0", "GATEUP", "TAIL"},
-	Name:      "matvec_gateup_quant_q5_0",
-	PushBytes: 48,
-	SPIRV:     spvMatvecGateupQuantQ50,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
 	Bindings:  3,
 	Defines:   []string{"W_BF16"},
 	Name:      "get_rows_bf16",
@@ -2332,22 +2108,6 @@ var kernels = []Kernel{{
 	Name:      "matvec_qkv_bf16",
 	PushBytes: 48,
 	SPIRV:     spvMatvecQkvBf16,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  7,
-	Defines:   []string{"W_BF16", "ADD", "TAIL", "TAIL_NORM"},
-	Name:      "matvec_add_norm_bf16",
-	PushBytes: 48,
-	SPIRV:     spvMatvecAddNormBf16,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  5,
-	Defines:   []string{"W_BF16", "GATEUP", "TAIL"},
-	Name:      "matvec_gateup_quant_bf16",
-	PushBytes: 48,
-	SPIRV:     spvMatvecGateupQuantBf16,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -2487,22 +2247,6 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
-	Bindings:  7,
-	Defines:   []string{"W_Q4_1", "ADD", "TAIL", "TAIL_NORM"},
-	Name:      "matvec_add_norm_q4_1",
-	PushBytes: 48,
-	SPIRV:     spvMatvecAddNormQ41,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  5,
-	Defines:   []string{"W_Q4_1", "GATEUP", "TAIL"},
-	Name:      "matvec_gateup_quant_q4_1",
-	PushBytes: 48,
-	SPIRV:     spvMatvecGateupQuantQ41,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
 	Bindings:  3,
 	Defines:   []string{"W_Q5_1"},
 	Name:      "get_rows_q5_1",
@@ -2639,22 +2383,6 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
-	Bindings:  7,
-	Defines:   []string{"W_Q5_1", "ADD", "TAIL", "TAIL_NORM"},
-	Name:      "matvec_add_norm_q5_1",
-	PushBytes: 48,
-	SPIRV:     spvMatvecAddNormQ51,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  5,
-	Defines:   []string{"W_Q5_1", "GATEUP", "TAIL"},
-	Name:      "matvec_gateup_quant_q5_1",
-	PushBytes: 48,
-	SPIRV:     spvMatvecGateupQuantQ51,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
 	Bindings:  3,
 	Defines:   []string{"W_Q4_K"},
 	Name:      "get_rows_q4_k",
@@ -2708,22 +2436,6 @@ var kernels = []Kernel{{
 	Name:      "matvec_qkv_q4_k",
 	PushBytes: 48,
 	SPIRV:     spvMatvecQkvQ4K,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  7,
-	Defines:   []string{"W_Q4_K", "ADD", "TAIL", "TAIL_NORM"},
-	Name:      "matvec_add_norm_q4_k",
-	PushBytes: 48,
-	SPIRV:     spvMatvecAddNormQ4K,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  5,
-	Defines:   []string{"W_Q4_K", "GATEUP", "TAIL"},
-	Name:      "matvec_gateup_quant_q4_k",
-	PushBytes: 48,
-	SPIRV:     spvMatvecGateupQuantQ4K,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -2783,22 +2495,6 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
-	Bindings:  7,
-	Defines:   []string{"W_Q5_K", "ADD", "TAIL", "TAIL_NORM"},
-	Name:      "matvec_add_norm_q5_k",
-	PushBytes: 48,
-	SPIRV:     spvMatvecAddNormQ5K,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  5,
-	Defines:   []string{"W_Q5_K", "GATEUP", "TAIL"},
-	Name:      "matvec_gateup_quant_q5_k",
-	PushBytes: 48,
-	SPIRV:     spvMatvecGateupQuantQ5K,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
 	Bindings:  3,
 	Defines:   []string{"W_Q6_K"},
 	Name:      "get_rows_q6_k",
@@ -2852,22 +2548,6 @@ var kernels = []Kernel{{
 	Name:      "matvec_qkv_q6_k",
 	PushBytes: 48,
 	SPIRV:     spvMatvecQkvQ6K,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  7,
-	Defines:   []string{"W_Q6_K", "ADD", "TAIL", "TAIL_NORM"},
-	Name:      "matvec_add_norm_q6_k",
-	PushBytes: 48,
-	SPIRV:     spvMatvecAddNormQ6K,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  5,
-	Defines:   []string{"W_Q6_K", "GATEUP", "TAIL"},
-	Name:      "matvec_gateup_quant_q6_k",
-	PushBytes: 48,
-	SPIRV:     spvMatvecGateupQuantQ6K,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -2927,22 +2607,6 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
-	Bindings:  7,
-	Defines:   []string{"W_Q2_K", "ADD", "TAIL", "TAIL_NORM"},
-	Name:      "matvec_add_norm_q2_k",
-	PushBytes: 48,
-	SPIRV:     spvMatvecAddNormQ2K,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  5,
-	Defines:   []string{"W_Q2_K", "GATEUP", "TAIL"},
-	Name:      "matvec_gateup_quant_q2_k",
-	PushBytes: 48,
-	SPIRV:     spvMatvecGateupQuantQ2K,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
 	Bindings:  3,
 	Defines:   []string{"W_Q3_K"},
 	Name:      "get_rows_q3_k",
@@ -2996,22 +2660,6 @@ var kernels = []Kernel{{
 	Name:      "matvec_qkv_q3_k",
 	PushBytes: 48,
 	SPIRV:     spvMatvecQkvQ3K,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  7,
-	Defines:   []string{"W_Q3_K", "ADD", "TAIL", "TAIL_NORM"},
-	Name:      "matvec_add_norm_q3_k",
-	PushBytes: 48,
-	SPIRV:     spvMatvecAddNormQ3K,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  5,
-	Defines:   []string{"W_Q3_K", "GATEUP", "TAIL"},
-	Name:      "matvec_gateup_quant_q3_k",
-	PushBytes: 48,
-	SPIRV:     spvMatvecGateupQuantQ3K,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -3071,22 +2719,6 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
-	Bindings:  7,
-	Defines:   []string{"W_IQ4_NL", "ADD", "TAIL", "TAIL_NORM"},
-	Name:      "matvec_add_norm_iq4_nl",
-	PushBytes: 48,
-	SPIRV:     spvMatvecAddNormIq4Nl,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  5,
-	Defines:   []string{"W_IQ4_NL", "GATEUP", "TAIL"},
-	Name:      "matvec_gateup_quant_iq4_nl",
-	PushBytes: 48,
-	SPIRV:     spvMatvecGateupQuantIq4Nl,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
 	Bindings:  3,
 	Defines:   []string{"W_IQ4_XS"},
 	Name:      "get_rows_iq4_xs",
@@ -3140,22 +2772,6 @@ var kernels = []Kernel{{
 	Name:      "matvec_qkv_iq4_xs",
 	PushBytes: 48,
 	SPIRV:     spvMatvecQkvIq4Xs,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  7,
-	Defines:   []string{"W_IQ4_XS", "ADD", "TAIL", "TAIL_NORM"},
-	Name:      "matvec_add_norm_iq4_xs",
-	PushBytes: 48,
-	SPIRV:     spvMatvecAddNormIq4Xs,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  5,
-	Defines:   []string{"W_IQ4_XS", "GATEUP", "TAIL"},
-	Name:      "matvec_gateup_quant_iq4_xs",
-	PushBytes: 48,
-	SPIRV:     spvMatvecGateupQuantIq4Xs,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -3215,22 +2831,6 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
-	Bindings:  8,
-	Defines:   []string{"W_IQ2_XXS", "ADD", "TAIL", "TAIL_NORM"},
-	Name:      "matvec_add_norm_iq2_xxs",
-	PushBytes: 48,
-	SPIRV:     spvMatvecAddNormIq2Xxs,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  6,
-	Defines:   []string{"W_IQ2_XXS", "GATEUP", "TAIL"},
-	Name:      "matvec_gateup_quant_iq2_xxs",
-	PushBytes: 48,
-	SPIRV:     spvMatvecGateupQuantIq2Xxs,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
 	Bindings:  4,
 	Defines:   []string{"W_IQ2_XS"},
 	Name:      "get_rows_iq2_xs",
@@ -3284,22 +2884,6 @@ var kernels = []Kernel{{
 	Name:      "matvec_qkv_iq2_xs",
 	PushBytes: 48,
 	SPIRV:     spvMatvecQkvIq2Xs,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  8,
-	Defines:   []string{"W_IQ2_XS", "ADD", "TAIL", "TAIL_NORM"},
-	Name:      "matvec_add_norm_iq2_xs",
-	PushBytes: 48,
-	SPIRV:     spvMatvecAddNormIq2Xs,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  6,
-	Defines:   []string{"W_IQ2_XS", "GATEUP", "TAIL"},
-	Name:      "matvec_gateup_quant_iq2_xs",
-	PushBytes: 48,
-	SPIRV:     spvMatvecGateupQuantIq2Xs,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -3359,22 +2943,6 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
-	Bindings:  8,
-	Defines:   []string{"W_IQ2_S", "ADD", "TAIL", "TAIL_NORM"},
-	Name:      "matvec_add_norm_iq2_s",
-	PushBytes: 48,
-	SPIRV:     spvMatvecAddNormIq2S,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  6,
-	Defines:   []string{"W_IQ2_S", "GATEUP", "TAIL"},
-	Name:      "matvec_gateup_quant_iq2_s",
-	PushBytes: 48,
-	SPIRV:     spvMatvecGateupQuantIq2S,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
 	Bindings:  4,
 	Defines:   []string{"W_IQ3_XXS"},
 	Name:      "get_rows_iq3_xxs",
@@ -3428,22 +2996,6 @@ var kernels = []Kernel{{
 	Name:      "matvec_qkv_iq3_xxs",
 	PushBytes: 48,
 	SPIRV:     spvMatvecQkvIq3Xxs,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  8,
-	Defines:   []string{"W_IQ3_XXS", "ADD", "TAIL", "TAIL_NORM"},
-	Name:      "matvec_add_norm_iq3_xxs",
-	PushBytes: 48,
-	SPIRV:     spvMatvecAddNormIq3Xxs,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  6,
-	Defines:   []string{"W_IQ3_XXS", "GATEUP", "TAIL"},
-	Name:      "matvec_gateup_quant_iq3_xxs",
-	PushBytes: 48,
-	SPIRV:     spvMatvecGateupQuantIq3Xxs,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -3503,22 +3055,6 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
-	Bindings:  8,
-	Defines:   []string{"W_IQ3_S", "ADD", "TAIL", "TAIL_NORM"},
-	Name:      "matvec_add_norm_iq3_s",
-	PushBytes: 48,
-	SPIRV:     spvMatvecAddNormIq3S,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  6,
-	Defines:   []string{"W_IQ3_S", "GATEUP", "TAIL"},
-	Name:      "matvec_gateup_quant_iq3_s",
-	PushBytes: 48,
-	SPIRV:     spvMatvecGateupQuantIq3S,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
 	Bindings:  4,
 	Defines:   []string{"W_IQ1_S"},
 	Name:      "get_rows_iq1_s",
@@ -3572,22 +3108,6 @@ var kernels = []Kernel{{
 	Name:      "matvec_qkv_iq1_s",
 	PushBytes: 48,
 	SPIRV:     spvMatvecQkvIq1S,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  8,
-	Defines:   []string{"W_IQ1_S", "ADD", "TAIL", "TAIL_NORM"},
-	Name:      "matvec_add_norm_iq1_s",
-	PushBytes: 48,
-	SPIRV:     spvMatvecAddNormIq1S,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  6,
-	Defines:   []string{"W_IQ1_S", "GATEUP", "TAIL"},
-	Name:      "matvec_gateup_quant_iq1_s",
-	PushBytes: 48,
-	SPIRV:     spvMatvecGateupQuantIq1S,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -3647,22 +3167,6 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
-	Bindings:  8,
-	Defines:   []string{"W_IQ1_M", "ADD", "TAIL", "TAIL_NORM"},
-	Name:      "matvec_add_norm_iq1_m",
-	PushBytes: 48,
-	SPIRV:     spvMatvecAddNormIq1M,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  6,
-	Defines:   []string{"W_IQ1_M", "GATEUP", "TAIL"},
-	Name:      "matvec_gateup_quant_iq1_m",
-	PushBytes: 48,
-	SPIRV:     spvMatvecGateupQuantIq1M,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
 	Bindings:  3,
 	Defines:   []string{"W_TQ1_0"},
 	Name:      "get_rows_tq1_0",
@@ -3719,22 +3223,6 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
-	Bindings:  7,
-	Defines:   []string{"W_TQ1_0", "ADD", "TAIL", "TAIL_NORM"},
-	Name:      "matvec_add_norm_tq1_0",
-	PushBytes: 48,
-	SPIRV:     spvMatvecAddNormTq10,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  5,
-	Defines:   []string{"W_TQ1_0", "GATEUP", "TAIL"},
-	Name:      "matvec_gateup_quant_tq1_0",
-	PushBytes: 48,
-	SPIRV:     spvMatvecGateupQuantTq10,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
 	Bindings:  3,
 	Defines:   []string{"W_TQ2_0"},
 	Name:      "get_rows_tq2_0",
@@ -3788,22 +3276,6 @@ var kernels = []Kernel{{
 	Name:      "matvec_qkv_tq2_0",
 	PushBytes: 48,
 	SPIRV:     spvMatvecQkvTq20,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  7,
-	Defines:   []string{"W_TQ2_0", "ADD", "TAIL", "TAIL_NORM"},
-	Name:      "matvec_add_norm_tq2_0",
-	PushBytes: 48,
-	SPIRV:     spvMatvecAddNormTq20,
-	Source:    "matvec.comp",
-	Workgroup: 64,
-}, {
-	Bindings:  5,
-	Defines:   []string{"W_TQ2_0", "GATEUP", "TAIL"},
-	Name:      "matvec_gateup_quant_tq2_0",
-	PushBytes: 48,
-	SPIRV:     spvMatvecGateupQuantTq20,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }}

@@ -25,11 +25,6 @@
 // activations too; the IQ types read their lattice table at the binding
 // after the others (3, or 4 with an epilogue).
 //
-// Variants TAIL (with ADD and TAIL_NORM, or with GATEUP) are the
-// one-token matvec whose last workgroup also does the next node's work
-// on the whole output vector: the RMSNorm·w that reads a residual sum, or
-// the quantization of the SwiGLU output for the FFN down (tail.glsl).
-//
 // Variant QKV computes a MatMulQKV's three projections in one dispatch:
 // their weights (one type) are rows of one buffer, and each row's result
 // goes to its part of d (push constants nq … mtok); decode saves two
@@ -53,14 +48,6 @@ layout(push_constant) uniform Push {
     // and v's from vstart (rows between the parts are padding, skipped);
     // d holds the parts one after another, each mtok tokens of its rows.
     uint nq, kstart, nk, vstart, mtok;
-#endif
-#ifdef TAIL
-    // tail.glsl: the counter's word in tq, then (TAIL_NORM) the norm's
-    // eps, its weight's and its output's element offsets, and the word
-    // offset of the activations the tail writes.
-    uint cnt;
-    float eps;
-    uint woff, ndoff, qoff;
 #endif
 } pc;
 
@@ -88,11 +75,7 @@ layout(binding = 1) readonly buffer Xq { uint xq[]; };
 #else
 layout(binding = 1) readonly buffer X { float x[]; };
 #endif
-#ifdef TAIL
-layout(binding = 2) coherent buffer D { float d[]; }; // the tail reads every workgroup's rows
-#else
 layout(binding = 2) buffer D { float d[]; };
-#endif
 #if defined(ADD) || defined(BIAS)
 layout(binding = 3) readonly buffer E { float e[]; };
 #elif defined(GATEUP) || defined(GEGLU)
@@ -103,17 +86,7 @@ layout(binding = 3) readonly buffer Ut { uint u[]; };
 #ifndef NW
 #define NW 1u
 #endif
-#if defined(TAIL_NORM)
-// Variant TAIL (ADD only) with TAIL_NORM: the next RMSNorm·w (tail.glsl).
-layout(binding = 4) readonly buffer NormW { float nw[]; };
-layout(binding = 5) writeonly buffer ND { float nd[]; };
-layout(binding = 6) buffer TQ { uint tq[]; };
-#define GRID_BINDING 7
-#elif defined(TAIL)
-// Variant TAIL (GATEUP only): the next matmul's activations (tail.glsl).
-layout(binding = 4) buffer TQ { uint tq[]; };
-#define GRID_BINDING 5
-#elif defined(ADD) || defined(BIAS) || defined(GATEUP) || defined(GEGLU)
+#if defined(ADD) || defined(BIAS) || defined(GATEUP) || defined(GEGLU)
 #define GRID_BINDING 4
 #else
 #define GRID_BINDING 3
@@ -122,12 +95,6 @@ layout(binding = 4) buffer TQ { uint tq[]; };
 #include "half.glsl"
 #ifdef GEGLU
 #include "gelu.glsl"
-#endif
-#ifdef TAIL
-#include "quantize.glsl"
-#define NORM_X(i) d[i]
-#include "norm.glsl"
-#include "tail.glsl"
 #endif
 
 shared float red[NT * NW * WG];
@@ -592,7 +559,4 @@ void main() {
         d[pc.doff + o] = v;
 #endif
     }
-#ifdef TAIL
-    tail_count(pc.nrows); // one token: the vector is the dispatch's nrows rows
-#endif
 }

@@ -12,9 +12,8 @@
 // values, so the same bits) and needs ncols to be whole super-blocks of
 // 256 (WG is a multiple of 256).
 //
-// Numerics: ggml sums the squares in double; this sums in float (in
-// norm.glsl's order: 512 lanes, then a tree), which differs in the last
-// bits.
+// Numerics: ggml sums the squares in double; this sums in float (per
+// invocation, then a tree), which differs in the last bits.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 
@@ -45,8 +44,6 @@ layout(binding = 3) writeonly buffer Q { uint q[]; };
 #endif
 
 #include "reduce.glsl"
-#define NORM_X(i) x[i]
-#include "norm.glsl"
 #include "half.glsl"
 #include "quantize.glsl"
 
@@ -70,10 +67,15 @@ void main() {
     const uint t = gl_LocalInvocationID.x;
     const uint xbase = pc.xoff + row * pc.ncols;
     const uint dbase = pc.doff + row * pc.ncols;
-    // norm.glsl's fixed order, so a one-token matvec's tail (tail.glsl)
-    // computes the same sum; precise there: NVIDIA's compiler fused
+    // precise: no fused multiply-adds, so every variant (each compiled on
+    // its own) sums the same way on every driver; NVIDIA's compiler fused
     // v * v + sum in some variants and not others (1-ulp differences).
-    const float sum = norm_sumsq(xbase, pc.ncols);
+    precise float sum = 0.0;
+    for (uint i = t; i < pc.ncols; i += WG) {
+        const float v = x[xbase + i];
+        sum += v * v;
+    }
+    sum = wg_sum(sum);
     precise const float scale = 1.0 / sqrt(sum / float(pc.ncols) + pc.eps);
 #ifdef BW
     // Every invocation quantizes its own value: per chunk of WG values,

@@ -41,7 +41,7 @@ func newEnv(t *testing.T) *env {
 }
 
 // kernel returns the named kernel; NAME#V sets specialization constant 1
-// to V (matvec's NT), NAME#V#W constant 2 to W as well (a tail's kind).
+// to V (matvec's NT).
 func (e *env) kernel(name string) *vulkan.Kernel {
 	if k := e.ks[name]; k != nil {
 		return k
@@ -51,11 +51,9 @@ func (e *env) kernel(name string) *vulkan.Kernel {
 	require.NoError(e.t, err)
 	var spec []uint32
 	if specialized {
-		for _, f := range strings.Split(v, "#") { // NAME#V#W: constants 1 and 2
-			n, err := strconv.Atoi(f)
-			require.NoError(e.t, err)
-			spec = append(spec, uint32(n))
-		}
+		n, err := strconv.Atoi(v)
+		require.NoError(e.t, err)
+		spec = []uint32{uint32(n)}
 	}
 	k, err := e.d.NewKernel(vulkan.KernelSpec{Name: s.Name, SPIRV: s.SPIRV, Bindings: s.Bindings, PushBytes: s.PushBytes, Workgroup: uint32(s.Workgroup), Spec: spec})
 	require.NoError(e.t, err)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,8 +52,6 @@ type Executable struct {
 	// which record no dispatch of their own.
 	ropeKV   map[int]ropeKV
 	deferred map[int]bool
-	// tails lets one-token matvecs absorb the node after them (tail.go).
-	tails bool
 	// packs holds, per MatMulQKV node, the buffer its three weights share
 	// (packQKV); packOf finds a packed weight's pack and part.
 	packs    map[int]*qkvPack
@@ -162,7 +159,6 @@ func LoadOn(d *Device, g *graph.Graph, w backends.Weights, o backends.LoadOption
 		return e, errors.New("the logits output is not a computed value")
 	}
 	e.fuseRoPEKV()
-	e.tails = !testNoFusion && os.Getenv(TailsEnv) != "0"
 	e.planArena()
 	e.normQuant = fusedNormQuant(g, e.order, func(id int) bool { return e.vals[id].active && !e.vals[id].import_ })
 	// Weights stream through the staging ring: the last copies may still
@@ -364,10 +360,7 @@ func (e *Executable) weightLimit() int64 {
 	return int64(e.d.info.MaxStorageBufferRange)
 }
 
-// TailsEnv=0 turns the matvec tails off (tail.go), to measure them.
-const TailsEnv = "WEFT_VULKAN_TAILS"
-
-// testNoFusion turns off the matvec tails, the RoPE·KV store, the RMSNorm·w with Q8_K
+// testNoFusion turns off the RoPE·KV store, the RMSNorm·w with Q8_K
 // activations and the packed QKV weights, so tests can compare both ways
 // bit for bit.
 var testNoFusion bool
@@ -515,8 +508,7 @@ func (e *Executable) Device() *Device { return e.d }
 
 // kernel returns the named shader's pipeline, created on first use.
 // NAME#V is NAME with specialization constant 1 set to V (matvec's tokens
-// per workgroup), NAME#V#W sets constant 2 to W as well (a matvec tail's
-// kind).
+// per workgroup).
 func (e *Executable) kernel(name string) (*Kernel, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -530,13 +522,11 @@ func (e *Executable) kernel(name string) (*Kernel, error) {
 	}
 	var spec []uint32
 	if specialized {
-		for _, f := range strings.Split(v, "#") {
-			n, err := strconv.ParseUint(f, 10, 32)
-			if err != nil {
-				return nil, fmt.Errorf("kernel %q: %w", name, err)
-			}
-			spec = append(spec, uint32(n))
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("kernel %q: %w", name, err)
 		}
+		spec = []uint32{uint32(n)}
 	}
 	k, err := e.d.NewKernel(KernelSpec{Name: s.Name, SPIRV: s.SPIRV, Bindings: s.Bindings, PushBytes: s.PushBytes, Workgroup: uint32(s.Workgroup), Spec: spec})
 	if err != nil {

@@ -104,12 +104,7 @@ func (e *Executable) NewSession(o backends.StateOptions) (s *Session, err error)
 	if s.arena, err = d.Alloc(4 * e.arenaElems); err != nil {
 		return s, err
 	}
-	// The scratch ends with the counter word of the matvec tails
-	// (tail.go), zero between dispatches.
-	if s.scratch, err = d.Alloc(4*e.q8Words + 4); err != nil {
-		return s, err
-	}
-	if err := d.Upload(s.scratch, 4*e.q8Words, make([]byte, 4)); err != nil {
+	if s.scratch, err = d.Alloc(max(4*e.q8Words, 4)); err != nil {
 		return s, err
 	}
 	if s.step, err = d.AllocMapped(4*e.stepWords(), false); err != nil {
@@ -386,13 +381,8 @@ type recorder struct {
 	p    *Program
 	T, R int
 	// scratch is the node whose activations the scratch buffer holds
-	// (quantized or rounded for its matmuls, as scratchKind says), or -1.
-	scratch     int
-	scratchKind string
-	// rest is the step's nodes after the one being recorded; absorbed
-	// marks those a matvec's tail computes (tail.go).
-	rest     []int
-	absorbed map[int]bool
+	// (quantized or rounded for its matmuls), or -1.
+	scratch int
 }
 
 // record records every dispatch of a step shape (the whole graph, or one
@@ -408,17 +398,16 @@ func (s *Session) record(key stepKey) (*Program, error) {
 			return nil, err
 		}
 	}
-	r := &recorder{s: s, p: p, T: key.tokens, R: key.rows, scratch: -1, absorbed: map[int]bool{}}
+	r := &recorder{s: s, p: p, T: key.tokens, R: key.rows, scratch: -1}
 	nodes := s.e.order
 	if key.split >= 0 {
 		nodes = s.e.g.Splits[key.split].Nodes
 	}
-	for i, id := range nodes {
+	for _, id := range nodes {
 		v := &s.e.vals[id]
-		if !r.recorded(id) || r.absorbed[id] {
-			continue // deferred: its Attention's dispatch computes it; absorbed: a matvec's tail
+		if !v.active || v.import_ || s.e.deferred[id] {
+			continue // deferred: its Attention's dispatch computes it
 		}
-		r.rest = nodes[i+1:]
 		if err := r.node(v); err != nil {
 			p.Close()
 			return nil, fmt.Errorf("node %d (%s %q): %w", id, v.n.Op, v.n.Name, err)
@@ -526,7 +515,7 @@ func (r *recorder) node(v *value) error {
 		push[5] = woff
 		if kind := r.s.e.normQuant[n.ID]; kind != "" {
 			// Its matmuls' activations too (fusedNormQuant).
-			r.scratch, r.scratchKind = n.ID, kind
+			r.scratch = n.ID
 			return r.dispatch("rms_norm_mul_"+kind, rowGroups(rows), append(push, 0), x, dst, w, Whole(r.s.scratch))
 		}
 		return r.dispatch("rms_norm_mul_f32", rowGroups(rows), append(push, 0), x, dst, w)
@@ -643,7 +632,7 @@ func (r *recorder) attention(v *value, dst Range, doff uint32) error {
 	push := []uint32{uint32(heads), uint32(kvHeads), uint32(hd), uint32(r.T), qoff, doff, posoff, f32bits(scale), 0, celloff, uint32(a.Int("window")), f32bits(a.Float("softcap")), f32bits(capInv(a.Float("softcap")))}
 	if kind := r.s.e.normQuant[v.n.ID]; kind != "" {
 		// The output projection's activations too (fusedNormQuant).
-		r.scratch, r.scratchKind = v.n.ID, kind
+		r.scratch = v.n.ID
 		return r.dispatch(shader+"_"+kind, [3]uint32{uint32(heads), uint32(r.T), 1}, push, q, Whole(r.s.step), kc, vc, dst, Whole(r.s.scratch))
 	}
 	return r.dispatch(shader, [3]uint32{uint32(heads), uint32(r.T), 1}, push, q, Whole(r.s.step), kc, vc, dst)
@@ -699,7 +688,7 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	// bfloat16-rounded activations (one kind of
 	// activations per node, checked by Supports).
 	wt0 := r.s.e.g.Nodes[ws[0]].Type.DType
-	if kind := actKind(wt0); kind != "f32" && (r.scratch != n.Inputs[0] || r.scratchKind != kind) {
+	if kind := actKind(wt0); kind != "f32" && r.scratch != n.Inputs[0] {
 		name, groups := "quantize_"+kind, strided(ntok*cols/32, 64)
 		switch kind {
 		case "q8_k":
@@ -712,7 +701,7 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		}
 		r.p.Stamp(name)
 		r.p.Barrier()
-		r.scratch, r.scratchKind = n.Inputs[0], kind
+		r.scratch = n.Inputs[0]
 	}
 	act := func(wt graph.DType) (Range, uint32) {
 		if wt != gguf.TypeF32 {
@@ -780,25 +769,11 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		return chunked(shader+"_"+kind, w(0), nil, dst, doff, Range{}, 0)
 	case ops.MatMulAdd:
 		res, roff := r.operand(n.Inputs[2])
-		if spec == "#1" && len(w(0).w) == 1 {
-			if t := r.normTail(v); t != nil {
-				xa, xaoff := act(wt0)
-				push := []uint32{uint32(cols), uint32(v.width), 1, xaoff, doff, roff, uint32(v.width)}
-				return r.tailDispatch(v, t, "matvec_add_norm_"+kind, groups(v.width), push, weightRange(w(0), 0), xa, dst, res)
-			}
-		}
 		return chunked(shader+"_add_"+kind, w(0), nil, dst, doff, res, roff)
 	case ops.MatMulGateUpSwiGLU:
 		g, u := w(0), w(1)
 		if g.n.Type.DType != u.n.Type.DType || !g.n.Type.Shape.Equal(u.n.Type.Shape) {
 			return fmt.Errorf("gate %s and up %s differ", g.n.Type, u.n.Type)
-		}
-		if spec == "#1" && len(g.w) == 1 {
-			if t := r.quantTail(v); t != nil {
-				xa, xaoff := act(wt0)
-				push := []uint32{uint32(cols), uint32(v.width), 1, xaoff, doff, 0, uint32(v.width)}
-				return r.tailDispatch(v, t, "matvec_gateup_quant_"+kind, groups(v.width), push, weightRange(g, 0), xa, dst, weightRange(u, 0))
-			}
 		}
 		return chunked(shader+"_gateup_"+kind, g, u, dst, doff, Range{}, 0)
 	case ops.MatMulBias:

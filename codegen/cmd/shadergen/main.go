@@ -136,11 +136,6 @@ func init() {
 			variant{"matvec_bias_" + w.name, "matvec.comp", []string{w.define, "BIAS"}, 4 + grid, 28, 64},
 			variant{"matvec_geglu_" + w.name, "matvec.comp", []string{w.define, "GEGLU"}, 4 + grid, 28, 64},
 			variant{"matvec_qkv_" + w.name, "matvec.comp", []string{w.define, "QKV"}, 3 + grid, 48, 64},
-			// One-token matvecs whose last workgroup finishes the next
-			// node (tail.glsl): the RMSNorm·w after a residual matmul,
-			// the down matmul's activations after the gate·up.
-			variant{"matvec_add_norm_" + w.name, "matvec.comp", []string{w.define, "ADD", "TAIL", "TAIL_NORM"}, 7 + grid, 48, 64},
-			variant{"matvec_gateup_quant_" + w.name, "matvec.comp", []string{w.define, "GATEUP", "TAIL"}, 5 + grid, 48, 64},
 		)
 	}
 }
