@@ -20,15 +20,40 @@ func bf16At(b []byte, i int) float32 {
 }
 
 // bf16Lanes adds the products of elements [base, base+2·len(acc)) into acc
-// as VDPBF16PS does: lane j takes element 2j+1's product, then 2j's. The
-// products of two bfloat16 values are exact in float32, so the float32
-// add is the FMA's single rounding.
-func bf16Lanes(acc []float32, w, a []byte, base int) {
+// as VDPBF16PS does: lane j takes element 2j+1's product, then 2j's, each
+// add rounded once (bf16Step); flush as VDPBF16PS flushes.
+func bf16Lanes(acc []float32, w, a []byte, base int, flush bool) {
 	for j := range acc {
 		o, e := base+2*j+1, base+2*j
-		acc[j] += float32(bf16At(w, o) * bf16At(a, o))
-		acc[j] += float32(bf16At(w, e) * bf16At(a, e))
+		acc[j] = bf16Step(acc[j], bf16At(w, o), bf16At(a, o), flush)
+		acc[j] = bf16Step(acc[j], bf16At(w, e), bf16At(a, e), flush)
 	}
+}
+
+// bf16Step is acc + w·a rounded once to nearest even, as an FMA gives it.
+// (The product of two bfloat16 values is exact in float64, and so is its
+// sum with a float32 unless their bits lie too far apart to reach a
+// float32 rounding boundary: one rounding in all.) With flush it is a step
+// of VDPBF16PS as measured on AMD Zen 5 and written in Intel's pseudocode:
+// denormal inputs, acc included, read as zeros of their sign, and a
+// result that rounds to a denormal becomes a zero of its sign.
+func bf16Step(acc, w, a float32, flush bool) float32 {
+	if flush {
+		acc, w, a = flushDenormal(acc), flushDenormal(w), flushDenormal(a)
+	}
+	s := float32(math.FMA(float64(w), float64(a), float64(acc)))
+	if flush {
+		s = flushDenormal(s)
+	}
+	return s
+}
+
+// flushDenormal returns a zero of x's sign for a denormal x, else x.
+func flushDenormal(x float32) float32 {
+	if b := math.Float32bits(x); b&0x7f800000 == 0 {
+		return math.Float32frombits(b & 0x80000000)
+	}
+	return x
 }
 
 // reduceLanes sums 8 or 16 lanes as _mm512_reduce_add_ps (and the hsum of
@@ -53,8 +78,8 @@ func bf16DotModel(n int, w, a []byte) float32 {
 	var c1, c2 [16]float32
 	nb := n / 64
 	for b := range nb {
-		bf16Lanes(c1[:], w, a, 64*b)
-		bf16Lanes(c2[:], w, a, 64*b+32)
+		bf16Lanes(c1[:], w, a, 64*b, false)
+		bf16Lanes(c2[:], w, a, 64*b+32, false)
 	}
 	s := float64(reduceLanes(c1[:])) + float64(reduceLanes(c2[:]))
 	for i := 64 * nb; i < n; i++ {
@@ -64,11 +89,12 @@ func bf16DotModel(n int, w, a []byte) float32 {
 }
 
 // bf16TileModel is one (row, token) sum of a GEMM tile: one accumulator
-// of lanes lanes over chunks of 2·lanes values (tinyBLAS's order for 16).
-func bf16TileModel(lanes, n int, w, a []byte) float32 {
+// of lanes lanes over chunks of 2·lanes values (tinyBLAS's order for 16);
+// flush for the VDPBF16PS tiles.
+func bf16TileModel(lanes, n int, w, a []byte, flush bool) float32 {
 	acc := make([]float32, lanes)
 	for base := 0; base < n; base += 2 * lanes {
-		bf16Lanes(acc, w, a, base)
+		bf16Lanes(acc, w, a, base, flush)
 	}
 	return reduceLanes(acc)
 }

@@ -78,7 +78,14 @@ type kernelSet struct {
 	// f32Vec and f32Tiny: float32 dot products of a with rows of b in
 	// llama.cpp's orders (see VecDotF32Rows and TinyDotF32Rows).
 	f32Vec, f32Tiny f32RowsKernel
+	// bf16DP: BF16 GEMM tiles that sum with VDPBF16PS, tiles[k] taking
+	// k+1 tokens, in the order of gemms' BF16 tiles (which sum with FMAs);
+	// used instead of those where the CPU has AVX512_BF16.
+	bf16DP []gemmTile
 }
+
+// hasBF16DP reports whether this CPU has VDPBF16PS (AVX512_BF16).
+var hasBF16DP = cpu.X86.HasAVX512BF16
 
 // supported reports whether this CPU runs the named variant. Every
 // AVX2+FMA processor also has F16C, which x/sys/cpu does not report.
@@ -120,6 +127,9 @@ func wrapSet(s *kernelSet) *impl {
 	for _, k := range s.gemms {
 		v.gemms[k.w] = wrapGemm(k, v.dots[k.w], v.rows[k.w])
 	}
+	if k, ok := bf16DPKernel(s); ok && hasBF16DP {
+		v.gemms[k.w] = wrapGemm(k, v.dots[k.w], v.rows[k.w])
+	}
 	if f, ok := v.gemms[gguf.TypeF16]; ok && s.widenF16 != nil {
 		v.gemms[gguf.TypeF16] = wrapGemmF16Wide(s.f16Wide, s.f16WideIn, s.widenF16, f, v.dots[gguf.TypeF16])
 	}
@@ -137,4 +147,18 @@ func wrapSet(s *kernelSet) *impl {
 	v.flashExp, v.flashTiles = s.flashExp, s.flashTiles
 	v.f32Vec, v.f32Tiny = s.f32Vec, s.f32Tiny
 	return v
+}
+
+// bf16DPKernel returns s's VDPBF16PS tiles as a GEMM kernel of the same
+// chunk as its FMA tiles for BF16; false where s has none.
+func bf16DPKernel(s *kernelSet) (gemmKernel, bool) {
+	if len(s.bf16DP) == 0 {
+		return gemmKernel{}, false
+	}
+	for _, k := range s.gemms {
+		if k.w == gguf.TypeBF16 {
+			return gemmKernel{w: k.w, chunk: k.chunk, tiles: s.bf16DP}, true
+		}
+	}
+	return gemmKernel{}, false
 }

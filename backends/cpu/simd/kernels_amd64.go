@@ -353,6 +353,30 @@ func gemmBF164x3AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *
 // rows r (wStride bytes apart) with 4 activation rows t (aStride bytes apart), nb chunks of 32 bfloat16 values (tinyBLAS's order).
 func gemmBF164x4AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
 
+// gemmBF16DP4x1AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), nb chunks of 32 bfloat16 values summed by VDPBF16PS (needs AVX512_BF16).
+func gemmBF16DP4x1AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmBF16DP4x2AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 2 activation rows t (aStride bytes apart), nb chunks of 32 bfloat16 values summed by VDPBF16PS (needs AVX512_BF16).
+func gemmBF16DP4x2AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmBF16DP4x3AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 3 activation rows t (aStride bytes apart), nb chunks of 32 bfloat16 values summed by VDPBF16PS (needs AVX512_BF16).
+func gemmBF16DP4x3AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmBF16DP4x4AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 4 activation rows t (aStride bytes apart), nb chunks of 32 bfloat16 values summed by VDPBF16PS (needs AVX512_BF16).
+func gemmBF16DP4x4AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmBF16DP4x5AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 5 activation rows t (aStride bytes apart), nb chunks of 32 bfloat16 values summed by VDPBF16PS (needs AVX512_BF16).
+func gemmBF16DP4x5AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
+// gemmBF16DP4x6AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
+// rows r (wStride bytes apart) with 6 activation rows t (aStride bytes apart), nb chunks of 32 bfloat16 values summed by VDPBF16PS (needs AVX512_BF16).
+func gemmBF16DP4x6AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
+
 // gemmQ4_K4x1AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
 // rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), nb Q4_K super-blocks against Q8_K.
 func gemmQ4_K4x1AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)

@@ -7,8 +7,10 @@ import (
 )
 
 // BF16·BF16 dot products and GEMM tiles, summed in the order of ggml's
-// AVX512-BF16 kernels without needing VDPBF16PS (which neither Go's
-// assembler nor avo knows, and which most AVX-512 processors lack).
+// AVX512-BF16 kernels without needing VDPBF16PS, which most AVX-512
+// processors lack. (Where the CPU has it, the GEMM takes the VDPBF16PS
+// tiles at the end of this file instead: same order, same bits but for
+// denormals.)
 //
 // A bfloat16 is the top half of a float32, so widening is integer work on
 // the dwords as loaded: the odd element of each dword is the dword AND
@@ -18,7 +20,9 @@ import (
 // first the product of elements 2i+1 and then that of 2i (Intel's
 // pseudocode); the kernels issue the odd FMA before the even one to match.
 // (VDPBF16PS also flushes denormal inputs and results; the FMAs do not, a
-// difference only for values below 2⁻¹²⁶.)
+// difference only for values below 2⁻¹²⁶. Measured on Zen 5: the
+// accumulator is read with denormals as zero too, and each of the two adds
+// flushes a result that rounds to a denormal.)
 //
 //   - The dot kernel is ggml_vec_dot_bf16 (llama.cpp's path for one
 //     token and for lengths that are not whole 32-value chunks): two
@@ -224,6 +228,67 @@ func gemmBF16Tile(v variant, toks, chunk int) string {
 			for t := range acc[r] {
 				acc[r][t] = foldZmm(acc[r][t])
 			}
+		}
+	}
+	storeGrid(v, acc)
+	return name
+}
+
+// bf16DPToks is the largest token count of the VDPBF16PS tiles: 4 rows ×
+// 6 tokens are 24 zmm accumulators, beside 6 activations and a weight.
+const bf16DPToks = 6
+
+// genGemmBF16DP emits the AVX-512 GEMM tiles that sum with VDPBF16PS, for
+// CPUs with AVX512_BF16 (the table lists them beside the tiles above,
+// which the others run). Each (row, token) pair keeps one 16-lane
+// accumulator over 32-value chunks, reduced as _mm512_reduce_add_ps:
+// tinyBLAS's order, the tiles above, in one instruction per chunk instead
+// of two FMAs and the widening. The sums are the same bits except where
+// VDPBF16PS flushes: bfloat16 denormal inputs count as zero, and a lane's
+// sum that rounds into the denormal range (below 2⁻¹²⁶ in magnitude)
+// becomes a zero of its sign after either product; the FMAs keep both.
+func genGemmBF16DP(v variant, reg *registry) {
+	if !v.vnni {
+		return
+	}
+	var names []string
+	for toks := 1; toks <= bf16DPToks; toks++ {
+		names = append(names, gemmBF16DPTile(v, toks))
+	}
+	reg.bf16DP(v, names)
+}
+
+func gemmBF16DPTile(v variant, toks int) string {
+	name := gemmName("BF16DP", v, toks)
+	TEXT(name, NOSPLIT, gemmSig)
+	gemmDoc(name, "nb chunks of 32 bfloat16 values summed by VDPBF16PS (needs AVX512_BF16)", toks)
+	nb := Load(Param("nb"), GP64())
+	ws := pointers("w", "wStride", gemmRows)
+	as := pointers("a", "aStride", toks)
+	off := GP64()
+	XORQ(off, off)
+	acc := make([][]VecVirtual, gemmRows)
+	for r := range acc {
+		acc[r] = zeroedZmm(toks)
+	}
+	loopBlocks(nb, func() {
+		act := make([]VecVirtual, toks)
+		for t, a := range as {
+			act[t] = ZMM()
+			VMOVDQU32(at(a, off, 0), act[t])
+		}
+		for r, w := range ws {
+			x := ZMM()
+			VMOVDQU32(at(w, off, 0), x)
+			for t := range as {
+				vdpbf16ps(act[t], x, acc[r][t])
+			}
+		}
+		ADDQ(U32(64), off)
+	})
+	for r := range acc {
+		for t := range acc[r] {
+			acc[r][t] = foldZmm(acc[r][t])
 		}
 	}
 	storeGrid(v, acc)

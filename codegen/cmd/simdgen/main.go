@@ -36,6 +36,7 @@ func main() {
 		genGemmF16(v, &reg)
 		genGemmF16Wide(v, &reg)
 		genGemmBF16(v, &reg)
+		genGemmBF16DP(v, &reg)
 		genGemmK(v, &reg, "TypeQ4_K", 2, gemmQ4KTile)
 		genGemmK(v, &reg, "TypeQ6_K", 4, gemmQ6KTile)
 		genPacked(v, &reg, packedQ4_0)
@@ -56,4 +57,10 @@ func main() {
 		}
 	}
 	Generate()
+	// The assembler does not know every instruction the kernels use.
+	if out := flag.Lookup("out").Value.String(); out != "" && out != "-" {
+		if err := encodeRawInstructions(out); err != nil {
+			log.Fatal(err)
+		}
+	}
 }

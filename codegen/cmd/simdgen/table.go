@@ -48,6 +48,7 @@ type elemEntry struct {
 	widenF16                   string      // the wide F16 GEMM's activations to float32
 	f16Wide, f16WideIn         []string    // wide F16 GEMM tiles: [p] takes p+1 token pairs
 	f32Vec, f32Tiny            string      // float32 dot products in llama.cpp's two orders
+	bf16DP                     []string    // BF16 GEMM tiles by VDPBF16PS: [k] takes k+1 tokens
 }
 
 func (r *registry) see(v variant) {
@@ -130,6 +131,13 @@ func (r *registry) f32Dots(v variant, vec, tiny string) {
 	r.see(v)
 	e := r.elems[v.name]
 	e.f32Vec, e.f32Tiny = vec, tiny
+	r.elems[v.name] = e
+}
+
+func (r *registry) bf16DP(v variant, tiles []string) {
+	r.see(v)
+	e := r.elems[v.name]
+	e.bf16DP = tiles
 	r.elems[v.name] = e
 }
 
@@ -249,6 +257,9 @@ func writeTable(path string, r *registry) error {
 		if e := r.elems[name]; e.f32Vec != "" {
 			set[jen.Id("f32Vec")] = jen.Id(e.f32Vec)
 			set[jen.Id("f32Tiny")] = jen.Id(e.f32Tiny)
+		}
+		if e := r.elems[name]; len(e.bf16DP) > 0 {
+			set[jen.Id("bf16DP")] = jen.Index().Id("gemmTile").Values(ids(e.bf16DP)...)
 		}
 		sets = append(sets, jen.Values(set))
 	}
