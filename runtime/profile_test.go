@@ -13,7 +13,6 @@ import (
 	"github.com/weft-ml/weft/backends"
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
-	"github.com/weft-ml/weft/model/synth"
 	"github.com/weft-ml/weft/ops"
 )
 
@@ -199,14 +198,7 @@ func TestBenchProfileVulkan(t *testing.T) {
 
 	// A split plan: attention (512-wide heads) on the CPU.
 	dir := t.TempDir()
-	vocab, err := gguf.Open(stories(t))
-	require.NoError(t, err)
-	defer vocab.Close()
-	ft, err := synth.ParseFileType("q8_0")
-	require.NoError(t, err)
-	model := filepath.Join(dir, "wide.gguf")
-	shape := synth.Shape{Dim: 512, FFN: 256, Layers: 2, Heads: 1, KVHeads: 1, Vocab: 512, Ctx: 256}
-	require.NoError(t, synth.WriteFile(model, synth.Options{Shape: shape, Type: ft, Seed: 7, Vocab: vocab}))
+	model := writeWideModel(t, dir)
 	wide, err := Open(model, Options{Backend: "vulkan", Compile: CompileOptions{Ctx: 64, Batch: 4, Backend: "vulkan"}})
 	require.NoError(t, err)
 	defer wide.Close()

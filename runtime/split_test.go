@@ -19,14 +19,7 @@ import (
 func TestPlanSplitAcrossBackends(t *testing.T) {
 	skipWithoutVulkanDevice(t)
 	dir := t.TempDir()
-	vocab, err := gguf.Open(stories(t))
-	require.NoError(t, err)
-	defer vocab.Close()
-	ft, err := synth.ParseFileType("q8_0")
-	require.NoError(t, err)
-	model := filepath.Join(dir, "wide.gguf")
-	shape := synth.Shape{Dim: 512, FFN: 256, Layers: 2, Heads: 1, KVHeads: 1, Vocab: 512, Ctx: 256}
-	require.NoError(t, synth.WriteFile(model, synth.Options{Shape: shape, Type: ft, Seed: 7, Vocab: vocab}))
+	model := writeWideModel(t, dir)
 
 	plan := filepath.Join(dir, "wide.plan")
 	p, err := CompileTo(model, plan, CompileOptions{Ctx: 128, Backend: "vulkan"})
@@ -102,4 +95,19 @@ func argmax(x []float32) int {
 		}
 	}
 	return best
+}
+
+// writeWideModel writes the Q8_0 model whose attention heads (512 values)
+// are wider than the Vulkan attention shader takes, into dir.
+func writeWideModel(t *testing.T, dir string) string {
+	t.Helper()
+	vocab, err := gguf.Open(stories(t))
+	require.NoError(t, err)
+	defer vocab.Close()
+	ft, err := synth.ParseFileType("q8_0")
+	require.NoError(t, err)
+	model := filepath.Join(dir, "wide.gguf")
+	shape := synth.Shape{Dim: 512, FFN: 256, Layers: 2, Heads: 1, KVHeads: 1, Vocab: 512, Ctx: 256}
+	require.NoError(t, synth.WriteFile(model, synth.Options{Shape: shape, Type: ft, Seed: 7, Vocab: vocab}))
+	return model
 }
