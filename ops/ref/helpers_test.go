@@ -3,15 +3,25 @@ package ref
 import (
 	"math"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"testing"
 
 	"github.com/weft-ml/weft/quant"
 )
 
 // newRNG returns a generator seeded from the test name plus a fresh random
-// value, logged so that a failure can be replayed.
+// value, logged so that a failure can be replayed: WEFT_TEST_SEED=<seed>
+// go test -run <name> uses the logged value again.
 func newRNG(t testing.TB) *rand.Rand {
 	seed := rand.Uint64()
+	if s := os.Getenv("WEFT_TEST_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("WEFT_TEST_SEED=%q: want an unsigned decimal seed as a test logged it", s)
+		}
+		seed = v
+	}
 	t.Logf("seed %d", seed)
 	return rand.New(rand.NewPCG(seed, uint64(len(t.Name()))))
 }
