@@ -114,10 +114,10 @@ void main() {
     precise const float scale = 1.0 / sqrt(sum / float(pc.ncols) + pc.eps);
 #ifdef BW
     // Every invocation quantizes its own value: per chunk of WG values,
-    // the block's scale from the first lane of each 32, then each lane's
-    // int8, then every fourth lane packs a word (shared memory, not
-    // subgroup operations: lavapipe's subgroups are narrower than a
-    // block). The bits are store_q8_block's: the same max, the same
+    // the block's scale (by subgroupMax where a subgroup is 32 wide, as on
+    // NVIDIA: each is one block; elsewhere by the first lane of each 32
+    // through shared memory, as lavapipe's subgroups are narrower than a
+    // block), then each lane's int8, then every fourth lane packs a word. The bits are store_q8_block's: the same max, the same
     // per-value products, an exact integer sum.
     const uint nb = pc.ncols / 32u;
     const uint lane = t % 32u;
@@ -130,22 +130,34 @@ void main() {
             v = c < CACHED ? (pick(xv, c) * scale) * pick(wv, c) : (x[xbase + i] * scale) * w[pc.woff + i];
             d[dbase + i] = v;
         }
-        blk_abs[t] = abs(v);
-        barrier();
-        if (live && lane == 0u) {
-            float amax = 0.0;
-            for (uint j = 0u; j < 32u; j++) {
-                const float a = blk_abs[t + j];
-                amax = amax > a ? amax : a;
+        float dv;
+        int qsum = 0; // Σq of the block, when a subgroup is a block
+        if (gl_SubgroupSize == 32u) {
+            // A subgroup is one block (both start at multiples of 32):
+            // its max by one subgroup operation, no shared memory.
+            dv = div_rn(subgroupMax(abs(v)), 127.0);
+        } else {
+            blk_abs[t] = abs(v);
+            barrier();
+            if (live && lane == 0u) {
+                float amax = 0.0;
+                for (uint j = 0u; j < 32u; j++) {
+                    const float a = blk_abs[t + j];
+                    amax = amax > a ? amax : a;
+                }
+                blk_d[t / 32u] = div_rn(amax, 127.0);
             }
-            blk_d[t / 32u] = div_rn(amax, 127.0);
+            barrier();
+            dv = blk_d[t / 32u];
         }
-        barrier();
-        const float dv = blk_d[t / 32u];
-        if (live) {
+        {
             const float id = dv != 0.0 ? div_rn(1.0, dv) : 0.0;
             precise float tq = v * id;
-            blk_q[t] = int(round_away(tq));
+            const int qv = live ? int(round_away(tq)) : 0;
+            blk_q[t] = qv;
+            if (BW == 10u && gl_SubgroupSize == 32u) {
+                qsum = subgroupAdd(qv);
+            }
         }
         barrier();
         if (live && lane % 4u == 0u) {
@@ -158,9 +170,11 @@ void main() {
             if (lane == 0u) {
                 q[o] = floatBitsToUint(round_f16(dv));
                 if (BW == 10u) {
-                    int sum = 0;
-                    for (uint j = 0u; j < 32u; j++) {
-                        sum += blk_q[t + j];
+                    int sum = qsum;
+                    if (gl_SubgroupSize != 32u) {
+                        for (uint j = 0u; j < 32u; j++) {
+                            sum += blk_q[t + j];
+                        }
                     }
                     precise float sd = float(sum) * dv;
                     q[o + 1u] = floatBitsToUint(round_f16(sd));
@@ -172,8 +186,9 @@ void main() {
 #elif defined(Q8_K)
     // Every invocation quantizes its own value, WG values (whole
     // super-blocks) at a time: the first index of the largest |value| of
-    // each super-block by a tree in shared memory (ties to the lower
-    // index, as quantize_q8k), then quantize_q8k's iscale, int8 and d from
+    // each super-block (ties to the lower index, as quantize_q8k) by
+    // subgroup operations where subgroups are 32 wide, else by a tree in
+    // shared memory, then quantize_q8k's iscale, int8 and d from
     // that value, every fourth lane packing a word and every 32nd the two
     // 16-value sums.
     const uint nsb = pc.ncols / 256u;
@@ -188,25 +203,48 @@ void main() {
             d[dbase + i] = v;
         }
         sb_v[t] = v;
-        sb_abs[t] = abs(v) > 0.0 ? abs(v) : 0.0; // NaN never chosen, as in quantize_q8k
-        sb_idx[t] = lane;
-        barrier();
-        for (uint s = 128u; s > 0u; s >>= 1) {
-            if (lane < s) {
-                const float b = sb_abs[t + s];
-                const uint bi = sb_idx[t + s];
-                if (b > sb_abs[t] || (b == sb_abs[t] && bi < sb_idx[t])) {
-                    sb_abs[t] = b;
-                    sb_idx[t] = bi;
-                }
+        const float av = abs(v) > 0.0 ? abs(v) : 0.0; // NaN never chosen, as in quantize_q8k
+        float amax;
+        uint imax;
+        if (gl_SubgroupSize == 32u) {
+            // Each subgroup's largest |value| and its first index by
+            // subgroup operations, then the first of the super-block's 8
+            // largest in index order: one barrier, not eight.
+            const float m = subgroupMax(av);
+            const uint mi = subgroupMin(av == m ? lane : 256u);
+            if (subgroupElect()) {
+                sb_abs[t / 32u] = m;
+                sb_idx[t / 32u] = mi;
             }
             barrier();
+            amax = sb_abs[first / 32u], imax = sb_idx[first / 32u];
+            for (uint k = 1u; k < 8u; k++) {
+                const float b = sb_abs[first / 32u + k];
+                if (b > amax) {
+                    amax = b, imax = sb_idx[first / 32u + k];
+                }
+            }
+        } else {
+            sb_abs[t] = av;
+            sb_idx[t] = lane;
+            barrier();
+            for (uint s = 128u; s > 0u; s >>= 1) {
+                if (lane < s) {
+                    const float b = sb_abs[t + s];
+                    const uint bi = sb_idx[t + s];
+                    if (b > sb_abs[t] || (b == sb_abs[t] && bi < sb_idx[t])) {
+                        sb_abs[t] = b;
+                        sb_idx[t] = bi;
+                    }
+                }
+                barrier();
+            }
+            amax = sb_abs[first], imax = sb_idx[first];
         }
-        const float amax = sb_abs[first];
         const uint o = pc.qoff + (row * nsb + (base + first) / 256u) * 73u;
         int qv = 0;
         if (amax != 0.0) {
-            const float iscale = div_rn(-127.0, sb_v[first + sb_idx[first]]);
+            const float iscale = div_rn(-127.0, sb_v[first + imax]);
             precise float tq = iscale * v;
             qv = min(127, int(roundEven(tq)));
             if (live && lane == 0u) {
