@@ -25,6 +25,14 @@
 // activations too; the IQ types read their lattice table at the binding
 // after the others (3, or 4 with an epilogue).
 //
+// The int8 products go four at a time through sdot4 (OpSDot, the Vulkan
+// 1.3 feature shaderIntegerDotProduct, which the device check requires):
+// weights are first made signed bytes (a level minus its bias by
+// byte-wise add and xor, no carries), and the integer sums are exact, so
+// the order of their terms does not matter and the bits are those of the
+// byte-by-byte products. IQ4_NL/IQ4_XS, whose levels come from a table,
+// keep those.
+//
 // Variant QKV computes a MatMulQKV's three projections in one dispatch:
 // their weights (one type) are rows of one buffer, and each row's result
 // goes to its part of d (push constants nq … mtok); decode saves two
@@ -32,6 +40,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_spirv_intrinsics : require
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
@@ -132,6 +141,28 @@ uint wu32(uint s, uint off) {
     const uint lo = wword(s, off >> 2);
     return sh == 0u ? lo : (lo >> sh) | (wword(s, (off >> 2) + 1u) << (32u - sh));
 }
+// OpSDot (4450) with PackedVectorFormat4x8Bit (0): the sum of the four
+// products of the signed bytes of a and b (capabilities DotProduct 6019,
+// DotProductInput4x8BitPacked 6018). Debian's glslc predates
+// GL_EXT_integer_dot_product's dotPacked4x8EXT, which is the same.
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
+int sdot4_op(int a, int b, spirv_literal int packedVectorFormat);
+int sdot4(uint a, uint b) { return sdot4_op(int(a), int(b), 0); }
+
+// Byte-wise v − bias of bytes 0 ≤ v < 2·bias ≤ 128 as signed bytes:
+// v + (128 − bias) stays below 256 (no carry into the next byte), and
+// flipping bit 7 subtracts 128 modulo 256.
+uint unbias(uint v, uint bias) { return (v + (128u - bias) * 0x01010101u) ^ 0x80808080u; }
+
+// Q5_0/Q5_1: the 5-bit levels of values 4k..4k+3 (low nibbles of word k
+// of the block, fifth bits 4k.. of qh) and of values 16+4k.. (high
+// nibbles, fifth bits 16+4k..), one byte each.
+uint spread4(uint bits) { // bits 0..3 to bit 4 of bytes 0..3
+    return ((bits & 1u) | ((bits & 2u) << 7) | ((bits & 4u) << 14) | ((bits & 8u) << 21)) << 4;
+}
+uint q5_lo(uint w, uint qh, uint k) { return (w & 0x0f0f0f0fu) | spread4(qh >> (4u * k)); }
+uint q5_hi(uint w, uint qh, uint k) { return ((w >> 4) & 0x0f0f0f0fu) | spread4(qh >> (16u + 4u * k)); }
+
 int sbyte(uint word, uint i) { return bitfieldExtract(int(word), int(i * 8u), 8); }
 uint ubyte(uint word, uint i) { return bitfieldExtract(word, int(i * 8u), 8); }
 
@@ -222,39 +253,25 @@ void main() {
                 int isum = 0;
 #if defined(W_Q8_0)
                 for (uint k = 0u; k < 8u; k++) {
-                    const uint a = xq[ab + 1u + k];
-                    for (uint i = 0u; i < 4u; i++) {
-                        isum += sbyte(wq[k], i) * sbyte(a, i);
-                    }
+                    isum += sdot4(wq[k], xq[ab + 1u + k]);
                 }
                 acc[s * NT + j] += float(isum) * (dw * da);
 #elif defined(W_Q5_0)
                 for (uint k = 0u; k < 4u; k++) {
-                    const uint lo = xq[ab + 1u + k];      // activations 4k..4k+3
-                    const uint hi = xq[ab + 5u + k];      // activations 16+4k..
-                    for (uint i = 0u; i < 4u; i++) {
-                        const uint q = (wq[k] >> (8u * i)) & 0xffu;
-                        const int ql = int((q & 15u) | (((qh >> (4u * k + i)) & 1u) << 4)) - 16;
-                        const int qu = int((q >> 4) | (((qh >> (16u + 4u * k + i)) & 1u) << 4)) - 16;
-                        isum += ql * sbyte(lo, i) + qu * sbyte(hi, i);
-                    }
+                    // activations 4k..4k+3 and 16+4k..
+                    isum += sdot4(unbias(q5_lo(wq[k], qh, k), 16u), xq[ab + 1u + k]) +
+                            sdot4(unbias(q5_hi(wq[k], qh, k), 16u), xq[ab + 5u + k]);
                 }
                 acc[s * NT + j] += (dw * da) * float(isum);
 #elif defined(W_Q4_1) || defined(W_Q5_1)
                 const float sa = uintBitsToFloat(xq[ab + 1u]);
                 for (uint k = 0u; k < 4u; k++) {
-                    const uint lo = xq[ab + 2u + k];      // activations 4k..4k+3
-                    const uint hi = xq[ab + 6u + k];      // activations 16+4k..
-                    for (uint i = 0u; i < 4u; i++) {
-                        const uint q = (wq[k] >> (8u * i)) & 0xffu;
+                    // activations 4k..4k+3 and 16+4k.. (levels 0..31: positive bytes)
 #if defined(W_Q5_1)
-                        const int ql = int((q & 15u) | (((qh >> (4u * k + i)) & 1u) << 4));
-                        const int qu = int((q >> 4) | (((qh >> (16u + 4u * k + i)) & 1u) << 4));
+                    isum += sdot4(q5_lo(wq[k], qh, k), xq[ab + 2u + k]) + sdot4(q5_hi(wq[k], qh, k), xq[ab + 6u + k]);
 #else
-                        const int ql = int(q & 15u), qu = int(q >> 4);
+                    isum += sdot4(wq[k] & 0x0f0f0f0fu, xq[ab + 2u + k]) + sdot4((wq[k] >> 4) & 0x0f0f0f0fu, xq[ab + 6u + k]);
 #endif
-                        isum += ql * sbyte(lo, i) + qu * sbyte(hi, i);
-                    }
                 }
                 // ggml's (d·da)·isum + m·s, rounded after each operation.
                 precise float v = (dw * da) * float(isum) + mw * sa;
@@ -272,12 +289,8 @@ void main() {
                 acc[s * NT + j] += (da * dw) * float(isum);
 #else
                 for (uint k = 0u; k < 4u; k++) {
-                    const uint lo = xq[ab + 1u + k];
-                    const uint hi = xq[ab + 5u + k];
-                    for (uint i = 0u; i < 4u; i++) {
-                        const int q = int(ubyte(wq[k], i));
-                        isum += ((q & 15) - 8) * sbyte(lo, i) + ((q >> 4) - 8) * sbyte(hi, i);
-                    }
+                    isum += sdot4(unbias(wq[k] & 0x0f0f0f0fu, 8u), xq[ab + 1u + k]) +
+                            sdot4(unbias((wq[k] >> 4) & 0x0f0f0f0fu, 8u), xq[ab + 5u + k]);
                 }
                 acc[s * NT + j] += (float(isum) * dw) * da;
 #endif
@@ -312,12 +325,8 @@ void main() {
                 const float dy = uintBitsToFloat(xq[ab]);
                 int is0 = 0, is1 = 0;
                 for (uint k = 0u; k < 4u; k++) {
-                    const uint a0 = xq[ab + 1u + 8u * j + k];
-                    const uint a1 = xq[ab + 5u + 8u * j + k];
-                    for (uint i = 0u; i < 4u; i++) {
-                        is0 += sbyte(wq[k], i) * sbyte(a0, i);
-                        is1 += sbyte(wq[k + 4u], i) * sbyte(a1, i);
-                    }
+                    is0 += sdot4(wq[k], xq[ab + 1u + 8u * j + k]);
+                    is1 += sdot4(wq[k + 4u], xq[ab + 5u + 8u * j + k]);
                 }
                 precise float v = LATTICE_DOT(dw, dy, ls.x * is0 + ls.y * is1);
                 acc[s * NT + t] += v;
@@ -345,10 +354,7 @@ void main() {
                 const float dy = uintBitsToFloat(xq[ab]);
                 int isum = 0;
                 for (uint k = 0u; k < 8u; k++) {
-                    const uint a = xq[ab + 1u + 8u * j + k];
-                    for (uint i = 0u; i < 4u; i++) {
-                        isum += int(ubyte(wq[k], i)) * sbyte(a, i);
-                    }
+                    isum += sdot4(wq[k], xq[ab + 1u + 8u * j + k]); // levels 0..31: positive bytes
                 }
                 const uint bs = xq[ab + 65u + j];
                 const int bsum = bitfieldExtract(int(bs), 0, 16) + bitfieldExtract(int(bs), 16, 16);
@@ -396,17 +402,13 @@ void main() {
                 const float dy = uintBitsToFloat(xq[ab]);
                 int is0 = 0, is1 = 0;
                 for (uint k = 0u; k < 4u; k++) {
-                    const uint a0 = xq[ab + 1u + 8u * j + k];
-                    const uint a1 = xq[ab + 5u + 8u * j + k];
-                    for (uint i = 0u; i < 4u; i++) {
 #if defined(W_Q2_K)
-                        is0 += int(ubyte(wq[k], i)) * sbyte(a0, i);
-                        is1 += int(ubyte(wq[k + 4u], i)) * sbyte(a1, i);
+                    is0 += sdot4(wq[k], xq[ab + 1u + 8u * j + k]);
+                    is1 += sdot4(wq[k + 4u], xq[ab + 5u + 8u * j + k]);
 #else
-                        is0 += (int(ubyte(wq[k], i)) - 4) * sbyte(a0, i);
-                        is1 += (int(ubyte(wq[k + 4u], i)) - 4) * sbyte(a1, i);
+                    is0 += sdot4(unbias(wq[k], 4u), xq[ab + 1u + 8u * j + k]);
+                    is1 += sdot4(unbias(wq[k + 4u], 4u), xq[ab + 5u + 8u * j + k]);
 #endif
-                    }
                 }
 #if defined(W_Q2_K)
                 // The mins against the activations' 16-value sums (word 65
@@ -464,12 +466,8 @@ void main() {
                 const float dy = uintBitsToFloat(xq[ab]);
                 int is0 = 0, is1 = 0;
                 for (uint k = 0u; k < 4u; k++) {
-                    const uint a0 = xq[ab + 1u + 8u * j + k];
-                    const uint a1 = xq[ab + 5u + 8u * j + k];
-                    for (uint i = 0u; i < 4u; i++) {
-                        is0 += (int(ubyte(wq[k], i)) - 32) * sbyte(a0, i);
-                        is1 += (int(ubyte(wq[k + 4u], i)) - 32) * sbyte(a1, i);
-                    }
+                    is0 += sdot4(unbias(wq[k], 32u), xq[ab + 1u + 8u * j + k]);
+                    is1 += sdot4(unbias(wq[k + 4u], 32u), xq[ab + 5u + 8u * j + k]);
                 }
                 precise float v = (dw * dy) * float(sc0 * is0 + sc1 * is1);
                 acc[s * NT + t] += v;

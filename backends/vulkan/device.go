@@ -66,6 +66,10 @@ func describe(index int, pd vk.PhysicalDevice) DeviceInfo {
 	} else if p.SubgroupStages&vk.StageCompute == 0 || p.SubgroupOperations&vk.SubgroupArithmetic == 0 {
 		// matvec.comp reduces its sums with subgroupAdd.
 		info.Usable, info.Why = false, "no subgroup arithmetic in compute shaders"
+	} else if !info.Features.IntegerDotProduct {
+		// matvec.comp multiplies int8 weights and activations four at a
+		// time (OpSDot): a Vulkan 1.3 feature.
+		info.Usable, info.Why = false, "no shader integer dot product (Vulkan 1.3's shaderIntegerDotProduct)"
 	}
 	return info
 }
