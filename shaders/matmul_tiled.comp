@@ -5,7 +5,7 @@
 // columns (float types) at a time are staged in shared memory, each read
 // from memory once per tile instead of once per row (activations) or per
 // 8 tokens (weights), and each invocation computes 4 rows × 4 tokens from
-// them, extracting every weight and activation byte once per 16 products.
+// them, four int8 products at a time (sdot.glsl; exact integer sums).
 //
 // Numerics are matmul.comp's: the same integer sum per block and float
 // expression per block, blocks (or columns) summed in the same order.
@@ -13,6 +13,7 @@
 // Workgroup x (then y) is the row tile, z the token tile.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_spirv_intrinsics : require
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 256; // must be 256: 16 row groups × 16 token groups
@@ -71,7 +72,7 @@ uint wu32(uint s, uint off) {
     const uint lo = wword(s, off >> 2);
     return sh == 0u ? lo : (lo >> sh) | (wword(s, (off >> 2) + 1u) << (32u - sh));
 }
-int sbyte(uint word, uint i) { return bitfieldExtract(int(word), int(i * 8u), 8); }
+#include "sdot.glsl"
 // pack4 packs four small ints as int8 bytes.
 uint pack4(int a, int b, int c, int e) {
     return (uint(a) & 0xffu) | ((uint(b) & 0xffu) << 8) | ((uint(c) & 0xffu) << 16) | (uint(e) << 24);
@@ -197,19 +198,14 @@ void main() {
                 isum[i] = 0;
             }
             for (uint k = 0u; k < 8u; k++) {
-                int wb4[16], ab4[16]; // [row or token][byte]
+                uint wv[4], av[4]; // four signed bytes of a row, of a token
                 for (uint i = 0u; i < 4u; i++) {
-                    const uint wv = sw[(s * TR + tr + 16u * i) * 8u + k];
-                    const uint av = sa[(tt + 16u * i) * 8u + k];
-                    for (uint c = 0u; c < 4u; c++) {
-                        wb4[4u * i + c] = sbyte(wv, c);
-                        ab4[4u * i + c] = sbyte(av, c);
-                    }
+                    wv[i] = sw[(s * TR + tr + 16u * i) * 8u + k];
+                    av[i] = sa[(tt + 16u * i) * 8u + k];
                 }
                 for (uint i = 0u; i < 4u; i++) {
                     for (uint j = 0u; j < 4u; j++) {
-                        isum[4u * i + j] += wb4[4u * i] * ab4[4u * j] + wb4[4u * i + 1u] * ab4[4u * j + 1u] +
-                                            wb4[4u * i + 2u] * ab4[4u * j + 2u] + wb4[4u * i + 3u] * ab4[4u * j + 3u];
+                        isum[4u * i + j] += sdot4(wv[i], av[j]);
                     }
                 }
             }
