@@ -11,7 +11,13 @@
 // product times scale; probabilities are exp(s - max) times the float32
 // reciprocal of their sum. Two passes over K: running max and sum, then
 // the probabilities, accumulated against V a chunk of WG positions at a
-// time. head_dim ≤ 4·WG.
+// time: the workgroup is WG/64 groups of 64 invocations, group g taking
+// positions g, g + WG/64, … of each chunk for dimensions lane, lane + 64,
+// … of the head (head_dim ≤ 256), and the groups' sums are added at the
+// end, in group order. With WG 64 that is one group summing every
+// position in order; a decode step takes WG 256, four groups, so each
+// invocation's chain of V loads is a quarter as long (a decode step's
+// attention is 32 workgroups, one per head, bound by that chain).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 
@@ -52,8 +58,11 @@ layout(binding = 5) writeonly buffer A { uint qa[]; };
 #endif
 #include "quantize.glsl"
 
+#define GL 64u // invocations per position group
+const uint NG = WG / GL; // position groups (WG is a multiple of 64)
 shared float qs[4 * WG];
 shared float ps[WG];
+shared float part[4 * WG]; // group g's sum for dimension dd at 256·g + dd
 // Scores of up to MAXS positions are kept from the first pass (beyond,
 // the second pass computes them again).
 #define MAXS 2048u
@@ -146,6 +155,7 @@ void main() {
     const float total = wg_sum(m == ninf ? 0.0 : s * exp(m - mx));
     const float inv = div_rn(1.0, total);
 
+    const uint g = tid / GL, lane = tid % GL;
     float acc[4] = float[4](0.0, 0.0, 0.0, 0.0);
     for (uint c0 = first; c0 < visible; c0 += WG) {
         const uint j = c0 + tid;
@@ -161,36 +171,44 @@ void main() {
         barrier();
         const uint n = min(WG, visible - c0);
         for (uint k = 0u; k < 4u; k++) {
-            const uint dd = tid + k * WG;
+            const uint dd = lane + k * GL;
             if (dd < hd) {
                 const uint vb = cell0 + c0 * width + kvh * hd + dd;
-                uint jj = 0u;
-                // 8 loads at a time, summed in order.
-                for (; jj + 8u <= n; jj += 8u) {
+                uint jj = g;
+                // The group's positions, 8 loads at a time, summed in order.
+                for (; jj + 7u * NG < n; jj += 8u * NG) {
                     float v[8];
                     for (uint u = 0u; u < 8u; u++) {
-                        v[u] = vval(vb + (jj + u) * width);
+                        v[u] = vval(vb + (jj + u * NG) * width);
                     }
                     for (uint u = 0u; u < 8u; u++) {
-                        acc[k] += ps[jj + u] * v[u];
+                        acc[k] += ps[jj + u * NG] * v[u];
                     }
                 }
-                for (; jj < n; jj++) {
+                for (; jj < n; jj += NG) {
                     acc[k] += ps[jj] * vval(vb + jj * width);
                 }
             }
         }
         barrier();
     }
-    const uint obase = pc.ooff + (t * pc.heads + h) * hd;
     for (uint k = 0u; k < 4u; k++) {
-        const uint dd = tid + k * WG;
+        const uint dd = lane + k * GL;
         if (dd < hd) {
-            o[obase + dd] = acc[k];
-#ifdef BW
-            qs[dd] = acc[k]; // q is no longer needed
-#endif
+            part[256u * g + dd] = acc[k];
         }
+    }
+    barrier();
+    const uint obase = pc.ooff + (t * pc.heads + h) * hd;
+    for (uint dd = tid; dd < hd; dd += WG) {
+        float v = part[dd];
+        for (uint k = 1u; k < NG; k++) {
+            v += part[256u * k + dd];
+        }
+        o[obase + dd] = v;
+#ifdef BW
+        qs[dd] = v; // q is no longer needed
+#endif
     }
 #ifdef BW
     barrier();

@@ -1181,7 +1181,7 @@ var kernels = []Kernel{{
 	PushBytes: 52,
 	SPIRV:     spvAttentionF16,
 	Source:    "attention.comp",
-	Workgroup: 64,
+	Workgroup: 256,
 }, {
 	Bindings:  5,
 	Defines:   []string{"KV_F32"},
@@ -1189,7 +1189,7 @@ var kernels = []Kernel{{
 	PushBytes: 52,
 	SPIRV:     spvAttentionF32,
 	Source:    "attention.comp",
-	Workgroup: 64,
+	Workgroup: 256,
 }, {
 	Bindings:  6,
 	Defines:   []string{"KV_F16", "Q8_0"},
@@ -1197,7 +1197,7 @@ var kernels = []Kernel{{
 	PushBytes: 52,
 	SPIRV:     spvAttentionF16Q80,
 	Source:    "attention.comp",
-	Workgroup: 64,
+	Workgroup: 256,
 }, {
 	Bindings:  6,
 	Defines:   []string{"KV_F32", "Q8_0"},
@@ -1205,7 +1205,7 @@ var kernels = []Kernel{{
 	PushBytes: 52,
 	SPIRV:     spvAttentionF32Q80,
 	Source:    "attention.comp",
-	Workgroup: 64,
+	Workgroup: 256,
 }, {
 	Bindings:  6,
 	Defines:   []string{"KV_F16", "Q8_1"},
@@ -1213,7 +1213,7 @@ var kernels = []Kernel{{
 	PushBytes: 52,
 	SPIRV:     spvAttentionF16Q81,
 	Source:    "attention.comp",
-	Workgroup: 64,
+	Workgroup: 256,
 }, {
 	Bindings:  6,
 	Defines:   []string{"KV_F32", "Q8_1"},
@@ -1221,7 +1221,7 @@ var kernels = []Kernel{{
 	PushBytes: 52,
 	SPIRV:     spvAttentionF32Q81,
 	Source:    "attention.comp",
-	Workgroup: 64,
+	Workgroup: 256,
 }, {
 	Bindings:  5,
 	Defines:   []string{"KV_F16"},

@@ -69,12 +69,12 @@ var variants = []variant{
 	{"rope_kv_q4_0", "rope_kv.comp", []string{"KV_Q4_0"}, 6, 52, 64},
 	{"kv_shift_f16", "kv_shift.comp", []string{"KV_F16"}, 3, 32, 64},
 	{"kv_shift_f32", "kv_shift.comp", []string{"KV_F32"}, 3, 32, 64},
-	{"attention_f16", "attention.comp", []string{"KV_F16"}, 5, 52, 64},
-	{"attention_f32", "attention.comp", []string{"KV_F32"}, 5, 52, 64},
-	{"attention_f16_q8_0", "attention.comp", []string{"KV_F16", "Q8_0"}, 6, 52, 64},
-	{"attention_f32_q8_0", "attention.comp", []string{"KV_F32", "Q8_0"}, 6, 52, 64},
-	{"attention_f16_q8_1", "attention.comp", []string{"KV_F16", "Q8_1"}, 6, 52, 64},
-	{"attention_f32_q8_1", "attention.comp", []string{"KV_F32", "Q8_1"}, 6, 52, 64},
+	{"attention_f16", "attention.comp", []string{"KV_F16"}, 5, 52, 256},
+	{"attention_f32", "attention.comp", []string{"KV_F32"}, 5, 52, 256},
+	{"attention_f16_q8_0", "attention.comp", []string{"KV_F16", "Q8_0"}, 6, 52, 256},
+	{"attention_f32_q8_0", "attention.comp", []string{"KV_F32", "Q8_0"}, 6, 52, 256},
+	{"attention_f16_q8_1", "attention.comp", []string{"KV_F16", "Q8_1"}, 6, 52, 256},
+	{"attention_f32_q8_1", "attention.comp", []string{"KV_F32", "Q8_1"}, 6, 52, 256},
 }
 
 // weightTypes are the weight types of the matmul and row-gather variants,
