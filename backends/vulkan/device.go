@@ -59,19 +59,30 @@ func describe(index int, pd vk.PhysicalDevice) DeviceInfo {
 			info.DeviceLocalBytes = max(info.DeviceLocalBytes, h.Size)
 		}
 	}
-	if p.APIVersion < vk.APIVersion(vk.MakeAPIVersion(1, 2, 0)) {
-		info.Usable, info.Why = false, "Vulkan 1.2 or newer is needed"
-	} else if _, _, ok := pd.ComputeQueueFamily(); !ok {
-		info.Usable, info.Why = false, "no compute queue"
-	} else if p.SubgroupStages&vk.StageCompute == 0 || p.SubgroupOperations&vk.SubgroupArithmetic == 0 {
-		// matvec.comp reduces its sums with subgroupAdd.
-		info.Usable, info.Why = false, "no subgroup arithmetic in compute shaders"
-	} else if !info.Features.IntegerDotProduct {
-		// matvec.comp multiplies int8 weights and activations four at a
-		// time (OpSDot): a Vulkan 1.3 feature.
-		info.Usable, info.Why = false, "no shader integer dot product (Vulkan 1.3's shaderIntegerDotProduct)"
+	_, _, compute := pd.ComputeQueueFamily()
+	if why := unusable(p, info.Features, compute); why != "" {
+		info.Usable, info.Why = false, why
 	}
 	return info
+}
+
+// unusable says why a device of these properties and features cannot run
+// weft's kernels, or "" when it can.
+func unusable(p vk.Properties, f vk.Features, computeQueue bool) string {
+	switch {
+	case p.APIVersion < vk.APIVersion(vk.MakeAPIVersion(1, 2, 0)):
+		return fmt.Sprintf("Vulkan 1.3 is needed and the driver offers %s: update the driver, or run on the CPU (--backend cpu)", p.APIVersion)
+	case !computeQueue:
+		return "no compute queue"
+	case p.SubgroupStages&vk.StageCompute == 0 || p.SubgroupOperations&vk.SubgroupArithmetic == 0:
+		// matvec.comp reduces its sums with subgroupAdd.
+		return "no subgroup arithmetic in compute shaders"
+	case !f.IntegerDotProduct:
+		// The int8 kernels multiply four values at a time (OpSDot,
+		// sdot.glsl): Vulkan 1.3's shaderIntegerDotProduct.
+		return fmt.Sprintf("no shader integer dot product (Vulkan 1.3's shaderIntegerDotProduct; the driver offers Vulkan %s): update the driver, or run on the CPU (--backend cpu)", p.APIVersion)
+	}
+	return ""
 }
 
 // Devices lists the physical devices the loader sees.
