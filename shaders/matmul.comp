@@ -27,6 +27,7 @@
 // per block. Only the order of the float sums differs from the CPU.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_spirv_intrinsics : require
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
@@ -85,7 +86,7 @@ uint wu32(uint s, uint off) {
     const uint lo = wword(s, off >> 2);
     return sh == 0u ? lo : (lo >> sh) | (wword(s, (off >> 2) + 1u) << (32u - sh));
 }
-int sbyte(uint word, uint i) { return bitfieldExtract(int(word), int(i * 8u), 8); }
+#include "sdot.glsl"
 
 void main() {
     const uint row = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * WG + gl_LocalInvocationID.x;
@@ -146,51 +147,33 @@ void main() {
                 int isum = 0;
 #if defined(W_Q8_0)
                 for (uint k = 0u; k < 8u; k++) {
-                    const uint a = xq[ab + 1u + k];
-                    for (uint i = 0u; i < 4u; i++) {
-                        isum += sbyte(wq[k], i) * sbyte(a, i);
-                    }
+                    isum += sdot4(wq[k], xq[ab + 1u + k]);
                 }
                 acc[s * NT + j] += float(isum) * (dw * da);
 #elif defined(W_Q5_0)
                 for (uint k = 0u; k < 4u; k++) {
-                    const uint lo = xq[ab + 1u + k];      // activations 4k..4k+3
-                    const uint hi = xq[ab + 5u + k];      // activations 16+4k..
-                    for (uint i = 0u; i < 4u; i++) {
-                        const uint q = (wq[k] >> (8u * i)) & 0xffu;
-                        const int ql = int((q & 15u) | (((qh >> (4u * k + i)) & 1u) << 4)) - 16;
-                        const int qu = int((q >> 4) | (((qh >> (16u + 4u * k + i)) & 1u) << 4)) - 16;
-                        isum += ql * sbyte(lo, i) + qu * sbyte(hi, i);
-                    }
+                    // activations 4k..4k+3 and 16+4k..
+                    isum += sdot4(unbias(q5_lo(wq[k], qh, k), 16u), xq[ab + 1u + k]) +
+                            sdot4(unbias(q5_hi(wq[k], qh, k), 16u), xq[ab + 5u + k]);
                 }
                 acc[s * NT + j] += (dw * da) * float(isum);
 #elif defined(W_Q4_1) || defined(W_Q5_1)
                 const float sa = uintBitsToFloat(xq[ab + 1u]);
                 for (uint k = 0u; k < 4u; k++) {
-                    const uint lo = xq[ab + 2u + k];      // activations 4k..4k+3
-                    const uint hi = xq[ab + 6u + k];      // activations 16+4k..
-                    for (uint i = 0u; i < 4u; i++) {
-                        const uint q = (wq[k] >> (8u * i)) & 0xffu;
+                    // activations 4k..4k+3 and 16+4k.. (levels 0..31: positive bytes)
 #if defined(W_Q5_1)
-                        const int ql = int((q & 15u) | (((qh >> (4u * k + i)) & 1u) << 4));
-                        const int qu = int((q >> 4) | (((qh >> (16u + 4u * k + i)) & 1u) << 4));
+                    isum += sdot4(q5_lo(wq[k], qh, k), xq[ab + 2u + k]) + sdot4(q5_hi(wq[k], qh, k), xq[ab + 6u + k]);
 #else
-                        const int ql = int(q & 15u), qu = int(q >> 4);
+                    isum += sdot4(wq[k] & 0x0f0f0f0fu, xq[ab + 2u + k]) + sdot4((wq[k] >> 4) & 0x0f0f0f0fu, xq[ab + 6u + k]);
 #endif
-                        isum += ql * sbyte(lo, i) + qu * sbyte(hi, i);
-                    }
                 }
                 // ggml's (d·da)·isum + m·s, rounded after each operation.
                 precise float v = (dw * da) * float(isum) + mw * sa;
                 acc[s * NT + j] += v;
 #else
                 for (uint k = 0u; k < 4u; k++) {
-                    const uint lo = xq[ab + 1u + k];      // activations 4k..4k+3
-                    const uint hi = xq[ab + 5u + k];      // activations 16+4k..
-                    for (uint i = 0u; i < 4u; i++) {
-                        const int q = int((wq[k] >> (8u * i)) & 0xffu);
-                        isum += ((q & 15) - 8) * sbyte(lo, i) + ((q >> 4) - 8) * sbyte(hi, i);
-                    }
+                    isum += sdot4(unbias(wq[k] & 0x0f0f0f0fu, 8u), xq[ab + 1u + k]) +
+                            sdot4(unbias((wq[k] >> 4) & 0x0f0f0f0fu, 8u), xq[ab + 5u + k]);
                 }
                 acc[s * NT + j] += (float(isum) * dw) * da;
 #endif

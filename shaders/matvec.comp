@@ -143,15 +143,6 @@ uint wu32(uint s, uint off) {
 }
 #include "sdot.glsl"
 
-// Q5_0/Q5_1: the 5-bit levels of values 4k..4k+3 (low nibbles of word k
-// of the block, fifth bits 4k.. of qh) and of values 16+4k.. (high
-// nibbles, fifth bits 16+4k..), one byte each.
-uint spread4(uint bits) { // bits 0..3 to bit 4 of bytes 0..3
-    return ((bits & 1u) | ((bits & 2u) << 7) | ((bits & 4u) << 14) | ((bits & 8u) << 21)) << 4;
-}
-uint q5_lo(uint w, uint qh, uint k) { return (w & 0x0f0f0f0fu) | spread4(qh >> (4u * k)); }
-uint q5_hi(uint w, uint qh, uint k) { return ((w >> 4) & 0x0f0f0f0fu) | spread4(qh >> (16u + 4u * k)); }
-
 int sbyte(uint word, uint i) { return bitfieldExtract(int(word), int(i * 8u), 8); }
 uint ubyte(uint word, uint i) { return bitfieldExtract(word, int(i * 8u), 8); }
 

@@ -1,5 +1,5 @@
 // Packed int8 dot products for the int8 matmul kernels (matvec.comp,
-// matmul_tiled.comp). The including shader enables
+// matmul.comp, matmul_tiled.comp), and the Q5 levels as bytes. The including shader enables
 // GL_EXT_spirv_intrinsics; the device needs Vulkan 1.3's
 // shaderIntegerDotProduct (checked when it is opened).
 
@@ -15,3 +15,12 @@ int sdot4(uint a, uint b) { return sdot4_op(int(a), int(b), 0); }
 // v + (128 − bias) stays below 256 (no carry into the next byte), and
 // flipping bit 7 subtracts 128 modulo 256.
 uint unbias(uint v, uint bias) { return (v + (128u - bias) * 0x01010101u) ^ 0x80808080u; }
+
+// Q5_0/Q5_1: the 5-bit levels of values 4k..4k+3 (low nibbles of word k
+// of the block, fifth bits 4k.. of qh) and of values 16+4k.. (high
+// nibbles, fifth bits 16+4k..), one byte each.
+uint spread4(uint bits) { // bits 0..3 to bit 4 of bytes 0..3
+    return ((bits & 1u) | ((bits & 2u) << 7) | ((bits & 4u) << 14) | ((bits & 8u) << 21)) << 4;
+}
+uint q5_lo(uint w, uint qh, uint k) { return (w & 0x0f0f0f0fu) | spread4(qh >> (4u * k)); }
+uint q5_hi(uint w, uint qh, uint k) { return ((w >> 4) & 0x0f0f0f0fu) | spread4(qh >> (16u + 4u * k)); }
