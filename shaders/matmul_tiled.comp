@@ -73,10 +73,6 @@ uint wu32(uint s, uint off) {
     return sh == 0u ? lo : (lo >> sh) | (wword(s, (off >> 2) + 1u) << (32u - sh));
 }
 #include "sdot.glsl"
-// pack4 packs four small ints as int8 bytes.
-uint pack4(int a, int b, int c, int e) {
-    return (uint(a) & 0xffu) | ((uint(b) & 0xffu) << 8) | ((uint(c) & 0xffu) << 16) | (uint(e) << 24);
-}
 
 #ifdef QUANT_ACT
 shared uint sw[NW * TR * 8]; // one block per row: 32 int8 weights in 8 words
@@ -126,7 +122,7 @@ void main() {
                 dw = f16_to_f32(wu16(s, wb));
                 const uint qh = wu32(s, wb + 2u);
                 const uint qs = wb + 6u;
-                const int off = 16;
+                const uint off = 16u;
 #elif defined(W_Q4_1) || defined(W_Q5_1)
 #if defined(W_Q4_1)
                 const uint wb = (row * nb + b) * 20u;
@@ -140,26 +136,23 @@ void main() {
                 const uint dm = wu32(s, wb);
                 dw = f16_to_f32(dm & 0xffffu);
                 mw = f16_to_f32(dm >> 16);
-                const int off = 0;
+                const uint off = 0u;
 #else // Q4_0
                 const uint wb = (row * nb + b) * 18u;
                 dw = f16_to_f32(wu16(s, wb));
                 const uint qh = 0u;
                 const uint qs = wb + 2u;
-                const int off = 8;
+                const uint off = 8u;
 #endif
                 // Value 4k+i is the low nibble of byte 4k+i, value 16+4k+i
-                // its high nibble; Q5 types add bit 4k+i (16+4k+i) of qh.
+                // its high nibble; Q5 types add bit 4k+i (16+4k+i) of qh
+                // (q5_lo/q5_hi, with qh 0 for the 4-bit types), each level
+                // less its bias as a signed byte.
                 for (uint k = 0u; k < 4u; k++) {
                     const uint word = wu32(s, qs + 4u * k);
-                    int lo[4], hi[4];
-                    for (uint i = 0u; i < 4u; i++) {
-                        const uint byte = (word >> (8u * i)) & 0xffu;
-                        lo[i] = int((byte & 15u) | (((qh >> (4u * k + i)) & 1u) << 4)) - off;
-                        hi[i] = int((byte >> 4) | (((qh >> (16u + 4u * k + i)) & 1u) << 4)) - off;
-                    }
-                    q[k] = pack4(lo[0], lo[1], lo[2], lo[3]);
-                    q[4u + k] = pack4(hi[0], hi[1], hi[2], hi[3]);
+                    const uint lo = q5_lo(word, qh, k), hi = q5_hi(word, qh, k);
+                    q[k] = off == 0u ? lo : unbias(lo, off);
+                    q[4u + k] = off == 0u ? hi : unbias(hi, off);
                 }
 #endif
             }

@@ -1,7 +1,7 @@
 // Packed int8 dot products for the int8 matmul kernels (matvec.comp,
-// matmul.comp, matmul_tiled.comp), and the Q5 levels as bytes. The including shader enables
-// GL_EXT_spirv_intrinsics; the device needs Vulkan 1.3's
-// shaderIntegerDotProduct (checked when it is opened).
+// matmul.comp, matmul_tiled.comp), and the Q4/Q5 levels as packed bytes.
+// The including shader enables GL_EXT_spirv_intrinsics; the device needs
+// Vulkan 1.3's shaderIntegerDotProduct (checked when it is opened).
 
 // OpSDot (4450) with PackedVectorFormat4x8Bit (0): the sum of the four
 // products of the signed bytes of a and b (capabilities DotProduct 6019,

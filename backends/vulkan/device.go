@@ -70,7 +70,7 @@ func describe(index int, pd vk.PhysicalDevice) DeviceInfo {
 // weft's kernels, or "" when it can.
 func unusable(p vk.Properties, f vk.Features, computeQueue bool) string {
 	switch {
-	case p.APIVersion < vk.APIVersion(vk.MakeAPIVersion(1, 2, 0)):
+	case p.APIVersion < vk.APIVersion(vk.MakeAPIVersion(1, 3, 0)):
 		return fmt.Sprintf("Vulkan 1.3 is needed and the driver offers %s: update the driver, or run on the CPU (--backend cpu)", p.APIVersion)
 	case !computeQueue:
 		return "no compute queue"
@@ -79,8 +79,9 @@ func unusable(p vk.Properties, f vk.Features, computeQueue bool) string {
 		return "no subgroup arithmetic in compute shaders"
 	case !f.IntegerDotProduct:
 		// The int8 kernels multiply four values at a time (OpSDot,
-		// sdot.glsl): Vulkan 1.3's shaderIntegerDotProduct.
-		return fmt.Sprintf("no shader integer dot product (Vulkan 1.3's shaderIntegerDotProduct; the driver offers Vulkan %s): update the driver, or run on the CPU (--backend cpu)", p.APIVersion)
+		// sdot.glsl): Vulkan 1.3 requires shaderIntegerDotProduct, so
+		// this is a driver that does not keep to it.
+		return "no shader integer dot product (Vulkan 1.3's shaderIntegerDotProduct): update the driver, or run on the CPU (--backend cpu)"
 	}
 	return ""
 }

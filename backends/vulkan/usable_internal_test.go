@@ -20,6 +20,9 @@ func TestUnusableSaysWhy(t *testing.T) {
 	old := good
 	old.APIVersion = vk.APIVersion(vk.MakeAPIVersion(1, 1, 0))
 	assert.Contains(t, unusable(old, feats, true), "Vulkan 1.3 is needed and the driver offers 1.1")
+	v12 := good
+	v12.APIVersion = vk.APIVersion(vk.MakeAPIVersion(1, 2, 198))
+	assert.Contains(t, unusable(v12, vk.Features{}, true), "Vulkan 1.3 is needed and the driver offers 1.2.198")
 	assert.Equal(t, "no compute queue", unusable(good, feats, false))
 	noSubgroups := good
 	noSubgroups.SubgroupOperations = 0
