@@ -24,39 +24,8 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
 
-layout(push_constant) uniform Push {
-    uint heads, kvheads, hd, ntok;
-    uint qoff, ooff, posoff;
-    float scale;
-    uint aoff; // Q8_0, Q8_1: word offset of the output's activation blocks
-    uint celloff;
-    uint window; // sliding window (llama.cpp's SWA mask): a token sees its last window positions; 0: all
-    float softcap, capinv; // Gemma 2: scores become softcap·tanh(score·capinv) before the scale; 0: none
-} pc;
-
-layout(binding = 0) readonly buffer Q { float q[]; };
-layout(binding = 1) readonly buffer Step { uint step[]; };
-layout(binding = 2) readonly buffer KC { uint kc[]; };
-layout(binding = 3) readonly buffer VC { uint vc[]; };
-layout(binding = 4) writeonly buffer O { float o[]; };
-
-#include "half.glsl"
+#include "attention.glsl"
 #include "reduce.glsl"
-
-// Variants Q8_0 and Q8_1 also write the output as the activation blocks
-// of the matmul that reads it (the output projection), as quantize_q8
-// would: a head of hd values (a multiple of 32) is hd/32 whole blocks of
-// its token's row.
-#if defined(Q8_0) || defined(Q8_1)
-layout(binding = 5) writeonly buffer A { uint qa[]; };
-#define QOUT qa
-#if defined(Q8_0)
-#define BW 9u
-#else
-#define BW 10u
-#endif
-#endif
-#include "quantize.glsl"
 
 #define GL 64u // invocations per position group
 const uint NG = WG / GL; // position groups (WG is a multiple of 64)
@@ -67,22 +36,6 @@ shared float part[4 * WG]; // group g's sum for dimension dd at 256·g + dd
 // the second pass computes them again).
 #define MAXS 2048u
 shared float sc[MAXS];
-
-#if defined(KV_F16)
-float kval(uint i) { return f16_to_f32((kc[i >> 1] >> ((i & 1u) * 16u)) & 0xffffu); }
-float vval(uint i) { return f16_to_f32((vc[i >> 1] >> ((i & 1u) * 16u)) & 0xffffu); }
-// Not unpackHalf2x16: NVIDIA's flushes binary16 subnormals to zero.
-vec2 kpair(uint w) {
-    const uint u = kc[w];
-    return vec2(f16_to_f32(u & 0xffffu), f16_to_f32(u >> 16));
-}
-#elif defined(KV_F32)
-float kval(uint i) { return uintBitsToFloat(kc[i]); }
-float vval(uint i) { return uintBitsToFloat(vc[i]); }
-vec2 kpair(uint w) { return vec2(uintBitsToFloat(kc[2u * w]), uintBitsToFloat(kc[2u * w + 1u])); }
-#else
-#error "define KV_F16 or KV_F32"
-#endif
 
 // score is q·k of the K row starting at element kb, summed in order
 // (as the CPU does). The loads of 8 pairs are issued together: a decode
@@ -108,11 +61,6 @@ float score(uint kb, uint hd) {
         dot += qs[2u * i + 1u] * k.y;
     }
     return dot;
-}
-
-// capped soft-caps a raw score as ggml does (·(1/cap), tanh, ·cap).
-float capped(float x) {
-    return pc.softcap > 0.0 ? tanh(x * pc.capinv) * pc.softcap : x;
 }
 
 void main() {

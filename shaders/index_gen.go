@@ -129,6 +129,24 @@ var spvAttentionF16Q81 []byte
 //go:embed spv/attention_f32_q8_1.spv
 var spvAttentionF32Q81 []byte
 
+//go:embed spv/attention_tiled_f16.spv
+var spvAttentionTiledF16 []byte
+
+//go:embed spv/attention_tiled_f32.spv
+var spvAttentionTiledF32 []byte
+
+//go:embed spv/attention_tiled_f16_q8_0.spv
+var spvAttentionTiledF16Q80 []byte
+
+//go:embed spv/attention_tiled_f32_q8_0.spv
+var spvAttentionTiledF32Q80 []byte
+
+//go:embed spv/attention_tiled_f16_q8_1.spv
+var spvAttentionTiledF16Q81 []byte
+
+//go:embed spv/attention_tiled_f32_q8_1.spv
+var spvAttentionTiledF32Q81 []byte
+
 //go:embed spv/flash_f16.spv
 var spvFlashF16 []byte
 
@@ -1222,6 +1240,54 @@ var kernels = []Kernel{{
 	SPIRV:     spvAttentionF32Q81,
 	Source:    "attention.comp",
 	Workgroup: 256,
+}, {
+	Bindings:  5,
+	Defines:   []string{"KV_F16"},
+	Name:      "attention_tiled_f16",
+	PushBytes: 52,
+	SPIRV:     spvAttentionTiledF16,
+	Source:    "attention_tiled.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  5,
+	Defines:   []string{"KV_F32"},
+	Name:      "attention_tiled_f32",
+	PushBytes: 52,
+	SPIRV:     spvAttentionTiledF32,
+	Source:    "attention_tiled.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F16", "Q8_0"},
+	Name:      "attention_tiled_f16_q8_0",
+	PushBytes: 52,
+	SPIRV:     spvAttentionTiledF16Q80,
+	Source:    "attention_tiled.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F32", "Q8_0"},
+	Name:      "attention_tiled_f32_q8_0",
+	PushBytes: 52,
+	SPIRV:     spvAttentionTiledF32Q80,
+	Source:    "attention_tiled.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F16", "Q8_1"},
+	Name:      "attention_tiled_f16_q8_1",
+	PushBytes: 52,
+	SPIRV:     spvAttentionTiledF16Q81,
+	Source:    "attention_tiled.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F32", "Q8_1"},
+	Name:      "attention_tiled_f32_q8_1",
+	PushBytes: 52,
+	SPIRV:     spvAttentionTiledF32Q81,
+	Source:    "attention_tiled.comp",
+	Workgroup: 64,
 }, {
 	Bindings:  5,
 	Defines:   []string{"KV_F16"},

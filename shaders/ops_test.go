@@ -645,6 +645,10 @@ func TestAttention(t *testing.T) {
 			{3, 1, 48, 2100, 2, 1000, 0},
 			{6, 2, 48, 37, 30, 0, 1.5}, // soft-capped scores (Gemma 2)
 			{4, 1, 64, 2100, 1, 0, 2},
+			{4, 2, 64, 40, 70, 0, 0},  // attention_tiled: several tiles of tokens and of rows
+			{2, 2, 128, 5, 33, 0, 0},  // its largest head
+			{4, 2, 80, 90, 50, 37, 0}, // a window over tiles, a head of 80
+			{2, 1, 12, 0, 17, 0, 0},
 		} {
 			n := c.pos0 + c.ntok
 			w := c.kvHeads * c.hd
@@ -706,40 +710,65 @@ func TestAttention(t *testing.T) {
 				require.Equal(t, pair[0][:n*w*elem], got, "kv_store_%s %s %+v", kind, name, c)
 			}
 
-			qb, ob := e.place(qoff, q), e.out(ooff+len(q)+2)
-			e.run("attention_"+kind, [3]uint32{uint32(c.heads), uint32(c.ntok), 1},
-				pushWords(c.heads, c.kvHeads, c.hd, c.ntok, qoff, ooff, posoff, scale, 0, celloff, c.window, c.softCap, capInv(c.softCap)), qb, sb, kc, vc, ob)
-			abs, rel := 2e-6, 2e-5
-			if f16 {
-				// The probabilities are rounded to binary16 before P·V; exp
-				// differing in the last float ulp flips a rounding now and
-				// then, each worth up to half a binary16 ulp of p times |v|:
-				// at 67 positions of p ≈ 0.015 a few dozen flips reach 1.5e-4.
-				abs, rel = 3e-4, 1e-3
+			qb := e.place(qoff, q)
+			// attention.comp takes a workgroup per (head, token);
+			// attention_tiled.comp one per (head, tile of 16 tokens), for
+			// heads of up to 128, multiples of 4.
+			kernels := map[string][3]uint32{"attention_" + kind: {uint32(c.heads), uint32(c.ntok), 1}}
+			if c.hd <= 128 && c.hd%4 == 0 {
+				kernels["attention_tiled_"+kind] = [3]uint32{uint32(c.heads), uint32((c.ntok + 15) / 16), 1}
 			}
-			got := e.readAt(ob, ooff, len(q))
-			requireClose(t, fmt.Sprintf("attention_%s %+v", kind, c), got, want, abs, rel)
-
-			// Fused with the output projection's activations: the same
-			// values, and the bits quantize_q8_0/q8_1 gives them.
-			if c.hd%32 != 0 {
-				continue
-			}
-			cols := c.heads * c.hd
-			for _, act := range []struct {
-				name string
-				bw   int
-			}{{"q8_0", 9}, {"q8_1", 10}} {
-				const aoff = 2
-				words := c.ntok * cols / 32 * act.bw
-				qa, qf, of := e.out(aoff+words), e.out(aoff+words), e.out(ooff+len(q)+2)
-				e.run("quantize_"+act.name, [3]uint32{3, 1, 1}, pushWords(cols, c.ntok, ooff, aoff), ob, qa)
-				e.run("attention_"+kind+"_"+act.name, [3]uint32{uint32(c.heads), uint32(c.ntok), 1},
-					pushWords(c.heads, c.kvHeads, c.hd, c.ntok, qoff, ooff, posoff, scale, aoff, celloff, c.window, c.softCap, capInv(c.softCap)), qb, sb, kc, vc, of, qf)
-				require.Equal(t, f32Bits(got), f32Bits(e.readAt(of, ooff, len(q))), "attention_%s_%s %+v: values", kind, act.name, c)
-				require.Equal(t, f32Bits(e.readAt(qa, aoff, words)), f32Bits(e.readAt(qf, aoff, words)), "attention_%s_%s %+v: activations", kind, act.name, c)
+			for name, grid := range kernels {
+				ob := e.out(ooff + len(q) + 2)
+				push := []any{c.heads, c.kvHeads, c.hd, c.ntok, qoff, ooff, posoff, scale, 0, celloff, c.window, c.softCap, capInv(c.softCap)}
+				e.run(name, grid, pushWords(push...), qb, sb, kc, vc, ob)
+				got := e.readAt(ob, ooff, len(q))
+				requireClose(t, fmt.Sprintf("%s %+v", name, c), got, want, attentionAbs(f16), attentionRel(f16))
+				if c.hd%32 == 0 {
+					push[8] = 2 // aoff
+					requireFusedActivations(t, e, name, grid, push, c.heads*c.hd, got, ob, qb, sb, kc, vc)
+				}
 			}
 		}
+	}
+}
+
+// attentionAbs and attentionRel are the attention kernels' tolerances
+// against ops/ref. With an F16 cache the probabilities are rounded to
+// binary16 before P·V; exp differing in the last float ulp flips a
+// rounding now and then, each worth up to half a binary16 ulp of p times
+// |v|: at 67 positions of p ≈ 0.015 a few dozen flips reach 1.5e-4.
+func attentionAbs(f16 bool) float64 {
+	if f16 {
+		return 3e-4
+	}
+	return 2e-6
+}
+
+func attentionRel(f16 bool) float64 {
+	if f16 {
+		return 1e-3
+	}
+	return 2e-5
+}
+
+// requireFusedActivations runs attention kernel name's variants fused
+// with the output projection's activations (push's aoff, word 8, set) on
+// buffers in, and requires the values it gave unfused (got, also in ob)
+// and the bits quantize_q8_0/q8_1 give them; rows of cols values.
+func requireFusedActivations(t *testing.T, e *env, name string, grid [3]uint32, push []any, cols int, got []float32, ob *vulkan.Buffer, in ...*vulkan.Buffer) {
+	t.Helper()
+	n, ooff, aoff := len(got), push[5].(int), push[8].(int)
+	for _, act := range []struct {
+		name string
+		bw   int
+	}{{"q8_0", 9}, {"q8_1", 10}} {
+		words := n / 32 * act.bw
+		qa, qf, of := e.out(aoff+words), e.out(aoff+words), e.out(ooff+n+2)
+		e.run("quantize_"+act.name, [3]uint32{3, 1, 1}, pushWords(cols, n/cols, ooff, aoff), ob, qa)
+		e.run(name+"_"+act.name, grid, pushWords(push...), append(append([]*vulkan.Buffer{}, in...), of, qf)...)
+		require.Equal(t, f32Bits(got), f32Bits(e.readAt(of, ooff, n)), "%s_%s: values", name, act.name)
+		require.Equal(t, f32Bits(e.readAt(qa, aoff, words)), f32Bits(e.readAt(qf, aoff, words)), "%s_%s: activations", name, act.name)
 	}
 }
 

@@ -629,14 +629,30 @@ func (r *recorder) attention(v *value, dst Range, doff uint32) error {
 			scale /= c
 		}
 	}
+	groups := [3]uint32{uint32(heads), uint32(r.T), 1}
+	if !r.s.flash && r.T >= attentionTileTokens && hd <= attentionTileHeadDim && hd%4 == 0 {
+		// A prefill: tiles of tokens share the cache's rows.
+		shader = "attention_tiled_" + kvt
+		groups[1] = uint32((r.T + attentionTileTokens - 1) / attentionTileTokens)
+	}
 	push := []uint32{uint32(heads), uint32(kvHeads), uint32(hd), uint32(r.T), qoff, doff, posoff, f32bits(scale), 0, celloff, uint32(a.Int("window")), f32bits(a.Float("softcap")), f32bits(capInv(a.Float("softcap")))}
 	if kind := r.s.e.normQuant[v.n.ID]; kind != "" {
 		// The output projection's activations too (fusedNormQuant).
 		r.scratch = v.n.ID
-		return r.dispatch(shader+"_"+kind, [3]uint32{uint32(heads), uint32(r.T), 1}, push, q, Whole(r.s.step), kc, vc, dst, Whole(r.s.scratch))
+		return r.dispatch(shader+"_"+kind, groups, push, q, Whole(r.s.step), kc, vc, dst, Whole(r.s.scratch))
 	}
-	return r.dispatch(shader, [3]uint32{uint32(heads), uint32(r.T), 1}, push, q, Whole(r.s.step), kc, vc, dst)
+	return r.dispatch(shader, groups, push, q, Whole(r.s.step), kc, vc, dst)
 }
+
+// attentionTileTokens and attentionTileHeadDim are attention_tiled.comp's
+// tile of tokens (TQ) and largest head (HDMAX; heads a multiple of 4).
+// Batches of at least one tile take it; smaller ones (decode steps) take
+// attention.comp, whose workgroup per token and head keeps more of the
+// GPU busy.
+const (
+	attentionTileTokens  = 16
+	attentionTileHeadDim = 128
+)
 
 // ropeKV records Attention v's RoPE·KV store (rope_kv.comp, fuseRoPEKV):
 // the keys' RoPE into the cache with the values, and the queries' RoPE

@@ -1,0 +1,59 @@
+// What attention.comp (one workgroup per query head and token) and
+// attention_tiled.comp (a workgroup per query head and tile of tokens)
+// share: the push constants, the bindings, the KV cache's values (KV_F16
+// or KV_F32) and the soft cap. Both compute ops/ref Attention with the
+// same numerics; see attention.comp.
+
+layout(push_constant) uniform Push {
+    uint heads, kvheads, hd, ntok;
+    uint qoff, ooff, posoff;
+    float scale;
+    uint aoff; // Q8_0, Q8_1: word offset of the output's activation blocks
+    uint celloff;
+    uint window; // sliding window (llama.cpp's SWA mask): a token sees its last window positions; 0: all
+    float softcap, capinv; // Gemma 2: scores become softcap·tanh(score·capinv) before the scale; 0: none
+} pc;
+
+layout(binding = 0) readonly buffer Q { float q[]; };
+layout(binding = 1) readonly buffer Step { uint step[]; };
+layout(binding = 2) readonly buffer KC { uint kc[]; };
+layout(binding = 3) readonly buffer VC { uint vc[]; };
+layout(binding = 4) writeonly buffer O { float o[]; };
+
+#include "half.glsl"
+
+// Variants Q8_0 and Q8_1 also write the output as the activation blocks
+// of the matmul that reads it (the output projection), as quantize_q8
+// would: a head of hd values (a multiple of 32) is hd/32 whole blocks of
+// its token's row.
+#if defined(Q8_0) || defined(Q8_1)
+layout(binding = 5) writeonly buffer A { uint qa[]; };
+#define QOUT qa
+#if defined(Q8_0)
+#define BW 9u
+#else
+#define BW 10u
+#endif
+#endif
+#include "quantize.glsl"
+
+#if defined(KV_F16)
+float kval(uint i) { return f16_to_f32((kc[i >> 1] >> ((i & 1u) * 16u)) & 0xffffu); }
+float vval(uint i) { return f16_to_f32((vc[i >> 1] >> ((i & 1u) * 16u)) & 0xffffu); }
+// Not unpackHalf2x16: NVIDIA's flushes binary16 subnormals to zero.
+vec2 kpair(uint w) {
+    const uint u = kc[w];
+    return vec2(f16_to_f32(u & 0xffffu), f16_to_f32(u >> 16));
+}
+#elif defined(KV_F32)
+float kval(uint i) { return uintBitsToFloat(kc[i]); }
+float vval(uint i) { return uintBitsToFloat(vc[i]); }
+vec2 kpair(uint w) { return vec2(uintBitsToFloat(kc[2u * w]), uintBitsToFloat(kc[2u * w + 1u])); }
+#else
+#error "define KV_F16 or KV_F32"
+#endif
+
+// capped soft-caps a raw score as ggml does (·(1/cap), tanh, ·cap).
+float capped(float x) {
+    return pc.softcap > 0.0 ? tanh(x * pc.capinv) * pc.softcap : x;
+}
