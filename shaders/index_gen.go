@@ -297,17 +297,32 @@ var spvMatmulGegluQ80 []byte
 //go:embed spv/matmul_tiled_q8_0.spv
 var spvMatmulTiledQ80 []byte
 
+//go:embed spv/matmul_coop_q8_0.spv
+var spvMatmulCoopQ80 []byte
+
 //go:embed spv/matmul_tiled_add_q8_0.spv
 var spvMatmulTiledAddQ80 []byte
+
+//go:embed spv/matmul_coop_add_q8_0.spv
+var spvMatmulCoopAddQ80 []byte
 
 //go:embed spv/matmul_tiled_gateup_q8_0.spv
 var spvMatmulTiledGateupQ80 []byte
 
+//go:embed spv/matmul_coop_gateup_q8_0.spv
+var spvMatmulCoopGateupQ80 []byte
+
 //go:embed spv/matmul_tiled_bias_q8_0.spv
 var spvMatmulTiledBiasQ80 []byte
 
+//go:embed spv/matmul_coop_bias_q8_0.spv
+var spvMatmulCoopBiasQ80 []byte
+
 //go:embed spv/matmul_tiled_geglu_q8_0.spv
 var spvMatmulTiledGegluQ80 []byte
+
+//go:embed spv/matmul_coop_geglu_q8_0.spv
+var spvMatmulCoopGegluQ80 []byte
 
 //go:embed spv/matvec_q8_0.spv
 var spvMatvecQ80 []byte
@@ -348,17 +363,32 @@ var spvMatmulGegluQ40 []byte
 //go:embed spv/matmul_tiled_q4_0.spv
 var spvMatmulTiledQ40 []byte
 
+//go:embed spv/matmul_coop_q4_0.spv
+var spvMatmulCoopQ40 []byte
+
 //go:embed spv/matmul_tiled_add_q4_0.spv
 var spvMatmulTiledAddQ40 []byte
+
+//go:embed spv/matmul_coop_add_q4_0.spv
+var spvMatmulCoopAddQ40 []byte
 
 //go:embed spv/matmul_tiled_gateup_q4_0.spv
 var spvMatmulTiledGateupQ40 []byte
 
+//go:embed spv/matmul_coop_gateup_q4_0.spv
+var spvMatmulCoopGateupQ40 []byte
+
 //go:embed spv/matmul_tiled_bias_q4_0.spv
 var spvMatmulTiledBiasQ40 []byte
 
+//go:embed spv/matmul_coop_bias_q4_0.spv
+var spvMatmulCoopBiasQ40 []byte
+
 //go:embed spv/matmul_tiled_geglu_q4_0.spv
 var spvMatmulTiledGegluQ40 []byte
+
+//go:embed spv/matmul_coop_geglu_q4_0.spv
+var spvMatmulCoopGegluQ40 []byte
 
 //go:embed spv/matvec_q4_0.spv
 var spvMatvecQ40 []byte
@@ -399,17 +429,32 @@ var spvMatmulGegluQ50 []byte
 //go:embed spv/matmul_tiled_q5_0.spv
 var spvMatmulTiledQ50 []byte
 
+//go:embed spv/matmul_coop_q5_0.spv
+var spvMatmulCoopQ50 []byte
+
 //go:embed spv/matmul_tiled_add_q5_0.spv
 var spvMatmulTiledAddQ50 []byte
+
+//go:embed spv/matmul_coop_add_q5_0.spv
+var spvMatmulCoopAddQ50 []byte
 
 //go:embed spv/matmul_tiled_gateup_q5_0.spv
 var spvMatmulTiledGateupQ50 []byte
 
+//go:embed spv/matmul_coop_gateup_q5_0.spv
+var spvMatmulCoopGateupQ50 []byte
+
 //go:embed spv/matmul_tiled_bias_q5_0.spv
 var spvMatmulTiledBiasQ50 []byte
 
+//go:embed spv/matmul_coop_bias_q5_0.spv
+var spvMatmulCoopBiasQ50 []byte
+
 //go:embed spv/matmul_tiled_geglu_q5_0.spv
 var spvMatmulTiledGegluQ50 []byte
+
+//go:embed spv/matmul_coop_geglu_q5_0.spv
+var spvMatmulCoopGegluQ50 []byte
 
 //go:embed spv/matvec_q5_0.spv
 var spvMatvecQ50 []byte
@@ -501,17 +546,32 @@ var spvMatmulGegluQ41 []byte
 //go:embed spv/matmul_tiled_q4_1.spv
 var spvMatmulTiledQ41 []byte
 
+//go:embed spv/matmul_coop_q4_1.spv
+var spvMatmulCoopQ41 []byte
+
 //go:embed spv/matmul_tiled_add_q4_1.spv
 var spvMatmulTiledAddQ41 []byte
+
+//go:embed spv/matmul_coop_add_q4_1.spv
+var spvMatmulCoopAddQ41 []byte
 
 //go:embed spv/matmul_tiled_gateup_q4_1.spv
 var spvMatmulTiledGateupQ41 []byte
 
+//go:embed spv/matmul_coop_gateup_q4_1.spv
+var spvMatmulCoopGateupQ41 []byte
+
 //go:embed spv/matmul_tiled_bias_q4_1.spv
 var spvMatmulTiledBiasQ41 []byte
 
+//go:embed spv/matmul_coop_bias_q4_1.spv
+var spvMatmulCoopBiasQ41 []byte
+
 //go:embed spv/matmul_tiled_geglu_q4_1.spv
 var spvMatmulTiledGegluQ41 []byte
+
+//go:embed spv/matmul_coop_geglu_q4_1.spv
+var spvMatmulCoopGegluQ41 []byte
 
 //go:embed spv/matvec_q4_1.spv
 var spvMatvecQ41 []byte
@@ -552,17 +612,32 @@ var spvMatmulGegluQ51 []byte
 //go:embed spv/matmul_tiled_q5_1.spv
 var spvMatmulTiledQ51 []byte
 
+//go:embed spv/matmul_coop_q5_1.spv
+var spvMatmulCoopQ51 []byte
+
 //go:embed spv/matmul_tiled_add_q5_1.spv
 var spvMatmulTiledAddQ51 []byte
+
+//go:embed spv/matmul_coop_add_q5_1.spv
+var spvMatmulCoopAddQ51 []byte
 
 //go:embed spv/matmul_tiled_gateup_q5_1.spv
 var spvMatmulTiledGateupQ51 []byte
 
+//go:embed spv/matmul_coop_gateup_q5_1.spv
+var spvMatmulCoopGateupQ51 []byte
+
 //go:embed spv/matmul_tiled_bias_q5_1.spv
 var spvMatmulTiledBiasQ51 []byte
 
+//go:embed spv/matmul_coop_bias_q5_1.spv
+var spvMatmulCoopBiasQ51 []byte
+
 //go:embed spv/matmul_tiled_geglu_q5_1.spv
 var spvMatmulTiledGegluQ51 []byte
+
+//go:embed spv/matmul_coop_geglu_q5_1.spv
+var spvMatmulCoopGegluQ51 []byte
 
 //go:embed spv/matvec_q5_1.spv
 var spvMatvecQ51 []byte
@@ -1689,11 +1764,27 @@ var kernels = []Kernel{{
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
+	Bindings:  3,
+	Defines:   []string{"W_Q8_0", "COOP"},
+	Name:      "matmul_coop_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopQ80,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
 	Bindings:  4,
 	Defines:   []string{"W_Q8_0", "ADD"},
 	Name:      "matmul_tiled_add_q8_0",
 	PushBytes: 28,
 	SPIRV:     spvMatmulTiledAddQ80,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q8_0", "ADD", "COOP"},
+	Name:      "matmul_coop_add_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopAddQ80,
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
@@ -1706,6 +1797,14 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  4,
+	Defines:   []string{"W_Q8_0", "GATEUP", "COOP"},
+	Name:      "matmul_coop_gateup_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopGateupQ80,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
 	Defines:   []string{"W_Q8_0", "BIAS"},
 	Name:      "matmul_tiled_bias_q8_0",
 	PushBytes: 28,
@@ -1714,10 +1813,26 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  4,
+	Defines:   []string{"W_Q8_0", "BIAS", "COOP"},
+	Name:      "matmul_coop_bias_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopBiasQ80,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
 	Defines:   []string{"W_Q8_0", "GEGLU"},
 	Name:      "matmul_tiled_geglu_q8_0",
 	PushBytes: 28,
 	SPIRV:     spvMatmulTiledGegluQ80,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q8_0", "GEGLU", "COOP"},
+	Name:      "matmul_coop_geglu_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopGegluQ80,
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
@@ -1825,11 +1940,27 @@ var kernels = []Kernel{{
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
+	Bindings:  3,
+	Defines:   []string{"W_Q4_0", "COOP"},
+	Name:      "matmul_coop_q4_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopQ40,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
 	Bindings:  4,
 	Defines:   []string{"W_Q4_0", "ADD"},
 	Name:      "matmul_tiled_add_q4_0",
 	PushBytes: 28,
 	SPIRV:     spvMatmulTiledAddQ40,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_0", "ADD", "COOP"},
+	Name:      "matmul_coop_add_q4_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopAddQ40,
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
@@ -1842,6 +1973,14 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  4,
+	Defines:   []string{"W_Q4_0", "GATEUP", "COOP"},
+	Name:      "matmul_coop_gateup_q4_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopGateupQ40,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
 	Defines:   []string{"W_Q4_0", "BIAS"},
 	Name:      "matmul_tiled_bias_q4_0",
 	PushBytes: 28,
@@ -1850,10 +1989,26 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  4,
+	Defines:   []string{"W_Q4_0", "BIAS", "COOP"},
+	Name:      "matmul_coop_bias_q4_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopBiasQ40,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
 	Defines:   []string{"W_Q4_0", "GEGLU"},
 	Name:      "matmul_tiled_geglu_q4_0",
 	PushBytes: 28,
 	SPIRV:     spvMatmulTiledGegluQ40,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_0", "GEGLU", "COOP"},
+	Name:      "matmul_coop_geglu_q4_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopGegluQ40,
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
@@ -1961,11 +2116,27 @@ var kernels = []Kernel{{
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
+	Bindings:  3,
+	Defines:   []string{"W_Q5_0", "COOP"},
+	Name:      "matmul_coop_q5_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopQ50,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
 	Bindings:  4,
 	Defines:   []string{"W_Q5_0", "ADD"},
 	Name:      "matmul_tiled_add_q5_0",
 	PushBytes: 28,
 	SPIRV:     spvMatmulTiledAddQ50,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_0", "ADD", "COOP"},
+	Name:      "matmul_coop_add_q5_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopAddQ50,
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
@@ -1978,6 +2149,14 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  4,
+	Defines:   []string{"W_Q5_0", "GATEUP", "COOP"},
+	Name:      "matmul_coop_gateup_q5_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopGateupQ50,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
 	Defines:   []string{"W_Q5_0", "BIAS"},
 	Name:      "matmul_tiled_bias_q5_0",
 	PushBytes: 28,
@@ -1986,10 +2165,26 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  4,
+	Defines:   []string{"W_Q5_0", "BIAS", "COOP"},
+	Name:      "matmul_coop_bias_q5_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopBiasQ50,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
 	Defines:   []string{"W_Q5_0", "GEGLU"},
 	Name:      "matmul_tiled_geglu_q5_0",
 	PushBytes: 28,
 	SPIRV:     spvMatmulTiledGegluQ50,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_0", "GEGLU", "COOP"},
+	Name:      "matmul_coop_geglu_q5_0",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopGegluQ50,
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
@@ -2233,11 +2428,27 @@ var kernels = []Kernel{{
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
+	Bindings:  3,
+	Defines:   []string{"W_Q4_1", "COOP"},
+	Name:      "matmul_coop_q4_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopQ41,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
 	Bindings:  4,
 	Defines:   []string{"W_Q4_1", "ADD"},
 	Name:      "matmul_tiled_add_q4_1",
 	PushBytes: 28,
 	SPIRV:     spvMatmulTiledAddQ41,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_1", "ADD", "COOP"},
+	Name:      "matmul_coop_add_q4_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopAddQ41,
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
@@ -2250,6 +2461,14 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  4,
+	Defines:   []string{"W_Q4_1", "GATEUP", "COOP"},
+	Name:      "matmul_coop_gateup_q4_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopGateupQ41,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
 	Defines:   []string{"W_Q4_1", "BIAS"},
 	Name:      "matmul_tiled_bias_q4_1",
 	PushBytes: 28,
@@ -2258,10 +2477,26 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  4,
+	Defines:   []string{"W_Q4_1", "BIAS", "COOP"},
+	Name:      "matmul_coop_bias_q4_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopBiasQ41,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
 	Defines:   []string{"W_Q4_1", "GEGLU"},
 	Name:      "matmul_tiled_geglu_q4_1",
 	PushBytes: 28,
 	SPIRV:     spvMatmulTiledGegluQ41,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_1", "GEGLU", "COOP"},
+	Name:      "matmul_coop_geglu_q4_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopGegluQ41,
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
@@ -2369,11 +2604,27 @@ var kernels = []Kernel{{
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
+	Bindings:  3,
+	Defines:   []string{"W_Q5_1", "COOP"},
+	Name:      "matmul_coop_q5_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopQ51,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
 	Bindings:  4,
 	Defines:   []string{"W_Q5_1", "ADD"},
 	Name:      "matmul_tiled_add_q5_1",
 	PushBytes: 28,
 	SPIRV:     spvMatmulTiledAddQ51,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_1", "ADD", "COOP"},
+	Name:      "matmul_coop_add_q5_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopAddQ51,
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
@@ -2386,6 +2637,14 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  4,
+	Defines:   []string{"W_Q5_1", "GATEUP", "COOP"},
+	Name:      "matmul_coop_gateup_q5_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopGateupQ51,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
 	Defines:   []string{"W_Q5_1", "BIAS"},
 	Name:      "matmul_tiled_bias_q5_1",
 	PushBytes: 28,
@@ -2394,10 +2653,26 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  4,
+	Defines:   []string{"W_Q5_1", "BIAS", "COOP"},
+	Name:      "matmul_coop_bias_q5_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopBiasQ51,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
 	Defines:   []string{"W_Q5_1", "GEGLU"},
 	Name:      "matmul_tiled_geglu_q5_1",
 	PushBytes: 28,
 	SPIRV:     spvMatmulTiledGegluQ51,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_1", "GEGLU", "COOP"},
+	Name:      "matmul_coop_geglu_q5_1",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopGegluQ51,
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {

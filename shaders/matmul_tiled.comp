@@ -11,9 +11,26 @@
 // expression per block, blocks (or columns) summed in the same order.
 //
 // Workgroup x (then y) is the row tile, z the token tile.
+//
+// With COOP (quantized weights, NVIDIA's VK_NV_cooperative_matrix in
+// 32-wide subgroups) a block's integer sums come from tensor cores
+// instead: each of the 8 subgroups multiplies a 16-row slice of the
+// staged int8 weights by two 16-token slices of the activations into
+// 16×16 int32 sums (exact, as sdot4's), stores them in its own part of
+// shared memory, and each invocation applies the block's float
+// expression to 16 of them (one row, 16 tokens), in block order — so
+// the bits are those of the sdot4 path.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_spirv_intrinsics : require
+#ifdef COOP
+#extension GL_NV_cooperative_matrix : require
+#extension GL_NV_integer_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int32 : require
+#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 256; // must be 256: 16 row groups × 16 token groups
@@ -75,14 +92,21 @@ uint wu32(uint s, uint off) {
 #include "sdot.glsl"
 
 #ifdef QUANT_ACT
-shared uint sw[NW * TR * 8]; // one block per row: 32 int8 weights in 8 words
-shared float sdw[NW * TR];   // its scale
+// SB blocks are staged at a time, block-major: block bb of row r of
+// weight s at (s·SB + bb)·TR + r, of token t at bb·TT + t.
+#define SB 4u
+shared uint sw[NW * SB * TR * 8]; // a block: 32 int8 weights in 8 words
+shared float sdw[NW * SB * TR];   // its scale
 #ifdef Q8_1_ACT
-shared float smw[NW * TR];   // its min
-shared float ssa[TT];        // the activation block's s
+shared float smw[NW * SB * TR];   // its min
+shared float ssa[SB * TT];        // the activation block's s
 #endif
-shared uint sa[TT * 8];      // one block per token: 32 int8 activations
-shared float sda[TT];        // its scale
+shared uint sa[SB * TT * 8];      // a token's block: 32 int8 activations
+shared float sda[SB * TT];        // its scale
+#ifdef COOP
+#define CS 33u // row stride of a subgroup's sums (odd: a row per bank)
+shared float sc[8u * 16u * CS]; // subgroup g's 16 rows × 32 tokens from 16·CS·g
+#endif
 #else
 shared float sw[NW * TR * 33]; // 32 columns per row (padded against bank conflicts)
 shared float sa[TT * 33];
@@ -95,21 +119,35 @@ void main() {
         return; // the whole workgroup
     }
     const uint tid = gl_LocalInvocationID.x;
-    const uint tr = tid % 16u, tt = tid / 16u; // rows tr + 16i, tokens tt + 16j
+#ifdef COOP
+    // Subgroup sg: rows 16·(sg % 4) …, tokens 32·(sg / 4) …; invocation
+    // lane: its row lane % 16, tokens 16·(lane / 16) + j, j < 16 (acc[j]).
+    const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+    const uint srow = 16u * (sg % 4u), stok = 32u * (sg / 4u);
+    const uint crow = srow + lane % 16u, ctok = stok + 16u * (lane / 16u);
+    // The sums of weight s, token half h (cacc[2s + h]).
+    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> cacc[2u * NW];
+    for (uint i = 0u; i < 2u * NW; i++) {
+        cacc[i] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+    }
+#else
+    const uint tr = tid % 16u, tt = tid / 16u; // rows tr + 16i, tokens tt + 16j (acc[4i + j])
+#endif
     float acc[NW * 16];
     for (uint i = 0u; i < NW * 16u; i++) {
         acc[i] = 0.0;
     }
 #ifdef QUANT_ACT
     const uint nb = pc.ncols / 32u;
-    for (uint b = 0u; b < nb; b++) {
-        // Stage: invocations 0..NW·64-1 unpack a row's block, 128..191 copy
-        // a token's activation block.
-        if (tid < NW * TR) {
-            const uint s = tid / TR, r = tid % TR, row = row0 + r;
+    for (uint b0 = 0u; b0 < nb; b0 += SB) {
+        // Stage SB blocks of every row and token, a block an invocation;
+        // neighbours take a row's consecutive blocks (neighbouring bytes).
+        for (uint n = tid; n < NW * TR * SB; n += WG) {
+            const uint s = n / (TR * SB), r = (n / SB) % TR, bb = n % SB;
+            const uint row = row0 + r, b = b0 + bb;
             uint q[8] = uint[8](0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u);
             float dw = 0.0, mw = 0.0;
-            if (row < pc.nrows) {
+            if (row < pc.nrows && b < nb) {
 #if defined(W_Q8_0)
                 const uint wb = (row * nb + b) * 34u;
                 dw = f16_to_f32(wu16(s, wb));
@@ -156,68 +194,119 @@ void main() {
                 }
 #endif
             }
+            const uint at = (s * SB + bb) * TR + r;
             for (uint k = 0u; k < 8u; k++) {
-                sw[(s * TR + r) * 8u + k] = q[k];
+                sw[at * 8u + k] = q[k];
             }
-            sdw[s * TR + r] = dw;
+            sdw[at] = dw;
 #ifdef Q8_1_ACT
-            smw[s * TR + r] = mw;
+            smw[at] = mw;
 #endif
-        } else if (tid >= 128u && tid < 128u + TT) {
-            const uint t = tid - 128u, tok = tok0 + t;
-            if (tok < pc.ntok) {
+        }
+        for (uint n = tid; n < TT * SB; n += WG) {
+            const uint t = n / SB, bb = n % SB, tok = tok0 + t, b = b0 + bb;
+            const uint at = bb * TT + t;
+            if (tok < pc.ntok && b < nb) {
                 const uint ab = pc.xoff + (tok * nb + b) * ABW;
-                sda[t] = uintBitsToFloat(xq[ab]);
+                sda[at] = uintBitsToFloat(xq[ab]);
 #ifdef Q8_1_ACT
-                ssa[t] = uintBitsToFloat(xq[ab + 1u]);
+                ssa[at] = uintBitsToFloat(xq[ab + 1u]);
 #endif
                 for (uint k = 0u; k < 8u; k++) {
-                    sa[t * 8u + k] = xq[ab + ABW - 8u + k];
+                    sa[at * 8u + k] = xq[ab + ABW - 8u + k];
                 }
             } else {
-                sda[t] = 0.0;
+                sda[at] = 0.0;
 #ifdef Q8_1_ACT
-                ssa[t] = 0.0;
+                ssa[at] = 0.0;
 #endif
                 for (uint k = 0u; k < 8u; k++) {
-                    sa[t * 8u + k] = 0u;
+                    sa[at * 8u + k] = 0u;
                 }
             }
         }
         barrier();
-        for (uint s = 0u; s < NW; s++) {
-            int isum[16];
-            for (uint i = 0u; i < 16u; i++) {
-                isum[i] = 0;
-            }
-            for (uint k = 0u; k < 8u; k++) {
-                uint wv[4], av[4]; // four signed bytes of a row, of a token
-                for (uint i = 0u; i < 4u; i++) {
-                    wv[i] = sw[(s * TR + tr + 16u * i) * 8u + k];
-                    av[i] = sa[(tt + 16u * i) * 8u + k];
-                }
-                for (uint i = 0u; i < 4u; i++) {
-                    for (uint j = 0u; j < 4u; j++) {
-                        isum[4u * i + j] += sdot4(wv[i], av[j]);
+        // Blocks past the last are not added: +0 would turn a -0 sum to +0.
+        for (uint bb = 0u; bb < min(SB, nb - b0); bb++) {
+#ifdef COOP
+            for (uint s = 0u; s < NW; s++) {
+                icoopmatNV<8, gl_ScopeSubgroup, 16, 32> ma;
+                coopMatLoadNV(ma, sw, ((s * SB + bb) * TR + srow) * 8u, 8u, false);
+                // The block's scales as matrices of the sums' shape: a
+                // stride of 0 repeats the row's scale along its row
+                // (column-major) and the token's down its column.
+                const uint wat = (s * SB + bb) * TR + srow;
+                fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> dw;
+                coopMatLoadNV(dw, sdw, wat, 0u, true);
+#ifdef Q8_1_ACT
+                fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> mw;
+                coopMatLoadNV(mw, smw, wat, 0u, true);
+#endif
+                for (uint h = 0u; h < 2u; h++) {
+                    icoopmatNV<8, gl_ScopeSubgroup, 32, 16> mb; // column-major: a token's block is a column
+                    coopMatLoadNV(mb, sa, (bb * TT + stok + 16u * h) * 8u, 8u, true);
+                    icoopmatNV<32, gl_ScopeSubgroup, 16, 16> mc = icoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0);
+                    mc = coopMatMulAddNV(ma, mb, mc);
+                    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> da;
+                    coopMatLoadNV(da, sda, bb * TT + stok + 16u * h, 0u, false);
+#ifdef Q8_1_ACT
+                    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> sa1;
+                    coopMatLoadNV(sa1, ssa, bb * TT + stok + 16u * h, 0u, false);
+#endif
+                    // Element i of every matrix of this shape is the same
+                    // (row, token) — the test against sdot4's bits checks it.
+                    for (uint i = 0u; i < mc.length(); i++) {
+                        const float is = float(mc[i]);
+#if defined(W_Q8_0)
+                        cacc[2u * s + h][i] += is * (dw[i] * da[i]);
+#elif defined(W_Q5_0)
+                        cacc[2u * s + h][i] += (dw[i] * da[i]) * is;
+#elif defined(Q8_1_ACT)
+                        precise float v = (dw[i] * da[i]) * is + mw[i] * sa1[i];
+                        cacc[2u * s + h][i] += v;
+#else
+                        cacc[2u * s + h][i] += (is * dw[i]) * da[i];
+#endif
                     }
                 }
             }
-            for (uint i = 0u; i < 4u; i++) {
-                const float dw = sdw[s * TR + tr + 16u * i];
-                for (uint j = 0u; j < 4u; j++) {
-                    const float da = sda[tt + 16u * j];
-#if defined(W_Q8_0)
-                    acc[s * 16u + 4u * i + j] += float(isum[4u * i + j]) * (dw * da);
-#elif defined(W_Q5_0)
-                    acc[s * 16u + 4u * i + j] += (dw * da) * float(isum[4u * i + j]);
-#elif defined(Q8_1_ACT)
-                    precise float v = (dw * da) * float(isum[4u * i + j]) + smw[s * TR + tr + 16u * i] * ssa[tt + 16u * j];
-                    acc[s * 16u + 4u * i + j] += v;
 #else
-                    acc[s * 16u + 4u * i + j] += (float(isum[4u * i + j]) * dw) * da;
+            for (uint s = 0u; s < NW; s++) {
+                int isum[16];
+                for (uint i = 0u; i < 16u; i++) {
+                    isum[i] = 0;
+                }
+                for (uint k = 0u; k < 8u; k++) {
+                    uint wv[4], av[4]; // four signed bytes of a row, of a token
+                    for (uint i = 0u; i < 4u; i++) {
+                        wv[i] = sw[((s * SB + bb) * TR + tr + 16u * i) * 8u + k];
+                        av[i] = sa[(bb * TT + tt + 16u * i) * 8u + k];
+                    }
+                    for (uint i = 0u; i < 4u; i++) {
+                        for (uint j = 0u; j < 4u; j++) {
+                            isum[4u * i + j] += sdot4(wv[i], av[j]);
+                        }
+                    }
+                }
+                for (uint i = 0u; i < 4u; i++) {
+                    const uint wat = (s * SB + bb) * TR + tr + 16u * i;
+                    const float dw = sdw[wat];
+                    for (uint j = 0u; j < 4u; j++) {
+                        const float da = sda[bb * TT + tt + 16u * j];
+#if defined(W_Q8_0)
+                        acc[s * 16u + 4u * i + j] += float(isum[4u * i + j]) * (dw * da);
+#elif defined(W_Q5_0)
+                        acc[s * 16u + 4u * i + j] += (dw * da) * float(isum[4u * i + j]);
+#elif defined(Q8_1_ACT)
+                        precise float v = (dw * da) * float(isum[4u * i + j]) + smw[wat] * ssa[bb * TT + tt + 16u * j];
+                        acc[s * 16u + 4u * i + j] += v;
+#else
+                        acc[s * 16u + 4u * i + j] += (float(isum[4u * i + j]) * dw) * da;
 #endif
+                    }
                 }
             }
+#endif
         }
         barrier();
     }
@@ -265,26 +354,42 @@ void main() {
         barrier();
     }
 #endif
-    for (uint i = 0u; i < 4u; i++) {
-        const uint row = row0 + tr + 16u * i;
-        for (uint j = 0u; j < 4u; j++) {
-            const uint tok = tok0 + tt + 16u * j;
-            if (row >= pc.nrows || tok >= pc.ntok) {
-                continue;
-            }
-            const uint o = tok * pc.dstride + row;
-            const float v = acc[4u * i + j];
-#if defined(ADD)
-            d[pc.doff + o] = v + e[pc.eoff + o];
-#elif defined(BIAS)
-            d[pc.doff + o] = v + e[pc.eoff + row];
-#elif defined(GATEUP)
-            d[pc.doff + o] = (v / (1.0 + exp(-v))) * acc[16u + 4u * i + j];
-#elif defined(GEGLU)
-            d[pc.doff + o] = gelu_f16table(v) * acc[16u + 4u * i + j];
-#else
-            d[pc.doff + o] = v;
-#endif
+#ifdef COOP
+    // Through the subgroup's part of shared memory, each invocation takes
+    // its row's 16 tokens of every sum into acc.
+    for (uint s = 0u; s < NW; s++) {
+        for (uint h = 0u; h < 2u; h++) {
+            coopMatStoreNV(cacc[2u * s + h], sc, 16u * CS * sg + 16u * h, CS, false);
         }
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
+        for (uint j = 0u; j < 16u; j++) {
+            acc[s * 16u + j] = sc[16u * CS * sg + (lane % 16u) * CS + 16u * (lane / 16u) + j];
+        }
+        subgroupBarrier();
+    }
+#endif
+    for (uint el = 0u; el < 16u; el++) {
+#ifdef COOP
+        const uint row = row0 + crow, tok = tok0 + ctok + el;
+#else
+        const uint row = row0 + tr + 16u * (el / 4u), tok = tok0 + tt + 16u * (el % 4u);
+#endif
+        if (row >= pc.nrows || tok >= pc.ntok) {
+            continue;
+        }
+        const uint o = tok * pc.dstride + row;
+        const float v = acc[el];
+#if defined(ADD)
+        d[pc.doff + o] = v + e[pc.eoff + o];
+#elif defined(BIAS)
+        d[pc.doff + o] = v + e[pc.eoff + row];
+#elif defined(GATEUP)
+        d[pc.doff + o] = (v / (1.0 + exp(-v))) * acc[16u + el];
+#elif defined(GEGLU)
+        d[pc.doff + o] = gelu_f16table(v) * acc[16u + el];
+#else
+        d[pc.doff + o] = v;
+#endif
     }
 }

@@ -406,6 +406,9 @@ func TestMatMul(t *testing.T) {
 		if matvecOnly(wt) {
 			kernels = kernels[2:]
 		}
+		if e.coop(wt) {
+			kernels = append(kernels, "matmul_coop") // matmul_tiled by tensor cores
+		}
 		tol := 2e-6
 		quantized := wt.BlockSize() > 1
 		if quantized {
@@ -457,7 +460,7 @@ func TestMatMul(t *testing.T) {
 				switch base {
 				case "matvec":
 					g = e.rows(c.rows) // one workgroup per weight row
-				case "matmul_tiled":
+				case "matmul_tiled", "matmul_coop":
 					nt = 64 // and 64 rows
 				}
 				g[2] = uint32((c.ntok + nt - 1) / nt)
@@ -795,4 +798,11 @@ func capInv(cap float32) float32 {
 		return 0
 	}
 	return 1 / cap
+}
+
+// coop says whether weights of type wt have matmul_coop variants that this
+// device can run (NVIDIA's int8 cooperative matrices).
+func (e *env) coop(wt gguf.TensorType) bool {
+	k, err := shaders.Lookup("matmul_coop_" + typeName(wt))
+	return err == nil && k.NeedsCoopMatrix() && e.d.Info().CoopInt8()
 }

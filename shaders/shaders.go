@@ -1,6 +1,9 @@
 package shaders
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Kernel is one compiled shader variant.
 type Kernel struct {
@@ -12,6 +15,11 @@ type Kernel struct {
 	Workgroup int      // default workgroup size (specialization constant 0)
 	SPIRV     []byte   // the SPIR-V module; do not modify
 }
+
+// NeedsCoopMatrix says whether the variant uses NVIDIA's cooperative
+// matrices (GL_NV_cooperative_matrix, int8): only a device with them
+// enabled can create it.
+func (k Kernel) NeedsCoopMatrix() bool { return slices.Contains(k.Defines, "COOP") }
 
 // Lookup returns the variant called name.
 func Lookup(name string) (Kernel, error) {

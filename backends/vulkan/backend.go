@@ -198,8 +198,11 @@ func (Backend) Devices() ([]backends.DeviceInfo, error) {
 	}
 	out := make([]backends.DeviceInfo, len(devs))
 	for i, d := range devs {
-		out[i] = backends.DeviceInfo{Index: d.Index, Name: d.Name, Kind: d.Type,
-			Driver: fmt.Sprintf("Vulkan %s, %s, subgroup %d", d.API, d.Driver, d.SubgroupSize), Memory: int64(d.DeviceLocalBytes)}
+		driver := fmt.Sprintf("Vulkan %s, %s, subgroup %d", d.API, d.Driver, d.SubgroupSize)
+		if d.CoopInt8() {
+			driver += ", int8 tensor cores"
+		}
+		out[i] = backends.DeviceInfo{Index: d.Index, Name: d.Name, Kind: d.Type, Driver: driver, Memory: int64(d.DeviceLocalBytes)}
 	}
 	return out, nil
 }

@@ -5,6 +5,8 @@ package vulkan
 import (
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"sync"
 
 	"github.com/weft-ml/weft/backends/vulkan/internal/vk"
@@ -29,17 +31,36 @@ type DeviceInfo struct {
 	MaxWorkgroupInvocations          uint32
 	DeviceLocalBytes                 uint64 // size of the largest device-local heap
 	Features                         vk.Features
-	Usable                           bool   // Vulkan 1.2 with a compute queue and subgroup arithmetic
-	Why                              string // why not, when !Usable
+	// CoopMatrix lists the shapes of VK_NV_cooperative_matrix (tensor
+	// cores); the int8 one (CoopInt8) makes prefill matmuls take them.
+	CoopMatrix []vk.CoopMatrixShape
+	Usable     bool   // Vulkan 1.2 with a compute queue and subgroup arithmetic
+	Why        string // why not, when !Usable
 }
 
 func (i DeviceInfo) String() string {
 	s := fmt.Sprintf("%d: %s (%s, Vulkan %s, %s), subgroup %d, %d MiB device memory, storage range %d MiB",
 		i.Index, i.Name, i.Type, i.API, i.Driver, i.SubgroupSize, i.DeviceLocalBytes>>20, i.MaxStorageBufferRange>>20)
+	if i.CoopInt8() {
+		s += ", int8 tensor cores (" + coopInt8Shape.String() + ")"
+	}
 	if !i.Usable {
 		s += " — not usable: " + i.Why
 	}
 	return s
+}
+
+// coopInt8Shape is the cooperative matrix shape of matmul_coop: a
+// subgroup multiplies 16 weight rows × 32 int8 values (one quantized
+// block) by 32 × 16 tokens into int32 sums.
+var coopInt8Shape = vk.CoopMatrixShape{M: 16, N: 16, K: 32, A: vk.ComponentSint8, B: vk.ComponentSint8, C: vk.ComponentSint32, D: vk.ComponentSint32, Subgroup: true}
+
+// CoopInt8 says whether the device runs the matmul_coop variants of
+// matmul_tiled.comp: NV cooperative matrices of coopInt8Shape in 32-wide
+// subgroups, and int8 in shaders (WEFT_VULKAN_COOPMAT=0 turns them off).
+func (i DeviceInfo) CoopInt8() bool {
+	return i.Features.CooperativeMatrixNV && i.Features.ShaderInt8 && i.SubgroupSize == 32 && slices.Contains(i.CoopMatrix, coopInt8Shape) &&
+		os.Getenv("WEFT_VULKAN_COOPMAT") != "0"
 }
 
 func describe(index int, pd vk.PhysicalDevice) DeviceInfo {
@@ -52,6 +73,7 @@ func describe(index int, pd vk.PhysicalDevice) DeviceInfo {
 		MaxStorageBufferRange:   p.Limits.MaxStorageBufferRange,
 		MaxWorkgroupInvocations: p.Limits.MaxComputeWorkGroupInvocations,
 		Features:                pd.Features(),
+		CoopMatrix:              pd.CoopMatrixShapesNV(),
 		Usable:                  true,
 	}
 	for _, h := range mem.Heaps {
@@ -191,7 +213,9 @@ func open(in *vk.Instance, index int) (*Device, error) {
 		return nil, fmt.Errorf("vulkan: device %d (%s) is not usable: %s", index, info.Name, info.Why)
 	}
 	fam, _, _ := pd.ComputeQueueFamily()
-	dev, err := pd.CreateDevice(vk.DeviceOptions{QueueFamily: fam, Features: wanted(info.Features)})
+	want := wanted(info.Features)
+	want.CooperativeMatrixNV = info.CoopInt8()
+	dev, err := pd.CreateDevice(vk.DeviceOptions{QueueFamily: fam, Features: want})
 	if err != nil {
 		return nil, err
 	}

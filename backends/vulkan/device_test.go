@@ -167,3 +167,21 @@ func TestRowGroups(t *testing.T) {
 		assert.Less(t, uint64(x)*uint64(y-1), uint64(rows), "no whole idle row of groups")
 	}
 }
+
+// The cooperative matrix shapes a device offers are listed with it, and a
+// device takes the tensor-core matmuls only with the shape they use.
+func TestDevicesListCoopMatrixShapes(t *testing.T) {
+	devs, err := vulkan.Devices()
+	if err != nil {
+		t.Skipf("no Vulkan device: %v", err)
+	}
+	for _, d := range devs {
+		t.Logf("%s: NV cooperative matrix %v, shapes %v; int8 tensor cores: %v", d.Name, d.Features.CooperativeMatrixNV, d.CoopMatrix, d.CoopInt8())
+		if d.CoopInt8() {
+			require.True(t, d.Features.CooperativeMatrixNV && d.SubgroupSize == 32, "%s", d)
+			require.Contains(t, d.String(), "int8 tensor cores")
+		} else {
+			require.NotContains(t, d.String(), "int8 tensor cores")
+		}
+	}
+}

@@ -689,6 +689,10 @@ const matmulTokens = 8
 // workgroup (matmul_tiled's tiles have as many rows).
 const matmulWG = 64
 
+// coopWeights are the weight types with matmul_coop variants (int8
+// blocks of 32, as the tensor cores' K).
+var coopWeights = map[gguf.TensorType]bool{gguf.TypeQ8_0: true, gguf.TypeQ4_0: true, gguf.TypeQ5_0: true, gguf.TypeQ4_1: true, gguf.TypeQ5_1: true}
+
 // tiledTokens is the token side of matmul_tiled's tiles; batches of more
 // than half a tile take it.
 const tiledTokens = 64
@@ -744,8 +748,12 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		spec, perGroup = "#1", 1
 	}
 	if !vec && ntok > tiledTokens/2 && r.s.e.d.props.Limits.MaxComputeWorkGroupInvocations >= 256 {
-		// Prefill: tiles of 64 rows × 64 tokens staged in shared memory.
+		// Prefill: tiles of 64 rows × 64 tokens staged in shared memory,
+		// their int8 block sums by tensor cores where the device has them.
 		shader, perGroup = "matmul_tiled", tiledTokens
+		if coopWeights[wt0] && r.s.e.d.info.CoopInt8() {
+			shader = "matmul_coop"
+		}
 	}
 	groups := func(rowsW int) [3]uint32 {
 		n := (rowsW + matmulWG - 1) / matmulWG // matmul: 64 rows a workgroup, as matmul_tiled

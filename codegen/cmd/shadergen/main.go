@@ -89,17 +89,17 @@ var variants = []variant{
 // The lattice types (IQ1/IQ2/IQ3) take their lattice table at one more
 // binding (shaders.GridTable).
 var weightTypes = []struct {
-	name, define    string
-	rowMatmul, grid bool
+	name, define          string
+	rowMatmul, grid, coop bool
 }{
-	{"f32", "W_F32", true, false}, {"f16", "W_F16", true, false}, {"q8_0", "W_Q8_0", true, false}, {"q4_0", "W_Q4_0", true, false}, {"q5_0", "W_Q5_0", true, false},
-	{"bf16", "W_BF16", true, false}, {"q4_1", "W_Q4_1", true, false}, {"q5_1", "W_Q5_1", true, false},
-	{"q4_k", "W_Q4_K", false, false}, {"q5_k", "W_Q5_K", false, false}, {"q6_k", "W_Q6_K", false, false},
-	{"q2_k", "W_Q2_K", false, false}, {"q3_k", "W_Q3_K", false, false},
-	{"iq4_nl", "W_IQ4_NL", false, false}, {"iq4_xs", "W_IQ4_XS", false, false},
-	{"iq2_xxs", "W_IQ2_XXS", false, true}, {"iq2_xs", "W_IQ2_XS", false, true}, {"iq2_s", "W_IQ2_S", false, true},
-	{"iq3_xxs", "W_IQ3_XXS", false, true}, {"iq3_s", "W_IQ3_S", false, true}, {"iq1_s", "W_IQ1_S", false, true}, {"iq1_m", "W_IQ1_M", false, true},
-	{"tq1_0", "W_TQ1_0", false, false}, {"tq2_0", "W_TQ2_0", false, false},
+	{"f32", "W_F32", true, false, false}, {"f16", "W_F16", true, false, false}, {"q8_0", "W_Q8_0", true, false, true}, {"q4_0", "W_Q4_0", true, false, true}, {"q5_0", "W_Q5_0", true, false, true},
+	{"bf16", "W_BF16", true, false, false}, {"q4_1", "W_Q4_1", true, false, true}, {"q5_1", "W_Q5_1", true, false, true},
+	{"q4_k", "W_Q4_K", false, false, false}, {"q5_k", "W_Q5_K", false, false, false}, {"q6_k", "W_Q6_K", false, false, false},
+	{"q2_k", "W_Q2_K", false, false, false}, {"q3_k", "W_Q3_K", false, false, false},
+	{"iq4_nl", "W_IQ4_NL", false, false, false}, {"iq4_xs", "W_IQ4_XS", false, false, false},
+	{"iq2_xxs", "W_IQ2_XXS", false, true, false}, {"iq2_xs", "W_IQ2_XS", false, true, false}, {"iq2_s", "W_IQ2_S", false, true, false},
+	{"iq3_xxs", "W_IQ3_XXS", false, true, false}, {"iq3_s", "W_IQ3_S", false, true, false}, {"iq1_s", "W_IQ1_S", false, true, false}, {"iq1_m", "W_IQ1_M", false, true, false},
+	{"tq1_0", "W_TQ1_0", false, false, false}, {"tq2_0", "W_TQ2_0", false, false, false},
 }
 
 func init() {
@@ -133,6 +133,10 @@ func init() {
 					defines, bindings = append(defines, epi.define), 4
 				}
 				variants = append(variants, variant{"matmul_tiled_" + epi.name + w.name, "matmul_tiled.comp", defines, bindings, 28, 256})
+				if w.coop {
+					// Its block sums by tensor cores (VK_NV_cooperative_matrix).
+					variants = append(variants, variant{"matmul_coop_" + epi.name + w.name, "matmul_tiled.comp", append(slices.Clone(defines), "COOP"), bindings, 28, 256})
+				}
 			}
 		}
 		variants = append(variants,

@@ -98,6 +98,9 @@ func (p PhysicalDevice) CreateDevice(opts DeviceOptions) (*Device, error) {
 	if err := checkSupported(opts.Features, p.Features()); err != nil {
 		return nil, fmt.Errorf("vulkan: %s: %w", props.Name, err)
 	}
+	if opts.Features.CooperativeMatrixNV && !slices.Contains(opts.Extensions, "VK_NV_cooperative_matrix") {
+		opts.Extensions = append(slices.Clone(opts.Extensions), "VK_NV_cooperative_matrix")
+	}
 	if len(opts.Extensions) > 0 {
 		have, err := p.Extensions()
 		if err != nil {
@@ -118,7 +121,7 @@ func (p PhysicalDevice) CreateDevice(opts DeviceOptions) (*Device, error) {
 	qi.queueFamilyIndex = opts.QueueFamily
 	qi.queueCount = 1
 	qi.pQueuePriorities = ptrOf(prio)
-	chain := newFeatureChain(a, p.vulkan13(), 0)
+	chain := newFeatureChain(a, p.vulkan13(), 0, opts.Features.CooperativeMatrixNV)
 	chain.write(opts.Features)
 	ci := newIn[deviceCreateInfo](a)
 	ci.sType = stDeviceCreateInfo
@@ -236,6 +239,7 @@ func reflectBools(f Features) map[string]bool {
 		"vulkanMemoryModel": f.VulkanMemoryModel, "vulkanMemoryModelDeviceScope": f.VulkanMemoryModelDeviceScope,
 		"subgroupSizeControl": f.SubgroupSizeControl, "computeFullSubgroups": f.ComputeFullSubgroups,
 		"synchronization2": f.Synchronization2, "maintenance4": f.Maintenance4, "shaderIntegerDotProduct": f.IntegerDotProduct,
+		"cooperativeMatrix (NV)": f.CooperativeMatrixNV,
 	}
 }
 

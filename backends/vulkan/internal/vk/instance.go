@@ -60,6 +60,7 @@ type Instance struct {
 	enumeratePhysicalDevices               uintptr
 	getPhysicalDeviceProperties2           uintptr
 	getPhysicalDeviceFeatures2             uintptr
+	getCooperativeMatrixPropertiesNV       uintptr // optional: VK_NV_cooperative_matrix
 	getPhysicalDeviceMemoryProperties2     uintptr
 	getPhysicalDeviceQueueFamilyProperties uintptr
 	enumerateDeviceExtensionProperties     uintptr
@@ -241,6 +242,7 @@ func CreateInstance(opts InstanceOptions) (*Instance, error) {
 		{"vkCreateDevice", &in.createDevice, false},
 		{"vkGetDeviceProcAddr", &in.getDeviceProcAddr, false},
 		{"vkCreateDebugUtilsMessengerEXT", &in.createDebugUtilsMessenger, true},
+		{"vkGetPhysicalDeviceCooperativeMatrixPropertiesNV", &in.getCooperativeMatrixPropertiesNV, true},
 		{"vkDestroyDebugUtilsMessengerEXT", &in.destroyDebugUtilsMessenger, true},
 	}, gipa)
 	if err != nil {

@@ -2,7 +2,10 @@
 
 package vk
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // PhysicalDevice is one device the instance enumerates.
 type PhysicalDevice struct {
@@ -162,8 +165,12 @@ type Features struct {
 	IntegerDotProduct    bool
 
 	// CooperativeMatrix is the KHR (or, failing that, NV) cooperative
-	// matrix feature; only reported, never enabled by this package yet.
+	// matrix feature, as reported.
 	CooperativeMatrix bool
+	// CooperativeMatrixNV is VK_NV_cooperative_matrix's feature (the
+	// shaders' GL_NV_cooperative_matrix): enabling it enables the
+	// extension too.
+	CooperativeMatrixNV bool
 }
 
 func b32(b bool) uint32 {
@@ -180,9 +187,13 @@ type featureChain struct {
 	v12 *vulkan12Features
 	v13 *vulkan13Features
 	cm  *cooperativeMatrixFeatures
+	nv  *cooperativeMatrixFeatures // VK_NV_cooperative_matrix's
 }
 
-func newFeatureChain(a *arena, v13ok bool, coopType uint32) featureChain {
+// newFeatureChain chains the 1.1 and 1.2 features, the 1.3 ones if v13ok,
+// a cooperative matrix feature structure of sType coopType (0: none), and
+// the NV one if nv.
+func newFeatureChain(a *arena, v13ok bool, coopType uint32, nv bool) featureChain {
 	c := featureChain{
 		f2:  newIn[physicalDeviceFeatures2](a),
 		v11: newIn[vulkan11Features](a),
@@ -197,10 +208,16 @@ func newFeatureChain(a *arena, v13ok bool, coopType uint32) featureChain {
 		*last = ptrOf(c.v13)
 		last = &c.v13.pNext
 	}
-	if coopType != 0 {
+	if coopType != 0 && coopType != stCooperativeMatrixFeaturesNV {
 		c.cm = newIn[cooperativeMatrixFeatures](a)
 		c.cm.sType = coopType
 		*last = ptrOf(c.cm)
+		last = &c.cm.pNext
+	}
+	if nv || coopType == stCooperativeMatrixFeaturesNV {
+		c.nv = newIn[cooperativeMatrixFeatures](a)
+		c.nv.sType = stCooperativeMatrixFeaturesNV
+		*last = ptrOf(c.nv)
 	}
 	return c
 }
@@ -236,10 +253,15 @@ func (c featureChain) read() Features {
 	if c.cm != nil {
 		out.CooperativeMatrix = c.cm.cooperativeMatrix != 0
 	}
+	if c.nv != nil {
+		out.CooperativeMatrixNV = c.nv.cooperativeMatrix != 0
+		out.CooperativeMatrix = out.CooperativeMatrix || out.CooperativeMatrixNV
+	}
 	return out
 }
 
-// write sets the chain to enable f (cooperative matrix is never enabled).
+// write sets the chain to enable f (of the cooperative matrix features,
+// the NV one only).
 func (c featureChain) write(f Features) {
 	b := &c.f2.features.bools
 	b[featShaderInt16], b[featShaderInt64], b[featShaderFloat64] = b32(f.ShaderInt16), b32(f.ShaderInt64), b32(f.ShaderFloat64)
@@ -263,6 +285,9 @@ func (c featureChain) write(f Features) {
 		c.v13.synchronization2 = b32(f.Synchronization2)
 		c.v13.maintenance4 = b32(f.Maintenance4)
 		c.v13.shaderIntegerDotProduct = b32(f.IntegerDotProduct)
+	}
+	if c.nv != nil {
+		c.nv.cooperativeMatrix = b32(f.CooperativeMatrixNV)
 	}
 }
 
@@ -297,9 +322,10 @@ func (p PhysicalDevice) Features() Features {
 		return Features{}
 	}
 	v13, coop := p.vulkan13(), p.coopMatrixType()
+	exts, _ := p.Extensions()
 	a := getArena()
 	defer putArena(a)
-	c := newFeatureChain(a, v13, coop)
+	c := newFeatureChain(a, v13, coop, slices.Contains(exts, "VK_NV_cooperative_matrix"))
 	callVoid(p.in.getPhysicalDeviceFeatures2, uintptr(p.h), ptrOf(c.f2))
 	return c.read()
 }
@@ -410,4 +436,73 @@ func (p PhysicalDevice) ComputeQueueFamily() (index uint32, fam QueueFamily, ok 
 		return 0, QueueFamily{}, false
 	}
 	return uint32(best), fams[best], true
+}
+
+// CoopMatrixShape is one combination of sizes and component types that
+// VK_NV_cooperative_matrix supports (VkCooperativeMatrixPropertiesNV):
+// A is M×K, B K×N, C and D M×N.
+type CoopMatrixShape struct {
+	M, N, K    uint32
+	A, B, C, D ComponentType
+	Subgroup   bool // scope: a subgroup (the only scope NVIDIA offers)
+}
+
+// ComponentType is VkComponentTypeNV.
+type ComponentType uint32
+
+// The component types weft's shaders use.
+const (
+	ComponentFloat16 ComponentType = 0
+	ComponentFloat32 ComponentType = 1
+	ComponentSint8   ComponentType = 3
+	ComponentSint32  ComponentType = 5
+)
+
+func (t ComponentType) String() string {
+	switch t {
+	case ComponentFloat16:
+		return "f16"
+	case ComponentFloat32:
+		return "f32"
+	case ComponentSint8:
+		return "s8"
+	case ComponentSint32:
+		return "s32"
+	}
+	return fmt.Sprintf("type%d", uint32(t))
+}
+
+func (s CoopMatrixShape) String() string {
+	return fmt.Sprintf("%dx%dx%d %s·%s+%s→%s", s.M, s.N, s.K, s.A, s.B, s.C, s.D)
+}
+
+// CoopMatrixShapesNV lists the device's VK_NV_cooperative_matrix shapes
+// (none without the extension).
+func (p PhysicalDevice) CoopMatrixShapesNV() []CoopMatrixShape {
+	fn := p.in.getCooperativeMatrixPropertiesNV
+	if fn == 0 {
+		return nil
+	}
+	if exts, err := p.Extensions(); err != nil || !slices.Contains(exts, "VK_NV_cooperative_matrix") {
+		return nil
+	}
+	a := getArena()
+	defer putArena(a)
+	n := newIn[uint32](a)
+	if call(fn, uintptr(p.h), ptrOf(n), 0) != Success || *n == 0 {
+		return nil
+	}
+	props := sliceIn[coopMatrixPropertiesNV](a, int(*n))
+	for i := range props {
+		props[i].sType = stCooperativeMatrixPropsNV
+	}
+	if r := call(fn, uintptr(p.h), ptrOf(n), ptrOf(&props[0])); r != Success && r != Incomplete {
+		return nil
+	}
+	out := make([]CoopMatrixShape, *n)
+	for i := range out {
+		q := props[i]
+		out[i] = CoopMatrixShape{q.m, q.n, q.k, ComponentType(q.aType), ComponentType(q.bType), ComponentType(q.cType), ComponentType(q.d), q.scope == 3}
+	}
+	return out
 }

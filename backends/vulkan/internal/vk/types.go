@@ -80,6 +80,7 @@ const (
 	stMemoryBudgetProperties      = 1000237000
 	stBufferDeviceAddressInfo     = 1000244001
 	stCooperativeMatrixFeaturesNV = 1000249000
+	stCooperativeMatrixPropsNV    = 1000249001
 	stCooperativeMatrixFeaturesKH = 1000506000
 )
 
@@ -890,4 +891,14 @@ type queryPoolCreateInfo struct {
 	queryType          uint32
 	queryCount         uint32
 	pipelineStatistics Flags
+}
+
+// coopMatrixPropertiesNV is VkCooperativeMatrixPropertiesNV.
+type coopMatrixPropertiesNV struct {
+	_                      structs.HostLayout
+	sType                  uint32
+	pNext                  uintptr
+	m, n, k                uint32
+	aType, bType, cType, d uint32
+	scope                  uint32
 }
