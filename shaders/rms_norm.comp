@@ -12,6 +12,12 @@
 // values, so the same bits) and needs ncols to be whole super-blocks of
 // 256 (WG is a multiple of 256).
 //
+// A row may be split into gl_NumWorkGroups.z parts (a decode step's one
+// row): every part's workgroup sums the whole row's squares, in the same
+// order (so the same scale), and writes (and quantizes) chunks z, z +
+// parts, … of WG values — less of a single workgroup's serial work. Not
+// when d aliases x: one part would overwrite what another still reads.
+//
 // Numerics: ggml sums the squares in double; this sums in float (per
 // invocation, then a tree), which differs in the last bits.
 #version 450
@@ -79,6 +85,7 @@ void main() {
         return; // uniform across the workgroup
     }
     const uint t = gl_LocalInvocationID.x;
+    const uint part = gl_WorkGroupID.z, stride = WG * gl_NumWorkGroups.z; // chunks of this part: base = WG·part, + stride
     const uint xbase = pc.xoff + row * pc.ncols;
     const uint dbase = pc.doff + row * pc.ncols;
     // precise: no fused multiply-adds, so every variant (each compiled on
@@ -121,7 +128,7 @@ void main() {
     // per-value products, an exact integer sum.
     const uint nb = pc.ncols / 32u;
     const uint lane = t % 32u;
-    for (uint base = 0u; base < pc.ncols; base += WG) { // uniform: every invocation loops alike
+    for (uint base = WG * part; base < pc.ncols; base += stride) { // uniform: every invocation loops alike
         const uint i = base + t;
         const bool live = i < pc.ncols; // whole blocks: ncols and WG are multiples of 32
         float v = 0.0;
@@ -193,7 +200,7 @@ void main() {
     // 16-value sums.
     const uint nsb = pc.ncols / 256u;
     const uint lane = t % 256u, first = t - lane; // within the super-block; its first invocation
-    for (uint base = 0u; base < pc.ncols; base += WG) { // uniform: every invocation loops alike
+    for (uint base = WG * part; base < pc.ncols; base += stride) { // uniform: every invocation loops alike
         const uint i = base + t;
         const bool live = i < pc.ncols; // the same for a whole super-block
         float v = 0.0;
@@ -274,7 +281,7 @@ void main() {
         barrier(); // the next pass reuses the shared arrays
     }
 #else
-    for (uint i = t; i < pc.ncols; i += WG) {
+    for (uint i = t + WG * part; i < pc.ncols; i += stride) {
         const uint c = (i - t) / WG;
 #ifdef MUL_WEIGHT
         const float v = c < CACHED ? (pick(xv, c) * scale) * pick(wv, c) : (x[xbase + i] * scale) * w[pc.woff + i];

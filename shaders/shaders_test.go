@@ -284,6 +284,17 @@ func TestRMSNorm(t *testing.T) {
 			e.run("rms_norm_mul_"+kind, e.rows(c.rows), pushWords(c.cols, c.rows, float32(eps), 0, 0, 0, qoff), xb, df, wb, qb)
 			require.Equal(t, e.read(dw, len(x)), e.read(df, len(x)), "rms_norm_mul_%s %dx%d: values", kind, c.rows, c.cols)
 			require.Equal(t, f32Bits(e.readAt(qa, qoff, words)), f32Bits(e.readAt(qb, qoff, words)), "rms_norm_mul_%s %dx%d: activations", kind, c.rows, c.cols)
+
+			// Split into parts of 512 values, a workgroup each (as a decode
+			// step runs it): the same bits.
+			if parts := (c.cols + 511) / 512; parts > 1 {
+				g := e.rows(c.rows)
+				g[2] = uint32(parts)
+				qp, dp := e.out(qoff+words), e.out(len(x))
+				e.run("rms_norm_mul_"+kind, g, pushWords(c.cols, c.rows, float32(eps), 0, 0, 0, qoff), xb, dp, wb, qp)
+				require.Equal(t, e.read(dw, len(x)), e.read(dp, len(x)), "rms_norm_mul_%s %dx%d in %d parts: values", kind, c.rows, c.cols, parts)
+				require.Equal(t, f32Bits(e.readAt(qa, qoff, words)), f32Bits(e.readAt(qp, qoff, words)), "rms_norm_mul_%s %dx%d in %d parts: activations", kind, c.rows, c.cols, parts)
+			}
 		}
 
 		// In place.

@@ -513,12 +513,18 @@ func (r *recorder) node(v *value) error {
 		}
 		w, woff := r.operand(n.Inputs[1])
 		push[5] = woff
+		groups := rowGroups(rows)
+		if rows == 1 && (x.Buf != dst.Buf || max(xoff, doff)-min(xoff, doff) >= uint32(group)) {
+			// A decode step's one row: split into parts of normWG values,
+			// a workgroup each (rms_norm.comp), unless d is x.
+			groups[2] = uint32((group + normWG - 1) / normWG)
+		}
 		if kind := r.s.e.normQuant[n.ID]; kind != "" {
 			// Its matmuls' activations too (fusedNormQuant).
 			r.scratch = n.ID
-			return r.dispatch("rms_norm_mul_"+kind, rowGroups(rows), append(push, 0), x, dst, w, Whole(r.s.scratch))
+			return r.dispatch("rms_norm_mul_"+kind, groups, append(push, 0), x, dst, w, Whole(r.s.scratch))
 		}
-		return r.dispatch("rms_norm_mul_f32", rowGroups(rows), append(push, 0), x, dst, w)
+		return r.dispatch("rms_norm_mul_f32", groups, append(push, 0), x, dst, w)
 	case ops.Softmax:
 		x, xoff := r.operand(n.Inputs[0])
 		return r.dispatch("softmax_f32", rowGroups(rows), []uint32{uint32(v.width), uint32(rows), f32bits(a.Float("scale")), xoff, doff}, x, dst)
@@ -688,6 +694,9 @@ const matmulTokens = 8
 // matmulWG is the matmul shaders' workgroup size: weight rows per
 // workgroup (matmul_tiled's tiles have as many rows).
 const matmulWG = 64
+
+// normWG is rms_norm.comp's workgroup size (its variants' default).
+const normWG = 512
 
 // coopWeights are the weight types with matmul_coop variants (int8
 // blocks of 32, as the tensor cores' K).
