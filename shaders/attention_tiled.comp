@@ -15,7 +15,7 @@
 //
 // Two passes, as attention.comp: the first finds each token's largest
 // score and the sum of exp(score − largest) (invocation (t, g) keeps them
-// for rows g, g + 4, … of every tile; the four are combined at the end as
+// for rows g, g + NG, … of every tile; the NG are combined at the end as
 // attention.comp combines its invocations'); the second computes the
 // scores again, the probabilities exp(score − max)·(1/sum) (rounded to
 // binary16 with an F16 cache, as the CPU does) and accumulates P·V in row
@@ -25,12 +25,14 @@
 #extension GL_GOOGLE_include_directive : require
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 0) const uint WG = 64; // 4·TQ
+layout(constant_id = 0) const uint WG = 128; // NG·TQ
 
 #include "attention.glsl"
 
 #define TQ 16u // tokens per tile (one per invocation of each group of 16)
 #define TK 32u // cache rows per tile
+#define NG 8u  // invocations per token: each takes every NG-th row and dimension group
+#define LANES (NG * TQ) // WG
 #define HDMAX 128u
 // Rows are read 4 values at a time (vec4), and padded by one vec4 so that
 // the invocations of a subgroup, reading different rows, meet different
@@ -40,7 +42,7 @@ shared vec4 qt[TQ * RS]; // the tile's queries (binary16-rounded with F16)
 shared vec4 kv[TK * RS]; // a tile of K rows, then of V rows
 shared float pt[TQ * (TK + 1u)]; // probabilities
 shared uint lo_row[TQ], hi_row[TQ]; // rows each token sees (lo > hi: none)
-shared float stat_m[4u * TQ], stat_s[4u * TQ];
+shared float stat_m[NG * TQ], stat_s[NG * TQ];
 
 #define ninf uintBitsToFloat(0xff800000u)
 
@@ -48,18 +50,18 @@ shared float stat_m[4u * TQ], stat_s[4u * TQ];
 // (keys) or V into kv as floats. The invocation's loads (a word — two
 // binary16 values, or one float — each) are all issued before the first
 // is stored: one after another, each would wait for the cache. Word u of
-// invocation tid is word tid + 64·u of the tile, in row (tid + 64·u) /
+// invocation tid is word tid + LANES·u of the tile, in row (tid + LANES·u) /
 // (hd/VPW) — stepped, not divided.
 #if defined(KV_F16)
 #define VPW 2u // values per cache word
 #else
 #define VPW 1u
 #endif
-#define SLOTS (TK * HDMAX / VPW / 64u) // words per invocation (WG 64)
+#define SLOTS (TK * HDMAX / VPW / LANES) // words per invocation
 void load_tile(bool keys, uint r0, uint nrows, uint kvh) {
     const uint hw = pc.hd / VPW, rw = pc.kvheads * hw;
     const uint r00 = gl_LocalInvocationID.x / hw, c00 = gl_LocalInvocationID.x % hw;
-    const uint dr = 64u / hw, dc = 64u % hw;
+    const uint dr = LANES / hw, dc = LANES % hw;
     const uint base = r0 * rw + kvh * hw;
     uint w[SLOTS];
     uint r = r00, c = c00;
@@ -100,19 +102,19 @@ void load_tile(bool keys, uint r0, uint nrows, uint kvh) {
     }
 }
 
-// score_tile writes token ti's scores against rows kg, kg + 4, … of the
+// score_tile writes token ti's scores against rows kg, kg + NG, … of the
 // K tile in kv (rows from r0), capped and scaled, to pt (-inf where
 // masked).
 void score_tile(uint ti, uint kg, uint r0) {
     const uint hd = pc.hd;
-    float dot[TK / 4u];
-    for (uint k = 0u; k < TK / 4u; k++) {
+    float dot[TK / NG];
+    for (uint k = 0u; k < TK / NG; k++) {
         dot[k] = 0.0;
     }
     for (uint d4 = 0u; d4 < hd / 4u; d4++) {
         const vec4 qd = qt[ti * RS + d4];
-        for (uint k = 0u; k < TK / 4u; k++) {
-            const vec4 kd = kv[(kg + 4u * k) * RS + d4];
+        for (uint k = 0u; k < TK / NG; k++) {
+            const vec4 kd = kv[(kg + NG * k) * RS + d4];
             dot[k] += qd.x * kd.x; // in order, as the CPU sums
             dot[k] += qd.y * kd.y;
             dot[k] += qd.z * kd.z;
@@ -120,9 +122,9 @@ void score_tile(uint ti, uint kg, uint r0) {
         }
     }
     const uint lo = lo_row[ti], hi = hi_row[ti];
-    for (uint k = 0u; k < TK / 4u; k++) {
-        const uint r = r0 + kg + 4u * k;
-        pt[ti * (TK + 1u) + kg + 4u * k] = r >= lo && r <= hi ? capped(dot[k]) * pc.scale : ninf;
+    for (uint k = 0u; k < TK / NG; k++) {
+        const uint r = r0 + kg + NG * k;
+        pt[ti * (TK + 1u) + kg + NG * k] = r >= lo && r <= hi ? capped(dot[k]) * pc.scale : ninf;
     }
 }
 
@@ -190,8 +192,8 @@ void main() {
         load_tile(true, r0, min(TK, rhi + 1u - r0), kvh);
         barrier();
         score_tile(ti, kg, r0);
-        for (uint k = 0u; k < TK / 4u; k++) {
-            const float x = pt[ti * (TK + 1u) + kg + 4u * k];
+        for (uint k = 0u; k < TK / NG; k++) {
+            const float x = pt[ti * (TK + 1u) + kg + NG * k];
             if (x == ninf) {
                 continue;
             }
@@ -208,20 +210,20 @@ void main() {
     stat_s[kg * TQ + ti] = s;
     barrier();
     float mx = ninf;
-    for (uint g = 0u; g < 4u; g++) {
+    for (uint g = 0u; g < NG; g++) {
         mx = max(mx, stat_m[g * TQ + ti]);
     }
     float total = 0.0;
-    for (uint g = 0u; g < 4u; g++) {
+    for (uint g = 0u; g < NG; g++) {
         const float mg = stat_m[g * TQ + ti];
         total += mg == ninf ? 0.0 : stat_s[g * TQ + ti] * exp(mg - mx);
     }
     const float inv = div_rn(1.0, total);
 
     // Pass 2: the probabilities, and P·V. Invocation (ti, kg) sums
-    // dimensions 4·g .. 4·g + 3 of token ti for g = kg, kg + 4, ….
-    vec4 acc[HDMAX / 16u];
-    for (uint i = 0u; i < HDMAX / 16u; i++) {
+    // dimensions 4·g .. 4·g + 3 of token ti for g = kg, kg + NG, ….
+    vec4 acc[HDMAX / 4u / NG];
+    for (uint i = 0u; i < HDMAX / 4u / NG; i++) {
         acc[i] = vec4(0.0);
     }
     for (uint r0 = next(rlo, rhi); r0 <= rhi; r0 = next(r0 + TK, rhi)) {
@@ -229,8 +231,8 @@ void main() {
         load_tile(true, r0, nrows, kvh);
         barrier();
         score_tile(ti, kg, r0);
-        for (uint k = 0u; k < TK / 4u; k++) {
-            const uint at = ti * (TK + 1u) + kg + 4u * k;
+        for (uint k = 0u; k < TK / NG; k++) {
+            const uint at = ti * (TK + 1u) + kg + NG * k;
             const float x = pt[at];
             float p = x == ninf ? 0.0 : exp(x - mx) * inv;
 #if defined(KV_F16)
@@ -246,8 +248,8 @@ void main() {
             if (p == 0.0) {
                 continue; // masked, or too small to count; a row it cannot see may be unwritten
             }
-            for (uint i = 0u; i < HDMAX / 16u; i++) {
-                const uint g = kg + 4u * i;
+            for (uint i = 0u; i < HDMAX / 4u / NG; i++) {
+                const uint g = kg + NG * i;
                 if (g < hd / 4u) {
                     acc[i] += p * kv[j * RS + g];
                 }
@@ -258,8 +260,8 @@ void main() {
 
     if (ti < ntile) {
         const uint obase = pc.ooff + ((t0 + ti) * pc.heads + h) * hd;
-        for (uint i = 0u; i < HDMAX / 16u; i++) {
-            const uint g = kg + 4u * i;
+        for (uint i = 0u; i < HDMAX / 4u / NG; i++) {
+            const uint g = kg + NG * i;
             if (g < hd / 4u) {
                 for (uint c = 0u; c < 4u; c++) {
                     o[obase + 4u * g + c] = acc[i][c];

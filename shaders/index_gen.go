@@ -1322,7 +1322,7 @@ var kernels = []Kernel{{
 	PushBytes: 52,
 	SPIRV:     spvAttentionTiledF16,
 	Source:    "attention_tiled.comp",
-	Workgroup: 64,
+	Workgroup: 128,
 }, {
 	Bindings:  5,
 	Defines:   []string{"KV_F32"},
@@ -1330,7 +1330,7 @@ var kernels = []Kernel{{
 	PushBytes: 52,
 	SPIRV:     spvAttentionTiledF32,
 	Source:    "attention_tiled.comp",
-	Workgroup: 64,
+	Workgroup: 128,
 }, {
 	Bindings:  6,
 	Defines:   []string{"KV_F16", "Q8_0"},
@@ -1338,7 +1338,7 @@ var kernels = []Kernel{{
 	PushBytes: 52,
 	SPIRV:     spvAttentionTiledF16Q80,
 	Source:    "attention_tiled.comp",
-	Workgroup: 64,
+	Workgroup: 128,
 }, {
 	Bindings:  6,
 	Defines:   []string{"KV_F32", "Q8_0"},
@@ -1346,7 +1346,7 @@ var kernels = []Kernel{{
 	PushBytes: 52,
 	SPIRV:     spvAttentionTiledF32Q80,
 	Source:    "attention_tiled.comp",
-	Workgroup: 64,
+	Workgroup: 128,
 }, {
 	Bindings:  6,
 	Defines:   []string{"KV_F16", "Q8_1"},
@@ -1354,7 +1354,7 @@ var kernels = []Kernel{{
 	PushBytes: 52,
 	SPIRV:     spvAttentionTiledF16Q81,
 	Source:    "attention_tiled.comp",
-	Workgroup: 64,
+	Workgroup: 128,
 }, {
 	Bindings:  6,
 	Defines:   []string{"KV_F32", "Q8_1"},
@@ -1362,7 +1362,7 @@ var kernels = []Kernel{{
 	PushBytes: 52,
 	SPIRV:     spvAttentionTiledF32Q81,
 	Source:    "attention_tiled.comp",
-	Workgroup: 64,
+	Workgroup: 128,
 }, {
 	Bindings:  5,
 	Defines:   []string{"KV_F16"},

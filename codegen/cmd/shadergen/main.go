@@ -75,12 +75,12 @@ var variants = []variant{
 	{"attention_f32_q8_0", "attention.comp", []string{"KV_F32", "Q8_0"}, 6, 52, 256},
 	{"attention_f16_q8_1", "attention.comp", []string{"KV_F16", "Q8_1"}, 6, 52, 256},
 	{"attention_f32_q8_1", "attention.comp", []string{"KV_F32", "Q8_1"}, 6, 52, 256},
-	{"attention_tiled_f16", "attention_tiled.comp", []string{"KV_F16"}, 5, 52, 64},
-	{"attention_tiled_f32", "attention_tiled.comp", []string{"KV_F32"}, 5, 52, 64},
-	{"attention_tiled_f16_q8_0", "attention_tiled.comp", []string{"KV_F16", "Q8_0"}, 6, 52, 64},
-	{"attention_tiled_f32_q8_0", "attention_tiled.comp", []string{"KV_F32", "Q8_0"}, 6, 52, 64},
-	{"attention_tiled_f16_q8_1", "attention_tiled.comp", []string{"KV_F16", "Q8_1"}, 6, 52, 64},
-	{"attention_tiled_f32_q8_1", "attention_tiled.comp", []string{"KV_F32", "Q8_1"}, 6, 52, 64},
+	{"attention_tiled_f16", "attention_tiled.comp", []string{"KV_F16"}, 5, 52, 128},
+	{"attention_tiled_f32", "attention_tiled.comp", []string{"KV_F32"}, 5, 52, 128},
+	{"attention_tiled_f16_q8_0", "attention_tiled.comp", []string{"KV_F16", "Q8_0"}, 6, 52, 128},
+	{"attention_tiled_f32_q8_0", "attention_tiled.comp", []string{"KV_F32", "Q8_0"}, 6, 52, 128},
+	{"attention_tiled_f16_q8_1", "attention_tiled.comp", []string{"KV_F16", "Q8_1"}, 6, 52, 128},
+	{"attention_tiled_f32_q8_1", "attention_tiled.comp", []string{"KV_F32", "Q8_1"}, 6, 52, 128},
 }
 
 // weightTypes are the weight types of the matmul and row-gather variants,
