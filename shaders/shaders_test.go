@@ -27,13 +27,13 @@ import (
 // each run. Tolerances are stated per op.
 
 type env struct {
-	t   *testing.T
+	t   testing.TB
 	d   *vulkan.Device
 	rng *rand.Rand
 	ks  map[string]*vulkan.Kernel
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	d := vulkantest.Open(t)
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
