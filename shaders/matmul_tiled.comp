@@ -341,12 +341,19 @@ void main() {
         }
         barrier();
         const uint kn = min(32u, pc.ncols - k0);
-        [[unroll]] for (uint s = 0u; s < NW; s++) {
-            for (uint c = 0u; c < kn; c++) {
-                float wv[4], av[4];
+        // Columns outer, weights inner: with the weights' loop outer,
+        // NVIDIA's F16 gate·up (NW 2) ran 10× slower than one weight
+        // (14.5 against 1.5 ms at 5632×2048, 512 tokens). Each sum still
+        // takes its columns in order: the same bits.
+        for (uint c = 0u; c < kn; c++) {
+            float av[4];
+            for (uint i = 0u; i < 4u; i++) {
+                av[i] = sa[(tt + 16u * i) * 33u + c];
+            }
+            [[unroll]] for (uint s = 0u; s < NW; s++) {
+                float wv[4];
                 for (uint i = 0u; i < 4u; i++) {
                     wv[i] = sw[(s * TR + tr + 16u * i) * 33u + c];
-                    av[i] = sa[(tt + 16u * i) * 33u + c];
                 }
                 for (uint i = 0u; i < 4u; i++) {
                     for (uint j = 0u; j < 4u; j++) {
