@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -36,6 +37,12 @@ type env struct {
 func newEnv(t testing.TB) *env {
 	d := vulkantest.Open(t)
 	seed := rand.Uint64()
+	if v := os.Getenv("WEFT_TEST_SEED"); v != "" {
+		// Replays a failure: the seed its log printed.
+		n, err := strconv.ParseUint(v, 10, 64)
+		require.NoError(t, err, "WEFT_TEST_SEED")
+		seed = n
+	}
 	t.Logf("seed %d", seed)
 	return &env{t: t, d: d, rng: rand.New(rand.NewPCG(seed, 0x5eed)), ks: map[string]*vulkan.Kernel{}}
 }
