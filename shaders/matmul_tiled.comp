@@ -1,11 +1,11 @@
 // Tiled matrix × matrix for batches (prefill): the products, epilogues,
 // push constants, bindings and numerics of matmul.comp, computed in tiles.
 // A workgroup of 256 invocations computes 64 weight rows × 64 tokens; the
-// weights and activations of one 32-value block (quantized types) or 32
-// columns (float types) at a time are staged in shared memory, each read
-// from memory once per tile instead of once per row (activations) or per
-// 8 tokens (weights), and each invocation computes 4 rows × 4 tokens from
-// them, four int8 products at a time (sdot.glsl; exact integer sums).
+// weights and activations of SB = 4 32-value blocks (quantized types) or
+// of 32 columns (float types) at a time are staged in shared memory, each
+// read from memory once per tile instead of once per row (activations) or
+// per 8 tokens (weights), and each invocation computes 4 rows × 4 tokens
+// from them, four int8 products at a time (sdot.glsl; exact integer sums).
 //
 // Numerics are matmul.comp's: the same integer sum per block and float
 // expression per block, blocks (or columns) summed in the same order.
@@ -16,10 +16,13 @@
 // 32-wide subgroups) a block's integer sums come from tensor cores
 // instead: each of the 8 subgroups multiplies a 16-row slice of the
 // staged int8 weights by two 16-token slices of the activations into
-// 16×16 int32 sums (exact, as sdot4's), stores them in its own part of
-// shared memory, and each invocation applies the block's float
-// expression to 16 of them (one row, 16 tokens), in block order — so
-// the bits are those of the sdot4 path.
+// 16×16 int32 sums (exact, as sdot4's), loads the block's scales as
+// matrices of the same shape (a stride of 0 repeats a row's scale along
+// its row, a token's down its column) and applies the block's float
+// expression element by element to float32 accumulator matrices, in
+// block order — so the bits are those of the sdot4 path. The
+// accumulators go through the subgroup's part of shared memory once, at
+// the end, to the epilogue's (row, token) layout.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_spirv_intrinsics : require

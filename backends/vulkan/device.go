@@ -148,6 +148,9 @@ type Device struct {
 	info  DeviceInfo
 	props vk.Properties
 	mem   vk.MemoryProperties
+	// coopInt8: the device was created with NV cooperative matrices
+	// (info.CoopInt8 when it was opened), so matmul_coop runs on it.
+	coopInt8 bool
 
 	mu      sync.Mutex // guards the transfer objects below
 	pool    vk.CommandPool
@@ -219,7 +222,7 @@ func open(in *vk.Instance, index int) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Device{inst: in, dev: dev, info: info, props: pd.Properties(), mem: pd.MemoryProperties()}
+	d := &Device{inst: in, dev: dev, info: info, props: pd.Properties(), mem: pd.MemoryProperties(), coopInt8: want.CooperativeMatrixNV}
 	if err := d.initTransfer(); err != nil {
 		d.closeDevice()
 		return nil, err

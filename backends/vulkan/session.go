@@ -15,6 +15,7 @@ import (
 	"github.com/weft-ml/weft/graph"
 	"github.com/weft-ml/weft/ops"
 	"github.com/weft-ml/weft/ops/ref"
+	"github.com/weft-ml/weft/shaders"
 )
 
 // Session is one session's device memory (backends.State): the
@@ -513,18 +514,24 @@ func (r *recorder) node(v *value) error {
 		}
 		w, woff := r.operand(n.Inputs[1])
 		push[5] = woff
-		groups := rowGroups(rows)
-		if rows == 1 && (x.Buf != dst.Buf || max(xoff, doff)-min(xoff, doff) >= uint32(group)) {
-			// A decode step's one row: split into parts of normWG values,
-			// a workgroup each (rms_norm.comp), unless d is x.
-			groups[2] = uint32((group + normWG - 1) / normWG)
-		}
+		kernel, bufs := "rms_norm_mul_f32", []Range{x, dst, w}
 		if kind := r.s.e.normQuant[n.ID]; kind != "" {
 			// Its matmuls' activations too (fusedNormQuant).
 			r.scratch = n.ID
-			return r.dispatch("rms_norm_mul_"+kind, groups, append(push, 0), x, dst, w, Whole(r.s.scratch))
+			kernel, bufs = "rms_norm_mul_"+kind, append(bufs, Whole(r.s.scratch))
 		}
-		return r.dispatch("rms_norm_mul_f32", groups, append(push, 0), x, dst, w)
+		groups := rowGroups(rows)
+		if rows == 1 && (x.Buf != dst.Buf || max(xoff, doff)-min(xoff, doff) >= uint32(group)) {
+			// A decode step's one row: split into parts of a workgroup's
+			// width, a workgroup each (rms_norm.comp), unless d is x.
+			k, err := r.s.e.kernel(kernel)
+			if err != nil {
+				return err
+			}
+			wg := int(k.Workgroup())
+			groups[2] = uint32((group + wg - 1) / wg)
+		}
+		return r.dispatch(kernel, groups, append(push, 0), bufs...)
 	case ops.Softmax:
 		x, xoff := r.operand(n.Inputs[0])
 		return r.dispatch("softmax_f32", rowGroups(rows), []uint32{uint32(v.width), uint32(rows), f32bits(a.Float("scale")), xoff, doff}, x, dst)
@@ -695,13 +702,6 @@ const matmulTokens = 8
 // workgroup (matmul_tiled's tiles have as many rows).
 const matmulWG = 64
 
-// normWG is rms_norm.comp's workgroup size (its variants' default).
-const normWG = 512
-
-// coopWeights are the weight types with matmul_coop variants (int8
-// blocks of 32, as the tensor cores' K).
-var coopWeights = map[gguf.TensorType]bool{gguf.TypeQ8_0: true, gguf.TypeQ4_0: true, gguf.TypeQ5_0: true, gguf.TypeQ4_1: true, gguf.TypeQ5_1: true}
-
 // tiledTokens is the token side of matmul_tiled's tiles; batches of more
 // than half a tile take it.
 const tiledTokens = 64
@@ -760,8 +760,8 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		// Prefill: tiles of 64 rows × 64 tokens staged in shared memory,
 		// their int8 block sums by tensor cores where the device has them.
 		shader, perGroup = "matmul_tiled", tiledTokens
-		if coopWeights[wt0] && r.s.e.d.info.CoopInt8() {
-			shader = "matmul_coop"
+		if _, err := shaders.Lookup("matmul_coop_" + weightKernel[wt0]); err == nil && r.s.e.d.coopInt8 {
+			shader = "matmul_coop" // the types with such variants: int8 blocks of 32
 		}
 	}
 	groups := func(rowsW int) [3]uint32 {

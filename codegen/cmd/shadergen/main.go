@@ -69,18 +69,6 @@ var variants = []variant{
 	{"rope_kv_q4_0", "rope_kv.comp", []string{"KV_Q4_0"}, 6, 52, 64},
 	{"kv_shift_f16", "kv_shift.comp", []string{"KV_F16"}, 3, 32, 64},
 	{"kv_shift_f32", "kv_shift.comp", []string{"KV_F32"}, 3, 32, 64},
-	{"attention_f16", "attention.comp", []string{"KV_F16"}, 5, 52, 256},
-	{"attention_f32", "attention.comp", []string{"KV_F32"}, 5, 52, 256},
-	{"attention_f16_q8_0", "attention.comp", []string{"KV_F16", "Q8_0"}, 6, 52, 256},
-	{"attention_f32_q8_0", "attention.comp", []string{"KV_F32", "Q8_0"}, 6, 52, 256},
-	{"attention_f16_q8_1", "attention.comp", []string{"KV_F16", "Q8_1"}, 6, 52, 256},
-	{"attention_f32_q8_1", "attention.comp", []string{"KV_F32", "Q8_1"}, 6, 52, 256},
-	{"attention_tiled_f16", "attention_tiled.comp", []string{"KV_F16"}, 5, 52, 128},
-	{"attention_tiled_f32", "attention_tiled.comp", []string{"KV_F32"}, 5, 52, 128},
-	{"attention_tiled_f16_q8_0", "attention_tiled.comp", []string{"KV_F16", "Q8_0"}, 6, 52, 128},
-	{"attention_tiled_f32_q8_0", "attention_tiled.comp", []string{"KV_F32", "Q8_0"}, 6, 52, 128},
-	{"attention_tiled_f16_q8_1", "attention_tiled.comp", []string{"KV_F16", "Q8_1"}, 6, 52, 128},
-	{"attention_tiled_f32_q8_1", "attention_tiled.comp", []string{"KV_F32", "Q8_1"}, 6, 52, 128},
 }
 
 // weightTypes are the weight types of the matmul and row-gather variants,
@@ -103,6 +91,23 @@ var weightTypes = []struct {
 }
 
 func init() {
+	// Attention: a workgroup per (head, token), and per (head, tile of
+	// tokens) for prefills; per float KV cache type, and fused with the
+	// output projection's Q8_0 or Q8_1 activations.
+	for _, src := range []struct {
+		name string
+		wg   int
+	}{{"attention", 256}, {"attention_tiled", 128}} {
+		for _, act := range []string{"", "q8_0", "q8_1"} {
+			for _, kv := range []string{"f16", "f32"} {
+				name, defines, bindings := src.name+"_"+kv, []string{"KV_" + strings.ToUpper(kv)}, 5
+				if act != "" {
+					name, defines, bindings = name+"_"+act, append(defines, strings.ToUpper(act)), 6
+				}
+				variants = append(variants, variant{name, src.name + ".comp", defines, bindings, 52, src.wg})
+			}
+		}
+	}
 	// Flash attention per KV cache type, and fused with the output
 	// projection's Q8_0 or Q8_1 activations.
 	for _, kv := range []struct{ name, define string }{{"f16", "KV_F16"}, {"q8_0", "KV_Q8_0"}, {"q4_0", "KV_Q4_0"}} {
