@@ -157,10 +157,12 @@ func TestMatMulBiasGeGLU(t *testing.T) {
 		if kQuant(wt) {
 			cols = 512
 		}
-		for _, c := range []struct{ rows, ntok int }{{37, 1}, {70, 9}} {
-			kernels := []string{"matvec", "matmul", "matmul_tiled"}
-			if kQuant(wt) {
-				kernels = kernels[:1]
+		for _, c := range []struct{ rows, ntok int }{{37, 1}, {70, 9}, {70, 66}} {
+			kernels := []string{"matvec"}
+			for _, k := range []string{"matmul", "matmul_tiled"} {
+				if hasKernel(k+"_", wt) {
+					kernels = append(kernels, k)
+				}
 			}
 			for _, kern := range kernels {
 				label := fmt.Sprintf("%s %s %dx%d ntok=%d", kern, typeName(wt), c.rows, cols, c.ntok)

@@ -18,7 +18,7 @@ import (
 func BenchmarkMatMulTiled(b *testing.B) {
 	e := newEnv(b)
 	const ntok = 512
-	for _, wt := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeF16} {
+	for _, wt := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeF16} {
 		for _, c := range []struct {
 			epi        string
 			rows, cols int

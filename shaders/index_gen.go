@@ -660,6 +660,36 @@ var spvMatvecQkvQ51 []byte
 //go:embed spv/get_rows_q4_k.spv
 var spvGetRowsQ4K []byte
 
+//go:embed spv/matmul_tiled_q4_k.spv
+var spvMatmulTiledQ4K []byte
+
+//go:embed spv/matmul_coop_q4_k.spv
+var spvMatmulCoopQ4K []byte
+
+//go:embed spv/matmul_tiled_add_q4_k.spv
+var spvMatmulTiledAddQ4K []byte
+
+//go:embed spv/matmul_coop_add_q4_k.spv
+var spvMatmulCoopAddQ4K []byte
+
+//go:embed spv/matmul_tiled_gateup_q4_k.spv
+var spvMatmulTiledGateupQ4K []byte
+
+//go:embed spv/matmul_coop_gateup_q4_k.spv
+var spvMatmulCoopGateupQ4K []byte
+
+//go:embed spv/matmul_tiled_bias_q4_k.spv
+var spvMatmulTiledBiasQ4K []byte
+
+//go:embed spv/matmul_coop_bias_q4_k.spv
+var spvMatmulCoopBiasQ4K []byte
+
+//go:embed spv/matmul_tiled_geglu_q4_k.spv
+var spvMatmulTiledGegluQ4K []byte
+
+//go:embed spv/matmul_coop_geglu_q4_k.spv
+var spvMatmulCoopGegluQ4K []byte
+
 //go:embed spv/matvec_q4_k.spv
 var spvMatvecQ4K []byte
 
@@ -681,6 +711,36 @@ var spvMatvecQkvQ4K []byte
 //go:embed spv/get_rows_q5_k.spv
 var spvGetRowsQ5K []byte
 
+//go:embed spv/matmul_tiled_q5_k.spv
+var spvMatmulTiledQ5K []byte
+
+//go:embed spv/matmul_coop_q5_k.spv
+var spvMatmulCoopQ5K []byte
+
+//go:embed spv/matmul_tiled_add_q5_k.spv
+var spvMatmulTiledAddQ5K []byte
+
+//go:embed spv/matmul_coop_add_q5_k.spv
+var spvMatmulCoopAddQ5K []byte
+
+//go:embed spv/matmul_tiled_gateup_q5_k.spv
+var spvMatmulTiledGateupQ5K []byte
+
+//go:embed spv/matmul_coop_gateup_q5_k.spv
+var spvMatmulCoopGateupQ5K []byte
+
+//go:embed spv/matmul_tiled_bias_q5_k.spv
+var spvMatmulTiledBiasQ5K []byte
+
+//go:embed spv/matmul_coop_bias_q5_k.spv
+var spvMatmulCoopBiasQ5K []byte
+
+//go:embed spv/matmul_tiled_geglu_q5_k.spv
+var spvMatmulTiledGegluQ5K []byte
+
+//go:embed spv/matmul_coop_geglu_q5_k.spv
+var spvMatmulCoopGegluQ5K []byte
+
 //go:embed spv/matvec_q5_k.spv
 var spvMatvecQ5K []byte
 
@@ -701,6 +761,21 @@ var spvMatvecQkvQ5K []byte
 
 //go:embed spv/get_rows_q6_k.spv
 var spvGetRowsQ6K []byte
+
+//go:embed spv/matmul_tiled_q6_k.spv
+var spvMatmulTiledQ6K []byte
+
+//go:embed spv/matmul_tiled_add_q6_k.spv
+var spvMatmulTiledAddQ6K []byte
+
+//go:embed spv/matmul_tiled_gateup_q6_k.spv
+var spvMatmulTiledGateupQ6K []byte
+
+//go:embed spv/matmul_tiled_bias_q6_k.spv
+var spvMatmulTiledBiasQ6K []byte
+
+//go:embed spv/matmul_tiled_geglu_q6_k.spv
+var spvMatmulTiledGegluQ6K []byte
 
 //go:embed spv/matvec_q6_k.spv
 var spvMatvecQ6K []byte
@@ -2734,6 +2809,86 @@ var kernels = []Kernel{{
 }, {
 	Bindings:  3,
 	Defines:   []string{"W_Q4_K"},
+	Name:      "matmul_tiled_q4_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledQ4K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q4_K", "COOP"},
+	Name:      "matmul_coop_q4_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopQ4K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_K", "ADD"},
+	Name:      "matmul_tiled_add_q4_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledAddQ4K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_K", "ADD", "COOP"},
+	Name:      "matmul_coop_add_q4_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopAddQ4K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_K", "GATEUP"},
+	Name:      "matmul_tiled_gateup_q4_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGateupQ4K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_K", "GATEUP", "COOP"},
+	Name:      "matmul_coop_gateup_q4_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopGateupQ4K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_K", "BIAS"},
+	Name:      "matmul_tiled_bias_q4_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledBiasQ4K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_K", "BIAS", "COOP"},
+	Name:      "matmul_coop_bias_q4_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopBiasQ4K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_K", "GEGLU"},
+	Name:      "matmul_tiled_geglu_q4_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGegluQ4K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_K", "GEGLU", "COOP"},
+	Name:      "matmul_coop_geglu_q4_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopGegluQ4K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q4_K"},
 	Name:      "matvec_q4_k",
 	PushBytes: 28,
 	SPIRV:     spvMatvecQ4K,
@@ -2790,6 +2945,86 @@ var kernels = []Kernel{{
 }, {
 	Bindings:  3,
 	Defines:   []string{"W_Q5_K"},
+	Name:      "matmul_tiled_q5_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledQ5K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q5_K", "COOP"},
+	Name:      "matmul_coop_q5_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopQ5K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_K", "ADD"},
+	Name:      "matmul_tiled_add_q5_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledAddQ5K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_K", "ADD", "COOP"},
+	Name:      "matmul_coop_add_q5_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopAddQ5K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_K", "GATEUP"},
+	Name:      "matmul_tiled_gateup_q5_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGateupQ5K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_K", "GATEUP", "COOP"},
+	Name:      "matmul_coop_gateup_q5_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopGateupQ5K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_K", "BIAS"},
+	Name:      "matmul_tiled_bias_q5_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledBiasQ5K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_K", "BIAS", "COOP"},
+	Name:      "matmul_coop_bias_q5_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopBiasQ5K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_K", "GEGLU"},
+	Name:      "matmul_tiled_geglu_q5_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGegluQ5K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_K", "GEGLU", "COOP"},
+	Name:      "matmul_coop_geglu_q5_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopGegluQ5K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q5_K"},
 	Name:      "matvec_q5_k",
 	PushBytes: 28,
 	SPIRV:     spvMatvecQ5K,
@@ -2843,6 +3078,46 @@ var kernels = []Kernel{{
 	SPIRV:     spvGetRowsQ6K,
 	Source:    "get_rows.comp",
 	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q6_K"},
+	Name:      "matmul_tiled_q6_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledQ6K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q6_K", "ADD"},
+	Name:      "matmul_tiled_add_q6_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledAddQ6K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q6_K", "GATEUP"},
+	Name:      "matmul_tiled_gateup_q6_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGateupQ6K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q6_K", "BIAS"},
+	Name:      "matmul_tiled_bias_q6_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledBiasQ6K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q6_K", "GEGLU"},
+	Name:      "matmul_tiled_geglu_q6_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGegluQ6K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
 }, {
 	Bindings:  3,
 	Defines:   []string{"W_Q6_K"},

@@ -9,6 +9,9 @@
 //
 // Numerics are matmul.comp's: the same integer sum per block and float
 // expression per block, blocks (or columns) summed in the same order.
+// The K-quants Q4_K, Q5_K and Q6_K (which matmul.comp lacks) take Q8_K
+// activations and stage 32-value chunks as blocks (kquant.glsl): each
+// chunk's term is matvec.comp's, added in chunk order.
 //
 // Workgroup x (then y) is the row tile, z the token tile.
 //
@@ -60,6 +63,14 @@ layout(binding = 0) readonly buffer Wt { uint w[]; };
 #define QUANT_ACT
 #define Q8_1_ACT
 #define ABW 10u
+#elif defined(W_Q4_K) || defined(W_Q5_K) || defined(W_Q6_K)
+// K-quants: 32-value chunks of 256-value super-blocks (kquant.glsl),
+// against Q8_K activations (quantize_q8k: 73 words per super-block).
+#define QUANT_ACT
+#define Q8_K_ACT
+#if !defined(W_Q6_K)
+#define KQ_MINS // a min per chunk, against the activations' chunk sums
+#endif
 #endif
 #ifdef QUANT_ACT
 layout(binding = 1) readonly buffer Xq { uint xq[]; };
@@ -97,13 +108,28 @@ uint wu32(uint s, uint off) {
     return sh == 0u ? lo : (lo >> sh) | (wword(s, (off >> 2) + 1u) << (32u - sh));
 }
 #include "sdot.glsl"
+#include "kquant.glsl"
 
 #ifdef QUANT_ACT
 // SB blocks are staged at a time, block-major: block bb of row r of
 // weight s at (s·SB + bb)·TR + r, of token t at bb·TT + t.
 #define SB 4u
 shared uint sw[NW * SB * TR * 8]; // a block: 32 int8 weights in 8 words
+#ifdef Q8_K_ACT
+#ifdef KQ_MINS
+#define KGROUPS 1u
+#else
+#define KGROUPS 2u // Q6_K: a scale per 16 values
+#endif
+// A chunk's factors as kq_chunk gives them (binary16 d and dmin; scale
+// and min), packed: the shared memory of the tensor-core variant with
+// two weights holds no more.
+shared uint sf[NW * SB * TR];
+shared uint ssm[NW * SB * TR];
+shared int sbs[SB * TT];          // the activation chunk's sum (KQ_MINS)
+#else
 shared float sdw[NW * SB * TR];   // its scale
+#endif
 #ifdef Q8_1_ACT
 shared float smw[NW * SB * TR];   // its min
 shared float ssa[SB * TT];        // the activation block's s
@@ -153,6 +179,12 @@ void main() {
             const uint s = n / (TR * SB), r = (n / SB) % TR, bb = n % SB;
             const uint row = row0 + r, b = b0 + bb;
             uint q[8] = uint[8](0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u);
+#ifdef Q8_K_ACT
+            uint f = 0u, sm = 0u;
+            if (row < pc.nrows && b < nb) {
+                kq_chunk(s, row, nb / 8u, b / 8u, b % 8u, q, f, sm);
+            }
+#else
             float dw = 0.0, mw = 0.0;
             if (row < pc.nrows && b < nb) {
 #if defined(W_Q8_0)
@@ -201,11 +233,17 @@ void main() {
                 }
 #endif
             }
+#endif
             const uint at = (s * SB + bb) * TR + r;
             for (uint k = 0u; k < 8u; k++) {
                 sw[at * 8u + k] = q[k];
             }
+#ifdef Q8_K_ACT
+            sf[at] = f;
+            ssm[at] = sm;
+#else
             sdw[at] = dw;
+#endif
 #ifdef Q8_1_ACT
             smw[at] = mw;
 #endif
@@ -214,6 +252,15 @@ void main() {
             const uint t = n / SB, bb = n % SB, tok = tok0 + t, b = b0 + bb;
             const uint at = bb * TT + t;
             if (tok < pc.ntok && b < nb) {
+#ifdef Q8_K_ACT
+                // Chunk b % 8 of the token's super-block b / 8.
+                const uint ab = pc.xoff + (tok * (nb / 8u) + b / 8u) * 73u, j = b % 8u;
+                sda[at] = uintBitsToFloat(xq[ab]);
+                sbs[at] = kq_bsum(xq[ab + 65u + j]);
+                for (uint k = 0u; k < 8u; k++) {
+                    sa[at * 8u + k] = xq[ab + 1u + 8u * j + k];
+                }
+#else
                 const uint ab = pc.xoff + (tok * nb + b) * ABW;
                 sda[at] = uintBitsToFloat(xq[ab]);
 #ifdef Q8_1_ACT
@@ -222,10 +269,14 @@ void main() {
                 for (uint k = 0u; k < 8u; k++) {
                     sa[at * 8u + k] = xq[ab + ABW - 8u + k];
                 }
+#endif
             } else {
                 sda[at] = 0.0;
 #ifdef Q8_1_ACT
                 ssa[at] = 0.0;
+#endif
+#ifdef Q8_K_ACT
+                sbs[at] = 0;
 #endif
                 for (uint k = 0u; k < 8u; k++) {
                     sa[at * 8u + k] = 0u;
@@ -243,8 +294,14 @@ void main() {
                 // stride of 0 repeats the row's scale along its row
                 // (column-major) and the token's down its column.
                 const uint wat = (s * SB + bb) * TR + srow;
+#ifdef Q8_K_ACT
+                icoopmatNV<32, gl_ScopeSubgroup, 16, 16> mf, msm; // the packed factors (uint bits)
+                coopMatLoadNV(mf, sf, wat, 0u, true);
+                coopMatLoadNV(msm, ssm, wat, 0u, true);
+#else
                 fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> dw;
                 coopMatLoadNV(dw, sdw, wat, 0u, true);
+#endif
 #ifdef Q8_1_ACT
                 fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> mw;
                 coopMatLoadNV(mw, smw, wat, 0u, true);
@@ -256,6 +313,10 @@ void main() {
                     mc = coopMatMulAddNV(ma, mb, mc);
                     fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> da;
                     coopMatLoadNV(da, sda, bb * TT + stok + 16u * h, 0u, false);
+#ifdef KQ_MINS
+                    icoopmatNV<32, gl_ScopeSubgroup, 16, 16> bs;
+                    coopMatLoadNV(bs, sbs, bb * TT + stok + 16u * h, 0u, false);
+#endif
 #ifdef Q8_1_ACT
                     fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> sa1;
                     coopMatLoadNV(sa1, ssa, bb * TT + stok + 16u * h, 0u, false);
@@ -264,7 +325,14 @@ void main() {
                     // (row, token) — the test against sdot4's bits checks it.
                     for (uint i = 0u; i < mc.length(); i++) {
                         const float is = float(mc[i]);
-#if defined(W_Q8_0)
+#if defined(KQ_MINS)
+                        const uint f = uint(mf[i]), sm = uint(msm[i]);
+                        precise float v = (f16_to_f32(f) * da[i]) * float(int(sm & 0xffffu) * mc[i]) -
+                                          (f16_to_f32(f >> 16) * da[i]) * float(int(sm >> 16) * bs[i]);
+                        cacc[2u * s + h][i] += v;
+#elif defined(Q8_K_ACT)
+#error "Q6_K's two scales per chunk have no tensor-core variant"
+#elif defined(W_Q8_0)
                         cacc[2u * s + h][i] += is * (dw[i] * da[i]);
 #elif defined(W_Q5_0)
                         cacc[2u * s + h][i] += (dw[i] * da[i]) * is;
@@ -274,6 +342,49 @@ void main() {
 #else
                         cacc[2u * s + h][i] += (is * dw[i]) * da[i];
 #endif
+                    }
+                }
+            }
+#else
+#if defined(Q8_K_ACT)
+            [[unroll]] for (uint s = 0u; s < NW; s++) {
+                // Q6_K keeps an integer sum per 16-value group (isum[16·g + …]).
+                int isum[16u * KGROUPS];
+                for (uint i = 0u; i < 16u * KGROUPS; i++) {
+                    isum[i] = 0;
+                }
+                [[unroll]] for (uint k = 0u; k < 8u; k++) {
+                    const uint g = k / (8u / KGROUPS);
+                    uint wv[4], av[4];
+                    for (uint i = 0u; i < 4u; i++) {
+                        wv[i] = sw[((s * SB + bb) * TR + tr + 16u * i) * 8u + k];
+                        av[i] = sa[(bb * TT + tt + 16u * i) * 8u + k];
+                    }
+                    for (uint i = 0u; i < 4u; i++) {
+                        for (uint j = 0u; j < 4u; j++) {
+                            isum[16u * g + 4u * i + j] += sdot4(wv[i], av[j]);
+                        }
+                    }
+                }
+                for (uint i = 0u; i < 4u; i++) {
+                    const uint wat = (s * SB + bb) * TR + tr + 16u * i;
+                    const uint f = sf[wat], sm = ssm[wat];
+                    const float dw = f16_to_f32(f);
+#ifdef KQ_MINS
+                    const float dmin = f16_to_f32(f >> 16);
+                    const int sc = int(sm & 0xffffu), mn = int(sm >> 16);
+#else
+                    const ivec2 sc = kq_q6_scales(sm);
+#endif
+                    for (uint j = 0u; j < 4u; j++) {
+                        const uint at = bb * TT + tt + 16u * j;
+                        const float dy = sda[at];
+#ifdef KQ_MINS
+                        precise float v = (dw * dy) * float(sc * isum[4u * i + j]) - (dmin * dy) * float(mn * sbs[at]);
+#else
+                        precise float v = (dw * dy) * float(sc.x * isum[4u * i + j] + sc.y * isum[16u + 4u * i + j]);
+#endif
+                        acc[s * 16u + 4u * i + j] += v;
                     }
                 }
             }
@@ -313,6 +424,7 @@ void main() {
                     }
                 }
             }
+#endif
 #endif
         }
         barrier();

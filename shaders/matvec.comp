@@ -146,19 +146,7 @@ uint wu32(uint s, uint off) {
 int sbyte(uint word, uint i) { return bitfieldExtract(int(word), int(i * 8u), 8); }
 uint ubyte(uint word, uint i) { return bitfieldExtract(word, int(i * 8u), 8); }
 
-#if defined(W_Q4_K) || defined(W_Q5_K)
-// Sub-block j's 6-bit scale and min (get_scale_min_k4) from the 12 scale
-// bytes at byte offset so.
-uvec2 scale_min(uint s, uint so, uint j) {
-    const uint a = wword(s, (so >> 2) + 0u), b = wword(s, (so >> 2) + 1u), c = wword(s, (so >> 2) + 2u);
-    // bytes 0..3 in a, 4..7 in b, 8..11 in c
-    if (j < 4u) {
-        return uvec2(ubyte(a, j) & 63u, ubyte(b, j) & 63u);
-    }
-    const uint hi = ubyte(c, j - 4u);
-    return uvec2((hi & 15u) | ((ubyte(a, j - 4u) >> 6) << 4), (hi >> 4) | ((ubyte(b, j - 4u) >> 6) << 4));
-}
-#endif
+#include "kquant.glsl"
 
 void main() {
     const uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
@@ -312,23 +300,10 @@ void main() {
                 acc[s * NT + t] += v;
             }
 #elif defined(W_Q4_K) || defined(W_Q5_K)
-#if defined(W_Q4_K)
-            const uint wb = (row * nsb + sb) * 144u;
-            const uint qs = wb + 16u + (j >> 1) * 32u;
-#else
-            const uint wb = (row * nsb + sb) * 176u;
-            const uint qs = wb + 48u + (j >> 1) * 32u;
-#endif
-            const uint dd = wword(s, wb >> 2);
-            const float dw = f16_to_f32(dd & 0xffffu), dmin = f16_to_f32(dd >> 16);
-            const uvec2 sm = scale_min(s, wb + 4u, j);
-            uint wq[8];
-            for (uint k = 0u; k < 8u; k++) {
-                wq[k] = (wword(s, (qs >> 2) + k) >> ((j & 1u) * 4u)) & 0x0f0f0f0fu;
-#if defined(W_Q5_K)
-                wq[k] |= ((wword(s, ((wb + 16u) >> 2) + k) >> j) & 0x01010101u) << 4;
-#endif
-            }
+            uint wq[8], f, sm;
+            kq_chunk(s, row, nsb, sb, j, wq, f, sm);
+            const float dw = f16_to_f32(f), dmin = f16_to_f32(f >> 16);
+            const int sc = int(sm & 0xffffu), mn = int(sm >> 16);
             for (uint t = 0u; t < nt; t++) {
                 const uint ab = pc.xoff + ((t0 + t) * nsb + sb) * 73u;
                 const float dy = uintBitsToFloat(xq[ab]);
@@ -336,9 +311,8 @@ void main() {
                 for (uint k = 0u; k < 8u; k++) {
                     isum += sdot4(wq[k], xq[ab + 1u + 8u * j + k]); // levels 0..31: positive bytes
                 }
-                const uint bs = xq[ab + 65u + j];
-                const int bsum = bitfieldExtract(int(bs), 0, 16) + bitfieldExtract(int(bs), 16, 16);
-                precise float v = (dw * dy) * float(int(sm.x) * isum) - (dmin * dy) * float(int(sm.y) * bsum);
+                const int bsum = kq_bsum(xq[ab + 65u + j]);
+                precise float v = (dw * dy) * float(sc * isum) - (dmin * dy) * float(mn * bsum);
                 acc[s * NT + t] += v;
             }
 #elif defined(W_Q2_K) || defined(W_Q3_K)
@@ -428,28 +402,20 @@ void main() {
                 precise float v = (dw * dy) * float(ls * isum);
                 acc[s * NT + t] += v;
             }
-#else // W_Q6_K: 210-byte blocks (only 2-byte aligned).
-            const uint wb = (row * nsb + sb) * 210u;
-            const uint h = j >> 2, quarter = j & 3u;
-            const uint lo = wb + h * 64u + (quarter & 1u) * 32u;
-            const uint hi = wb + 128u + h * 32u;
-            const float dw = f16_to_f32(wu16(s, wb + 208u));
-            const uint scw = wu16(s, wb + 192u + 2u * j);
-            const int sc0 = bitfieldExtract(int(scw), 0, 8), sc1 = bitfieldExtract(int(scw), 8, 8);
-            uint wq[8];
-            for (uint k = 0u; k < 8u; k++) {
-                wq[k] = ((wu32(s, lo + 4u * k) >> ((quarter >> 1) * 4u)) & 0x0f0f0f0fu) |
-                        (((wu32(s, hi + 4u * k) >> (2u * quarter)) & 0x03030303u) << 4);
-            }
+#else // W_Q6_K
+            uint wq[8], f, sm;
+            kq_chunk(s, row, nsb, sb, j, wq, f, sm);
+            const float dw = f16_to_f32(f);
+            const ivec2 sc = kq_q6_scales(sm);
             for (uint t = 0u; t < nt; t++) {
                 const uint ab = pc.xoff + ((t0 + t) * nsb + sb) * 73u;
                 const float dy = uintBitsToFloat(xq[ab]);
                 int is0 = 0, is1 = 0;
                 for (uint k = 0u; k < 4u; k++) {
-                    is0 += sdot4(unbias(wq[k], 32u), xq[ab + 1u + 8u * j + k]);
-                    is1 += sdot4(unbias(wq[k + 4u], 32u), xq[ab + 5u + 8u * j + k]);
+                    is0 += sdot4(wq[k], xq[ab + 1u + 8u * j + k]);
+                    is1 += sdot4(wq[k + 4u], xq[ab + 5u + 8u * j + k]);
                 }
-                precise float v = (dw * dy) * float(sc0 * is0 + sc1 * is1);
+                precise float v = (dw * dy) * float(sc.x * is0 + sc.y * is1);
                 acc[s * NT + t] += v;
             }
 #endif

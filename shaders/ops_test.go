@@ -139,8 +139,12 @@ func q8_1(t gguf.TensorType) bool { return t == gguf.TypeQ4_1 || t == gguf.TypeQ
 // kQuant reports a K-quant (256-value super-blocks, Q8_K activations).
 func kQuant(t gguf.TensorType) bool { return t.BlockSize() == 256 }
 
-// matvecOnly reports the weight types only matvec.comp reads.
-func matvecOnly(t gguf.TensorType) bool { return kQuant(t) || t == gguf.TypeIQ4_NL }
+// hasKernel reports whether weights of type t have a shader of the family
+// named by prefix ("matmul_", "matmul_tiled_"): matvec reads every type.
+func hasKernel(prefix string, t gguf.TensorType) bool {
+	_, err := shaders.Lookup(prefix + typeName(t))
+	return err == nil
+}
 
 // GetRows widens rows as the CPU does (an int8 or nibble times a binary16
 // scale is exact in float32; Q4_1/Q5_1's q·d + m rounds as in Go): the
@@ -392,7 +396,8 @@ func TestMatMul(t *testing.T) {
 	for _, wt := range weightTypes {
 		cases := []struct{ rows, cols, ntok int }{{1, 32, 1}, {67, 96, 3}, {129, 288, 9}, {70, 2048, 17}, {130, 64, 70}}
 		if kQuant(wt) {
-			cases = []struct{ rows, cols, ntok int }{{1, 256, 1}, {67, 512, 3}, {33, 768, 17}, {5, 2048, 9}}
+			// The last: several tiles of the tiled kernel, both ways.
+			cases = []struct{ rows, cols, ntok int }{{1, 256, 1}, {67, 512, 3}, {33, 768, 17}, {5, 2048, 9}, {130, 512, 70}}
 		}
 		if testing.Short() {
 			cases = append(cases[:3], cases[len(cases)-1]) // several tiles of the tiled kernel
@@ -401,11 +406,15 @@ func TestMatMul(t *testing.T) {
 			cases = append(cases, struct{ rows, cols, ntok int }{7, 33, 2}) // odd rows of float weights
 		}
 		// matvec#1: the decode variant (one token per workgroup).
-		// matmul_tiled: 64 rows × 64 tokens a workgroup (not for K-quants).
-		kernels := []string{"matmul", "matmul_tiled", "matvec", "matvec#1"}
-		if matvecOnly(wt) {
-			kernels = kernels[2:]
+		// matmul_tiled: 64 rows × 64 tokens a workgroup. The types without
+		// a matmul or matmul_tiled variant take matvec for every batch.
+		var kernels []string
+		for _, k := range []string{"matmul", "matmul_tiled"} {
+			if hasKernel(k+"_", wt) {
+				kernels = append(kernels, k)
+			}
 		}
+		kernels = append(kernels, "matvec", "matvec#1")
 		if e.coop(wt) {
 			kernels = append(kernels, "matmul_coop") // matmul_tiled by tensor cores
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/weft-ml/weft/graph"
 	"github.com/weft-ml/weft/internal/safefile"
 	"github.com/weft-ml/weft/ops"
+	"github.com/weft-ml/weft/shaders"
 )
 
 func init() { backends.Register(Backend{}) }
@@ -48,10 +49,16 @@ var weightKernel = map[gguf.TensorType]string{
 	gguf.TypeTQ1_0: "tq1_0", gguf.TypeTQ2_0: "tq2_0",
 }
 
-// rowMatmul reports the weight types matmul.comp (one invocation per row,
-// for batches) reads; matvec.comp reads every type of weightKernel. IQ4_NL
-// has 32-value blocks but only a matvec shader so far.
-func rowMatmul(t gguf.TensorType) bool { return t.BlockSize() < 256 && t != gguf.TypeIQ4_NL }
+// hasKernel reports whether weights of a type have a shader of the
+// family named by prefix ("matmul_" for matmul.comp, "matmul_tiled_",
+// "matmul_coop_"): shadergen's index decides, so a type gains a path by
+// gaining its variants. matvec.comp reads every type of weightKernel.
+func hasKernel(prefix string) func(t gguf.TensorType) bool {
+	return func(t gguf.TensorType) bool {
+		_, err := shaders.Lookup(prefix + weightKernel[t])
+		return err == nil
+	}
+}
 
 // actKind names the activations a matmul weight type takes: float32,
 // binary16-rounded, bfloat16-rounded, Q8_0 blocks (quantize_q8_0), Q8_1

@@ -15,7 +15,6 @@ import (
 	"github.com/weft-ml/weft/graph"
 	"github.com/weft-ml/weft/ops"
 	"github.com/weft-ml/weft/ops/ref"
-	"github.com/weft-ml/weft/shaders"
 )
 
 // Session is one session's device memory (backends.State): the
@@ -738,31 +737,40 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		}
 		return x, xoff
 	}
-	// Batches up to half a tile (decode, a server's few sequences) and
-	// K-quants take matvec.comp, a workgroup per weight row and
-	// matmulTokens tokens, blocks of tokens in z: measured on the H100, a
-	// 16-token batch of the FFN down (Q4_0 2048×5632) took 622 µs in
-	// matmul.comp (only rows/64 workgroups) and takes 68 µs this way; a
-	// 16-token step of the 1.1B model fell from 36.4 to 7.3 ms. Larger batches
-	// take matmul_tiled, or matmul.comp (one invocation per row in
-	// workgroups of matmulWG rows) on devices without 256 invocations.
-	vec := ntok <= tiledTokens/2 || !rowMatmul(wt0)
+	// Batches up to half a tile (decode, a server's few sequences) take
+	// matvec.comp, a workgroup per weight row and matmulTokens tokens,
+	// blocks of tokens in z: measured on the H100, a 16-token batch of the
+	// FFN down (Q4_0 2048×5632) took 622 µs in matmul.comp (only rows/64
+	// workgroups) and takes 68 µs this way; a 16-token step of the 1.1B
+	// model fell from 36.4 to 7.3 ms. Larger batches take matmul_tiled,
+	// or matmul.comp (one invocation per row in workgroups of matmulWG
+	// rows) on devices without 256 invocations; weight types with neither
+	// take matvec.comp.
+	everyWeight := func(has func(graph.DType) bool) bool {
+		for _, id := range ws {
+			if !has(r.s.e.g.Nodes[id].Type.DType) {
+				return false
+			}
+		}
+		return true
+	}
+	tiled := ntok > tiledTokens/2 && r.s.e.d.props.Limits.MaxComputeWorkGroupInvocations >= 256 && everyWeight(hasKernel("matmul_tiled_"))
+	vec := !tiled && (ntok <= tiledTokens/2 || !everyWeight(hasKernel("matmul_")))
 	shader, spec, perGroup := "matmul", "", matmulTokens
-	if vec {
-		shader = "matvec"
-	}
-	if vec && ntok == 1 {
-		// A decode step: the one-token variant holds 1/8 of the sums, so
-		// it needs fewer registers and more rows run at once.
-		spec, perGroup = "#1", 1
-	}
-	if !vec && ntok > tiledTokens/2 && r.s.e.d.props.Limits.MaxComputeWorkGroupInvocations >= 256 {
+	switch {
+	case tiled:
 		// Prefill: tiles of 64 rows × 64 tokens staged in shared memory,
 		// their int8 block sums by tensor cores where the device has them.
 		shader, perGroup = "matmul_tiled", tiledTokens
-		if _, err := shaders.Lookup("matmul_coop_" + weightKernel[wt0]); err == nil && r.s.e.d.coopInt8 {
+		if r.s.e.d.coopInt8 && everyWeight(hasKernel("matmul_coop_")) {
 			shader = "matmul_coop" // the types with such variants: int8 blocks of 32
 		}
+	case vec && ntok == 1:
+		// A decode step: the one-token variant holds 1/8 of the sums, so
+		// it needs fewer registers and more rows run at once.
+		shader, spec, perGroup = "matvec", "#1", 1
+	case vec:
+		shader = "matvec"
 	}
 	groups := func(rowsW int) [3]uint32 {
 		n := (rowsW + matmulWG - 1) / matmulWG // matmul: 64 rows a workgroup, as matmul_tiled

@@ -73,21 +73,23 @@ var variants = []variant{
 
 // weightTypes are the weight types of the matmul and row-gather variants,
 // with their defines. matmul.comp (one invocation per row) reads the
-// types with rowMatmul set; matvec.comp (a workgroup per row) reads all.
-// The lattice types (IQ1/IQ2/IQ3) take their lattice table at one more
-// binding (shaders.GridTable).
+// types with rowMatmul set; matmul_tiled.comp (prefill tiles) those with
+// tiled set, by tensor cores too where coop is set; matvec.comp (a
+// workgroup per row) reads all. The lattice types (IQ1/IQ2/IQ3) take
+// their lattice table at one more binding (shaders.GridTable).
 var weightTypes = []struct {
-	name, define          string
-	rowMatmul, grid, coop bool
+	name, define                 string
+	rowMatmul, tiled, grid, coop bool
 }{
-	{"f32", "W_F32", true, false, false}, {"f16", "W_F16", true, false, false}, {"q8_0", "W_Q8_0", true, false, true}, {"q4_0", "W_Q4_0", true, false, true}, {"q5_0", "W_Q5_0", true, false, true},
-	{"bf16", "W_BF16", true, false, false}, {"q4_1", "W_Q4_1", true, false, true}, {"q5_1", "W_Q5_1", true, false, true},
-	{"q4_k", "W_Q4_K", false, false, false}, {"q5_k", "W_Q5_K", false, false, false}, {"q6_k", "W_Q6_K", false, false, false},
-	{"q2_k", "W_Q2_K", false, false, false}, {"q3_k", "W_Q3_K", false, false, false},
-	{"iq4_nl", "W_IQ4_NL", false, false, false}, {"iq4_xs", "W_IQ4_XS", false, false, false},
-	{"iq2_xxs", "W_IQ2_XXS", false, true, false}, {"iq2_xs", "W_IQ2_XS", false, true, false}, {"iq2_s", "W_IQ2_S", false, true, false},
-	{"iq3_xxs", "W_IQ3_XXS", false, true, false}, {"iq3_s", "W_IQ3_S", false, true, false}, {"iq1_s", "W_IQ1_S", false, true, false}, {"iq1_m", "W_IQ1_M", false, true, false},
-	{"tq1_0", "W_TQ1_0", false, false, false}, {"tq2_0", "W_TQ2_0", false, false, false},
+	{"f32", "W_F32", true, true, false, false}, {"f16", "W_F16", true, true, false, false}, {"q8_0", "W_Q8_0", true, true, false, true}, {"q4_0", "W_Q4_0", true, true, false, true}, {"q5_0", "W_Q5_0", true, true, false, true},
+	{"bf16", "W_BF16", true, true, false, false}, {"q4_1", "W_Q4_1", true, true, false, true}, {"q5_1", "W_Q5_1", true, true, false, true},
+	// Q6_K's two scales per 32 values need two integer sums: no tensor cores.
+	{"q4_k", "W_Q4_K", false, true, false, true}, {"q5_k", "W_Q5_K", false, true, false, true}, {"q6_k", "W_Q6_K", false, true, false, false},
+	{"q2_k", "W_Q2_K", false, false, false, false}, {"q3_k", "W_Q3_K", false, false, false, false},
+	{"iq4_nl", "W_IQ4_NL", false, false, false, false}, {"iq4_xs", "W_IQ4_XS", false, false, false, false},
+	{"iq2_xxs", "W_IQ2_XXS", false, false, true, false}, {"iq2_xs", "W_IQ2_XS", false, false, true, false}, {"iq2_s", "W_IQ2_S", false, false, true, false},
+	{"iq3_xxs", "W_IQ3_XXS", false, false, true, false}, {"iq3_s", "W_IQ3_S", false, false, true, false}, {"iq1_s", "W_IQ1_S", false, false, true, false}, {"iq1_m", "W_IQ1_M", false, false, true, false},
+	{"tq1_0", "W_TQ1_0", false, false, false, false}, {"tq2_0", "W_TQ2_0", false, false, false, false},
 }
 
 func init() {
@@ -131,6 +133,8 @@ func init() {
 				variant{"matmul_bias_" + w.name, "matmul.comp", []string{w.define, "BIAS"}, 4, 28, 64},
 				variant{"matmul_geglu_" + w.name, "matmul.comp", []string{w.define, "GEGLU"}, 4, 28, 64},
 			)
+		}
+		if w.tiled {
 			// The tiled batch matmul (64 rows × 64 tokens a workgroup).
 			for _, epi := range []struct{ name, define string }{{"", ""}, {"add_", "ADD"}, {"gateup_", "GATEUP"}, {"bias_", "BIAS"}, {"geglu_", "GEGLU"}} {
 				defines, bindings := []string{w.define}, 3
