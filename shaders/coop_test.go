@@ -19,7 +19,7 @@ func TestMatMulCoopSameBitsAsTiled(t *testing.T) {
 	if !e.d.Info().CoopInt8() {
 		t.Skipf("%s has no int8 cooperative matrices (NVIDIA's VK_NV_cooperative_matrix): nothing to compare", e.d.Info().Name)
 	}
-	for _, wt := range []gguf.TensorType{gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ4_1, gguf.TypeQ5_1, gguf.TypeQ4_K, gguf.TypeQ5_K} {
+	for _, wt := range []gguf.TensorType{gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ4_1, gguf.TypeQ5_1, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K} {
 		for _, c := range []struct{ rows, cols, ntok int }{{64, 256, 64}, {130, 512, 100}, {77, 2048, 33}} {
 			rawW, _ := e.weights(wt, c.rows, c.cols)
 			rawU, _ := e.weights(wt, c.rows, c.cols)

@@ -765,17 +765,32 @@ var spvGetRowsQ6K []byte
 //go:embed spv/matmul_tiled_q6_k.spv
 var spvMatmulTiledQ6K []byte
 
+//go:embed spv/matmul_coop_q6_k.spv
+var spvMatmulCoopQ6K []byte
+
 //go:embed spv/matmul_tiled_add_q6_k.spv
 var spvMatmulTiledAddQ6K []byte
+
+//go:embed spv/matmul_coop_add_q6_k.spv
+var spvMatmulCoopAddQ6K []byte
 
 //go:embed spv/matmul_tiled_gateup_q6_k.spv
 var spvMatmulTiledGateupQ6K []byte
 
+//go:embed spv/matmul_coop_gateup_q6_k.spv
+var spvMatmulCoopGateupQ6K []byte
+
 //go:embed spv/matmul_tiled_bias_q6_k.spv
 var spvMatmulTiledBiasQ6K []byte
 
+//go:embed spv/matmul_coop_bias_q6_k.spv
+var spvMatmulCoopBiasQ6K []byte
+
 //go:embed spv/matmul_tiled_geglu_q6_k.spv
 var spvMatmulTiledGegluQ6K []byte
+
+//go:embed spv/matmul_coop_geglu_q6_k.spv
+var spvMatmulCoopGegluQ6K []byte
 
 //go:embed spv/matvec_q6_k.spv
 var spvMatvecQ6K []byte
@@ -3087,11 +3102,27 @@ var kernels = []Kernel{{
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
+	Bindings:  3,
+	Defines:   []string{"W_Q6_K", "COOP"},
+	Name:      "matmul_coop_q6_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopQ6K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
 	Bindings:  4,
 	Defines:   []string{"W_Q6_K", "ADD"},
 	Name:      "matmul_tiled_add_q6_k",
 	PushBytes: 28,
 	SPIRV:     spvMatmulTiledAddQ6K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q6_K", "ADD", "COOP"},
+	Name:      "matmul_coop_add_q6_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopAddQ6K,
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
@@ -3104,6 +3135,14 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  4,
+	Defines:   []string{"W_Q6_K", "GATEUP", "COOP"},
+	Name:      "matmul_coop_gateup_q6_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopGateupQ6K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
 	Defines:   []string{"W_Q6_K", "BIAS"},
 	Name:      "matmul_tiled_bias_q6_k",
 	PushBytes: 28,
@@ -3112,10 +3151,26 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  4,
+	Defines:   []string{"W_Q6_K", "BIAS", "COOP"},
+	Name:      "matmul_coop_bias_q6_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopBiasQ6K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
 	Defines:   []string{"W_Q6_K", "GEGLU"},
 	Name:      "matmul_tiled_geglu_q6_k",
 	PushBytes: 28,
 	SPIRV:     spvMatmulTiledGegluQ6K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q6_K", "GEGLU", "COOP"},
+	Name:      "matmul_coop_geglu_q6_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopGegluQ6K,
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {

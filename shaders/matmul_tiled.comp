@@ -113,7 +113,23 @@ uint wu32(uint s, uint off) {
 #ifdef QUANT_ACT
 // SB blocks are staged at a time, block-major: block bb of row r of
 // weight s at (s·SB + bb)·TR + r, of token t at bb·TT + t.
+#if defined(COOP) && defined(W_Q6_K)
+// Q6_K's two 16-value groups per chunk have their own scales, so the
+// tensor cores take two products per chunk, the token's chunk staged as
+// 16 values, 16 zeros, 16 values (AW = 12 words): the first product
+// reads words 0–7 (the first group's sums), the second words 4–11.
+#define Q6_HALVES
+#define AW 12u
+#ifdef TWO_WEIGHTS
+#define SB 2u // shared memory: 4 would need 50 KiB with two weights
+#endif
+#endif
+#ifndef AW
+#define AW 8u // words per staged activation chunk
+#endif
+#ifndef SB
 #define SB 4u
+#endif
 shared uint sw[NW * SB * TR * 8]; // a block: 32 int8 weights in 8 words
 #ifdef Q8_K_ACT
 #ifdef KQ_MINS
@@ -126,7 +142,9 @@ shared uint sw[NW * SB * TR * 8]; // a block: 32 int8 weights in 8 words
 // two weights holds no more.
 shared uint sf[NW * SB * TR];
 shared uint ssm[NW * SB * TR];
-shared int sbs[SB * TT];          // the activation chunk's sum (KQ_MINS)
+#ifdef KQ_MINS
+shared int sbs[SB * TT];          // the activation chunk's sum
+#endif
 #else
 shared float sdw[NW * SB * TR];   // its scale
 #endif
@@ -134,7 +152,7 @@ shared float sdw[NW * SB * TR];   // its scale
 shared float smw[NW * SB * TR];   // its min
 shared float ssa[SB * TT];        // the activation block's s
 #endif
-shared uint sa[SB * TT * 8];      // a token's block: 32 int8 activations
+shared uint sa[SB * TT * AW];     // a token's block: 32 int8 activations
 shared float sda[SB * TT];        // its scale
 #ifdef COOP
 #define CS 33u // row stride of a subgroup's sums (odd: a row per bank)
@@ -256,10 +274,20 @@ void main() {
                 // Chunk b % 8 of the token's super-block b / 8.
                 const uint ab = pc.xoff + (tok * (nb / 8u) + b / 8u) * 73u, j = b % 8u;
                 sda[at] = uintBitsToFloat(xq[ab]);
+#ifdef KQ_MINS
                 sbs[at] = kq_bsum(xq[ab + 65u + j]);
-                for (uint k = 0u; k < 8u; k++) {
-                    sa[at * 8u + k] = xq[ab + 1u + 8u * j + k];
+#endif
+#ifdef Q6_HALVES
+                for (uint k = 0u; k < 4u; k++) {
+                    sa[at * AW + k] = xq[ab + 1u + 8u * j + k];
+                    sa[at * AW + 4u + k] = 0u;
+                    sa[at * AW + 8u + k] = xq[ab + 5u + 8u * j + k];
                 }
+#else
+                for (uint k = 0u; k < 8u; k++) {
+                    sa[at * AW + k] = xq[ab + 1u + 8u * j + k];
+                }
+#endif
 #else
                 const uint ab = pc.xoff + (tok * nb + b) * ABW;
                 sda[at] = uintBitsToFloat(xq[ab]);
@@ -267,7 +295,7 @@ void main() {
                 ssa[at] = uintBitsToFloat(xq[ab + 1u]);
 #endif
                 for (uint k = 0u; k < 8u; k++) {
-                    sa[at * 8u + k] = xq[ab + ABW - 8u + k];
+                    sa[at * AW + k] = xq[ab + ABW - 8u + k];
                 }
 #endif
             } else {
@@ -275,11 +303,11 @@ void main() {
 #ifdef Q8_1_ACT
                 ssa[at] = 0.0;
 #endif
-#ifdef Q8_K_ACT
+#ifdef KQ_MINS
                 sbs[at] = 0;
 #endif
-                for (uint k = 0u; k < 8u; k++) {
-                    sa[at * 8u + k] = 0u;
+                for (uint k = 0u; k < AW; k++) {
+                    sa[at * AW + k] = 0u;
                 }
             }
         }
@@ -308,9 +336,15 @@ void main() {
 #endif
                 for (uint h = 0u; h < 2u; h++) {
                     icoopmatNV<8, gl_ScopeSubgroup, 32, 16> mb; // column-major: a token's block is a column
-                    coopMatLoadNV(mb, sa, (bb * TT + stok + 16u * h) * 8u, 8u, true);
+                    coopMatLoadNV(mb, sa, (bb * TT + stok + 16u * h) * AW, AW, true);
                     icoopmatNV<32, gl_ScopeSubgroup, 16, 16> mc = icoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0);
                     mc = coopMatMulAddNV(ma, mb, mc);
+#ifdef Q6_HALVES
+                    // mc: the first 16 values' sums; mc1: the last 16's.
+                    coopMatLoadNV(mb, sa, (bb * TT + stok + 16u * h) * AW + 4u, AW, true);
+                    icoopmatNV<32, gl_ScopeSubgroup, 16, 16> mc1 = icoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0);
+                    mc1 = coopMatMulAddNV(ma, mb, mc1);
+#endif
                     fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> da;
                     coopMatLoadNV(da, sda, bb * TT + stok + 16u * h, 0u, false);
 #ifdef KQ_MINS
@@ -330,8 +364,10 @@ void main() {
                         precise float v = (f16_to_f32(f) * da[i]) * float(int(sm & 0xffffu) * mc[i]) -
                                           (f16_to_f32(f >> 16) * da[i]) * float(int(sm >> 16) * bs[i]);
                         cacc[2u * s + h][i] += v;
-#elif defined(Q8_K_ACT)
-#error "Q6_K's two scales per chunk have no tensor-core variant"
+#elif defined(Q6_HALVES)
+                        const ivec2 sc = kq_q6_scales(uint(msm[i]));
+                        precise float v = (f16_to_f32(uint(mf[i])) * da[i]) * float(sc.x * mc[i] + sc.y * mc1[i]);
+                        cacc[2u * s + h][i] += v;
 #elif defined(W_Q8_0)
                         cacc[2u * s + h][i] += is * (dw[i] * da[i]);
 #elif defined(W_Q5_0)
@@ -358,7 +394,7 @@ void main() {
                     uint wv[4], av[4];
                     for (uint i = 0u; i < 4u; i++) {
                         wv[i] = sw[((s * SB + bb) * TR + tr + 16u * i) * 8u + k];
-                        av[i] = sa[(bb * TT + tt + 16u * i) * 8u + k];
+                        av[i] = sa[(bb * TT + tt + 16u * i) * AW + k];
                     }
                     for (uint i = 0u; i < 4u; i++) {
                         for (uint j = 0u; j < 4u; j++) {
@@ -398,7 +434,7 @@ void main() {
                     uint wv[4], av[4]; // four signed bytes of a row, of a token
                     for (uint i = 0u; i < 4u; i++) {
                         wv[i] = sw[((s * SB + bb) * TR + tr + 16u * i) * 8u + k];
-                        av[i] = sa[(bb * TT + tt + 16u * i) * 8u + k];
+                        av[i] = sa[(bb * TT + tt + 16u * i) * AW + k];
                     }
                     for (uint i = 0u; i < 4u; i++) {
                         for (uint j = 0u; j < 4u; j++) {

@@ -83,8 +83,7 @@ var weightTypes = []struct {
 }{
 	{"f32", "W_F32", true, true, false, false}, {"f16", "W_F16", true, true, false, false}, {"q8_0", "W_Q8_0", true, true, false, true}, {"q4_0", "W_Q4_0", true, true, false, true}, {"q5_0", "W_Q5_0", true, true, false, true},
 	{"bf16", "W_BF16", true, true, false, false}, {"q4_1", "W_Q4_1", true, true, false, true}, {"q5_1", "W_Q5_1", true, true, false, true},
-	// Q6_K's two scales per 32 values need two integer sums: no tensor cores.
-	{"q4_k", "W_Q4_K", false, true, false, true}, {"q5_k", "W_Q5_K", false, true, false, true}, {"q6_k", "W_Q6_K", false, true, false, false},
+	{"q4_k", "W_Q4_K", false, true, false, true}, {"q5_k", "W_Q5_K", false, true, false, true}, {"q6_k", "W_Q6_K", false, true, false, true},
 	{"q2_k", "W_Q2_K", false, false, false, false}, {"q3_k", "W_Q3_K", false, false, false, false},
 	{"iq4_nl", "W_IQ4_NL", false, false, false, false}, {"iq4_xs", "W_IQ4_XS", false, false, false, false},
 	{"iq2_xxs", "W_IQ2_XXS", false, false, true, false}, {"iq2_xs", "W_IQ2_XS", false, false, true, false}, {"iq2_s", "W_IQ2_S", false, false, true, false},
