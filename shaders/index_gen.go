@@ -246,17 +246,32 @@ var spvMatmulGegluF16 []byte
 //go:embed spv/matmul_tiled_f16.spv
 var spvMatmulTiledF16 []byte
 
+//go:embed spv/matmul_coop_f16.spv
+var spvMatmulCoopF16 []byte
+
 //go:embed spv/matmul_tiled_add_f16.spv
 var spvMatmulTiledAddF16 []byte
+
+//go:embed spv/matmul_coop_add_f16.spv
+var spvMatmulCoopAddF16 []byte
 
 //go:embed spv/matmul_tiled_gateup_f16.spv
 var spvMatmulTiledGateupF16 []byte
 
+//go:embed spv/matmul_coop_gateup_f16.spv
+var spvMatmulCoopGateupF16 []byte
+
 //go:embed spv/matmul_tiled_bias_f16.spv
 var spvMatmulTiledBiasF16 []byte
 
+//go:embed spv/matmul_coop_bias_f16.spv
+var spvMatmulCoopBiasF16 []byte
+
 //go:embed spv/matmul_tiled_geglu_f16.spv
 var spvMatmulTiledGegluF16 []byte
+
+//go:embed spv/matmul_coop_geglu_f16.spv
+var spvMatmulCoopGegluF16 []byte
 
 //go:embed spv/matvec_f16.spv
 var spvMatvecF16 []byte
@@ -1718,11 +1733,27 @@ var kernels = []Kernel{{
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
+	Bindings:  3,
+	Defines:   []string{"W_F16", "COOP"},
+	Name:      "matmul_coop_f16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopF16,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
 	Bindings:  4,
 	Defines:   []string{"W_F16", "ADD"},
 	Name:      "matmul_tiled_add_f16",
 	PushBytes: 28,
 	SPIRV:     spvMatmulTiledAddF16,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_F16", "ADD", "COOP"},
+	Name:      "matmul_coop_add_f16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopAddF16,
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
@@ -1735,6 +1766,14 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  4,
+	Defines:   []string{"W_F16", "GATEUP", "COOP"},
+	Name:      "matmul_coop_gateup_f16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopGateupF16,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
 	Defines:   []string{"W_F16", "BIAS"},
 	Name:      "matmul_tiled_bias_f16",
 	PushBytes: 28,
@@ -1743,10 +1782,26 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  4,
+	Defines:   []string{"W_F16", "BIAS", "COOP"},
+	Name:      "matmul_coop_bias_f16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopBiasF16,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
 	Defines:   []string{"W_F16", "GEGLU"},
 	Name:      "matmul_tiled_geglu_f16",
 	PushBytes: 28,
 	SPIRV:     spvMatmulTiledGegluF16,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_F16", "GEGLU", "COOP"},
+	Name:      "matmul_coop_geglu_f16",
+	PushBytes: 28,
+	SPIRV:     spvMatmulCoopGegluF16,
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {

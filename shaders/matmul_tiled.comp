@@ -15,6 +15,12 @@
 //
 // Workgroup x (then y) is the row tile, z the token tile.
 //
+// With COOP and F16 weights, the products are summed by tensor cores
+// (16×16×16 binary16 products into float32, staged 64 columns at a time):
+// their order and intermediate rounding are the hardware's, so the sums
+// are not the float path's bits (TestMatMul's summation-order bound holds
+// them, and the models the end-to-end rule).
+//
 // With COOP (quantized weights, NVIDIA's VK_NV_cooperative_matrix in
 // 32-wide subgroups) a block's integer sums come from tensor cores
 // instead: each of the 8 subgroups multiplies a 16-row slice of the
@@ -40,6 +46,7 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int32 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #endif
 
 layout(local_size_x_id = 0) in;
@@ -154,13 +161,21 @@ shared float ssa[SB * TT];        // the activation block's s
 #endif
 shared uint sa[SB * TT * AW];     // a token's block: 32 int8 activations
 shared float sda[SB * TT];        // its scale
-#ifdef COOP
-#define CS 33u // row stride of a subgroup's sums (odd: a row per bank)
-shared float sc[8u * 16u * CS]; // subgroup g's 16 rows × 32 tokens from 16·CS·g
-#endif
+#elif defined(COOP)
+// F16 weights on tensor cores: FC columns a stage as binary16 pairs (the
+// activations are binary16-rounded already, so packing them is exact),
+// FS words a row (padded against bank conflicts; a multiple of 16 bytes).
+#define FC 64u
+#define FS 36u
+shared uint sw[NW * TR * FS];
+shared uint sa[TT * FS];
 #else
 shared float sw[NW * TR * 33]; // 32 columns per row (padded against bank conflicts)
 shared float sa[TT * 33];
+#endif
+#ifdef COOP
+#define CS 33u // row stride of a subgroup's sums (odd: a row per bank)
+shared float sc[8u * 16u * CS]; // subgroup g's 16 rows × 32 tokens from 16·CS·g
 #endif
 
 void main() {
@@ -462,6 +477,48 @@ void main() {
             }
 #endif
 #endif
+        }
+        barrier();
+    }
+#elif defined(COOP)
+    // F16: stage FC columns of every row and token as binary16 pairs,
+    // then each subgroup multiplies its 16 rows by its two 16-token slices,
+    // 16 columns a product, accumulating in float32 on the tensor cores.
+    for (uint k0 = 0u; k0 < pc.ncols; k0 += FC) {
+        for (uint n = tid; n < NW * TR * (FC / 2u); n += WG) {
+            const uint s = n / (TR * (FC / 2u)), r = (n / (FC / 2u)) % TR, c2 = n % (FC / 2u);
+            const uint row = row0 + r, k = k0 + 2u * c2;
+            uint v = 0u;
+            if (row < pc.nrows && k < pc.ncols) {
+                const uint i = row * pc.ncols + k;
+                if ((pc.ncols & 1u) == 0u) {
+                    v = wword(s, i >> 1); // i is even: a whole word
+                } else {
+                    v = wu16(s, 2u * i) | (k + 1u < pc.ncols ? wu16(s, 2u * i + 2u) << 16 : 0u);
+                }
+            }
+            sw[(s * TR + r) * FS + c2] = v;
+        }
+        for (uint n = tid; n < TT * (FC / 2u); n += WG) {
+            const uint t = n / (FC / 2u), c2 = n % (FC / 2u), tok = tok0 + t, k = k0 + 2u * c2;
+            vec2 v = vec2(0.0);
+            if (tok < pc.ntok && k < pc.ncols) {
+                const uint i = pc.xoff + tok * pc.ncols + k;
+                v = vec2(x[i], k + 1u < pc.ncols ? x[i + 1u] : 0.0);
+            }
+            sa[t * FS + c2] = packHalf2x16(v);
+        }
+        barrier();
+        for (uint kk = 0u; kk < FC / 16u; kk++) {
+            [[unroll]] for (uint s = 0u; s < NW; s++) {
+                fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma;
+                coopMatLoadNV(ma, sw, (s * TR + srow) * FS + 8u * kk, FS, false);
+                for (uint h = 0u; h < 2u; h++) {
+                    fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> mb; // column-major: a token's columns
+                    coopMatLoadNV(mb, sa, (stok + 16u * h) * FS + 8u * kk, FS, true);
+                    cacc[2u * s + h] = coopMatMulAddNV(ma, mb, cacc[2u * s + h]);
+                }
+            }
         }
         barrier();
     }

@@ -813,5 +813,5 @@ func capInv(cap float32) float32 {
 // device can run (NVIDIA's int8 cooperative matrices).
 func (e *env) coop(wt gguf.TensorType) bool {
 	k, err := shaders.Lookup("matmul_coop_" + typeName(wt))
-	return err == nil && k.NeedsCoopMatrix() && e.d.Info().CoopInt8()
+	return err == nil && k.NeedsCoopMatrix() && e.d.Info().RunsKernel(k)
 }

@@ -209,6 +209,9 @@ func (Backend) Devices() ([]backends.DeviceInfo, error) {
 		if d.CoopInt8() {
 			driver += ", int8 tensor cores"
 		}
+		if d.CoopF16() {
+			driver += ", f16 tensor cores"
+		}
 		out[i] = backends.DeviceInfo{Index: d.Index, Name: d.Name, Kind: d.Type, Driver: driver, Memory: int64(d.DeviceLocalBytes)}
 	}
 	return out, nil

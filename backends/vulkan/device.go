@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/weft-ml/weft/backends/vulkan/internal/vk"
+	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/shaders"
 )
 
 // ErrNoDevice is returned when the loader works but lists no device (with
@@ -44,6 +46,9 @@ func (i DeviceInfo) String() string {
 	if i.CoopInt8() {
 		s += ", int8 tensor cores (" + coopInt8Shape.String() + ")"
 	}
+	if i.CoopF16() {
+		s += ", f16 tensor cores (" + coopF16Shape.String() + ")"
+	}
 	if !i.Usable {
 		s += " — not usable: " + i.Why
 	}
@@ -61,6 +66,40 @@ var coopInt8Shape = vk.CoopMatrixShape{M: 16, N: 16, K: 32, A: vk.ComponentSint8
 func (i DeviceInfo) CoopInt8() bool {
 	return i.Features.CooperativeMatrixNV && i.Features.ShaderInt8 && i.SubgroupSize == 32 && slices.Contains(i.CoopMatrix, coopInt8Shape) &&
 		os.Getenv("WEFT_VULKAN_COOPMAT") != "0"
+}
+
+// coopF16Shape is the cooperative matrix shape of matmul_coop_f16: a
+// subgroup multiplies 16 weight rows × 16 binary16 columns by 16 × 16
+// tokens into float32 sums.
+var coopF16Shape = vk.CoopMatrixShape{M: 16, N: 16, K: 16, A: vk.ComponentFloat16, B: vk.ComponentFloat16, C: vk.ComponentFloat32, D: vk.ComponentFloat32, Subgroup: true}
+
+// CoopF16 says whether the device runs the matmul_coop variants for F16
+// weights: NV cooperative matrices of coopF16Shape in 32-wide subgroups,
+// and binary16 in shaders (WEFT_VULKAN_COOPMAT=0 turns them off too).
+func (i DeviceInfo) CoopF16() bool {
+	return i.Features.CooperativeMatrixNV && i.Features.ShaderFloat16 && i.SubgroupSize == 32 && slices.Contains(i.CoopMatrix, coopF16Shape) &&
+		os.Getenv("WEFT_VULKAN_COOPMAT") != "0"
+}
+
+// RunsKernel says whether the device can create kernel k: the
+// tensor-core variants need the cooperative matrices of their type.
+func (i DeviceInfo) RunsKernel(k shaders.Kernel) bool {
+	switch {
+	case !k.NeedsCoopMatrix():
+		return true
+	case slices.Contains(k.Defines, "W_F16"):
+		return i.CoopF16()
+	default:
+		return i.CoopInt8()
+	}
+}
+
+// coopFor says whether matmuls of weight type t take tensor cores here.
+func (d *Device) coopFor(t gguf.TensorType) bool {
+	if t == gguf.TypeF16 {
+		return d.coopF16
+	}
+	return d.coopInt8
 }
 
 func describe(index int, pd vk.PhysicalDevice) DeviceInfo {
@@ -148,9 +187,10 @@ type Device struct {
 	info  DeviceInfo
 	props vk.Properties
 	mem   vk.MemoryProperties
-	// coopInt8: the device was created with NV cooperative matrices
-	// (info.CoopInt8 when it was opened), so matmul_coop runs on it.
-	coopInt8 bool
+	// coopInt8, coopF16: the device was created with NV cooperative
+	// matrices of those types (info.CoopInt8, info.CoopF16 when it was
+	// opened), so matmul_coop runs on it for quantized, F16 weights.
+	coopInt8, coopF16 bool
 
 	mu      sync.Mutex // guards the transfer objects below
 	pool    vk.CommandPool
@@ -217,12 +257,12 @@ func open(in *vk.Instance, index int) (*Device, error) {
 	}
 	fam, _, _ := pd.ComputeQueueFamily()
 	want := wanted(info.Features)
-	want.CooperativeMatrixNV = info.CoopInt8()
+	want.CooperativeMatrixNV = info.CoopInt8() || info.CoopF16()
 	dev, err := pd.CreateDevice(vk.DeviceOptions{QueueFamily: fam, Features: want})
 	if err != nil {
 		return nil, err
 	}
-	d := &Device{inst: in, dev: dev, info: info, props: pd.Properties(), mem: pd.MemoryProperties(), coopInt8: want.CooperativeMatrixNV}
+	d := &Device{inst: in, dev: dev, info: info, props: pd.Properties(), mem: pd.MemoryProperties(), coopInt8: info.CoopInt8(), coopF16: info.CoopF16()}
 	if err := d.initTransfer(); err != nil {
 		d.closeDevice()
 		return nil, err

@@ -183,5 +183,11 @@ func TestDevicesListCoopMatrixShapes(t *testing.T) {
 		} else {
 			require.NotContains(t, d.String(), "int8 tensor cores")
 		}
+		if d.CoopF16() {
+			require.True(t, d.Features.CooperativeMatrixNV && d.Features.ShaderFloat16 && d.SubgroupSize == 32, "%s", d)
+			require.Contains(t, d.String(), "f16 tensor cores")
+		} else {
+			require.NotContains(t, d.String(), "f16 tensor cores")
+		}
 	}
 }

@@ -762,8 +762,8 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		// Prefill: tiles of 64 rows × 64 tokens staged in shared memory,
 		// their int8 block sums by tensor cores where the device has them.
 		shader, perGroup = "matmul_tiled", tiledTokens
-		if r.s.e.d.coopInt8 && everyWeight(hasKernel("matmul_coop_")) {
-			shader = "matmul_coop" // the types with such variants: int8 blocks of 32
+		if everyWeight(func(t graph.DType) bool { return r.s.e.d.coopFor(t) && hasKernel("matmul_coop_")(t) }) {
+			shader = "matmul_coop" // int8 blocks of 32 (quantized types), F16
 		}
 	case vec && ntok == 1:
 		// A decode step: the one-token variant holds 1/8 of the sums, so

@@ -74,14 +74,15 @@ var variants = []variant{
 // weightTypes are the weight types of the matmul and row-gather variants,
 // with their defines. matmul.comp (one invocation per row) reads the
 // types with rowMatmul set; matmul_tiled.comp (prefill tiles) those with
-// tiled set, by tensor cores too where coop is set; matvec.comp (a
+// tiled set, by tensor cores too where coop is set (int8 block sums;
+// F16 products summed in the tensor cores' order); matvec.comp (a
 // workgroup per row) reads all. The lattice types (IQ1/IQ2/IQ3) take
 // their lattice table at one more binding (shaders.GridTable).
 var weightTypes = []struct {
 	name, define                 string
 	rowMatmul, tiled, grid, coop bool
 }{
-	{"f32", "W_F32", true, true, false, false}, {"f16", "W_F16", true, true, false, false}, {"q8_0", "W_Q8_0", true, true, false, true}, {"q4_0", "W_Q4_0", true, true, false, true}, {"q5_0", "W_Q5_0", true, true, false, true},
+	{"f32", "W_F32", true, true, false, false}, {"f16", "W_F16", true, true, false, true}, {"q8_0", "W_Q8_0", true, true, false, true}, {"q4_0", "W_Q4_0", true, true, false, true}, {"q5_0", "W_Q5_0", true, true, false, true},
 	{"bf16", "W_BF16", true, true, false, false}, {"q4_1", "W_Q4_1", true, true, false, true}, {"q5_1", "W_Q5_1", true, true, false, true},
 	{"q4_k", "W_Q4_K", false, true, false, true}, {"q5_k", "W_Q5_K", false, true, false, true}, {"q6_k", "W_Q6_K", false, true, false, true},
 	{"q2_k", "W_Q2_K", false, false, false, false}, {"q3_k", "W_Q3_K", false, false, false, false},
