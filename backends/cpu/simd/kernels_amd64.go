@@ -102,12 +102,8 @@ func gemmF164x2AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *flo
 func gemmF164x3AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
 
 // gemmBF164x1AVX2 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
-// rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), nb chunks of 16 bfloat16 values.
+// rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), nb chunks of 32 bfloat16 values (tinyBLAS's AVX-512 order, 16 lanes in two ymm).
 func gemmBF164x1AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
-
-// gemmBF164x2AVX2 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
-// rows r (wStride bytes apart) with 2 activation rows t (aStride bytes apart), nb chunks of 16 bfloat16 values.
-func gemmBF164x2AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
 
 // siluAVX2 sets dst[i] = x[i]/(1+exp(−x[i])) for ng groups of 16 floats,
 // bit-identical to ops/ref.SiLU on whole groups.

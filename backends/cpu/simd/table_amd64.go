@@ -98,8 +98,8 @@ var asmKernels = []kernelSet{{
 		tiles: []gemmTile{gemmF164x1AVX2, gemmF164x2AVX2, gemmF164x3AVX2},
 		w:     gguf.TypeF16,
 	}, {
-		chunk: 16,
-		tiles: []gemmTile{gemmBF164x1AVX2, gemmBF164x2AVX2},
+		chunk: 32,
+		tiles: []gemmTile{gemmBF164x1AVX2},
 		w:     gguf.TypeBF16,
 	}},
 	lanes: 8,

@@ -33,8 +33,12 @@ import (
 //   - The AVX-512 GEMM tiles are tinyBLAS's (llamafile sgemm, which
 //     llama.cpp uses for batches of two or more tokens): one 16-lane
 //     accumulator per (row, token) pair over 32-value chunks, reduced as
-//     _mm512_reduce_add_ps. The AVX2 tiles use 8-lane accumulators over
-//     16-value chunks (no reference to match without AVX-512).
+//     _mm512_reduce_add_ps. The AVX2 tiles keep each 16-lane accumulator
+//     in two ymm (lanes 0–7 from a chunk's first 32 bytes, 8–15 from the
+//     next), folded high + low as the zmm's halves are: the same bits, so
+//     a machine without AVX-512 reproduces llama.cpp's AVX-512 references
+//     (with 8-lane accumulators, as before, one close greedy step of
+//     stories260K-BF16's p3 flipped on an AVX2-only machine).
 
 const bf16DotChunk = 64 // elements per dot-kernel iteration
 
@@ -166,7 +170,7 @@ func gemmBF16Shape(v variant) (chunk, toks int) {
 	if v.vnni {
 		return 32, 4 // 16 zmm accumulators, 8 split activations, 2 weights, mask
 	}
-	return 16, 2 // 8 ymm accumulators, 4 split activations, 2 weights, mask
+	return 32, 1 // 4 rows × 2 ymm accumulators, 2 split activations, 2 weights, mask
 }
 
 func genGemmBF16(v variant, reg *registry) {
@@ -179,39 +183,33 @@ func genGemmBF16(v variant, reg *registry) {
 }
 
 func gemmBF16Tile(v variant, toks, chunk int) string {
-	zmm := v.vnni
+	if !v.vnni {
+		return gemmBF16TileYmm(v, toks)
+	}
 	name := gemmName("BF16", v, toks)
 	TEXT(name, NOSPLIT, gemmSig)
-	what := "nb chunks of 16 bfloat16 values"
-	if zmm {
-		what = "nb chunks of 32 bfloat16 values (tinyBLAS's order)"
-	}
-	gemmDoc(name, what, toks)
+	gemmDoc(name, "nb chunks of 32 bfloat16 values (tinyBLAS's order)", toks)
 	nb := Load(Param("nb"), GP64())
 	ws := pointers("w", "wStride", gemmRows)
 	as := pointers("a", "aStride", toks)
 	off := GP64()
 	XORQ(off, off)
-	mask := bf16Mask(zmm)
+	mask := bf16Mask(true)
 	acc := make([][]VecVirtual, gemmRows)
 	for r := range acc {
-		if zmm {
-			acc[r] = zeroedZmm(toks)
-		} else {
-			acc[r] = zeroedV(v, toks)
-		}
+		acc[r] = zeroedZmm(toks)
 	}
 	loopBlocks(nb, func() {
 		odd, even := make([]VecVirtual, toks), make([]VecVirtual, toks)
 		for t, a := range as {
-			_, _, odd[t], even[t] = bf16Regs(zmm)
-			vload(v, zmm, at(a, off, 0), even[t])
+			_, _, odd[t], even[t] = bf16Regs(true)
+			vload(v, true, at(a, off, 0), even[t])
 			pand(v, mask, even[t], odd[t])
 			VPSLLD(U8(16), even[t], even[t])
 		}
 		for r, w := range ws {
-			x, xo, _, _ := bf16Regs(zmm)
-			vload(v, zmm, at(w, off, 0), x)
+			x, xo, _, _ := bf16Regs(true)
+			vload(v, true, at(w, off, 0), x)
 			pand(v, mask, x, xo)
 			for t := range as {
 				VFMADD231PS(odd[t], xo, acc[r][t])
@@ -223,14 +221,70 @@ func gemmBF16Tile(v variant, toks, chunk int) string {
 		}
 		ADDQ(U32(2*chunk), off)
 	})
-	if zmm {
-		for r := range acc {
-			for t := range acc[r] {
-				acc[r][t] = foldZmm(acc[r][t])
-			}
+	for r := range acc {
+		for t := range acc[r] {
+			acc[r][t] = foldZmm(acc[r][t])
 		}
 	}
 	storeGrid(v, acc)
+	return name
+}
+
+// gemmBF16TileYmm is the AVX2 tile in tinyBLAS's AVX-512 order: each
+// (row, token) accumulator is 16 lanes in two ymm over 32-value chunks
+// (half h of a chunk is lanes 8h … 8h+7), folded high + low at the end
+// as foldZmm folds a zmm.
+func gemmBF16TileYmm(v variant, toks int) string {
+	name := gemmName("BF16", v, toks)
+	TEXT(name, NOSPLIT, gemmSig)
+	gemmDoc(name, "nb chunks of 32 bfloat16 values (tinyBLAS's AVX-512 order, 16 lanes in two ymm)", toks)
+	nb := Load(Param("nb"), GP64())
+	ws := pointers("w", "wStride", gemmRows)
+	as := pointers("a", "aStride", toks)
+	off := GP64()
+	XORQ(off, off)
+	mask := bf16Mask(false)
+	acc := make([][][2]VecVirtual, gemmRows)
+	for r := range acc {
+		acc[r] = make([][2]VecVirtual, toks)
+		for t := range acc[r] {
+			z := zeroedV(v, 2)
+			acc[r][t] = [2]VecVirtual{z[0], z[1]}
+		}
+	}
+	loopBlocks(nb, func() {
+		for h := range 2 {
+			odd, even := make([]VecVirtual, toks), make([]VecVirtual, toks)
+			for t, a := range as {
+				_, _, odd[t], even[t] = bf16Regs(false)
+				vload(v, false, at(a, off, 32*h), even[t])
+				pand(v, mask, even[t], odd[t])
+				VPSLLD(U8(16), even[t], even[t])
+			}
+			for r, w := range ws {
+				x, xo, _, _ := bf16Regs(false)
+				vload(v, false, at(w, off, 32*h), x)
+				pand(v, mask, x, xo)
+				for t := range as {
+					VFMADD231PS(odd[t], xo, acc[r][t][h])
+				}
+				VPSLLD(U8(16), x, x)
+				for t := range as {
+					VFMADD231PS(even[t], x, acc[r][t][h])
+				}
+			}
+		}
+		ADDQ(U32(2*32), off)
+	})
+	grid := make([][]VecVirtual, gemmRows)
+	for r := range acc {
+		grid[r] = make([]VecVirtual, toks)
+		for t, pair := range acc[r] {
+			VADDPS(pair[0], pair[1], pair[1]) // high half + low half, as foldZmm
+			grid[r][t] = pair[1]
+		}
+	}
+	storeGrid(v, grid)
 	return name
 }
 
