@@ -828,6 +828,21 @@ var spvMatvecQkvQ6K []byte
 //go:embed spv/get_rows_q2_k.spv
 var spvGetRowsQ2K []byte
 
+//go:embed spv/matmul_tiled_q2_k.spv
+var spvMatmulTiledQ2K []byte
+
+//go:embed spv/matmul_tiled_add_q2_k.spv
+var spvMatmulTiledAddQ2K []byte
+
+//go:embed spv/matmul_tiled_gateup_q2_k.spv
+var spvMatmulTiledGateupQ2K []byte
+
+//go:embed spv/matmul_tiled_bias_q2_k.spv
+var spvMatmulTiledBiasQ2K []byte
+
+//go:embed spv/matmul_tiled_geglu_q2_k.spv
+var spvMatmulTiledGegluQ2K []byte
+
 //go:embed spv/matvec_q2_k.spv
 var spvMatvecQ2K []byte
 
@@ -848,6 +863,21 @@ var spvMatvecQkvQ2K []byte
 
 //go:embed spv/get_rows_q3_k.spv
 var spvGetRowsQ3K []byte
+
+//go:embed spv/matmul_tiled_q3_k.spv
+var spvMatmulTiledQ3K []byte
+
+//go:embed spv/matmul_tiled_add_q3_k.spv
+var spvMatmulTiledAddQ3K []byte
+
+//go:embed spv/matmul_tiled_gateup_q3_k.spv
+var spvMatmulTiledGateupQ3K []byte
+
+//go:embed spv/matmul_tiled_bias_q3_k.spv
+var spvMatmulTiledBiasQ3K []byte
+
+//go:embed spv/matmul_tiled_geglu_q3_k.spv
+var spvMatmulTiledGegluQ3K []byte
 
 //go:embed spv/matvec_q3_k.spv
 var spvMatvecQ3K []byte
@@ -890,6 +920,21 @@ var spvMatvecQkvIq4Nl []byte
 
 //go:embed spv/get_rows_iq4_xs.spv
 var spvGetRowsIq4Xs []byte
+
+//go:embed spv/matmul_tiled_iq4_xs.spv
+var spvMatmulTiledIq4Xs []byte
+
+//go:embed spv/matmul_tiled_add_iq4_xs.spv
+var spvMatmulTiledAddIq4Xs []byte
+
+//go:embed spv/matmul_tiled_gateup_iq4_xs.spv
+var spvMatmulTiledGateupIq4Xs []byte
+
+//go:embed spv/matmul_tiled_bias_iq4_xs.spv
+var spvMatmulTiledBiasIq4Xs []byte
+
+//go:embed spv/matmul_tiled_geglu_iq4_xs.spv
+var spvMatmulTiledGegluIq4Xs []byte
 
 //go:embed spv/matvec_iq4_xs.spv
 var spvMatvecIq4Xs []byte
@@ -3287,6 +3332,46 @@ var kernels = []Kernel{{
 }, {
 	Bindings:  3,
 	Defines:   []string{"W_Q2_K"},
+	Name:      "matmul_tiled_q2_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledQ2K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q2_K", "ADD"},
+	Name:      "matmul_tiled_add_q2_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledAddQ2K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q2_K", "GATEUP"},
+	Name:      "matmul_tiled_gateup_q2_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGateupQ2K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q2_K", "BIAS"},
+	Name:      "matmul_tiled_bias_q2_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledBiasQ2K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q2_K", "GEGLU"},
+	Name:      "matmul_tiled_geglu_q2_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGegluQ2K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q2_K"},
 	Name:      "matvec_q2_k",
 	PushBytes: 28,
 	SPIRV:     spvMatvecQ2K,
@@ -3340,6 +3425,46 @@ var kernels = []Kernel{{
 	SPIRV:     spvGetRowsQ3K,
 	Source:    "get_rows.comp",
 	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q3_K"},
+	Name:      "matmul_tiled_q3_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledQ3K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q3_K", "ADD"},
+	Name:      "matmul_tiled_add_q3_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledAddQ3K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q3_K", "GATEUP"},
+	Name:      "matmul_tiled_gateup_q3_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGateupQ3K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q3_K", "BIAS"},
+	Name:      "matmul_tiled_bias_q3_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledBiasQ3K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q3_K", "GEGLU"},
+	Name:      "matmul_tiled_geglu_q3_k",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGegluQ3K,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
 }, {
 	Bindings:  3,
 	Defines:   []string{"W_Q3_K"},
@@ -3452,6 +3577,46 @@ var kernels = []Kernel{{
 	SPIRV:     spvGetRowsIq4Xs,
 	Source:    "get_rows.comp",
 	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_IQ4_XS"},
+	Name:      "matmul_tiled_iq4_xs",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledIq4Xs,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ4_XS", "ADD"},
+	Name:      "matmul_tiled_add_iq4_xs",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledAddIq4Xs,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ4_XS", "GATEUP"},
+	Name:      "matmul_tiled_gateup_iq4_xs",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGateupIq4Xs,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ4_XS", "BIAS"},
+	Name:      "matmul_tiled_bias_iq4_xs",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledBiasIq4Xs,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_IQ4_XS", "GEGLU"},
+	Name:      "matmul_tiled_geglu_iq4_xs",
+	PushBytes: 28,
+	SPIRV:     spvMatmulTiledGegluIq4Xs,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
 }, {
 	Bindings:  3,
 	Defines:   []string{"W_IQ4_XS"},

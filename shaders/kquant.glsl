@@ -1,4 +1,4 @@
-// K-quant weights (Q4_K, Q5_K, Q6_K) by 32-value chunk, for matvec.comp
+// K-quant weights (Q2_K … Q6_K, IQ4_XS) by 32-value chunk, for matvec.comp
 // and matmul_tiled.comp: the chunk's levels as signed bytes for sdot4 (or
 // int8 tensor cores) and its factors, raw, for the caller's float
 // expression. The including shader defines wword(s, i), wu16 and wu32
@@ -8,8 +8,11 @@
 // Super-block sb (256 values) of a row holds chunks j = 0 … 7. The float
 // terms per chunk, in ggml's operand order:
 //   Q4_K, Q5_K: (d·dy)·(scale·isum) − (dmin·dy)·(min·bsum)
-//   Q6_K:       (d·dy)·(scale0·isum0 + scale1·isum1), one integer sum per
-//               16-value group.
+//   Q6_K, Q3_K: (d·dy)·(scale0·isum0 + scale1·isum1), one integer sum per
+//               16-value group
+//   Q2_K:       (d·dy)·(scale0·isum0 + scale1·isum1) − (dmin·dy)·(min0·bsum0
+//               + min1·bsum1), the activations' sums per 16-value group
+//   IQ4_XS:     (d·dy)·(scale·isum), the levels from IQ4_LEVELS
 
 #if defined(W_Q4_K) || defined(W_Q5_K)
 // Sub-block j's 6-bit scale and min (get_scale_min_k4) from the 12 scale
@@ -26,13 +29,15 @@ uvec2 scale_min(uint s, uint so, uint j) {
 }
 #endif
 
-#if defined(W_Q4_K) || defined(W_Q5_K) || defined(W_Q6_K)
+#if defined(W_Q4_K) || defined(W_Q5_K) || defined(W_Q6_K) || defined(W_Q2_K) || defined(W_Q3_K) || defined(W_IQ4_XS)
 // kq_chunk reads chunk j of super-block sb of weight s's row `row` (nsb
 // super-blocks a row): q[k] holds values 4k … 4k+3 as signed bytes
-// (Q4_K/Q5_K levels 0 … 31; Q6_K's levels less their bias 32); f the
-// binary16 bits of d (low half) and, for Q4_K/Q5_K, dmin (high half); sm
-// the chunk's scale (low half) and min (high half), or for Q6_K its two
-// groups' signed scale bytes (kq_q6_scales).
+// (Q4_K/Q5_K levels 0 … 31, Q2_K's 0 … 3; Q6_K's and Q3_K's less their
+// bias; IQ4_XS's table levels); f the binary16 bits of d (low half) and,
+// for Q4_K/Q5_K/Q2_K, dmin (high half); sm the chunk's scale (low half)
+// and min (high half) for Q4_K/Q5_K, its two groups' signed scale bytes
+// for Q6_K/Q3_K (kq_pair_scales), Q2_K's four nibbles (scale0, min0,
+// scale1, min1 from bit 0), IQ4_XS's signed scale byte.
 void kq_chunk(uint s, uint row, uint nsb, uint sb, uint j, out uint q[8], out uint f, out uint sm) {
 #if defined(W_Q4_K) || defined(W_Q5_K)
 #if defined(W_Q4_K)
@@ -65,14 +70,59 @@ void kq_chunk(uint s, uint row, uint nsb, uint sb, uint j, out uint q[8], out ui
                           (((wu32(s, hi + 4u * k) >> (2u * quarter)) & 0x03030303u) << 4),
                       32u);
     }
+#elif defined(W_Q2_K)
+    // 84-byte blocks (word-aligned): scale/min nibbles at 0, levels at
+    // 16 (bits 2·(j%4) of the 32 bytes of half j/4), d and dmin at 80.
+    const uint wb = (row * nsb + sb) * 84u;
+    f = wword(s, (wb + 80u) >> 2);
+    sm = wu16(s, wb + 2u * j);
+    for (uint k = 0u; k < 8u; k++) {
+        q[k] = (wword(s, ((wb + 16u) >> 2) + (j >> 2) * 8u + k) >> (2u * (j & 3u))) & 0x03030303u;
+    }
+#elif defined(W_Q3_K)
+    // 110-byte blocks (only 2-byte aligned): high bits at 0 (bit j of each
+    // byte is chunk j's), levels at 32, scales at 96, d at 108. Level
+    // lo | hi<<2, biased by 4. Groups 2j and 2j+1: low scale nibbles in
+    // bytes (2j)%8 and the next (high nibbles from j = 4 on), top bit
+    // pairs in bytes 8 + 2·(j%2) and the next, at bits 2·(j/2).
+    const uint wb = (row * nsb + sb) * 110u;
+    f = wu16(s, wb + 108u);
+    const uint lw = wu16(s, wb + 96u + ((2u * j) & 7u)) >> (4u * (j >> 2));
+    const uint hw = wu16(s, wb + 104u + 2u * (j & 1u)) >> (2u * (j >> 1));
+    const uint sc0 = ((lw & 15u) | ((hw & 3u) << 4)) - 32u, sc1 = (((lw >> 8) & 15u) | (((hw >> 8) & 3u) << 4)) - 32u;
+    sm = (sc0 & 0xffu) | ((sc1 & 0xffu) << 8);
+    for (uint k = 0u; k < 8u; k++) {
+        q[k] = unbias(((wu32(s, wb + 32u + (j >> 2) * 32u + 4u * k) >> (2u * (j & 3u))) & 0x03030303u) |
+                          (((wu32(s, wb + 4u * k) >> j) & 0x01010101u) << 2),
+                      4u);
+    }
+#elif defined(W_IQ4_XS)
+    // 136-byte blocks (word-aligned): d, scales_h at 0, scales_l at 4,
+    // chunk j's 16 bytes of index pairs at 8 + 16j (byte i of word k:
+    // value 4k+i in the low nibble, 16+4k+i in the high one).
+    const uint wb = (row * nsb + sb) * 136u;
+    const uint dh = wword(s, wb >> 2);
+    f = dh & 0xffffu;
+    const uint ls = ((bitfieldExtract(wword(s, (wb >> 2) + 1u), int(8u * (j >> 1)), 8) >> (4u * (j & 1u))) & 15u) | (((dh >> (16u + 2u * j)) & 3u) << 4);
+    sm = (ls - 32u) & 0xffu;
+    for (uint k = 0u; k < 4u; k++) {
+        const uint idx = wword(s, ((wb + 8u) >> 2) + 4u * j + k);
+        uint lo = 0u, hi = 0u;
+        for (uint i = 0u; i < 4u; i++) {
+            const uint b = bitfieldExtract(idx, int(8u * i), 8);
+            lo |= (uint(IQ4_LEVELS[b & 15u]) & 0xffu) << (8u * i);
+            hi |= (uint(IQ4_LEVELS[b >> 4]) & 0xffu) << (8u * i);
+        }
+        q[k] = lo;
+        q[4u + k] = hi;
+    }
 #endif
 }
 #endif
 
-#if defined(W_Q6_K)
-// The signed scales of a Q6_K chunk's two 16-value groups.
-ivec2 kq_q6_scales(uint sm) { return ivec2(bitfieldExtract(int(sm), 0, 8), bitfieldExtract(int(sm), 8, 8)); }
-#endif
+// The signed scales of a Q6_K or Q3_K chunk's two 16-value groups (an
+// IQ4_XS chunk's one scale in x).
+ivec2 kq_pair_scales(uint sm) { return ivec2(bitfieldExtract(int(sm), 0, 8), bitfieldExtract(int(sm), 8, 8)); }
 
 // The activations' sum of chunk j's 32 values from its two int16 sums
 // (word 65 + j of a Q8_K block).

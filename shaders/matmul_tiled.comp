@@ -70,13 +70,16 @@ layout(binding = 0) readonly buffer Wt { uint w[]; };
 #define QUANT_ACT
 #define Q8_1_ACT
 #define ABW 10u
-#elif defined(W_Q4_K) || defined(W_Q5_K) || defined(W_Q6_K)
-// K-quants: 32-value chunks of 256-value super-blocks (kquant.glsl),
-// against Q8_K activations (quantize_q8k: 73 words per super-block).
+#elif defined(W_Q4_K) || defined(W_Q5_K) || defined(W_Q6_K) || defined(W_Q2_K) || defined(W_Q3_K) || defined(W_IQ4_XS)
+// K-quants and IQ4_XS: 32-value chunks of 256-value super-blocks
+// (kquant.glsl), against Q8_K activations (quantize_q8k: 73 words per
+// super-block).
 #define QUANT_ACT
 #define Q8_K_ACT
-#if !defined(W_Q6_K)
+#if defined(W_Q4_K) || defined(W_Q5_K)
 #define KQ_MINS // a min per chunk, against the activations' chunk sums
+#elif defined(W_Q2_K)
+#define KQ_GROUP_MINS // a min per 16-value group, against the groups' sums
 #endif
 #endif
 #ifdef QUANT_ACT
@@ -115,6 +118,9 @@ uint wu32(uint s, uint off) {
     return sh == 0u ? lo : (lo >> sh) | (wword(s, (off >> 2) + 1u) << (32u - sh));
 }
 #include "sdot.glsl"
+#ifdef W_IQ4_XS
+#include "iq_tables.glsl"
+#endif
 #include "kquant.glsl"
 
 #ifdef QUANT_ACT
@@ -139,18 +145,21 @@ uint wu32(uint s, uint off) {
 #endif
 shared uint sw[NW * SB * TR * 8]; // a block: 32 int8 weights in 8 words
 #ifdef Q8_K_ACT
-#ifdef KQ_MINS
-#define KGROUPS 1u
+#if defined(W_Q6_K) || defined(W_Q3_K) || defined(W_Q2_K)
+#define KGROUPS 2u // a scale per 16 values
 #else
-#define KGROUPS 2u // Q6_K: a scale per 16 values
+#define KGROUPS 1u
+#endif
+#if defined(KQ_MINS) || defined(KQ_GROUP_MINS)
+#define KQ_SUMS // the activations' sums are staged (sbs)
 #endif
 // A chunk's factors as kq_chunk gives them (binary16 d and dmin; scale
 // and min), packed: the shared memory of the tensor-core variant with
 // two weights holds no more.
 shared uint sf[NW * SB * TR];
 shared uint ssm[NW * SB * TR];
-#ifdef KQ_MINS
-shared int sbs[SB * TT];          // the activation chunk's sum
+#ifdef KQ_SUMS
+shared int sbs[SB * TT];          // the activation chunk's sum (KQ_GROUP_MINS: its two int16 group sums)
 #endif
 #else
 shared float sdw[NW * SB * TR];   // its scale
@@ -289,8 +298,10 @@ void main() {
                 // Chunk b % 8 of the token's super-block b / 8.
                 const uint ab = pc.xoff + (tok * (nb / 8u) + b / 8u) * 73u, j = b % 8u;
                 sda[at] = uintBitsToFloat(xq[ab]);
-#ifdef KQ_MINS
+#if defined(KQ_MINS)
                 sbs[at] = kq_bsum(xq[ab + 65u + j]);
+#elif defined(KQ_GROUP_MINS)
+                sbs[at] = int(xq[ab + 65u + j]);
 #endif
 #ifdef Q6_HALVES
                 for (uint k = 0u; k < 4u; k++) {
@@ -318,7 +329,7 @@ void main() {
 #ifdef Q8_1_ACT
                 ssa[at] = 0.0;
 #endif
-#ifdef KQ_MINS
+#ifdef KQ_SUMS
                 sbs[at] = 0;
 #endif
                 for (uint k = 0u; k < AW; k++) {
@@ -380,7 +391,7 @@ void main() {
                                           (f16_to_f32(f >> 16) * da[i]) * float(int(sm >> 16) * bs[i]);
                         cacc[2u * s + h][i] += v;
 #elif defined(Q6_HALVES)
-                        const ivec2 sc = kq_q6_scales(uint(msm[i]));
+                        const ivec2 sc = kq_pair_scales(uint(msm[i]));
                         precise float v = (f16_to_f32(uint(mf[i])) * da[i]) * float(sc.x * mc[i] + sc.y * mc1[i]);
                         cacc[2u * s + h][i] += v;
 #elif defined(W_Q8_0)
@@ -421,19 +432,28 @@ void main() {
                     const uint wat = (s * SB + bb) * TR + tr + 16u * i;
                     const uint f = sf[wat], sm = ssm[wat];
                     const float dw = f16_to_f32(f);
-#ifdef KQ_MINS
+#if defined(KQ_MINS)
                     const float dmin = f16_to_f32(f >> 16);
                     const int sc = int(sm & 0xffffu), mn = int(sm >> 16);
+#elif defined(KQ_GROUP_MINS)
+                    const float dmin = f16_to_f32(f >> 16);
+                    const ivec2 sc = ivec2(sm & 15u, (sm >> 8) & 15u), mn = ivec2((sm >> 4) & 15u, sm >> 12);
 #else
-                    const ivec2 sc = kq_q6_scales(sm);
+                    const ivec2 sc = kq_pair_scales(sm); // IQ4_XS: its one scale in x
 #endif
                     for (uint j = 0u; j < 4u; j++) {
                         const uint at = bb * TT + tt + 16u * j;
                         const float dy = sda[at];
-#ifdef KQ_MINS
+#if defined(KQ_MINS)
                         precise float v = (dw * dy) * float(sc * isum[4u * i + j]) - (dmin * dy) * float(mn * sbs[at]);
-#else
+#elif defined(KQ_GROUP_MINS)
+                        const int bs = sbs[at];
+                        precise float v = (dw * dy) * float(sc.x * isum[4u * i + j] + sc.y * isum[16u + 4u * i + j]) -
+                                          (dmin * dy) * float(mn.x * bitfieldExtract(bs, 0, 16) + mn.y * bitfieldExtract(bs, 16, 16));
+#elif defined(W_Q6_K) || defined(W_Q3_K)
                         precise float v = (dw * dy) * float(sc.x * isum[4u * i + j] + sc.y * isum[16u + 4u * i + j]);
+#else
+                        precise float v = (dw * dy) * float(sc.x * isum[4u * i + j]);
 #endif
                         acc[s * 16u + 4u * i + j] += v;
                     }

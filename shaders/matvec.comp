@@ -30,8 +30,8 @@
 // weights are first made signed bytes (a level minus its bias by
 // byte-wise add and xor, no carries), and the integer sums are exact, so
 // the order of their terms does not matter and the bits are those of the
-// byte-by-byte products. IQ4_NL/IQ4_XS, whose levels come from a table,
-// keep those.
+// byte-by-byte products. IQ4_NL, whose levels come from a table, keeps
+// those; IQ4_XS's table levels are made bytes first (kquant.glsl).
 //
 // Variant QKV computes a MatMulQKV's three projections in one dispatch:
 // their weights (one type) are rows of one buffer, and each row's result
@@ -318,51 +318,23 @@ void main() {
 #elif defined(W_Q2_K) || defined(W_Q3_K)
             // Chunk j holds two 16-value groups (2j, 2j+1) with their own
             // scales, so the integer sum is kept per group, as for Q6_K.
-            // Its 2-bit levels are bits 2·(j%4) of the 32 bytes of half j/4.
+            uint wq[8], f, sm;
+            kq_chunk(s, row, nsb, sb, j, wq, f, sm);
+            const float dw = f16_to_f32(f);
 #if defined(W_Q2_K)
-            // 84-byte blocks (word-aligned): scale/min nibbles at 0, levels
-            // at 16, d and dmin at 80.
-            const uint wb = (row * nsb + sb) * 84u;
-            const uint dd = wword(s, (wb + 80u) >> 2);
-            const float dw = f16_to_f32(dd & 0xffffu), dmin = f16_to_f32(dd >> 16);
-            const uint scw = wu16(s, wb + 2u * j);
-            const int sc0 = int(scw & 15u), sc1 = int((scw >> 8) & 15u);
-            const int m0 = int((scw >> 4) & 15u), m1 = int(scw >> 12);
-            uint wq[8];
-            for (uint k = 0u; k < 8u; k++) {
-                wq[k] = (wword(s, ((wb + 16u) >> 2) + (j >> 2) * 8u + k) >> (2u * (j & 3u))) & 0x03030303u;
-            }
+            const float dmin = f16_to_f32(f >> 16);
+            const int sc0 = int(sm & 15u), m0 = int((sm >> 4) & 15u), sc1 = int((sm >> 8) & 15u), m1 = int(sm >> 12);
 #else
-            // 110-byte blocks (only 2-byte aligned): high bits at 0 (bit j
-            // of each byte is chunk j's), levels at 32, scales at 96, d at
-            // 108. Level lo | hi<<2, biased by 4.
-            const uint wb = (row * nsb + sb) * 110u;
-            const float dw = f16_to_f32(wu16(s, wb + 108u));
-            // Groups 2j and 2j+1: low nibbles in bytes (2j)%8 and
-            // (2j)%8 + 1 (high nibbles from j = 4 on), top bit pairs in bytes
-            // 8 + 2·(j%2) and the next, at bits 2·(j/2).
-            const uint lw = wu16(s, wb + 96u + ((2u * j) & 7u)) >> (4u * (j >> 2));
-            const uint hw = wu16(s, wb + 104u + 2u * (j & 1u)) >> (2u * (j >> 1));
-            const int sc0 = int((lw & 15u) | ((hw & 3u) << 4)) - 32;
-            const int sc1 = int(((lw >> 8) & 15u) | (((hw >> 8) & 3u) << 4)) - 32;
-            uint wq[8];
-            for (uint k = 0u; k < 8u; k++) {
-                wq[k] = ((wu32(s, wb + 32u + (j >> 2) * 32u + 4u * k) >> (2u * (j & 3u))) & 0x03030303u) |
-                        (((wu32(s, wb + 4u * k) >> j) & 0x01010101u) << 2);
-            }
+            const ivec2 scp = kq_pair_scales(sm);
+            const int sc0 = scp.x, sc1 = scp.y;
 #endif
             for (uint t = 0u; t < nt; t++) {
                 const uint ab = pc.xoff + ((t0 + t) * nsb + sb) * 73u;
                 const float dy = uintBitsToFloat(xq[ab]);
                 int is0 = 0, is1 = 0;
                 for (uint k = 0u; k < 4u; k++) {
-#if defined(W_Q2_K)
                     is0 += sdot4(wq[k], xq[ab + 1u + 8u * j + k]);
                     is1 += sdot4(wq[k + 4u], xq[ab + 5u + 8u * j + k]);
-#else
-                    is0 += sdot4(unbias(wq[k], 4u), xq[ab + 1u + 8u * j + k]);
-                    is1 += sdot4(unbias(wq[k + 4u], 4u), xq[ab + 5u + 8u * j + k]);
-#endif
                 }
 #if defined(W_Q2_K)
                 // The mins against the activations' 16-value sums (word 65
@@ -376,27 +348,17 @@ void main() {
                 acc[s * NT + t] += v;
             }
 #elif defined(W_IQ4_XS)
-            // 136-byte blocks (word-aligned): d, scales_h at 0, scales_l at
-            // 4, chunk j's 16 bytes of index pairs at 8 + 16j.
-            const uint wb = (row * nsb + sb) * 136u;
-            const uint dh = wword(s, wb >> 2);
-            const float dw = f16_to_f32(dh & 0xffffu);
-            const int ls = int(((ubyte(wword(s, (wb >> 2) + 1u), j >> 1) >> (4u * (j & 1u))) & 15u) | (((dh >> (16u + 2u * j)) & 3u) << 4)) - 32;
-            uint wq[4];
-            for (uint k = 0u; k < 4u; k++) {
-                wq[k] = wword(s, ((wb + 8u) >> 2) + 4u * j + k);
-            }
+            // The levels come from the table as signed bytes (kq_chunk).
+            uint wq[8], f, sm;
+            kq_chunk(s, row, nsb, sb, j, wq, f, sm);
+            const float dw = f16_to_f32(f);
+            const int ls = kq_pair_scales(sm).x;
             for (uint t = 0u; t < nt; t++) {
                 const uint ab = pc.xoff + ((t0 + t) * nsb + sb) * 73u;
                 const float dy = uintBitsToFloat(xq[ab]);
                 int isum = 0;
-                for (uint k = 0u; k < 4u; k++) {
-                    const uint lo = xq[ab + 1u + 8u * j + k];      // values 4k..4k+3 of the chunk
-                    const uint hi = xq[ab + 5u + 8u * j + k];      // values 16+4k..
-                    for (uint i = 0u; i < 4u; i++) {
-                        const uint q = ubyte(wq[k], i);
-                        isum += IQ4_LEVELS[q & 15u] * sbyte(lo, i) + IQ4_LEVELS[q >> 4] * sbyte(hi, i);
-                    }
+                for (uint k = 0u; k < 8u; k++) {
+                    isum += sdot4(wq[k], xq[ab + 1u + 8u * j + k]);
                 }
                 // The CPU's (d·dy)·Σ(ls·isum) over the super-block, taken per chunk.
                 precise float v = (dw * dy) * float(ls * isum);
@@ -406,7 +368,7 @@ void main() {
             uint wq[8], f, sm;
             kq_chunk(s, row, nsb, sb, j, wq, f, sm);
             const float dw = f16_to_f32(f);
-            const ivec2 sc = kq_q6_scales(sm);
+            const ivec2 sc = kq_pair_scales(sm);
             for (uint t = 0u; t < nt; t++) {
                 const uint ab = pc.xoff + ((t0 + t) * nsb + sb) * 73u;
                 const float dy = uintBitsToFloat(xq[ab]);
