@@ -3,7 +3,7 @@
 // int8 tensor cores) and its factors, raw, for the caller's float
 // expression. The including shader defines wword(s, i), wu16 and wu32
 // (word, half word and unaligned word of weight s) and includes
-// sdot.glsl (unbias) and half.glsl before it.
+// sdot.glsl (unbias), half.glsl and, for IQ4_XS, iq_tables.glsl before it.
 //
 // Super-block sb (256 values) of a row holds chunks j = 0 … 7. The float
 // terms per chunk, in ggml's operand order:

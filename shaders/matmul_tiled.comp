@@ -9,9 +9,9 @@
 //
 // Numerics are matmul.comp's: the same integer sum per block and float
 // expression per block, blocks (or columns) summed in the same order.
-// The K-quants Q4_K, Q5_K and Q6_K (which matmul.comp lacks) take Q8_K
-// activations and stage 32-value chunks as blocks (kquant.glsl): each
-// chunk's term is matvec.comp's, added in chunk order.
+// The K-quants Q2_K … Q6_K and IQ4_XS (which matmul.comp lacks) take
+// Q8_K activations and stage 32-value chunks as blocks (kquant.glsl):
+// each chunk's term is matvec.comp's, added in chunk order.
 //
 // Workgroup x (then y) is the row tile, z the token tile.
 //

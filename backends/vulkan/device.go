@@ -84,22 +84,28 @@ func (i DeviceInfo) CoopF16() bool {
 // RunsKernel says whether the device can create kernel k: the
 // tensor-core variants need the cooperative matrices of their type.
 func (i DeviceInfo) RunsKernel(k shaders.Kernel) bool {
+	return runsCoop(k, i.CoopInt8(), i.CoopF16())
+}
+
+// runsCoop says whether a device with int8 and f16 tensor cores as given
+// runs kernel k: a tensor-core variant takes binary16 matrices for F16
+// weights, int8 ones for the quantized types.
+func runsCoop(k shaders.Kernel, int8, f16 bool) bool {
 	switch {
 	case !k.NeedsCoopMatrix():
 		return true
 	case slices.Contains(k.Defines, "W_F16"):
-		return i.CoopF16()
+		return f16
 	default:
-		return i.CoopInt8()
+		return int8
 	}
 }
 
-// coopFor says whether matmuls of weight type t take tensor cores here.
+// coopFor says whether matmuls of weight type t take tensor cores here:
+// t has matmul_coop variants and this device, as opened, runs them.
 func (d *Device) coopFor(t gguf.TensorType) bool {
-	if t == gguf.TypeF16 {
-		return d.coopF16
-	}
-	return d.coopInt8
+	k, err := shaders.Lookup("matmul_coop_" + weightKernel[t])
+	return err == nil && runsCoop(k, d.coopInt8, d.coopF16)
 }
 
 func describe(index int, pd vk.PhysicalDevice) DeviceInfo {

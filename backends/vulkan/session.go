@@ -762,7 +762,7 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		// Prefill: tiles of 64 rows × 64 tokens staged in shared memory,
 		// their int8 block sums by tensor cores where the device has them.
 		shader, perGroup = "matmul_tiled", tiledTokens
-		if everyWeight(func(t graph.DType) bool { return r.s.e.d.coopFor(t) && hasKernel("matmul_coop_")(t) }) {
+		if everyWeight(r.s.e.d.coopFor) {
 			shader = "matmul_coop" // int8 blocks of 32 (quantized types), F16
 		}
 	case vec && ntok == 1:

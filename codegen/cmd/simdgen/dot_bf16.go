@@ -200,25 +200,7 @@ func gemmBF16Tile(v variant, toks, chunk int) string {
 		acc[r] = zeroedZmm(toks)
 	}
 	loopBlocks(nb, func() {
-		odd, even := make([]VecVirtual, toks), make([]VecVirtual, toks)
-		for t, a := range as {
-			_, _, odd[t], even[t] = bf16Regs(true)
-			vload(v, true, at(a, off, 0), even[t])
-			pand(v, mask, even[t], odd[t])
-			VPSLLD(U8(16), even[t], even[t])
-		}
-		for r, w := range ws {
-			x, xo, _, _ := bf16Regs(true)
-			vload(v, true, at(w, off, 0), x)
-			pand(v, mask, x, xo)
-			for t := range as {
-				VFMADD231PS(odd[t], xo, acc[r][t])
-			}
-			VPSLLD(U8(16), x, x)
-			for t := range as {
-				VFMADD231PS(even[t], x, acc[r][t])
-			}
-		}
+		bf16TileVector(v, true, mask, ws, as, off, 0, func(r, t int) VecVirtual { return acc[r][t] })
 		ADDQ(U32(2*chunk), off)
 	})
 	for r := range acc {
@@ -228,6 +210,32 @@ func gemmBF16Tile(v variant, toks, chunk int) string {
 	}
 	storeGrid(v, acc)
 	return name
+}
+
+// bf16TileVector adds one vector of bfloat16 pairs per row and token, at
+// disp bytes past off, into the tile's accumulators acc(r, t): each
+// token's activations split once into odd and even elements, then per
+// row the odd products before the even ones (VDPBF16PS's order per lane).
+func bf16TileVector(v variant, zmm bool, mask VecVirtual, ws, as []Register, off Register, disp int, acc func(r, t int) VecVirtual) {
+	odd, even := make([]VecVirtual, len(as)), make([]VecVirtual, len(as))
+	for t, a := range as {
+		_, _, odd[t], even[t] = bf16Regs(zmm)
+		vload(v, zmm, at(a, off, disp), even[t])
+		pand(v, mask, even[t], odd[t])
+		VPSLLD(U8(16), even[t], even[t])
+	}
+	for r, w := range ws {
+		x, xo, _, _ := bf16Regs(zmm)
+		vload(v, zmm, at(w, off, disp), x)
+		pand(v, mask, x, xo)
+		for t := range as {
+			VFMADD231PS(odd[t], xo, acc(r, t))
+		}
+		VPSLLD(U8(16), x, x)
+		for t := range as {
+			VFMADD231PS(even[t], x, acc(r, t))
+		}
+	}
 }
 
 // gemmBF16TileYmm is the AVX2 tile in tinyBLAS's AVX-512 order: each
@@ -254,25 +262,7 @@ func gemmBF16TileYmm(v variant, toks int) string {
 	}
 	loopBlocks(nb, func() {
 		for h := range 2 {
-			odd, even := make([]VecVirtual, toks), make([]VecVirtual, toks)
-			for t, a := range as {
-				_, _, odd[t], even[t] = bf16Regs(false)
-				vload(v, false, at(a, off, 32*h), even[t])
-				pand(v, mask, even[t], odd[t])
-				VPSLLD(U8(16), even[t], even[t])
-			}
-			for r, w := range ws {
-				x, xo, _, _ := bf16Regs(false)
-				vload(v, false, at(w, off, 32*h), x)
-				pand(v, mask, x, xo)
-				for t := range as {
-					VFMADD231PS(odd[t], xo, acc[r][t][h])
-				}
-				VPSLLD(U8(16), x, x)
-				for t := range as {
-					VFMADD231PS(even[t], x, acc[r][t][h])
-				}
-			}
+			bf16TileVector(v, false, mask, ws, as, off, 32*h, func(r, t int) VecVirtual { return acc[r][t][h] })
 		}
 		ADDQ(U32(2*32), off)
 	})
