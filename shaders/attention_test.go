@@ -11,11 +11,12 @@ import (
 	"github.com/weft-ml/weft/ops/ref"
 )
 
-// attention_tiled.comp takes tiles of tokens that may belong to different
-// sequences (continuous batching): here two sequences' tokens alternate in
-// the batch, their cache rows are far apart, and the rows between them
-// and after them were never written (NaN). Each token must see its own
-// sequence's rows only, as attention.comp and ops/ref do.
+// attention_tiled.comp and attention_coop.comp take tiles of tokens that
+// may belong to different sequences (continuous batching): here two
+// sequences' tokens alternate in the batch, their cache rows are far
+// apart, and the rows between them and after them were never written
+// (NaN). Each token must see its own sequence's rows only, as
+// attention.comp and ops/ref do.
 func TestAttentionTiledMixesSequences(t *testing.T) {
 	e := newEnv(t)
 	const heads, kvHeads, hd, rows = 4, 2, 64, 100
@@ -71,10 +72,16 @@ func TestAttentionTiledMixesSequences(t *testing.T) {
 		sb := e.words(append(pos, cells...), posoff)
 		qb, ob := e.place(qoff, q), e.out(ooff+len(q)+2)
 		scale := float32(1 / math.Sqrt(hd))
-		for name, grid := range map[string][3]uint32{
+		kernels := map[string][3]uint32{
 			"attention_" + kind:       {heads, uint32(ntok), 1},
 			"attention_tiled_" + kind: {heads, uint32((ntok + 15) / 16), 1},
-		} {
+		}
+		for _, name := range []string{"attention_coop_f16", "attention_coop_hd64_f16"} {
+			if f16 && e.runs(name) {
+				kernels[name] = [3]uint32{heads, uint32((ntok + 63) / 64), 1}
+			}
+		}
+		for name, grid := range kernels {
 			e.run(name, grid, pushWords(heads, kvHeads, hd, ntok, qoff, ooff, posoff, scale, 0, posoff+ntok, 0, float32(0), float32(0)), qb, sb, kb, vb, ob)
 			requireClose(t, fmt.Sprintf("%s, two sequences", name), e.readAt(ob, ooff, len(q)), want, attentionAbs(f16), attentionRel(f16))
 		}

@@ -147,6 +147,24 @@ var spvAttentionTiledF16Q81 []byte
 //go:embed spv/attention_tiled_f32_q8_1.spv
 var spvAttentionTiledF32Q81 []byte
 
+//go:embed spv/attention_coop_f16.spv
+var spvAttentionCoopF16 []byte
+
+//go:embed spv/attention_coop_f16_q8_0.spv
+var spvAttentionCoopF16Q80 []byte
+
+//go:embed spv/attention_coop_f16_q8_1.spv
+var spvAttentionCoopF16Q81 []byte
+
+//go:embed spv/attention_coop_hd64_f16.spv
+var spvAttentionCoopHd64F16 []byte
+
+//go:embed spv/attention_coop_hd64_f16_q8_0.spv
+var spvAttentionCoopHd64F16Q80 []byte
+
+//go:embed spv/attention_coop_hd64_f16_q8_1.spv
+var spvAttentionCoopHd64F16Q81 []byte
+
 //go:embed spv/flash_f16.spv
 var spvFlashF16 []byte
 
@@ -1512,6 +1530,54 @@ var kernels = []Kernel{{
 	PushBytes: 52,
 	SPIRV:     spvAttentionTiledF32Q81,
 	Source:    "attention_tiled.comp",
+	Workgroup: 128,
+}, {
+	Bindings:  5,
+	Defines:   []string{"KV_F16", "COOP"},
+	Name:      "attention_coop_f16",
+	PushBytes: 52,
+	SPIRV:     spvAttentionCoopF16,
+	Source:    "attention_coop.comp",
+	Workgroup: 128,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F16", "COOP", "Q8_0"},
+	Name:      "attention_coop_f16_q8_0",
+	PushBytes: 52,
+	SPIRV:     spvAttentionCoopF16Q80,
+	Source:    "attention_coop.comp",
+	Workgroup: 128,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F16", "COOP", "Q8_1"},
+	Name:      "attention_coop_f16_q8_1",
+	PushBytes: 52,
+	SPIRV:     spvAttentionCoopF16Q81,
+	Source:    "attention_coop.comp",
+	Workgroup: 128,
+}, {
+	Bindings:  5,
+	Defines:   []string{"KV_F16", "COOP", "HD64"},
+	Name:      "attention_coop_hd64_f16",
+	PushBytes: 52,
+	SPIRV:     spvAttentionCoopHd64F16,
+	Source:    "attention_coop.comp",
+	Workgroup: 128,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F16", "COOP", "HD64", "Q8_0"},
+	Name:      "attention_coop_hd64_f16_q8_0",
+	PushBytes: 52,
+	SPIRV:     spvAttentionCoopHd64F16Q80,
+	Source:    "attention_coop.comp",
+	Workgroup: 128,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F16", "COOP", "HD64", "Q8_1"},
+	Name:      "attention_coop_hd64_f16_q8_1",
+	PushBytes: 52,
+	SPIRV:     spvAttentionCoopHd64F16Q81,
+	Source:    "attention_coop.comp",
 	Workgroup: 128,
 }, {
 	Bindings:  5,

@@ -730,6 +730,17 @@ func TestAttention(t *testing.T) {
 			if c.hd <= 128 && c.hd%4 == 0 {
 				kernels["attention_tiled_"+kind] = [3]uint32{uint32(c.heads), uint32((c.ntok + 15) / 16), 1}
 			}
+			// attention_coop.comp (tensor cores, where the device has
+			// them) one per (head, tile of 64 tokens), for an F16 cache
+			// and heads of up to 128, multiples of 16.
+			for _, k := range []struct {
+				name  string
+				maxHD int
+			}{{"attention_coop_f16", 128}, {"attention_coop_hd64_f16", 64}} {
+				if f16 && c.hd <= k.maxHD && c.hd%16 == 0 && e.runs(k.name) {
+					kernels[k.name] = [3]uint32{uint32(c.heads), uint32((c.ntok + 63) / 64), 1}
+				}
+			}
 			for name, grid := range kernels {
 				ob := e.out(ooff + len(q) + 2)
 				push := []any{c.heads, c.kvHeads, c.hd, c.ntok, qoff, ooff, posoff, scale, 0, celloff, c.window, c.softCap, capInv(c.softCap)}
@@ -807,6 +818,13 @@ func capInv(cap float32) float32 {
 		return 0
 	}
 	return 1 / cap
+}
+
+// runs says whether this device can create kernel name (the tensor-core
+// variants need cooperative matrices).
+func (e *env) runs(name string) bool {
+	k, err := shaders.Lookup(name)
+	return err == nil && e.d.Info().RunsKernel(k)
 }
 
 // coop says whether weights of type wt have matmul_coop variants that this

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,7 +63,17 @@ func (e *env) kernel(name string) *vulkan.Kernel {
 		require.NoError(e.t, err)
 		spec = []uint32{uint32(n)}
 	}
-	k, err := e.d.NewKernel(vulkan.KernelSpec{Name: s.Name, SPIRV: s.SPIRV, Bindings: s.Bindings, PushBytes: s.PushBytes, Workgroup: uint32(s.Workgroup), Spec: spec})
+	spirv := s.SPIRV
+	if dir := os.Getenv("WEFT_SHADER_MUTANTS"); dir != "" {
+		// Mutation testing where there is no Go toolchain (the GPU
+		// machine): a mutated variant's SPIR-V in dir replaces the
+		// embedded one, and the tests must fail.
+		if b, err := os.ReadFile(filepath.Join(dir, base+".spv")); err == nil {
+			e.t.Logf("%s: the mutant from %s", base, dir)
+			spirv = b
+		}
+	}
+	k, err := e.d.NewKernel(vulkan.KernelSpec{Name: s.Name, SPIRV: spirv, Bindings: s.Bindings, PushBytes: s.PushBytes, Workgroup: uint32(s.Workgroup), Spec: spec})
 	require.NoError(e.t, err)
 	e.t.Cleanup(k.Close)
 	e.ks[name] = k

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/weft-ml/weft/backends"
 	"github.com/weft-ml/weft/backends/vulkan/internal/vk"
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/shaders"
@@ -89,12 +90,13 @@ func (i DeviceInfo) RunsKernel(k shaders.Kernel) bool {
 
 // runsCoop says whether a device with int8 and f16 tensor cores as given
 // runs kernel k: a tensor-core variant takes binary16 matrices for F16
-// weights, int8 ones for the quantized types.
+// weights and for attention over an F16 cache, int8 ones for the
+// quantized weight types.
 func runsCoop(k shaders.Kernel, int8, f16 bool) bool {
 	switch {
 	case !k.NeedsCoopMatrix():
 		return true
-	case slices.Contains(k.Defines, "W_F16"):
+	case slices.Contains(k.Defines, "W_F16") || slices.Contains(k.Defines, "KV_F16"):
 		return f16
 	default:
 		return int8
@@ -106,6 +108,16 @@ func runsCoop(k shaders.Kernel, int8, f16 bool) bool {
 func (d *Device) coopFor(t gguf.TensorType) bool {
 	k, err := shaders.Lookup("matmul_coop_" + weightKernel[t])
 	return err == nil && runsCoop(k, d.coopInt8, d.coopF16)
+}
+
+// coopAttention says whether prefill attention over a KV cache of type
+// kv with heads of hd values takes tensor cores here: attention_coop.comp
+// reads an F16 cache, heads a multiple of 16 up to 128 (binary16
+// products summed in the tensor cores' order: WEFT_VULKAN_COOPMAT=0 keeps
+// attention_tiled.comp's).
+func (d *Device) coopAttention(kv backends.KVType, hd int) bool {
+	k, err := shaders.Lookup("attention_coop_" + kv.String())
+	return err == nil && runsCoop(k, d.coopInt8, d.coopF16) && hd%16 == 0 && hd <= 128
 }
 
 func describe(index int, pd vk.PhysicalDevice) DeviceInfo {

@@ -646,6 +646,15 @@ func (r *recorder) attention(v *value, dst Range, doff uint32) error {
 		// A prefill: tiles of tokens share the cache's rows.
 		shader = "attention_tiled_" + kvt
 		groups[1] = uint32((r.T + attentionTileTokens - 1) / attentionTileTokens)
+		if r.s.e.d.coopAttention(r.s.kvType, hd) {
+			// On tensor cores, 64 tokens a workgroup (smaller staged
+			// rows for heads of up to 64 values).
+			shader = "attention_coop_" + kvt
+			if hd <= 64 {
+				shader = "attention_coop_hd64_" + kvt
+			}
+			groups[1] = uint32((r.T + attentionCoopTokens - 1) / attentionCoopTokens)
+		}
 	}
 	push := []uint32{uint32(heads), uint32(kvHeads), uint32(hd), uint32(r.T), qoff, doff, posoff, f32bits(scale), 0, celloff, uint32(a.Int("window")), f32bits(a.Float("softcap")), f32bits(capInv(a.Float("softcap")))}
 	if kind := r.s.e.normQuant[v.n.ID]; kind != "" {
@@ -665,6 +674,9 @@ const (
 	attentionTileTokens  = 16
 	attentionTileHeadDim = 128
 )
+
+// attentionCoopTokens is attention_coop.comp's tile of tokens (TQ).
+const attentionCoopTokens = 64
 
 // ropeKV records Attention v's RoPE·KV store (rope_kv.comp, fuseRoPEKV):
 // the keys' RoPE into the cache with the values, and the queries' RoPE

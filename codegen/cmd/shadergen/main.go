@@ -110,6 +110,21 @@ func init() {
 			}
 		}
 	}
+	// Prefill attention on tensor cores (binary16 products, F16 cache
+	// only), for heads of up to 128 and (smaller staged rows) of up to 64
+	// values, and fused with the output projection's activations.
+	for _, hd := range []struct{ name, define string }{{"", ""}, {"hd64_", "HD64"}} {
+		for _, act := range []string{"", "q8_0", "q8_1"} {
+			name, defines, bindings := "attention_coop_"+hd.name+"f16", []string{"KV_F16", "COOP"}, 5
+			if hd.define != "" {
+				defines = append(defines, hd.define)
+			}
+			if act != "" {
+				name, defines, bindings = name+"_"+act, append(defines, strings.ToUpper(act)), 6
+			}
+			variants = append(variants, variant{name, "attention_coop.comp", defines, bindings, 52, 128})
+		}
+	}
 	// Flash attention per KV cache type, and fused with the output
 	// projection's Q8_0 or Q8_1 activations.
 	for _, kv := range []struct{ name, define string }{{"f16", "KV_F16"}, {"q8_0", "KV_Q8_0"}, {"q4_0", "KV_Q4_0"}} {
