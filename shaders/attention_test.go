@@ -8,6 +8,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/weft-ml/weft/ops/ref"
 )
 
@@ -114,4 +116,67 @@ func kvBytes(kv ref.KV, f16 bool) []byte {
 		b = binary.LittleEndian.AppendUint16(b, h)
 	}
 	return b
+}
+
+// With an F16 cache every attention kernel rounds the probabilities to
+// binary16 (to nearest, as the CPU does) before P·V. With one-hot V rows
+// (row r holds 1 at dimension r) the output is those probabilities
+// themselves, exactly (one nonzero product a sum), so the rounding shows:
+// a device probability may differ from ops/ref's in the last float bits
+// and round to the neighbouring binary16 value now and then, but
+// truncating, or rounding the wrong way, moves about half of them.
+func TestAttentionRoundsProbabilities(t *testing.T) {
+	e := newEnv(t)
+	const heads, kvHeads, hd, ntok = 2, 1, 64, 60
+	w := kvHeads * hd
+	k, q := e.random(ntok*w), e.random(ntok*heads*hd)
+	for i := range q {
+		q[i] *= 4 // a spread of probabilities, some tiny (binary16 subnormals)
+	}
+	v := make([]float32, ntok*w)
+	for r := range ntok {
+		v[r*w+r] = 1
+	}
+	kr, vr := ref.KV{RowLen: w, F16: make([]uint16, ntok*w)}, ref.KV{RowLen: w, F16: make([]uint16, ntok*w)}
+	for p := range ntok {
+		kr.Store(p, k[p*w:])
+		vr.Store(p, v[p*w:])
+	}
+	scale := float32(1 / math.Sqrt(hd))
+	want := make([]float32, len(q))
+	ref.AttentionWith(want, q, kr, vr, ntok, 0, heads, kvHeads, hd, scale, ref.AttnOptions{}, make([]float32, ref.AttentionScratch(ntok, 0)))
+	pos := make([]uint32, ntok)
+	for i := range pos {
+		pos[i] = uint32(i)
+	}
+	const qoff, ooff, posoff = 5, 6, 1
+	kb, vb := e.buf(len(kvBytes(kr, true)), kvBytes(kr, true)), e.buf(len(kvBytes(vr, true)), kvBytes(vr, true))
+	sb := e.words(append(pos, make([]uint32, ntok)...), posoff)
+	qb := e.place(qoff, q)
+	kernels := map[string][3]uint32{"attention_f16": {heads, ntok, 1}, "attention_tiled_f16": {heads, (ntok + 15) / 16, 1}}
+	for _, name := range []string{"attention_coop_f16", "attention_coop_hd64_f16"} {
+		if e.runs(name) {
+			kernels[name] = [3]uint32{heads, (ntok + 63) / 64, 1}
+		}
+	}
+	for name, grid := range kernels {
+		ob := e.out(ooff + len(q) + 2)
+		e.run(name, grid, pushWords(heads, kvHeads, hd, ntok, qoff, ooff, posoff, scale, 0, posoff+ntok, 0, float32(0), float32(0)), qb, sb, kb, vb, ob)
+		got := e.readAt(ob, ooff, len(q))
+		probs, moved := 0, 0
+		for i, x := range want {
+			if x == 0 {
+				continue
+			}
+			probs++
+			if got[i] != x {
+				moved++
+				// At most to a neighbouring binary16 value.
+				require.InDelta(t, x, got[i], float64(x)/1024+6e-8, "%s: element %d", name, i)
+			}
+		}
+		t.Logf("%s: %d of %d probabilities on the other binary16 neighbour", name, moved, probs)
+		require.Greater(t, probs, 1000)
+		require.Less(t, moved, probs/20, "%s: probabilities not rounded to nearest binary16", name)
+	}
 }
