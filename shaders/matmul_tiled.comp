@@ -118,6 +118,7 @@ uint wu32(uint s, uint off) {
     return sh == 0u ? lo : (lo >> sh) | (wword(s, (off >> 2) + 1u) << (32u - sh));
 }
 #include "sdot.glsl"
+#include "bw.glsl"
 #ifdef W_IQ4_XS
 #include "iq_tables.glsl"
 #endif
@@ -229,50 +230,67 @@ void main() {
 #else
             float dw = 0.0, mw = 0.0;
             if (row < pc.nrows && b < nb) {
+                // The block's bytes as whole words, each loaded once
+                // (bw.glsl): blocks of 18, 22 and 34 bytes start 0 or 2
+                // bytes into their first word (odd), 20 and 24 at 0.
 #if defined(W_Q8_0)
                 const uint wb = (row * nb + b) * 34u;
-                dw = f16_to_f32(wu16(s, wb));
+                const bool odd = (wb & 2u) != 0u;
+                uint blk[9];
+                BW_LOAD(blk, 9u, s, wb);
+                dw = f16_to_f32(BW_D(blk, odd));
                 for (uint k = 0u; k < 8u; k++) {
-                    q[k] = wu32(s, wb + 2u + 4u * k);
+                    q[k] = BW_AT2(blk, odd, k);
                 }
 #else
 #if defined(W_Q5_0)
                 const uint wb = (row * nb + b) * 22u;
-                dw = f16_to_f32(wu16(s, wb));
-                const uint qh = wu32(s, wb + 2u);
-                const uint qs = wb + 6u;
+                const bool odd = (wb & 2u) != 0u;
+                uint blk[6];
+                BW_LOAD(blk, 6u, s, wb);
+                dw = f16_to_f32(BW_D(blk, odd));
+                const uint qh = BW_AT2(blk, odd, 0u);
                 const uint off = 16u;
+#define QS_WORD(k) BW_AT2(blk, odd, (k) + 1u)
 #elif defined(W_Q4_1) || defined(W_Q5_1)
 #if defined(W_Q4_1)
                 const uint wb = (row * nb + b) * 20u;
-                const uint qs = wb + 4u;
+                uint blk[5];
+                BW_LOAD(blk, 5u, s, wb);
                 const uint qh = 0u;
+#define QS_WORD(k) blk[(k) + 1u]
 #else
                 const uint wb = (row * nb + b) * 24u;
-                const uint qh = wu32(s, wb + 4u);
-                const uint qs = wb + 8u;
+                uint blk[6];
+                BW_LOAD(blk, 6u, s, wb);
+                const uint qh = blk[1];
+#define QS_WORD(k) blk[(k) + 2u]
 #endif
-                const uint dm = wu32(s, wb);
+                const uint dm = blk[0];
                 dw = f16_to_f32(dm & 0xffffu);
                 mw = f16_to_f32(dm >> 16);
                 const uint off = 0u;
 #else // Q4_0
                 const uint wb = (row * nb + b) * 18u;
-                dw = f16_to_f32(wu16(s, wb));
+                const bool odd = (wb & 2u) != 0u;
+                uint blk[5];
+                BW_LOAD(blk, 5u, s, wb);
+                dw = f16_to_f32(BW_D(blk, odd));
                 const uint qh = 0u;
-                const uint qs = wb + 2u;
                 const uint off = 8u;
+#define QS_WORD(k) BW_AT2(blk, odd, k)
 #endif
                 // Value 4k+i is the low nibble of byte 4k+i, value 16+4k+i
                 // its high nibble; Q5 types add bit 4k+i (16+4k+i) of qh
                 // (q5_lo/q5_hi, with qh 0 for the 4-bit types), each level
                 // less its bias as a signed byte.
                 for (uint k = 0u; k < 4u; k++) {
-                    const uint word = wu32(s, qs + 4u * k);
+                    const uint word = QS_WORD(k);
                     const uint lo = q5_lo(word, qh, k), hi = q5_hi(word, qh, k);
                     q[k] = off == 0u ? lo : unbias(lo, off);
                     q[4u + k] = off == 0u ? hi : unbias(hi, off);
                 }
+#undef QS_WORD
 #endif
             }
 #endif

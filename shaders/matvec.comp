@@ -142,6 +142,7 @@ uint wu32(uint s, uint off) {
     return sh == 0u ? lo : (lo >> sh) | (wword(s, (off >> 2) + 1u) << (32u - sh));
 }
 #include "sdot.glsl"
+#include "bw.glsl"
 
 int sbyte(uint word, uint i) { return bitfieldExtract(int(word), int(i * 8u), 8); }
 uint ubyte(uint word, uint i) { return bitfieldExtract(word, int(i * 8u), 8); }
@@ -177,42 +178,56 @@ void main() {
     const uint nb = pc.ncols / 32u;
     for (uint b = l; b < nb; b += WG) {
         for (uint s = 0u; s < NW; s++) {
+            // The block's bytes as whole words, each loaded once (bw.glsl).
 #if defined(W_Q8_0)
             const uint wb = (row * nb + b) * 34u;
-            const float dw = f16_to_f32(wu16(s, wb));
+            const bool odd = (wb & 2u) != 0u;
+            uint blk[9];
+            BW_LOAD(blk, 9u, s, wb);
+            const float dw = f16_to_f32(BW_D(blk, odd));
             uint wq[8];
             for (uint k = 0u; k < 8u; k++) {
-                wq[k] = wu32(s, wb + 2u + 4u * k);
+                wq[k] = BW_AT2(blk, odd, k);
             }
 #elif defined(W_Q5_0)
             const uint wb = (row * nb + b) * 22u;
-            const float dw = f16_to_f32(wu16(s, wb));
-            const uint qh = wu32(s, wb + 2u);
+            const bool odd = (wb & 2u) != 0u;
+            uint blk[6];
+            BW_LOAD(blk, 6u, s, wb);
+            const float dw = f16_to_f32(BW_D(blk, odd));
+            const uint qh = BW_AT2(blk, odd, 0u);
             uint wq[4];
             for (uint k = 0u; k < 4u; k++) {
-                wq[k] = wu32(s, wb + 6u + 4u * k);
+                wq[k] = BW_AT2(blk, odd, k + 1u);
             }
 #elif defined(W_Q4_1) || defined(W_Q5_1)
 #if defined(W_Q4_1)
             const uint wb = (row * nb + b) * 20u;
-            const uint qs = wb + 4u;
+            uint blk[5];
+            BW_LOAD(blk, 5u, s, wb);
+            const uint q0 = 1u;
 #else
             const uint wb = (row * nb + b) * 24u;
-            const uint qh = wu32(s, wb + 4u);
-            const uint qs = wb + 8u;
+            uint blk[6];
+            BW_LOAD(blk, 6u, s, wb);
+            const uint qh = blk[1];
+            const uint q0 = 2u;
 #endif
-            const uint dm = wu32(s, wb);
+            const uint dm = blk[0];
             const float dw = f16_to_f32(dm & 0xffffu), mw = f16_to_f32(dm >> 16);
             uint wq[4];
             for (uint k = 0u; k < 4u; k++) {
-                wq[k] = wu32(s, qs + 4u * k);
+                wq[k] = blk[q0 + k];
             }
 #else
             const uint wb = (row * nb + b) * 18u;
-            const float dw = f16_to_f32(wu16(s, wb));
+            const bool odd = (wb & 2u) != 0u;
+            uint blk[5];
+            BW_LOAD(blk, 5u, s, wb);
+            const float dw = f16_to_f32(BW_D(blk, odd));
             uint wq[4];
             for (uint k = 0u; k < 4u; k++) {
-                wq[k] = wu32(s, wb + 2u + 4u * k);
+                wq[k] = BW_AT2(blk, odd, k);
             }
 #endif
             for (uint j = 0u; j < nt; j++) {
