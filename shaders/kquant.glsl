@@ -3,7 +3,8 @@
 // int8 tensor cores) and its factors, raw, for the caller's float
 // expression. The including shader defines wword(s, i), wu16 and wu32
 // (word, half word and unaligned word of weight s) and includes
-// sdot.glsl (unbias), half.glsl and, for IQ4_XS, iq_tables.glsl before it.
+// sdot.glsl (unbias), bw.glsl, half.glsl and, for IQ4_XS, iq_tables.glsl
+// before it.
 //
 // Super-block sb (256 values) of a row holds chunks j = 0 … 7. The float
 // terms per chunk, in ggml's operand order:
@@ -65,9 +66,15 @@ void kq_chunk(uint s, uint row, uint nsb, uint sb, uint j, out uint q[8], out ui
     const uint hi = wb + 128u + h * 32u;
     f = wu16(s, wb + 208u);
     sm = wu16(s, wb + 192u + 2u * j);
+    // The 32 bytes at lo and at hi as whole words, each loaded once
+    // (bw.glsl): both start 2 bytes into a word when the block does.
+    const bool odd = (wb & 2u) != 0u;
+    uint lw[9], hw[9];
+    BW_LOAD(lw, 9u, s, lo);
+    BW_LOAD(hw, 9u, s, hi);
     for (uint k = 0u; k < 8u; k++) {
-        q[k] = unbias(((wu32(s, lo + 4u * k) >> ((quarter >> 1) * 4u)) & 0x0f0f0f0fu) |
-                          (((wu32(s, hi + 4u * k) >> (2u * quarter)) & 0x03030303u) << 4),
+        q[k] = unbias(((BW_AT0(lw, odd, k) >> ((quarter >> 1) * 4u)) & 0x0f0f0f0fu) |
+                          (((BW_AT0(hw, odd, k) >> (2u * quarter)) & 0x03030303u) << 4),
                       32u);
     }
 #elif defined(W_Q2_K)
@@ -91,9 +98,16 @@ void kq_chunk(uint s, uint row, uint nsb, uint sb, uint j, out uint q[8], out ui
     const uint hw = wu16(s, wb + 104u + 2u * (j & 1u)) >> (2u * (j >> 1));
     const uint sc0 = ((lw & 15u) | ((hw & 3u) << 4)) - 32u, sc1 = (((lw >> 8) & 15u) | (((hw >> 8) & 3u) << 4)) - 32u;
     sm = (sc0 & 0xffu) | ((sc1 & 0xffu) << 8);
+    // The levels' 32 bytes and the high bits' 32 as whole words, each
+    // loaded once (bw.glsl): both start 2 bytes into a word when the
+    // block does.
+    const bool odd = (wb & 2u) != 0u;
+    uint lv[9], hb[9];
+    BW_LOAD(lv, 9u, s, wb + 32u + (j >> 2) * 32u);
+    BW_LOAD(hb, 9u, s, wb);
     for (uint k = 0u; k < 8u; k++) {
-        q[k] = unbias(((wu32(s, wb + 32u + (j >> 2) * 32u + 4u * k) >> (2u * (j & 3u))) & 0x03030303u) |
-                          (((wu32(s, wb + 4u * k) >> j) & 0x01010101u) << 2),
+        q[k] = unbias(((BW_AT0(lv, odd, k) >> (2u * (j & 3u))) & 0x03030303u) |
+                          (((BW_AT0(hb, odd, k) >> j) & 0x01010101u) << 2),
                       4u);
     }
 #elif defined(W_IQ4_XS)
