@@ -19,16 +19,14 @@
 // Sub-block j's 6-bit scale and min (get_scale_min_k4) from the 12 scale
 // bytes at byte offset so.
 uint kq_byte(uint word, uint i) { return bitfieldExtract(word, int(i * 8u), 8); }
-uvec2 scale_min_words(uint a, uint b, uint c, uint j) {
+uvec2 scale_min(uint s, uint so, uint j) {
+    const uint a = wword(s, (so >> 2) + 0u), b = wword(s, (so >> 2) + 1u), c = wword(s, (so >> 2) + 2u);
     // bytes 0..3 in a, 4..7 in b, 8..11 in c
     if (j < 4u) {
         return uvec2(kq_byte(a, j) & 63u, kq_byte(b, j) & 63u);
     }
     const uint hi = kq_byte(c, j - 4u);
     return uvec2((hi & 15u) | ((kq_byte(a, j - 4u) >> 6) << 4), (hi >> 4) | ((kq_byte(b, j - 4u) >> 6) << 4));
-}
-uvec2 scale_min(uint s, uint so, uint j) {
-    return scale_min_words(wword(s, (so >> 2) + 0u), wword(s, (so >> 2) + 1u), wword(s, (so >> 2) + 2u), j);
 }
 #endif
 
@@ -132,43 +130,6 @@ void kq_chunk(uint s, uint row, uint nsb, uint sb, uint j, out uint q[8], out ui
         q[k] = lo;
         q[4u + k] = hi;
     }
-#endif
-}
-#endif
-
-#if defined(W_Q4_K) || defined(W_Q5_K) || defined(W_Q6_K) || defined(W_Q2_K) || defined(W_Q3_K) || defined(W_IQ4_XS)
-// kq_chunk2 is kq_chunk for chunks j and j + 1 (j even) into q0, sm0 and
-// q1, sm1 (their f is the same). Q4_K's and Q5_K's two chunks are the
-// low and high nibbles of the same 32 bytes under the same header: each
-// word is loaded once for both.
-void kq_chunk2(uint s, uint row, uint nsb, uint sb, uint j, out uint q0[8], out uint q1[8], out uint f, out uint sm0, out uint sm1) {
-#if defined(W_Q4_K) || defined(W_Q5_K)
-#if defined(W_Q4_K)
-    const uint wb = (row * nsb + sb) * 144u;
-    const uint qs = wb + 16u + (j >> 1) * 32u;
-#else
-    const uint wb = (row * nsb + sb) * 176u;
-    const uint qs = wb + 48u + (j >> 1) * 32u;
-#endif
-    f = wword(s, wb >> 2);
-    const uint a = wword(s, (wb >> 2) + 1u), b = wword(s, (wb >> 2) + 2u), c = wword(s, (wb >> 2) + 3u);
-    const uvec2 scm0 = scale_min_words(a, b, c, j), scm1 = scale_min_words(a, b, c, j + 1u);
-    sm0 = scm0.x | (scm0.y << 16);
-    sm1 = scm1.x | (scm1.y << 16);
-    for (uint k = 0u; k < 8u; k++) {
-        const uint w = wword(s, (qs >> 2) + k);
-        q0[k] = w & 0x0f0f0f0fu;
-        q1[k] = (w >> 4) & 0x0f0f0f0fu;
-#if defined(W_Q5_K)
-        const uint qh = wword(s, ((wb + 16u) >> 2) + k);
-        q0[k] |= ((qh >> j) & 0x01010101u) << 4;
-        q1[k] |= ((qh >> (j + 1u)) & 0x01010101u) << 4;
-#endif
-    }
-#else
-    uint f1;
-    kq_chunk(s, row, nsb, sb, j, q0, f, sm0);
-    kq_chunk(s, row, nsb, sb, j + 1u, q1, f1, sm1);
 #endif
 }
 #endif

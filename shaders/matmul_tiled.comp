@@ -216,35 +216,18 @@ void main() {
 #ifdef QUANT_ACT
     const uint nb = pc.ncols / 32u;
     for (uint b0 = 0u; b0 < nb; b0 += SB) {
-#ifdef Q8_K_ACT
-        // Stage SB chunks of every row and token, two chunks an invocation
-        // (kq_chunk2: they share their words); neighbours take a row's
-        // consecutive pairs.
-        for (uint n = tid; n < NW * TR * (SB / 2u); n += WG) {
-            const uint s = n / (TR * (SB / 2u)), r = (n / (SB / 2u)) % TR, bb = 2u * (n % (SB / 2u));
-            const uint row = row0 + r, b = b0 + bb; // b is even, and nb a multiple of 8
-            uint q0[8] = uint[8](0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u), q1[8] = q0;
-            uint f = 0u, sm0 = 0u, sm1 = 0u;
-            if (row < pc.nrows && b < nb) {
-                kq_chunk2(s, row, nb / 8u, b / 8u, b % 8u, q0, q1, f, sm0, sm1);
-            }
-            const uint at = (s * SB + bb) * TR + r; // chunk bb + 1 at at + TR
-            for (uint k = 0u; k < 8u; k++) {
-                sw[at * 8u + k] = q0[k];
-                sw[(at + TR) * 8u + k] = q1[k];
-            }
-            sf[at] = f;
-            sf[at + TR] = f;
-            ssm[at] = sm0;
-            ssm[at + TR] = sm1;
-        }
-#else
         // Stage SB blocks of every row and token, a block an invocation;
         // neighbours take a row's consecutive blocks (neighbouring bytes).
         for (uint n = tid; n < NW * TR * SB; n += WG) {
             const uint s = n / (TR * SB), r = (n / SB) % TR, bb = n % SB;
             const uint row = row0 + r, b = b0 + bb;
             uint q[8] = uint[8](0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u);
+#ifdef Q8_K_ACT
+            uint f = 0u, sm = 0u;
+            if (row < pc.nrows && b < nb) {
+                kq_chunk(s, row, nb / 8u, b / 8u, b % 8u, q, f, sm);
+            }
+#else
             float dw = 0.0, mw = 0.0;
             if (row < pc.nrows && b < nb) {
                 // The block's bytes as whole words, each loaded once
@@ -310,16 +293,21 @@ void main() {
 #undef QS_WORD
 #endif
             }
+#endif
             const uint at = (s * SB + bb) * TR + r;
             for (uint k = 0u; k < 8u; k++) {
                 sw[at * 8u + k] = q[k];
             }
+#ifdef Q8_K_ACT
+            sf[at] = f;
+            ssm[at] = sm;
+#else
             sdw[at] = dw;
+#endif
 #ifdef Q8_1_ACT
             smw[at] = mw;
 #endif
         }
-#endif
         for (uint n = tid; n < TT * SB; n += WG) {
             const uint t = n / SB, bb = n % SB, tok = tok0 + t, b = b0 + bb;
             const uint at = bb * TT + t;
