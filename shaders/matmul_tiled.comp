@@ -218,7 +218,12 @@ void main() {
     for (uint b0 = 0u; b0 < nb; b0 += SB) {
         // Stage SB blocks of every row and token, a block an invocation;
         // neighbours take a row's consecutive blocks (neighbouring bytes).
-        for (uint n = tid; n < NW * TR * SB; n += WG) {
+        // Unrolled (WG is 256): every task's loads in flight together.
+        [[unroll]] for (uint u = 0u; u < (NW * TR * SB + 255u) / 256u; u++) {
+            const uint n = tid + 256u * u;
+            if (n >= NW * TR * SB) {
+                continue;
+            }
             const uint s = n / (TR * SB), r = (n / SB) % TR, bb = n % SB;
             const uint row = row0 + r, b = b0 + bb;
             uint q[8] = uint[8](0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u);
@@ -308,7 +313,12 @@ void main() {
             smw[at] = mw;
 #endif
         }
-        for (uint n = tid; n < TT * SB; n += WG) {
+        // Unrolled (WG is 256): every task's loads in flight together.
+        [[unroll]] for (uint u = 0u; u < (TT * SB + 255u) / 256u; u++) {
+            const uint n = tid + 256u * u;
+            if (n >= TT * SB) {
+                continue;
+            }
             const uint t = n / SB, bb = n % SB, tok = tok0 + t, b = b0 + bb;
             const uint at = bb * TT + t;
             if (tok < pc.ntok && b < nb) {
@@ -523,7 +533,12 @@ void main() {
     // then each subgroup multiplies its 16 rows by its two 16-token slices,
     // 16 columns a product, accumulating in float32 on the tensor cores.
     for (uint k0 = 0u; k0 < pc.ncols; k0 += FC) {
-        for (uint n = tid; n < NW * TR * (FC / 2u); n += WG) {
+        // Unrolled (WG is 256): every task's loads in flight together.
+        [[unroll]] for (uint u = 0u; u < (NW * TR * (FC / 2u) + 255u) / 256u; u++) {
+            const uint n = tid + 256u * u;
+            if (n >= NW * TR * (FC / 2u)) {
+                continue;
+            }
             const uint s = n / (TR * (FC / 2u)), r = (n / (FC / 2u)) % TR, c2 = n % (FC / 2u);
             const uint row = row0 + r, k = k0 + 2u * c2;
             uint v = 0u;
@@ -537,7 +552,12 @@ void main() {
             }
             sw[(s * TR + r) * FS + c2] = v;
         }
-        for (uint n = tid; n < TT * (FC / 2u); n += WG) {
+        // Unrolled (WG is 256): every task's loads in flight together.
+        [[unroll]] for (uint u = 0u; u < (TT * (FC / 2u) + 255u) / 256u; u++) {
+            const uint n = tid + 256u * u;
+            if (n >= TT * (FC / 2u)) {
+                continue;
+            }
             const uint t = n / (FC / 2u), c2 = n % (FC / 2u), tok = tok0 + t, k = k0 + 2u * c2;
             vec2 v = vec2(0.0);
             if (tok < pc.ntok && k < pc.ncols) {
