@@ -2,7 +2,8 @@
 // and matmul_tiled.comp: the chunk's levels as signed bytes for sdot4 (or
 // int8 tensor cores) and its factors, raw, for the caller's float
 // expression. The including shader defines wword(s, i), wu16 and wu32
-// (word, half word and unaligned word of weight s) and includes
+// (word, half word and unaligned word of weight s), for Q4_K and Q5_K
+// wquad(s, i) (16-byte quad i), and includes
 // sdot.glsl (unbias), bw.glsl, half.glsl and, for IQ4_XS, iq_tables.glsl
 // before it.
 //
@@ -17,11 +18,9 @@
 
 #if defined(W_Q4_K) || defined(W_Q5_K)
 // Sub-block j's 6-bit scale and min (get_scale_min_k4) from the 12 scale
-// bytes at byte offset so.
+// bytes: bytes 0..3 in a, 4..7 in b, 8..11 in c.
 uint kq_byte(uint word, uint i) { return bitfieldExtract(word, int(i * 8u), 8); }
-uvec2 scale_min(uint s, uint so, uint j) {
-    const uint a = wword(s, (so >> 2) + 0u), b = wword(s, (so >> 2) + 1u), c = wword(s, (so >> 2) + 2u);
-    // bytes 0..3 in a, 4..7 in b, 8..11 in c
+uvec2 scale_min(uint a, uint b, uint c, uint j) {
     if (j < 4u) {
         return uvec2(kq_byte(a, j) & 63u, kq_byte(b, j) & 63u);
     }
@@ -48,13 +47,22 @@ void kq_chunk(uint s, uint row, uint nsb, uint sb, uint j, out uint q[8], out ui
     const uint wb = (row * nsb + sb) * 176u; // word-aligned blocks
     const uint qs = wb + 48u + (j >> 1) * 32u;
 #endif
-    f = wword(s, wb >> 2);
-    const uvec2 scm = scale_min(s, wb + 4u, j);
+    // A quad a load (wquad): the header (d and dmin, 12 scale bytes),
+    // the 32 level bytes (and Q5_K's 32 high-bit bytes).
+    const uvec4 hdr = wquad(s, wb >> 4);
+    f = hdr.x;
+    const uvec2 scm = scale_min(hdr.y, hdr.z, hdr.w, j);
     sm = scm.x | (scm.y << 16);
-    for (uint k = 0u; k < 8u; k++) {
-        q[k] = (wword(s, (qs >> 2) + k) >> ((j & 1u) * 4u)) & 0x0f0f0f0fu;
+    const uvec4 l0 = wquad(s, qs >> 4), l1 = wquad(s, (qs >> 4) + 1u);
+    const uint lv[8] = uint[8](l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w);
 #if defined(W_Q5_K)
-        q[k] |= ((wword(s, ((wb + 16u) >> 2) + k) >> j) & 0x01010101u) << 4;
+    const uvec4 h0 = wquad(s, (wb + 16u) >> 4), h1 = wquad(s, ((wb + 16u) >> 4) + 1u);
+    const uint hb[8] = uint[8](h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w);
+#endif
+    for (uint k = 0u; k < 8u; k++) {
+        q[k] = (lv[k] >> ((j & 1u) * 4u)) & 0x0f0f0f0fu;
+#if defined(W_Q5_K)
+        q[k] |= ((hb[k] >> j) & 0x01010101u) << 4;
 #endif
     }
 #elif defined(W_Q6_K)

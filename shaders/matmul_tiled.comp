@@ -122,6 +122,22 @@ uint wu32(uint s, uint off) {
 #ifdef W_IQ4_XS
 #include "iq_tables.glsl"
 #endif
+#if defined(W_Q4_K) || defined(W_Q5_K)
+// The weights as 16-byte quads too (Q4_K's and Q5_K's blocks are 144 and
+// 176 bytes, and a row starts on a block): kquant.glsl reads a chunk's
+// header and levels a quad a load.
+layout(binding = 0) readonly buffer Wt4 { uvec4 w4[]; };
+#ifdef TWO_WEIGHTS
+layout(binding = 3) readonly buffer Ut4 { uvec4 u4[]; };
+#endif
+uvec4 wquad(uint s, uint i) {
+#ifdef TWO_WEIGHTS
+    return s == 0u ? w4[i] : u4[i];
+#else
+    return w4[i];
+#endif
+}
+#endif
 #include "kquant.glsl"
 
 #ifdef QUANT_ACT

@@ -147,6 +147,22 @@ uint wu32(uint s, uint off) {
 int sbyte(uint word, uint i) { return bitfieldExtract(int(word), int(i * 8u), 8); }
 uint ubyte(uint word, uint i) { return bitfieldExtract(word, int(i * 8u), 8); }
 
+#if defined(W_Q4_K) || defined(W_Q5_K)
+// The weights as 16-byte quads too (Q4_K's and Q5_K's blocks are 144 and
+// 176 bytes, and a row starts on a block): kquant.glsl reads a chunk's
+// header and levels a quad a load.
+layout(binding = 0) readonly buffer Wt4 { uvec4 w4[]; };
+#ifdef TWO_WEIGHTS
+layout(binding = 3) readonly buffer Ut4 { uvec4 u4[]; };
+#endif
+uvec4 wquad(uint s, uint i) {
+#ifdef TWO_WEIGHTS
+    return s == 0u ? w4[i] : u4[i];
+#else
+    return w4[i];
+#endif
+}
+#endif
 #include "kquant.glsl"
 
 void main() {
