@@ -3,8 +3,8 @@
 // compiler. `make generate` recompiles them with glslc through
 // codegen/cmd/shadergen, whose table lists every variant (weight type, op)
 // as a set of preprocessor defines; the SPIR-V in spv/, index_gen.go and
-// iq_tables.glsl (internal/cmd/shadertables) are generated and committed, and `make check-generated` fails when they
-// are stale.
+// iq_tables.glsl (internal/cmd/shadertables) are generated and committed,
+// and `make check-generated` fails when they are stale.
 //
 // Conventions every shader follows:
 //   - storage buffers at bindings 0..n-1 of set 0, outputs last (the
@@ -15,7 +15,17 @@
 //   - no assumption about the subgroup size (8 on lavapipe, 32 on NVIDIA,
 //     64 on AMD): reductions go through shared memory;
 //   - row kernels take one workgroup per row, rows beyond the x dispatch
-//     limit continue in y (row = y·groups_x + x).
+//     limit continue in y (row = y·groups_x + x);
+//   - the tensor-core variants (define COOP: matmul_coop_*,
+//     attention_coop_*) are the exception to the subgroup rule: they use
+//     NVIDIA's cooperative matrices in 32-wide subgroups, and a device
+//     creates them only when it has both (vulkan.DeviceInfo.RunsKernel);
+//   - a weight may also be read through a uvec4 view of its binding
+//     (16-byte aligned rows: Q4_K, Q5_K); quantized blocks that are only
+//     2-byte aligned are read as whole words (bw.glsl), not unaligned ones.
+//
+// Shader tests can run a mutated variant: WEFT_SHADER_MUTANTS=dir makes
+// them take dir/<variant>.spv instead of the embedded SPIR-V.
 package shaders
 
 // The IQ types' lookup tables (iq_tables.glsl) are generated from quant's
