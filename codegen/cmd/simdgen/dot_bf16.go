@@ -186,14 +186,8 @@ func gemmBF16Tile(v variant, toks, chunk int) string {
 	if !v.vnni {
 		return gemmBF16TileYmm(v, toks)
 	}
-	name := gemmName("BF16", v, toks)
-	TEXT(name, NOSPLIT, gemmSig)
-	gemmDoc(name, "nb chunks of 32 bfloat16 values (tinyBLAS's order)", toks)
-	nb := Load(Param("nb"), GP64())
-	ws := pointers("w", "wStride", gemmRows)
-	as := pointers("a", "aStride", toks)
-	off := GP64()
-	XORQ(off, off)
+	tile := openFloatTile("BF16", v, toks, "nb chunks of 32 bfloat16 values (tinyBLAS's order)")
+	name, nb, ws, as, off := tile.name, tile.nb, tile.ws, tile.as, tile.off
 	mask := bf16Mask(true)
 	acc := make([][]VecVirtual, gemmRows)
 	for r := range acc {
@@ -243,14 +237,8 @@ func bf16TileVector(v variant, zmm bool, mask VecVirtual, ws, as []Register, off
 // (half h of a chunk is lanes 8h … 8h+7), folded high + low at the end
 // as foldZmm folds a zmm.
 func gemmBF16TileYmm(v variant, toks int) string {
-	name := gemmName("BF16", v, toks)
-	TEXT(name, NOSPLIT, gemmSig)
-	gemmDoc(name, "nb chunks of 32 bfloat16 values (tinyBLAS's AVX-512 order, 16 lanes in two ymm)", toks)
-	nb := Load(Param("nb"), GP64())
-	ws := pointers("w", "wStride", gemmRows)
-	as := pointers("a", "aStride", toks)
-	off := GP64()
-	XORQ(off, off)
+	tile := openFloatTile("BF16", v, toks, "nb chunks of 32 bfloat16 values (tinyBLAS's AVX-512 order, 16 lanes in two ymm)")
+	name, nb, ws, as, off := tile.name, tile.nb, tile.ws, tile.as, tile.off
 	mask := bf16Mask(false)
 	acc := make([][][2]VecVirtual, gemmRows)
 	for r := range acc {
@@ -303,14 +291,8 @@ func genGemmBF16DP(v variant, reg *registry) {
 }
 
 func gemmBF16DPTile(v variant, toks int) string {
-	name := gemmName("BF16DP", v, toks)
-	TEXT(name, NOSPLIT, gemmSig)
-	gemmDoc(name, "nb chunks of 32 bfloat16 values summed by VDPBF16PS (needs AVX512_BF16)", toks)
-	nb := Load(Param("nb"), GP64())
-	ws := pointers("w", "wStride", gemmRows)
-	as := pointers("a", "aStride", toks)
-	off := GP64()
-	XORQ(off, off)
+	tile := openFloatTile("BF16DP", v, toks, "nb chunks of 32 bfloat16 values summed by VDPBF16PS (needs AVX512_BF16)")
+	name, nb, ws, as, off := tile.name, tile.nb, tile.ws, tile.as, tile.off
 	acc := make([][]VecVirtual, gemmRows)
 	for r := range acc {
 		acc[r] = zeroedZmm(toks)

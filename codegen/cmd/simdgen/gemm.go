@@ -31,6 +31,28 @@ func gemmDoc(name, what string, toks int) {
 		fmt.Sprintf("rows r (wStride bytes apart) with %d activation rows t (aStride bytes apart), %s.", toks, what))
 }
 
+// floatTile opens the float-weight GEMM tile `gemm<base>…` (F16, BF16):
+// its TEXT and doc, the chunk count, the weight and activation row
+// pointers, and the byte offset into the rows, zeroed.
+type floatTile struct {
+	name   string
+	nb     Register
+	ws, as []Register
+	off    Register
+}
+
+func openFloatTile(base string, v variant, toks int, what string) floatTile {
+	t := floatTile{name: gemmName(base, v, toks)}
+	TEXT(t.name, NOSPLIT, gemmSig)
+	gemmDoc(t.name, what, toks)
+	t.nb = Load(Param("nb"), GP64())
+	t.ws = pointers("w", "wStride", gemmRows)
+	t.as = pointers("a", "aStride", toks)
+	t.off = GP64()
+	XORQ(t.off, t.off)
+	return t
+}
+
 // pointers returns k base registers p, p+stride, p+2·stride, ….
 func pointers(base, stride string, k int) []Register {
 	rs := make([]Register, k)

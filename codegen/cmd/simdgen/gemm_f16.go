@@ -40,14 +40,8 @@ func genGemmF16(v variant, reg *registry) {
 }
 
 func gemmF16Tile(v variant, toks int) string {
-	name := gemmName("F16", v, toks)
-	TEXT(name, NOSPLIT, gemmSig)
-	gemmDoc(name, "nb chunks of 16 binary16 values", toks)
-	nb := Load(Param("nb"), GP64())
-	ws := pointers("w", "wStride", gemmRows)
-	as := pointers("a", "aStride", toks)
-	off := GP64()
-	XORQ(off, off)
+	tile := openFloatTile("F16", v, toks, "nb chunks of 16 binary16 values")
+	name, nb, ws, as, off := tile.name, tile.nb, tile.ws, tile.as, tile.off
 	if v.vnni {
 		gemmF16Body16(v, nb, ws, as, off)
 		return name
