@@ -829,7 +829,4 @@ func (e *env) runs(name string) bool {
 
 // coop says whether weights of type wt have matmul_coop variants that this
 // device can run (NVIDIA's int8 cooperative matrices).
-func (e *env) coop(wt gguf.TensorType) bool {
-	k, err := shaders.Lookup("matmul_coop_" + typeName(wt))
-	return err == nil && k.NeedsCoopMatrix() && e.d.Info().RunsKernel(k)
-}
+func (e *env) coop(wt gguf.TensorType) bool { return e.runs("matmul_coop_" + typeName(wt)) }

@@ -112,12 +112,12 @@ func (d *Device) coopFor(t gguf.TensorType) bool {
 
 // coopAttention says whether prefill attention over a KV cache of type
 // kv with heads of hd values takes tensor cores here: attention_coop.comp
-// reads an F16 cache, heads a multiple of 16 up to 128 (binary16
-// products summed in the tensor cores' order: WEFT_VULKAN_COOPMAT=0 keeps
-// attention_tiled.comp's).
+// reads an F16 cache, heads a multiple of 16 up to attentionTileHeadDim
+// (binary16 products summed in the tensor cores' order:
+// WEFT_VULKAN_COOPMAT=0 keeps attention_tiled.comp's).
 func (d *Device) coopAttention(kv backends.KVType, hd int) bool {
 	k, err := shaders.Lookup("attention_coop_" + kv.String())
-	return err == nil && runsCoop(k, d.coopInt8, d.coopF16) && hd%16 == 0 && hd <= 128
+	return err == nil && runsCoop(k, d.coopInt8, d.coopF16) && hd%16 == 0 && hd <= attentionTileHeadDim
 }
 
 func describe(index int, pd vk.PhysicalDevice) DeviceInfo {

@@ -650,7 +650,7 @@ func (r *recorder) attention(v *value, dst Range, doff uint32) error {
 			// On tensor cores, 64 tokens a workgroup (smaller staged
 			// rows for heads of up to 64 values).
 			shader = "attention_coop_" + kvt
-			if hd <= 64 {
+			if hd <= attentionCoopSmallHeadDim {
 				shader = "attention_coop_hd64_" + kvt
 			}
 			groups[1] = uint32((r.T + attentionCoopTokens - 1) / attentionCoopTokens)
@@ -675,8 +675,12 @@ const (
 	attentionTileHeadDim = 128
 )
 
-// attentionCoopTokens is attention_coop.comp's tile of tokens (TQ).
-const attentionCoopTokens = 64
+// attentionCoopTokens is attention_coop.comp's tile of tokens (TQ);
+// attentionCoopSmallHeadDim the largest head of its _hd64 variants.
+const (
+	attentionCoopTokens       = 64
+	attentionCoopSmallHeadDim = 64
+)
 
 // ropeKV records Attention v's RoPE·KV store (rope_kv.comp, fuseRoPEKV):
 // the keys' RoPE into the cache with the values, and the queries' RoPE
