@@ -122,10 +122,11 @@ uint wu32(uint s, uint off) {
 #ifdef W_IQ4_XS
 #include "iq_tables.glsl"
 #endif
-#if defined(W_Q4_K) || defined(W_Q5_K)
+#if defined(W_Q4_K) || defined(W_Q5_K) || (defined(W_F16) && defined(COOP))
 // The weights as 16-byte quads too (Q4_K's and Q5_K's blocks are 144 and
 // 176 bytes, and a row starts on a block): kquant.glsl reads a chunk's
-// header and levels a quad a load.
+// header and levels a quad a load, the F16 tensor-core tiles eight
+// columns.
 layout(binding = 0) readonly buffer Wt4 { uvec4 w4[]; };
 #ifdef TWO_WEIGHTS
 layout(binding = 3) readonly buffer Ut4 { uvec4 u4[]; };
@@ -549,24 +550,30 @@ void main() {
     // then each subgroup multiplies its 16 rows by its two 16-token slices,
     // 16 columns a product, accumulating in float32 on the tensor cores.
     for (uint k0 = 0u; k0 < pc.ncols; k0 += FC) {
-        // Unrolled (WG is 256): every task's loads in flight together.
-        [[unroll]] for (uint u = 0u; u < (NW * TR * (FC / 2u) + 255u) / 256u; u++) {
+        // Eight columns (a quad of words) a task, unrolled (WG is 256):
+        // every task's loads in flight together. A row of a multiple of 8
+        // columns starts on a quad, so whole quads are one load (wquad).
+        [[unroll]] for (uint u = 0u; u < (NW * TR * (FC / 8u) + 255u) / 256u; u++) {
             const uint n = tid + 256u * u;
-            if (n >= NW * TR * (FC / 2u)) {
+            if (n >= NW * TR * (FC / 8u)) {
                 continue;
             }
-            const uint s = n / (TR * (FC / 2u)), r = (n / (FC / 2u)) % TR, c2 = n % (FC / 2u);
-            const uint row = row0 + r, k = k0 + 2u * c2;
-            uint v = 0u;
-            if (row < pc.nrows && k < pc.ncols) {
-                const uint i = row * pc.ncols + k;
-                if ((pc.ncols & 1u) == 0u) {
-                    v = wword(s, i >> 1); // i is even: a whole word
-                } else {
-                    v = wu16(s, 2u * i) | (k + 1u < pc.ncols ? wu16(s, 2u * i + 2u) << 16 : 0u);
+            const uint s = n / (TR * (FC / 8u)), r = (n / (FC / 8u)) % TR, c8 = n % (FC / 8u);
+            const uint row = row0 + r, k = k0 + 8u * c8;
+            uvec4 v = uvec4(0u);
+            if (row < pc.nrows && (pc.ncols & 7u) == 0u && k < pc.ncols) {
+                v = wquad(s, (row * pc.ncols + k) >> 3);
+            } else if (row < pc.nrows) {
+                for (uint c = 0u; c < 4u; c++) {
+                    const uint kc = k + 2u * c, i = row * pc.ncols + kc;
+                    if (kc < pc.ncols) {
+                        v[c] = (pc.ncols & 1u) == 0u ? wword(s, i >> 1) : wu16(s, 2u * i) | (kc + 1u < pc.ncols ? wu16(s, 2u * i + 2u) << 16 : 0u);
+                    }
                 }
             }
-            sw[(s * TR + r) * FS + c2] = v;
+            for (uint c = 0u; c < 4u; c++) {
+                sw[(s * TR + r) * FS + 4u * c8 + c] = v[c];
+            }
         }
         // Unrolled (WG is 256): every task's loads in flight together.
         [[unroll]] for (uint u = 0u; u < (TT * (FC / 2u) + 255u) / 256u; u++) {
