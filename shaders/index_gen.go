@@ -1323,7 +1323,7 @@ var kernels = []Kernel{{
 	PushBytes: 16,
 	SPIRV:     spvQuantizeQ8K,
 	Source:    "quantize_q8k.comp",
-	Workgroup: 64,
+	Workgroup: 256,
 }, {
 	Bindings:  2,
 	Defines:   []string{"ROUND_F16"},

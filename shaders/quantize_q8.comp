@@ -8,6 +8,7 @@
 // binary16 s = Σq · d (d before its rounding, as the CPU) after d.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
@@ -26,6 +27,7 @@ layout(binding = 1) writeonly buffer Q { uint q[]; };
 #elif !defined(ROUND_F16) && !defined(ROUND_BF16)
 #define BW 9u
 #endif
+#define Q8_LANES
 #include "quantize.glsl"
 
 void main() {
@@ -43,15 +45,17 @@ void main() {
 #endif
     }
 #else
-    const uint nb = pc.ncols / 32u;
-    const uint stride = gl_NumWorkGroups.x * WG;
-    for (uint i = gl_GlobalInvocationID.x; i < nb * pc.ntok; i += stride) {
-        const uint base = pc.xoff + (i / nb) * pc.ncols + (i % nb) * 32u;
-        float v[32];
-        for (uint j = 0u; j < 32u; j++) {
-            v[j] = x[base + j];
-        }
-        store_q8_block(pc.qoff + i * BW, v);
+    // An invocation per value (q8_lanes): a block's 32 values are loaded
+    // at once, its scale is one subgroup operation on NVIDIA. The rows of
+    // ncols values (whole blocks) lie one after another, so value i is in
+    // block i/32 of the batch. Workgroups stride over chunks of WG values
+    // alike, so every invocation reaches q8_lanes' barriers.
+    const uint n = pc.ncols * pc.ntok;
+    const uint t = gl_LocalInvocationID.x;
+    for (uint base = gl_WorkGroupID.x * WG; base < n; base += gl_NumWorkGroups.x * WG) {
+        const uint i = base + t;
+        const bool live = i < n;
+        q8_lanes(live ? x[pc.xoff + i] : 0.0, live, t, pc.qoff + (i / 32u) * BW);
     }
 #endif
 }

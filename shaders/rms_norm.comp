@@ -48,22 +48,15 @@ layout(binding = 3) writeonly buffer Q { uint q[]; };
 #elif defined(Q8_1)
 #define BW 10u
 #endif
+#define Q8_LANES
+#ifdef Q8_K
+#define Q8K_LANES
+#endif
 
 #include "reduce.glsl"
 #include "half.glsl"
 #include "quantize.glsl"
 
-#ifdef BW
-shared float blk_abs[WG];     // |value| of each invocation's value
-shared float blk_d[WG / 32u]; // each block's scale
-shared int blk_q[WG];         // each invocation's int8
-#endif
-#ifdef Q8_K
-shared float sb_v[WG];   // each invocation's value
-shared float sb_abs[WG]; // the largest |value| of a range, then of the super-block
-shared uint sb_idx[WG];  // its first index within the super-block
-shared int sb_q[WG];     // each invocation's int8
-#endif
 
 // CACHED values of x (and w) per invocation stay in registers: 4096 per
 // row with WG 512.
@@ -120,14 +113,9 @@ void main() {
     sum = wg_sum(sum);
     precise const float scale = 1.0 / sqrt(sum / float(pc.ncols) + pc.eps);
 #ifdef BW
-    // Every invocation quantizes its own value: per chunk of WG values,
-    // the block's scale (by subgroupMax where a subgroup is 32 wide, as on
-    // NVIDIA: each is one block; elsewhere by the first lane of each 32
-    // through shared memory, as lavapipe's subgroups are narrower than a
-    // block), then each lane's int8, then every fourth lane packs a word. The bits are store_q8_block's: the same max, the same
-    // per-value products, an exact integer sum.
+    // Every invocation quantizes its own value, WG values at a time
+    // (q8_lanes, quantize.glsl).
     const uint nb = pc.ncols / 32u;
-    const uint lane = t % 32u;
     for (uint base = WG * part; base < pc.ncols; base += stride) { // uniform: every invocation loops alike
         const uint i = base + t;
         const bool live = i < pc.ncols; // whole blocks: ncols and WG are multiples of 32
@@ -137,69 +125,12 @@ void main() {
             v = c < CACHED ? (pick(xv, c) * scale) * pick(wv, c) : (x[xbase + i] * scale) * w[pc.woff + i];
             d[dbase + i] = v;
         }
-        float dv;
-        int qsum = 0; // Σq of the block, when a subgroup is a block
-        if (gl_SubgroupSize == 32u) {
-            // A subgroup is one block (both start at multiples of 32):
-            // its max by one subgroup operation, no shared memory.
-            dv = div_rn(subgroupMax(abs(v)), 127.0);
-        } else {
-            blk_abs[t] = abs(v);
-            barrier();
-            if (live && lane == 0u) {
-                float amax = 0.0;
-                for (uint j = 0u; j < 32u; j++) {
-                    const float a = blk_abs[t + j];
-                    amax = amax > a ? amax : a;
-                }
-                blk_d[t / 32u] = div_rn(amax, 127.0);
-            }
-            barrier();
-            dv = blk_d[t / 32u];
-        }
-        {
-            const float id = dv != 0.0 ? div_rn(1.0, dv) : 0.0;
-            precise float tq = v * id;
-            const int qv = live ? int(round_away(tq)) : 0;
-            blk_q[t] = qv;
-            if (BW == 10u && gl_SubgroupSize == 32u) {
-                qsum = subgroupAdd(qv);
-            }
-        }
-        barrier();
-        if (live && lane % 4u == 0u) {
-            const uint o = pc.qoff + (row * nb + i / 32u) * BW;
-            uint word = 0u;
-            for (uint j = 0u; j < 4u; j++) {
-                word |= (uint(blk_q[t + j]) & 0xffu) << (8u * j);
-            }
-            q[o + BW - 8u + lane / 4u] = word;
-            if (lane == 0u) {
-                q[o] = floatBitsToUint(round_f16(dv));
-                if (BW == 10u) {
-                    int sum = qsum;
-                    if (gl_SubgroupSize != 32u) {
-                        for (uint j = 0u; j < 32u; j++) {
-                            sum += blk_q[t + j];
-                        }
-                    }
-                    precise float sd = float(sum) * dv;
-                    q[o + 1u] = floatBitsToUint(round_f16(sd));
-                }
-            }
-        }
-        barrier(); // the next chunk reuses the shared arrays
+        q8_lanes(v, live, t, pc.qoff + (row * nb + i / 32u) * BW);
     }
 #elif defined(Q8_K)
     // Every invocation quantizes its own value, WG values (whole
-    // super-blocks) at a time: the first index of the largest |value| of
-    // each super-block (ties to the lower index, as quantize_q8k) by
-    // subgroup operations where subgroups are 32 wide, else by a tree in
-    // shared memory, then quantize_q8k's iscale, int8 and d from
-    // that value, every fourth lane packing a word and every 32nd the two
-    // 16-value sums.
+    // super-blocks) at a time (q8k_lanes, quantize.glsl).
     const uint nsb = pc.ncols / 256u;
-    const uint lane = t % 256u, first = t - lane; // within the super-block; its first invocation
     for (uint base = WG * part; base < pc.ncols; base += stride) { // uniform: every invocation loops alike
         const uint i = base + t;
         const bool live = i < pc.ncols; // the same for a whole super-block
@@ -209,76 +140,7 @@ void main() {
             v = c < CACHED ? (pick(xv, c) * scale) * pick(wv, c) : (x[xbase + i] * scale) * w[pc.woff + i];
             d[dbase + i] = v;
         }
-        sb_v[t] = v;
-        const float av = abs(v) > 0.0 ? abs(v) : 0.0; // NaN never chosen, as in quantize_q8k
-        float amax;
-        uint imax;
-        if (gl_SubgroupSize == 32u) {
-            // Each subgroup's largest |value| and its first index by
-            // subgroup operations, then the first of the super-block's 8
-            // largest in index order: one barrier, not eight.
-            const float m = subgroupMax(av);
-            const uint mi = subgroupMin(av == m ? lane : 256u);
-            if (subgroupElect()) {
-                sb_abs[t / 32u] = m;
-                sb_idx[t / 32u] = mi;
-            }
-            barrier();
-            amax = sb_abs[first / 32u], imax = sb_idx[first / 32u];
-            for (uint k = 1u; k < 8u; k++) {
-                const float b = sb_abs[first / 32u + k];
-                if (b > amax) {
-                    amax = b, imax = sb_idx[first / 32u + k];
-                }
-            }
-        } else {
-            sb_abs[t] = av;
-            sb_idx[t] = lane;
-            barrier();
-            for (uint s = 128u; s > 0u; s >>= 1) {
-                if (lane < s) {
-                    const float b = sb_abs[t + s];
-                    const uint bi = sb_idx[t + s];
-                    if (b > sb_abs[t] || (b == sb_abs[t] && bi < sb_idx[t])) {
-                        sb_abs[t] = b;
-                        sb_idx[t] = bi;
-                    }
-                }
-                barrier();
-            }
-            amax = sb_abs[first], imax = sb_idx[first];
-        }
-        const uint o = pc.qoff + (row * nsb + (base + first) / 256u) * 73u;
-        int qv = 0;
-        if (amax != 0.0) {
-            const float iscale = div_rn(-127.0, sb_v[first + imax]);
-            precise float tq = iscale * v;
-            qv = min(127, int(roundEven(tq)));
-            if (live && lane == 0u) {
-                q[o] = floatBitsToUint(div_rn(1.0, iscale));
-            }
-        } else if (live && lane == 0u) {
-            q[o] = 0u;
-        }
-        sb_q[t] = qv;
-        barrier();
-        if (live && lane % 4u == 0u) {
-            uint word = 0u;
-            for (uint j = 0u; j < 4u; j++) {
-                word |= (uint(sb_q[t + j]) & 0xffu) << (8u * j);
-            }
-            q[o + 1u + lane / 4u] = word;
-        }
-        if (live && lane % 32u == 0u) {
-            // Sums of values lane..lane+15 and lane+16..lane+31.
-            int s0 = 0, s1 = 0;
-            for (uint j = 0u; j < 16u; j++) {
-                s0 += sb_q[t + j];
-                s1 += sb_q[t + 16u + j];
-            }
-            q[o + 65u + lane / 32u] = (uint(s0) & 0xffffu) | (uint(s1) << 16);
-        }
-        barrier(); // the next pass reuses the shared arrays
+        q8k_lanes(v, live, t, pc.qoff + (row * nsb + i / 256u) * 73u);
     }
 #else
     for (uint i = t + WG * part; i < pc.ncols; i += stride) {

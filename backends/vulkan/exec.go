@@ -508,17 +508,27 @@ func (e *Executable) Device() *Device { return e.d }
 
 // kernel returns the named shader's pipeline, created on first use.
 // NAME#V is NAME with specialization constant 1 set to V (matvec's tokens
-// per workgroup).
+// per workgroup); a suffix @W sets its workgroup size (specialization
+// constant 0) to W instead of the shader index's.
 func (e *Executable) kernel(name string) (*Kernel, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if k := e.kernels[name]; k != nil {
 		return k, nil
 	}
-	base, v, specialized := strings.Cut(name, "#")
+	rest, wg, sized := strings.Cut(name, "@")
+	base, v, specialized := strings.Cut(rest, "#")
 	s, err := shaders.Lookup(base)
 	if err != nil {
 		return nil, err
+	}
+	workgroup := uint32(s.Workgroup)
+	if sized {
+		n, err := strconv.ParseUint(wg, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("kernel %q: %w", name, err)
+		}
+		workgroup = uint32(n)
 	}
 	var spec []uint32
 	if specialized {
@@ -528,7 +538,7 @@ func (e *Executable) kernel(name string) (*Kernel, error) {
 		}
 		spec = []uint32{uint32(n)}
 	}
-	k, err := e.d.NewKernel(KernelSpec{Name: s.Name, SPIRV: s.SPIRV, Bindings: s.Bindings, PushBytes: s.PushBytes, Workgroup: uint32(s.Workgroup), Spec: spec})
+	k, err := e.d.NewKernel(KernelSpec{Name: s.Name, SPIRV: s.SPIRV, Bindings: s.Bindings, PushBytes: s.PushBytes, Workgroup: workgroup, Spec: spec})
 	if err != nil {
 		return nil, err
 	}

@@ -733,7 +733,7 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	// activations per node, checked by Supports).
 	wt0 := r.s.e.g.Nodes[ws[0]].Type.DType
 	if kind := actKind(wt0); kind != "f32" && r.scratch != n.Inputs[0] {
-		name, groups := "quantize_"+kind, strided(ntok*cols/32, 64)
+		name, groups := "quantize_"+kind, strided(ntok*cols, 64) // an invocation per value
 		switch kind {
 		case "q8_k":
 			groups = [3]uint32{uint32(min(ntok*cols/256, 65535)), 1, 1} // one workgroup per super-block
@@ -784,7 +784,7 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	case vec && ntok == 1:
 		// A decode step: the one-token variant holds 1/8 of the sums, so
 		// it needs fewer registers and more rows run at once.
-		shader, spec, perGroup = "matvec", "#1", 1
+		shader, spec, perGroup = "matvec", "#1"+matvecWorkgroup(cols, wt0), 1
 	case vec:
 		shader = "matvec"
 	}
@@ -880,4 +880,19 @@ func capInv(cap float32) float32 {
 		return 0
 	}
 	return 1 / cap
+}
+
+// matvecWorkgroup is the kernel-name suffix (@W, see kernel) that sizes a
+// decode step's matvec workgroups for rows of cols weights of type wt;
+// "" keeps the shader index's 64. Float weights take 128: their
+// invocations step a word (two weights) at a time, so a 2048-column row
+// is 16 steps each at 64; at 128, 8 (measured on the H100: F16 decode
+// 379–400 → 430–452 tok/s, 256 and mixed sizes in between). Block-quantized
+// rows keep 64 (32, 128 and 256 measured slower or within noise).
+func matvecWorkgroup(cols int, wt graph.DType) string {
+	switch wt {
+	case gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16:
+		return "@128"
+	}
+	return ""
 }

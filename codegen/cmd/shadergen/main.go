@@ -54,7 +54,7 @@ var variants = []variant{
 	{"layer_norm_mul_add_f32", "layer_norm.comp", []string{"MUL_ADD"}, 4, 28, 512},
 	{"softmax_f32", "softmax.comp", nil, 2, 20, 128},
 	{"quantize_q8_0", "quantize_q8.comp", nil, 2, 16, 64},
-	{"quantize_q8_k", "quantize_q8k.comp", nil, 2, 16, 64},
+	{"quantize_q8_k", "quantize_q8k.comp", nil, 2, 16, 256},
 	{"round_f16", "quantize_q8.comp", []string{"ROUND_F16"}, 2, 16, 64},
 	{"quantize_q8_1", "quantize_q8.comp", []string{"Q8_1"}, 2, 16, 64},
 	{"round_bf16", "quantize_q8.comp", []string{"ROUND_BF16"}, 2, 16, 64},
