@@ -37,7 +37,9 @@ void main() {
         return;
     }
     const uint src = pc.woff + id * pc.cols;
-    for (uint c = gl_LocalInvocationID.x; c < pc.cols; c += WG) {
+    // The row's columns are split over the z workgroups (a decode step's
+    // one row is otherwise a serial loop of cols/WG loads per invocation).
+    for (uint c = gl_WorkGroupID.z * WG + gl_LocalInvocationID.x; c < pc.cols; c += WG * gl_NumWorkGroups.z) {
         d[pc.doff + t * pc.cols + c] = w_value(src + c);
     }
 }

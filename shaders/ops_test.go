@@ -169,7 +169,7 @@ func TestGetRows(t *testing.T) {
 			const idsoff, doff = 3, 7
 			wb, sb, db := e.buf(len(raw), raw), e.words(idw, idsoff), e.out(doff+len(want)+9)
 			name := "get_rows_" + typeName(wt)
-			e.run(name, e.rows(len(ids)), pushWords(cols, len(ids), idsoff, 0, doff, 0, vocab), e.withGrid(wt, wb, sb, db)...)
+			e.run(name, zSplit(e.rows(len(ids)), 2), pushWords(cols, len(ids), idsoff, 0, doff, 0, vocab), e.withGrid(wt, wb, sb, db)...)
 			require.Equal(t, want, e.readAt(db, doff, len(want)), "%s cols=%d", name, cols)
 			// The table in two buffers (a weight larger than the
 			// storage-buffer range): rows [0, 20) and [20, 37).
@@ -178,7 +178,7 @@ func TestGetRows(t *testing.T) {
 			lo, hi := e.buf(cut*rb, raw[:cut*rb]), e.buf(len(raw)-cut*rb, raw[cut*rb:])
 			db = e.out(doff + len(want) + 9)
 			e.run(name, e.rows(len(ids)), pushWords(cols, len(ids), idsoff, 0, doff, 0, cut), e.withGrid(wt, lo, sb, db)...)
-			e.run(name, e.rows(len(ids)), pushWords(cols, len(ids), idsoff, 0, doff, cut, vocab-cut), e.withGrid(wt, hi, sb, db)...)
+			e.run(name, zSplit(e.rows(len(ids)), 3), pushWords(cols, len(ids), idsoff, 0, doff, cut, vocab-cut), e.withGrid(wt, hi, sb, db)...)
 			require.Equal(t, want, e.readAt(db, doff, len(want)), "%s cols=%d in two buffers", name, cols)
 		}
 	}
@@ -191,8 +191,15 @@ func TestGetRows(t *testing.T) {
 		want = append(want, x[r*13:(r+1)*13]...)
 	}
 	xb, sb, db := e.place(woff, x), e.words(rows, 0), e.out(len(want))
-	e.run("get_rows_f32", e.rows(len(rows)), pushWords(13, len(rows), 0, woff, 0, 0, 9), xb, sb, db)
+	e.run("get_rows_f32", zSplit(e.rows(len(rows)), 2), pushWords(13, len(rows), 0, woff, 0, 0, 9), xb, sb, db)
 	require.Equal(t, want, e.read(db, len(want)), "select rows")
+}
+
+// zSplit is groups with its rows' columns split over z workgroups
+// (get_rows.comp's column chunks; one chunk is the whole row).
+func zSplit(groups [3]uint32, z uint32) [3]uint32 {
+	groups[2] = z
+	return groups
 }
 
 // decodeQ8 reads quantize_q8_0's blocks (d as a float word, 8 words of

@@ -488,19 +488,22 @@ func (r *recorder) node(v *value) error {
 	switch n.Op {
 	case ops.GetRows, ops.SelectRows:
 		_, idsoff := r.operand(n.Inputs[1])
+		// get_rows.comp: a workgroup per row and 64 columns (z).
+		groups := rowGroups(rows)
+		groups[2] = uint32(min((v.width+63)/64, 64))
 		if t := r.in(v, 0); t.kind == kindWeight {
 			// One dispatch per row chunk of the table; each writes the
 			// output rows whose ids it holds.
 			for c := range t.w {
 				push := []uint32{uint32(v.width), uint32(rows), idsoff, 0, doff, uint32(c * t.chunkRows), uint32(t.chunkRows)}
-				if err := r.dispatch("get_rows_"+weightKernel[t.n.Type.DType], rowGroups(rows), push, r.s.e.withGrid(t.n.Type.DType, weightRange(t, c), Whole(r.s.step), dst)...); err != nil {
+				if err := r.dispatch("get_rows_"+weightKernel[t.n.Type.DType], groups, push, r.s.e.withGrid(t.n.Type.DType, weightRange(t, c), Whole(r.s.step), dst)...); err != nil {
 					return err
 				}
 			}
 			return nil
 		}
 		table, toff := r.operand(n.Inputs[0])
-		return r.dispatch("get_rows_f32", rowGroups(rows), []uint32{uint32(v.width), uint32(rows), idsoff, toff, doff, 0, math.MaxUint32},
+		return r.dispatch("get_rows_f32", groups, []uint32{uint32(v.width), uint32(rows), idsoff, toff, doff, 0, math.MaxUint32},
 			table, Whole(r.s.step), dst)
 	case ops.RMSNorm, ops.RMSNormMul:
 		x, xoff := r.operand(n.Inputs[0])
