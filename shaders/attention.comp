@@ -18,6 +18,17 @@
 // position in order; a decode step takes WG 256, four groups, so each
 // invocation's chain of V loads is a quarter as long (a decode step's
 // attention is 32 workgroups, one per head, bound by that chain).
+//
+// Variant ROPE_KV (a decode step of one token) also does rope_kv.comp's
+// work, saving its dispatch and barrier: each workgroup rotates its query
+// head and its KV head's key, rounds key and value as the cache stores
+// them (kcur, vcur) and uses them for the token's own position — the key
+// loads of that one score come from kcur (the sums are the same code),
+// and the value is added after the V loads by the group whose last term
+// it is — so the sums, their order and the bits are the unfused
+// dispatches'. The last workgroup of each KV head writes the row to the
+// cache. Conditional loads inside the batched loops made a first version
+// 4 µs a layer slower; the loops are the unfused kernel's.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 
@@ -37,17 +48,35 @@ shared float part[4 * WG]; // group g's sum for dimension dd at 256·g + dd
 #define MAXS 2048u
 shared float sc[MAXS];
 
+#ifdef ROPE_KV
+shared float kcur[256], vcur[256]; // the step's own key (rotated) and value, as the cache holds them
+#if defined(KV_F16)
+float cache_round(float x) { return round_f16(x); }
+#else
+float cache_round(float x) { return x; }
+#endif
+#endif
+
 // score is q·k of the K row starting at element kb, summed in order
 // (as the CPU does). The loads of 16 pairs are issued together (a head of
 // 64 values in two rounds; 8 measured 8 µs a token slower on the H100): a
 // decode step is bound by their latency, not by arithmetic. hd is even
 // (Supports) and kb too, so pairs never straddle a row.
-float score(uint kb, uint hd) {
+// With ROPE_KV, cur takes the key from kcur instead (the step's own
+// position): only the loads differ, the sums are the same code.
+float score(uint kb, uint hd, bool cur) {
     float dot = 0.0;
     const uint w0 = kb >> 1, hw = hd >> 1;
     uint i = 0u;
     for (; i + 16u <= hw; i += 16u) {
         vec2 k[16];
+#ifdef ROPE_KV
+        if (cur) {
+            for (uint u = 0u; u < 16u; u++) {
+                k[u] = vec2(kcur[2u * (i + u)], kcur[2u * (i + u) + 1u]);
+            }
+        } else
+#endif
         for (uint u = 0u; u < 16u; u++) {
             k[u] = kpair(w0 + i + u);
         }
@@ -57,7 +86,11 @@ float score(uint kb, uint hd) {
         }
     }
     for (; i < hw; i++) {
+#ifdef ROPE_KV
+        const vec2 k = cur ? vec2(kcur[2u * i], kcur[2u * i + 1u]) : kpair(w0 + i);
+#else
         const vec2 k = kpair(w0 + i);
+#endif
         dot += qs[2u * i] * k.x;
         dot += qs[2u * i + 1u] * k.y;
     }
@@ -73,6 +106,40 @@ void main() {
     const uint visible = step[pc.posoff + t] + 1u;
     const uint cell0 = step[pc.celloff + t] * width; // the sequence's first row
     const uint qbase = pc.qoff + (t * pc.heads + h) * hd;
+#ifdef ROPE_KV
+    const uint pos = visible - 1u; // the token's own position
+    const uint kvbase = t * width + kvh * hd;
+    for (uint i = tid; i < hd; i += WG) {
+        const float qv = rope_one(qbase, i, pos);
+#if defined(KV_F16)
+        qs[i] = round_f16(qv);
+#else
+        qs[i] = qv;
+#endif
+        kcur[i] = cache_round(rope_one(pc.koff + kvbase, i, pos));
+        vcur[i] = cache_round(q[pc.voff + kvbase + i]);
+    }
+    barrier();
+    const uint group = pc.heads / pc.kvheads;
+    if (h % group == group - 1u) {
+        // The KV head's last query head stores the row, as rope_kv.comp
+        // would (the last: where workgroups run in order, as on lavapipe,
+        // a read of the row instead of kcur or vcur fails the tests).
+        const uint dst = cell0 + pos * width + kvh * hd;
+#if defined(KV_F16)
+        for (uint i = 2u * tid; i < hd; i += 2u * WG) {
+            kc[(dst + i) / 2u] = f32_to_f16(kcur[i]) | (f32_to_f16(kcur[i + 1u]) << 16);
+            vc[(dst + i) / 2u] = f32_to_f16(vcur[i]) | (f32_to_f16(vcur[i + 1u]) << 16);
+        }
+#else
+        for (uint i = tid; i < hd; i += WG) {
+            kc[dst + i] = floatBitsToUint(kcur[i]);
+            vc[dst + i] = floatBitsToUint(vcur[i]);
+        }
+#endif
+    }
+#else
+    const uint pos = 0xffffffffu; // no position is the step's own
     for (uint i = tid; i < hd; i += WG) {
 #if defined(KV_F16)
         qs[i] = round_f16(q[qbase + i]);
@@ -81,6 +148,7 @@ void main() {
 #endif
     }
     barrier();
+#endif
 
     const float ninf = uintBitsToFloat(0xff800000u);
     const bool keep = visible <= MAXS;
@@ -89,7 +157,7 @@ void main() {
     const uint first = pc.window != 0u && visible > pc.window ? visible - pc.window : 0u;
     float m = ninf, s = 0.0;
     for (uint j = first + tid; j < visible; j += WG) {
-        const float x = capped(score(cell0 + j * width + kvh * hd, hd)) * pc.scale;
+        const float x = capped(score(cell0 + j * width + kvh * hd, hd, j == pos)) * pc.scale;
         if (keep) {
             sc[j] = x;
         }
@@ -110,7 +178,7 @@ void main() {
         const uint j = c0 + tid;
         float p = 0.0;
         if (j < visible) {
-            const float x = keep ? sc[j] : capped(score(cell0 + j * width + kvh * hd, hd)) * pc.scale;
+            const float x = keep ? sc[j] : capped(score(cell0 + j * width + kvh * hd, hd, j == pos)) * pc.scale;
             p = exp(x - mx) * inv;
 #if defined(KV_F16)
             p = round_f16(p);
@@ -119,13 +187,18 @@ void main() {
         ps[tid] = p;
         barrier();
         const uint n = min(WG, visible - c0);
+        // With ROPE_KV the step's own position (the last) is left out of
+        // the loads and added from vcur after them by its group: the
+        // group's last term either way.
+        const bool own = c0 + n - 1u == pos;
+        const uint nl = own ? n - 1u : n;
         for (uint k = 0u; k < 4u; k++) {
             const uint dd = lane + k * GL;
             if (dd < hd) {
                 const uint vb = cell0 + c0 * width + kvh * hd + dd;
                 uint jj = g;
                 // The group's positions, 8 loads at a time, summed in order.
-                for (; jj + 7u * NG < n; jj += 8u * NG) {
+                for (; jj + 7u * NG < nl; jj += 8u * NG) {
                     float v[8];
                     for (uint u = 0u; u < 8u; u++) {
                         v[u] = vval(vb + (jj + u * NG) * width);
@@ -134,9 +207,14 @@ void main() {
                         acc[k] += ps[jj + u * NG] * v[u];
                     }
                 }
-                for (; jj < n; jj += NG) {
+                for (; jj < nl; jj += NG) {
                     acc[k] += ps[jj] * vval(vb + jj * width);
                 }
+#ifdef ROPE_KV
+                if (own && nl % NG == g) {
+                    acc[k] += ps[nl] * vcur[dd];
+                }
+#endif
             }
         }
         barrier();

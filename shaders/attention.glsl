@@ -12,12 +12,23 @@ layout(push_constant) uniform Push {
     uint celloff;
     uint window; // sliding window (llama.cpp's SWA mask): a token sees its last window positions; 0: all
     float softcap, capinv; // Gemma 2: scores become softcap·tanh(score·capinv) before the scale; 0: none
+#ifdef ROPE_KV
+    // attention.comp's decode variant that rotates and stores the step's
+    // own keys (rope_kv.comp's work): q (at qoff), k and v are the
+    // unrotated rows in binding 0; the RoPE table from element toff.
+    uint koff, voff, toff, half_, neox;
+#endif
 } pc;
 
 layout(binding = 0) readonly buffer Q { float q[]; };
 layout(binding = 1) readonly buffer Step { uint step[]; };
+#ifdef ROPE_KV
+layout(binding = 2) buffer KC { uint kc[]; };
+layout(binding = 3) buffer VC { uint vc[]; };
+#else
 layout(binding = 2) readonly buffer KC { uint kc[]; };
 layout(binding = 3) readonly buffer VC { uint vc[]; };
+#endif
 layout(binding = 4) writeonly buffer O { float o[]; };
 
 #include "half.glsl"
@@ -36,6 +47,16 @@ layout(binding = 5) writeonly buffer A { uint qa[]; };
 #endif
 #endif
 #include "quantize.glsl"
+
+#ifdef ROPE_KV
+#if defined(Q8_0) || defined(Q8_1)
+layout(binding = 6) readonly buffer Table { float table[]; };
+#else
+layout(binding = 5) readonly buffer Table { float table[]; };
+#endif
+#define ROPE_SRC(i) q[i]
+#include "rope.glsl"
+#endif
 
 #if defined(KV_F16)
 float kval(uint i) { return f16_to_f32((kc[i >> 1] >> ((i & 1u) * 16u)) & 0xffffu); }

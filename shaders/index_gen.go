@@ -147,6 +147,24 @@ var spvAttentionTiledF16Q81 []byte
 //go:embed spv/attention_tiled_f32_q8_1.spv
 var spvAttentionTiledF32Q81 []byte
 
+//go:embed spv/attention_rkv_f16.spv
+var spvAttentionRkvF16 []byte
+
+//go:embed spv/attention_rkv_f32.spv
+var spvAttentionRkvF32 []byte
+
+//go:embed spv/attention_rkv_f16_q8_0.spv
+var spvAttentionRkvF16Q80 []byte
+
+//go:embed spv/attention_rkv_f32_q8_0.spv
+var spvAttentionRkvF32Q80 []byte
+
+//go:embed spv/attention_rkv_f16_q8_1.spv
+var spvAttentionRkvF16Q81 []byte
+
+//go:embed spv/attention_rkv_f32_q8_1.spv
+var spvAttentionRkvF32Q81 []byte
+
 //go:embed spv/attention_coop_f16.spv
 var spvAttentionCoopF16 []byte
 
@@ -1531,6 +1549,54 @@ var kernels = []Kernel{{
 	SPIRV:     spvAttentionTiledF32Q81,
 	Source:    "attention_tiled.comp",
 	Workgroup: 128,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F16", "ROPE_KV"},
+	Name:      "attention_rkv_f16",
+	PushBytes: 72,
+	SPIRV:     spvAttentionRkvF16,
+	Source:    "attention.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F32", "ROPE_KV"},
+	Name:      "attention_rkv_f32",
+	PushBytes: 72,
+	SPIRV:     spvAttentionRkvF32,
+	Source:    "attention.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  7,
+	Defines:   []string{"KV_F16", "ROPE_KV", "Q8_0"},
+	Name:      "attention_rkv_f16_q8_0",
+	PushBytes: 72,
+	SPIRV:     spvAttentionRkvF16Q80,
+	Source:    "attention.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  7,
+	Defines:   []string{"KV_F32", "ROPE_KV", "Q8_0"},
+	Name:      "attention_rkv_f32_q8_0",
+	PushBytes: 72,
+	SPIRV:     spvAttentionRkvF32Q80,
+	Source:    "attention.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  7,
+	Defines:   []string{"KV_F16", "ROPE_KV", "Q8_1"},
+	Name:      "attention_rkv_f16_q8_1",
+	PushBytes: 72,
+	SPIRV:     spvAttentionRkvF16Q81,
+	Source:    "attention.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  7,
+	Defines:   []string{"KV_F32", "ROPE_KV", "Q8_1"},
+	Name:      "attention_rkv_f32_q8_1",
+	PushBytes: 72,
+	SPIRV:     spvAttentionRkvF32Q81,
+	Source:    "attention.comp",
+	Workgroup: 256,
 }, {
 	Bindings:  5,
 	Defines:   []string{"KV_F16", "COOP"},

@@ -1,15 +1,17 @@
 // Matrix × vector (decode, and small batches) for the matmul family: the
 // same products, epilogues (ADD, BIAS, GATEUP, GEGLU), push constants and
 // bindings as matmul.comp,
-// but a workgroup of WG invocations (a power of two) cooperates on one
-// weight row for up to NT tokens (gl_WorkGroupID.z is the token block;
-// NT is specialization constant 1: 8, or 1 for a decode step, whose
-// variant needs far fewer registers and so runs more rows at once):
-// invocation i takes chunks i, i+WG, … of 32 weights (single weights for
-// F32/F16/BF16), so neighbouring invocations read neighbouring weight bytes,
-// and the partial sums are reduced by subgroup additions, then across the
-// workgroup's subgroups through shared memory (any subgroup size: lavapipe
-// 8, NVIDIA 32, AMD 64). Workgroup x takes row x; rows beyond the x
+// but LANES invocations of a workgroup cooperate on one weight row for up
+// to NT tokens (gl_WorkGroupID.z is the token block; NT is specialization
+// constant 1: 8, or 1 for a decode step, whose variant needs far fewer
+// registers and so runs more rows at once); a workgroup of WG invocations
+// (a power of two) takes ROWS rows (specialization constant 2, default 1;
+// LANES = WG/ROWS, a multiple of the subgroup size): lane i of a row takes
+// chunks i, i+LANES, … of 32 weights (single weights for F32/F16/BF16), so
+// neighbouring invocations read neighbouring weight bytes, and the partial
+// sums are reduced by subgroup additions, then across the row's subgroups
+// through shared memory (any subgroup size with ROWS 1: lavapipe 8, NVIDIA
+// 32, AMD 64). Workgroup x takes rows ROWS·x onwards; rows beyond the x
 // dispatch limit continue in y.
 //
 // Weight types: W_F32, W_F16, W_BF16, W_Q8_0, W_Q4_0, W_Q5_0, W_Q4_1, W_Q5_1
@@ -45,6 +47,12 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
 layout(constant_id = 1) const uint NT = 8u;
+// ROWS weight rows per workgroup, LANES = WG/ROWS invocations each (a
+// multiple of the subgroup size, so no subgroup spans two rows): a decode
+// step's gate·up has more rows than an H100 keeps workgroups in flight
+// (32 a multiprocessor), and two rows a workgroup run them in one wave.
+layout(constant_id = 2) const uint ROWS = 1u;
+const uint LANES = WG / ROWS;
 
 layout(push_constant) uniform Push {
     uint ncols, nrows, ntok;
@@ -166,13 +174,16 @@ uvec4 wquad(uint s, uint i) {
 #include "kquant.glsl"
 
 void main() {
-    const uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-    if (row >= pc.nrows) {
+    const uint row0 = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * ROWS;
+    if (row0 >= pc.nrows) {
         return; // the whole workgroup: no barrier is skipped by part of it
     }
+    const uint rsub = gl_LocalInvocationID.x / LANES; // the workgroup's row of this invocation
+    const uint row = row0 + rsub;
+    bool live = row < pc.nrows; // the same for a row's invocations; a dead row still reaches the barrier
 #ifdef QKV
     // The part this row belongs to: its first output element and rows.
-    uint pbase, prows, prow;
+    uint pbase = 0u, prows = 0u, prow = 0u;
     if (row < pc.nq) {
         pbase = 0u, prows = pc.nq, prow = row;
     } else if (row >= pc.kstart && row < pc.kstart + pc.nk) {
@@ -180,10 +191,10 @@ void main() {
     } else if (row >= pc.vstart) {
         pbase = pc.mtok * (pc.nq + pc.nk), prows = pc.nrows - pc.vstart, prow = row - pc.vstart;
     } else {
-        return; // padding between the parts: the whole workgroup
+        live = false; // padding between the parts
     }
 #endif
-    const uint l = gl_LocalInvocationID.x;
+    const uint l = gl_LocalInvocationID.x % LANES; // the invocation's lane in its row
     const uint t0 = gl_WorkGroupID.z * NT;
     const uint nt = min(NT, pc.ntok - t0);
     float acc[NT * NW];
@@ -191,8 +202,8 @@ void main() {
         acc[i] = 0.0;
     }
 #if defined(Q8_0_ACT)
-    const uint nb = pc.ncols / 32u;
-    for (uint b = l; b < nb; b += WG) {
+    const uint nb = live ? pc.ncols / 32u : 0u;
+    for (uint b = l; b < nb; b += LANES) {
         for (uint s = 0u; s < NW; s++) {
             // The block's bytes as whole words, each loaded once (bw.glsl).
 #if defined(W_Q8_0)
@@ -299,7 +310,7 @@ void main() {
 #elif defined(Q8_K_ACT)
     // Chunk c: super-block c/8, 32-value sub-block c%8.
     const uint nsb = pc.ncols / 256u;
-    for (uint c = l; c < nsb * 8u; c += WG) {
+    for (uint c = l; live && c < nsb * 8u; c += LANES) {
         const uint sb = c >> 3, j = c & 7u;
         for (uint s = 0u; s < NW; s++) {
 #if defined(LATTICE)
@@ -419,7 +430,7 @@ void main() {
     // Even rows: a word (two 16-bit weights) per invocation and step.
     const bool pairs = (pc.ncols & 1u) == 0u;
     if (pairs) {
-        for (uint k = 2u * l; k < pc.ncols; k += 2u * WG) {
+        for (uint k = 2u * l; live && k < pc.ncols; k += 2u * LANES) {
             for (uint s = 0u; s < NW; s++) {
                 const uint wv = wword(s, (row * pc.ncols + k) >> 1);
 #if defined(W_F16)
@@ -434,9 +445,9 @@ void main() {
             }
         }
     }
-    for (uint k = pairs ? pc.ncols : l; k < pc.ncols; k += WG) {
+    for (uint k = pairs ? pc.ncols : l; live && k < pc.ncols; k += LANES) {
 #else
-    for (uint k = l; k < pc.ncols; k += WG) {
+    for (uint k = l; live && k < pc.ncols; k += LANES) {
 #endif
         for (uint s = 0u; s < NW; s++) {
             const uint i = row * pc.ncols + k;
@@ -467,31 +478,35 @@ void main() {
         }
     }
     barrier();
-    if (l < nt) {
+    // A row's subgroups are spr consecutive ones (LANES is a multiple of
+    // the subgroup size).
+    const uint spr = gl_NumSubgroups / ROWS, sg0 = rsub * spr;
+    float sums[NW];
+    if (live && l < nt) {
         for (uint s = 0u; s < NW; s++) {
-            float v = red[(s * NT + l) * WG];
-            for (uint k = 1u; k < gl_NumSubgroups; k++) {
-                v += red[(s * NT + l) * WG + k];
+            float v = red[(s * NT + l) * WG + sg0];
+            for (uint k = 1u; k < spr; k++) {
+                v += red[(s * NT + l) * WG + sg0 + k];
             }
-            red[(s * NT + l) * WG] = v; // read below by the same invocation only
+            sums[s] = v;
         }
     }
-    if (l < nt) {
+    if (live && l < nt) {
 #ifdef QKV
         const uint o = pbase + (t0 + l) * prows + prow;
 #else
         const uint o = (t0 + l) * pc.dstride + row;
 #endif
-        const float v = red[l * WG];
+        const float v = sums[0];
 #if defined(ADD)
         d[pc.doff + o] = v + e[pc.eoff + o];
 #elif defined(BIAS)
         d[pc.doff + o] = v + e[pc.eoff + row];
 #elif defined(GATEUP)
         const float g = v;
-        d[pc.doff + o] = (g / (1.0 + exp(-g))) * red[(NT + l) * WG];
+        d[pc.doff + o] = (g / (1.0 + exp(-g))) * sums[1];
 #elif defined(GEGLU)
-        d[pc.doff + o] = gelu_f16table(v) * red[(NT + l) * WG];
+        d[pc.doff + o] = gelu_f16table(v) * sums[1];
 #else
         d[pc.doff + o] = v;
 #endif

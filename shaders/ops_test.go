@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
@@ -345,7 +346,6 @@ func TestMatVecQKV(t *testing.T) {
 		if kQuant(wt) {
 			cols = 512
 		}
-		const mtok, doff = 5, 3
 		rows := [3]int{67, 13, 9}
 		start := [3]int{0, 67 + 2, 67 + 2 + 13 + 1}
 		for _, ntok := range []int{1, 3} {
@@ -368,34 +368,64 @@ func TestMatVecQKV(t *testing.T) {
 			}
 			packed = pad4(packed)
 			xb, aoff := e.activations(wt, e.random(ntok*cols), ntok, cols)
-			kern, nt := "matvec", 8
+			specs, nt := []string{""}, 8
 			if ntok == 1 {
-				kern, nt = "matvec#1", 1
+				specs, nt = []string{"#1"}, 1
+				if e.twoRows() {
+					specs = append(specs, "#1,2") // two rows a workgroup: padding beside live rows
+				}
 			}
-			spec := strings.TrimPrefix(kern, "matvec")
-			total := mtok * (rows[0] + rows[1] + rows[2])
-			want := make([]float32, total)
-			for i := range want {
-				want[i] = float32(math.NaN())
+			for _, spec := range specs {
+				perGroup := 1
+				if spec != "" {
+					perGroup = matvecRows(spec[1:])
+				}
+				e.matVecQKV(wt, spec, nt, perGroup, ntok, cols, rows, start, raws, packed, xb, aoff)
 			}
-			off := 0
-			for i := range 3 {
-				db := e.out(doff + rows[i]*ntok)
-				g := e.rows(rows[i])
-				g[2] = uint32((ntok + nt - 1) / nt)
-				e.run("matvec_"+typeName(wt)+spec, g, pushWords(cols, rows[i], ntok, aoff, doff, 0, rows[i]), e.withGrid(wt, e.buf(len(raws[i]), raws[i]), xb, db)...)
-				copy(want[off:], e.readAt(db, doff, rows[i]*ntok))
-				off += mtok * rows[i]
-			}
-			db := e.out(doff + total + 4)
-			n := start[2] + rows[2]
-			g := e.rows(n)
-			g[2] = uint32((ntok + nt - 1) / nt)
-			e.run("matvec_qkv_"+typeName(wt)+spec, g, pushWords(cols, n, ntok, aoff, doff, 0, 0, rows[0], start[1], rows[1], start[2], mtok),
-				e.withGrid(wt, e.buf(len(packed), packed), xb, db)...)
-			require.Equal(t, f32Bits(want), f32Bits(e.readAt(db, doff, total)), "matvec_qkv_%s%s ntok=%d", typeName(wt), spec, ntok)
 		}
 	}
+}
+
+// matVecQKV runs TestMatVecQKV's one case: the parts alone, then packed.
+func (e *env) matVecQKV(wt gguf.TensorType, spec string, nt, perGroup, ntok, cols int, rows, start [3]int, raws [][]byte, packed []byte, xb *vulkan.Buffer, aoff int) {
+	const mtok, doff = 5, 3
+	groups := func(n int) [3]uint32 {
+		g := e.rows((n + perGroup - 1) / perGroup)
+		g[2] = uint32((ntok + nt - 1) / nt)
+		return g
+	}
+	total := mtok * (rows[0] + rows[1] + rows[2])
+	want := make([]float32, total)
+	for i := range want {
+		want[i] = float32(math.NaN())
+	}
+	off := 0
+	for i := range 3 {
+		db := e.out(doff + rows[i]*ntok)
+		e.run("matvec_"+typeName(wt)+spec, groups(rows[i]), pushWords(cols, rows[i], ntok, aoff, doff, 0, rows[i]), e.withGrid(wt, e.buf(len(raws[i]), raws[i]), xb, db)...)
+		copy(want[off:], e.readAt(db, doff, rows[i]*ntok))
+		off += mtok * rows[i]
+	}
+	db := e.out(doff + total + 4)
+	n := start[2] + rows[2]
+	e.run("matvec_qkv_"+typeName(wt)+spec, groups(n), pushWords(cols, n, ntok, aoff, doff, 0, 0, rows[0], start[1], rows[1], start[2], mtok),
+		e.withGrid(wt, e.buf(len(packed), packed), xb, db)...)
+	require.Equal(e.t, f32Bits(want), f32Bits(e.readAt(db, doff, total)), "matvec_qkv_%s%s ntok=%d", typeName(wt), spec, ntok)
+}
+
+// twoRows reports whether the device's subgroups fit matvec's 32-lane
+// rows (two rows in a workgroup of 64).
+func (e *env) twoRows() bool { return 32%e.d.Info().SubgroupSize == 0 }
+
+// matvecRows is the rows per workgroup of a matvec specialization "1,R"
+// (1 without R).
+func matvecRows(spec string) int {
+	_, r, ok := strings.Cut(spec, ",")
+	if !ok {
+		return 1
+	}
+	n, _ := strconv.Atoi(r)
+	return n
 }
 
 func TestMatMul(t *testing.T) {
@@ -422,6 +452,9 @@ func TestMatMul(t *testing.T) {
 			}
 		}
 		kernels = append(kernels, "matvec", "matvec#1")
+		if e.twoRows() {
+			kernels = append(kernels, "matvec#1,2") // two rows a workgroup
+		}
 		if e.coop(wt) {
 			kernels = append(kernels, "matmul_coop") // matmul_tiled by tensor cores
 		}
@@ -461,21 +494,19 @@ func TestMatMul(t *testing.T) {
 				const doff, roff = 3, 7
 				wb, ub, db := e.buf(len(rawW), rawW), e.buf(len(rawU), rawU), e.out(doff+c.rows*c.ntok+4)
 				xb, aoff := e.activations(wt, x, c.ntok, c.cols)
-				base, nt := kern, 8
-				if b, ok := strings.CutSuffix(kern, "#1"); ok {
-					base, nt = b, 1
+				base, spec, _ := strings.Cut(kern, "#")
+				nt, perGroup := 8, 1 // tokens and rows a workgroup
+				if spec != "" {
+					nt, perGroup = 1, matvecRows(spec)
+					spec = "#" + spec
 				}
 				name := func(epilogue string) string {
-					n := base + epilogue + "_" + typeName(wt)
-					if nt == 1 {
-						n += "#1"
-					}
-					return n
+					return base + epilogue + "_" + typeName(wt) + spec
 				}
 				g := e.rows((c.rows + 63) / 64) // matmul: one invocation per weight row
 				switch base {
 				case "matvec":
-					g = e.rows(c.rows) // one workgroup per weight row
+					g = e.rows((c.rows + perGroup - 1) / perGroup) // perGroup weight rows a workgroup
 				case "matmul_tiled", "matmul_coop":
 					nt = 64 // and 64 rows
 				}

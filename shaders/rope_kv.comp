@@ -33,32 +33,9 @@ layout(binding = 4) writeonly buffer KC { uint kc[]; };
 layout(binding = 5) writeonly buffer VC { uint vc[]; };
 
 #include "half.glsl"
+#define ROPE_SRC(i) x[i]
 #include "rope.glsl"
 #include "kvquant.glsl"
-
-// rope_one is element e of the head whose first element is x[head],
-// rotated by position pos as rope.comp rotates it: its pair (e, e + half)
-// with NeoX, else (e & ~1, e | 1); elements from 2·half on pass through.
-float rope_one(uint head, uint e, uint pos) {
-    if (e >= 2u * pc.half_) {
-        return x[head + e];
-    }
-    uint i, lo;
-    bool first;
-    if (pc.neox != 0u) {
-        first = e < pc.half_;
-        i = first ? e : e - pc.half_;
-        lo = i;
-    } else {
-        first = (e & 1u) == 0u;
-        i = e / 2u;
-        lo = e & ~1u;
-    }
-    const uint hi = pc.neox != 0u ? lo + pc.half_ : lo + 1u;
-    const uint ti = pc.toff + 2u * (pos * pc.half_ + i);
-    const vec2 r = rope_rot(x[head + lo], x[head + hi], table[ti], table[ti + 1u]);
-    return first ? r.x : r.y;
-}
 
 void main() {
     const uint qpairs = pc.qheads * pc.hd / 2u, kvpairs = pc.kvheads * pc.hd / 2u;

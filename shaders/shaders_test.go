@@ -58,10 +58,12 @@ func (e *env) kernel(name string) *vulkan.Kernel {
 	s, err := shaders.Lookup(base)
 	require.NoError(e.t, err)
 	var spec []uint32
-	if specialized {
-		n, err := strconv.Atoi(v)
-		require.NoError(e.t, err)
-		spec = []uint32{uint32(n)}
+	if specialized { // NAME#A,B,…: specialization constants 1, 2, …
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(f)
+			require.NoError(e.t, err)
+			spec = append(spec, uint32(n))
+		}
 	}
 	spirv := s.SPIRV
 	if dir := os.Getenv("WEFT_SHADER_MUTANTS"); dir != "" {

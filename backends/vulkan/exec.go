@@ -508,8 +508,9 @@ func (e *Executable) Device() *Device { return e.d }
 
 // kernel returns the named shader's pipeline, created on first use.
 // NAME#V is NAME with specialization constant 1 set to V (matvec's tokens
-// per workgroup); a suffix @W sets its workgroup size (specialization
-// constant 0) to W instead of the shader index's.
+// per workgroup), NAME#V,U constants 1 and 2 (matvec's rows per
+// workgroup), and so on; a suffix @W sets its workgroup size
+// (specialization constant 0) to W instead of the shader index's.
 func (e *Executable) kernel(name string) (*Kernel, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -532,11 +533,13 @@ func (e *Executable) kernel(name string) (*Kernel, error) {
 	}
 	var spec []uint32
 	if specialized {
-		n, err := strconv.ParseUint(v, 10, 32)
-		if err != nil {
-			return nil, fmt.Errorf("kernel %q: %w", name, err)
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.ParseUint(f, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("kernel %q: %w", name, err)
+			}
+			spec = append(spec, uint32(n))
 		}
-		spec = []uint32{uint32(n)}
 	}
 	k, err := e.d.NewKernel(KernelSpec{Name: s.Name, SPIRV: s.SPIRV, Bindings: s.Bindings, PushBytes: s.PushBytes, Workgroup: workgroup, Spec: spec})
 	if err != nil {

@@ -110,6 +110,17 @@ func init() {
 			}
 		}
 	}
+	// A decode step's attention that also rotates and stores the step's
+	// own keys and values (rope_kv.comp's work), float caches only.
+	for _, act := range []string{"", "q8_0", "q8_1"} {
+		for _, kv := range []string{"f16", "f32"} {
+			name, defines, bindings := "attention_rkv_"+kv, []string{"KV_" + strings.ToUpper(kv), "ROPE_KV"}, 6
+			if act != "" {
+				name, defines, bindings = name+"_"+act, append(defines, strings.ToUpper(act)), 7
+			}
+			variants = append(variants, variant{name, "attention.comp", defines, bindings, 72, 256})
+		}
+	}
 	// Prefill attention on tensor cores (binary16 products, F16 cache
 	// only), for heads of up to 128 and (smaller staged rows) of up to 64
 	// values, and fused with the output projection's activations.
