@@ -393,6 +393,12 @@ var spvMatvecGegluQ80 []byte
 //go:embed spv/matvec_qkv_q8_0.spv
 var spvMatvecQkvQ80 []byte
 
+//go:embed spv/matvec_gateup_q8_0_q8_0.spv
+var spvMatvecGateupQ80Q80 []byte
+
+//go:embed spv/matvec_gateup_q8_0_q8_1.spv
+var spvMatvecGateupQ80Q81 []byte
+
 //go:embed spv/get_rows_q4_0.spv
 var spvGetRowsQ40 []byte
 
@@ -459,6 +465,12 @@ var spvMatvecGegluQ40 []byte
 //go:embed spv/matvec_qkv_q4_0.spv
 var spvMatvecQkvQ40 []byte
 
+//go:embed spv/matvec_gateup_q4_0_q8_0.spv
+var spvMatvecGateupQ40Q80 []byte
+
+//go:embed spv/matvec_gateup_q4_0_q8_1.spv
+var spvMatvecGateupQ40Q81 []byte
+
 //go:embed spv/get_rows_q5_0.spv
 var spvGetRowsQ50 []byte
 
@@ -524,6 +536,12 @@ var spvMatvecGegluQ50 []byte
 
 //go:embed spv/matvec_qkv_q5_0.spv
 var spvMatvecQkvQ50 []byte
+
+//go:embed spv/matvec_gateup_q5_0_q8_0.spv
+var spvMatvecGateupQ50Q80 []byte
+
+//go:embed spv/matvec_gateup_q5_0_q8_1.spv
+var spvMatvecGateupQ50Q81 []byte
 
 //go:embed spv/get_rows_bf16.spv
 var spvGetRowsBf16 []byte
@@ -642,6 +660,12 @@ var spvMatvecGegluQ41 []byte
 //go:embed spv/matvec_qkv_q4_1.spv
 var spvMatvecQkvQ41 []byte
 
+//go:embed spv/matvec_gateup_q4_1_q8_0.spv
+var spvMatvecGateupQ41Q80 []byte
+
+//go:embed spv/matvec_gateup_q4_1_q8_1.spv
+var spvMatvecGateupQ41Q81 []byte
+
 //go:embed spv/get_rows_q5_1.spv
 var spvGetRowsQ51 []byte
 
@@ -707,6 +731,12 @@ var spvMatvecGegluQ51 []byte
 
 //go:embed spv/matvec_qkv_q5_1.spv
 var spvMatvecQkvQ51 []byte
+
+//go:embed spv/matvec_gateup_q5_1_q8_0.spv
+var spvMatvecGateupQ51Q80 []byte
+
+//go:embed spv/matvec_gateup_q5_1_q8_1.spv
+var spvMatvecGateupQ51Q81 []byte
 
 //go:embed spv/get_rows_q4_k.spv
 var spvGetRowsQ4K []byte
@@ -2206,6 +2236,22 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
+	Bindings:  6,
+	Defines:   []string{"W_Q8_0", "GATEUP", "OUT_Q8_0"},
+	Name:      "matvec_gateup_q8_0_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ80Q80,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"W_Q8_0", "GATEUP", "OUT_Q8_1"},
+	Name:      "matvec_gateup_q8_0_q8_1",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ80Q81,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
 	Bindings:  3,
 	Defines:   []string{"W_Q4_0"},
 	Name:      "get_rows_q4_0",
@@ -2382,6 +2428,22 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
+	Bindings:  6,
+	Defines:   []string{"W_Q4_0", "GATEUP", "OUT_Q8_0"},
+	Name:      "matvec_gateup_q4_0_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ40Q80,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"W_Q4_0", "GATEUP", "OUT_Q8_1"},
+	Name:      "matvec_gateup_q4_0_q8_1",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ40Q81,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
 	Bindings:  3,
 	Defines:   []string{"W_Q5_0"},
 	Name:      "get_rows_q5_0",
@@ -2555,6 +2617,22 @@ var kernels = []Kernel{{
 	Name:      "matvec_qkv_q5_0",
 	PushBytes: 48,
 	SPIRV:     spvMatvecQkvQ50,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"W_Q5_0", "GATEUP", "OUT_Q8_0"},
+	Name:      "matvec_gateup_q5_0_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ50Q80,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"W_Q5_0", "GATEUP", "OUT_Q8_1"},
+	Name:      "matvec_gateup_q5_0_q8_1",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ50Q81,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -2870,6 +2948,22 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
+	Bindings:  6,
+	Defines:   []string{"W_Q4_1", "GATEUP", "OUT_Q8_0"},
+	Name:      "matvec_gateup_q4_1_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ41Q80,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"W_Q4_1", "GATEUP", "OUT_Q8_1"},
+	Name:      "matvec_gateup_q4_1_q8_1",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ41Q81,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
 	Bindings:  3,
 	Defines:   []string{"W_Q5_1"},
 	Name:      "get_rows_q5_1",
@@ -3043,6 +3137,22 @@ var kernels = []Kernel{{
 	Name:      "matvec_qkv_q5_1",
 	PushBytes: 48,
 	SPIRV:     spvMatvecQkvQ51,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"W_Q5_1", "GATEUP", "OUT_Q8_0"},
+	Name:      "matvec_gateup_q5_1_q8_0",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ51Q80,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"W_Q5_1", "GATEUP", "OUT_Q8_1"},
+	Name:      "matvec_gateup_q5_1_q8_1",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ51Q81,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {

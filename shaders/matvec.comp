@@ -92,7 +92,11 @@ layout(binding = 1) readonly buffer Xq { uint xq[]; };
 #else
 layout(binding = 1) readonly buffer X { float x[]; };
 #endif
+#if defined(OUT_Q8_0) || defined(OUT_Q8_1)
+layout(binding = 2) coherent buffer D { float d[]; };
+#else
 layout(binding = 2) buffer D { float d[]; };
+#endif
 #if defined(ADD) || defined(BIAS)
 layout(binding = 3) readonly buffer E { float e[]; };
 #elif defined(GATEUP) || defined(GEGLU)
@@ -112,6 +116,28 @@ layout(binding = 3) readonly buffer Ut { uint u[]; };
 #include "half.glsl"
 #ifdef GEGLU
 #include "gelu.glsl"
+#endif
+
+#if defined(OUT_Q8_0) || defined(OUT_Q8_1)
+// Variants OUT_Q8_0, OUT_Q8_1 (a decode step's gate·up whose output only
+// the FFN down reads, as Q8_0 or Q8_1 activations): the workgroup that
+// finishes a block's 32 rows last also quantizes the block, as
+// quantize_q8 would, into qa from word eoff (the push constant ADD's
+// residual offset is free here). A counter per block (cnt, zero when the
+// session starts) counts its workgroups modulo 32/ROWS, so every step
+// and layer leaves it where it found it. Saves the down's quantize
+// dispatch and barrier. d is read back by other workgroups: coherent.
+#define Q8_LANES
+#define QOUT qa
+#ifdef OUT_Q8_0
+#define BW 9u
+#else
+#define BW 10u
+#endif
+layout(binding = 4) writeonly buffer QA { uint qa[]; };
+layout(binding = 5) coherent buffer Cnt { uint cnt[]; };
+#include "quantize.glsl"
+shared bool tail;
 #endif
 
 shared float red[NT * NW * WG];
@@ -511,4 +537,21 @@ void main() {
         d[pc.doff + o] = v;
 #endif
     }
+#if defined(OUT_Q8_0) || defined(OUT_Q8_1)
+    // One token (a decode step): rows row0 … are elements of its row.
+    memoryBarrierBuffer();
+    barrier(); // the workgroup's rows are written and visible
+    const uint blk = row0 / 32u;
+    if (gl_LocalInvocationID.x == 0u) {
+        const uint per = 32u / ROWS; // workgroups a block
+        tail = atomicAdd(cnt[blk], 1u) % per == per - 1u;
+    }
+    barrier();
+    if (tail) { // uniform: the whole workgroup
+        memoryBarrierBuffer();
+        const uint t = gl_LocalInvocationID.x;
+        const bool live32 = t < 32u && 32u * blk + t < pc.nrows;
+        q8_lanes(live32 ? d[pc.doff + 32u * blk + t] : 0.0, live32, t, pc.eoff + blk * BW);
+    }
+#endif
 }

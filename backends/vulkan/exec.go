@@ -261,19 +261,25 @@ func (e *Executable) prepare(n *graph.Node, w backends.Weights) error {
 	// one conversion serves them all.
 	for _, id := range ops.MatMulWeights(n) {
 		wt := e.g.Nodes[id]
-		cols := wt.Type.Shape[1].N
-		switch actKind(wt.Type.DType) {
-		case "q8_0":
-			e.q8Words = max(e.q8Words, int64(e.maxTokens)*cols/32*9)
-		case "q8_1":
-			e.q8Words = max(e.q8Words, int64(e.maxTokens)*cols/32*10)
-		case "q8_k":
-			e.q8Words = max(e.q8Words, int64(e.maxTokens)*cols/256*73)
-		case "f16", "bf16":
-			e.q8Words = max(e.q8Words, int64(e.maxTokens)*cols)
-		}
+		e.q8Words = max(e.q8Words, int64(e.maxTokens)*actWords(actKind(wt.Type.DType), wt.Type.Shape[1].N))
 	}
 	return nil
+}
+
+// actWords is the scratch words of one token's activations of kind for
+// rows of cols values (0 for float32, which needs none).
+func actWords(kind string, cols int64) int64 {
+	switch kind {
+	case "q8_0":
+		return cols / 32 * 9
+	case "q8_1":
+		return cols / 32 * 10
+	case "q8_k":
+		return cols / 256 * 73
+	case "f16", "bf16":
+		return cols
+	}
+	return 0
 }
 
 // upload copies a weight's GGUF bytes to its own device buffer.
@@ -659,7 +665,9 @@ func mib(n int64) string {
 // activations input, all taking Q8_0, Q8_1, binary16- or bfloat16-rounded
 // activations of one kind (rms_norm_mul_KIND; Q8_K too for rows of whole
 // super-blocks of 256), and an Attention whose heads are whole blocks of
-// 32 read only by such matmuls taking Q8_0 or Q8_1 (attention_KV_KIND).
+// 32 read only by such matmuls taking Q8_0 or Q8_1 (attention_KV_KIND),
+// and a MatMulGateUpSwiGLU whose rows are whole blocks read only by such
+// matmuls (the FFN down; only a decode step's writes them, gateUpTail).
 // Those matmuls skip their quantization dispatch. An Attention's Q8_K
 // activations are still quantized apart (a super-block spans heads).
 // here reports whether this backend runs a node.
@@ -673,6 +681,8 @@ func fusedNormQuant(g *graph.Graph, order []int, here func(int) bool) map[int]st
 		switch {
 		case n.Op == ops.Attention && n.Attrs.Int("head_dim")%32 == 0:
 			kinds = kinds[:2]
+		case n.Op == ops.MatMulGateUpSwiGLU && width%32 == 0 && !testNoFusion:
+			kinds = kinds[:2] // a decode step's (gateUpTail)
 		case n.Op != ops.RMSNormMul || width%32 != 0:
 			continue
 		case width%256 == 0 && ops.NormGroup(n.Attrs, width) == width && !testNoFusion:
@@ -701,6 +711,19 @@ func fusedNormQuant(g *graph.Graph, order []int, here func(int) bool) map[int]st
 		}
 	}
 	return out
+}
+
+// tailCounters is the words of the counters buffer the gate·up nodes
+// that write their FFN down's activations need (a block of 32 rows
+// each; gateUpTail), 0 for none.
+func (e *Executable) tailCounters() int64 {
+	var n int64
+	for id := range e.normQuant {
+		if node := e.g.Nodes[id]; node.Op == ops.MatMulGateUpSwiGLU {
+			n = max(n, (node.Type.Shape.Inner().N+31)/32)
+		}
+	}
+	return n
 }
 
 // ropeKV names the RoPE nodes an Attention's KV store dispatch runs

@@ -17,6 +17,7 @@ import (
 	"github.com/weft-ml/weft/graph"
 	"github.com/weft-ml/weft/ops"
 	"github.com/weft-ml/weft/ops/ref"
+	"github.com/weft-ml/weft/shaders"
 )
 
 // Session is one session's device memory (backends.State): the
@@ -34,6 +35,10 @@ type Session struct {
 	segs   []backends.Segment // the running batch's sequences (check)
 
 	arena, scratch, step, out, table *Buffer
+	// tails holds the counters of the gate·up dispatches that quantize
+	// the FFN down's activations themselves (matvec.comp OUT_Q8_0), zero
+	// when the session starts; nil without such nodes.
+	tails *Buffer
 	kc, vc                           []*Buffer
 	tableOff                         []int64 // per RoPE parameter set
 
@@ -108,6 +113,14 @@ func (e *Executable) NewSession(o backends.StateOptions) (s *Session, err error)
 	}
 	if s.scratch, err = d.Alloc(max(4*e.q8Words, 4)); err != nil {
 		return s, err
+	}
+	if n := e.tailCounters(); n > 0 {
+		if s.tails, err = d.Alloc(4 * n); err != nil {
+			return s, err
+		}
+		if err = d.Upload(s.tails, 0, make([]byte, 4*n)); err != nil {
+			return s, err
+		}
 	}
 	if s.step, err = d.AllocMapped(4*e.stepWords(), false); err != nil {
 		return s, err
@@ -221,7 +234,7 @@ func (s *Session) Close() error {
 	if s.prof != nil && s.prof.print {
 		s.prof.Write(os.Stderr)
 	}
-	for _, b := range append(append([]*Buffer{s.arena, s.scratch, s.step, s.out, s.table}, s.kc...), s.vc...) {
+	for _, b := range append(append([]*Buffer{s.arena, s.scratch, s.step, s.out, s.table, s.tails}, s.kc...), s.vc...) {
 		b.Free()
 	}
 	s.steps, s.e = nil, nil
@@ -383,8 +396,9 @@ type recorder struct {
 	p    *Program
 	T, R int
 	// scratch is the node whose activations the scratch buffer holds
-	// (quantized or rounded for its matmuls), or -1.
-	scratch int
+	// (quantized or rounded for its matmuls), or -1; from word scratchOff.
+	scratch    int
+	scratchOff uint32
 }
 
 // record records every dispatch of a step shape (the whole graph, or one
@@ -521,7 +535,7 @@ func (r *recorder) node(v *value) error {
 		kernel, bufs := "rms_norm_mul_f32", []Range{x, dst, w}
 		if kind := r.s.e.normQuant[n.ID]; kind != "" {
 			// Its matmuls' activations too (fusedNormQuant).
-			r.scratch = n.ID
+			r.scratch, r.scratchOff = n.ID, 0
 			kernel, bufs = "rms_norm_mul_"+kind, append(bufs, Whole(r.s.scratch))
 		}
 		groups := rowGroups(rows)
@@ -668,7 +682,7 @@ func (r *recorder) attention(v *value, dst Range, doff uint32) error {
 	push := []uint32{uint32(heads), uint32(kvHeads), uint32(hd), uint32(r.T), qoff, doff, posoff, f32bits(scale), 0, celloff, uint32(a.Int("window")), f32bits(a.Float("softcap")), f32bits(capInv(a.Float("softcap")))}
 	if kind := r.s.e.normQuant[v.n.ID]; kind != "" {
 		// The output projection's activations too (fusedNormQuant).
-		r.scratch = v.n.ID
+		r.scratch, r.scratchOff = v.n.ID, 0
 		return r.dispatch(shader+"_"+kind, groups, push, q, Whole(r.s.step), kc, vc, dst, Whole(r.s.scratch))
 	}
 	return r.dispatch(shader, groups, push, q, Whole(r.s.step), kc, vc, dst)
@@ -718,7 +732,7 @@ func (r *recorder) ropeInAttention(v *value, f ropeKV, fused bool) func() error 
 		bufs := []Range{Whole(r.s.arena), Whole(r.s.step), Whole(r.s.kc[v.kv]), Whole(r.s.vc[v.kv]), dst}
 		if kind := r.s.e.normQuant[v.n.ID]; kind != "" {
 			// The output projection's activations too (fusedNormQuant).
-			r.scratch = v.n.ID
+			r.scratch, r.scratchOff = v.n.ID, 0
 			shader += "_" + kind
 			bufs = append(bufs, Whole(r.s.scratch))
 		}
@@ -790,11 +804,11 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		}
 		r.p.Stamp(name)
 		r.p.Barrier()
-		r.scratch = n.Inputs[0]
+		r.scratch, r.scratchOff = n.Inputs[0], 0
 	}
 	act := func(wt graph.DType) (Range, uint32) {
 		if wt != gguf.TypeF32 {
-			return Whole(r.s.scratch), 0
+			return Whole(r.s.scratch), r.scratchOff
 		}
 		return x, xoff
 	}
@@ -878,6 +892,9 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		if g.n.Type.DType != u.n.Type.DType || !g.n.Type.Shape.Equal(u.n.Type.Shape) {
 			return fmt.Errorf("gate %s and up %s differ", g.n.Type, u.n.Type)
 		}
+		if tail := r.gateUpTail(n, g, u, spec, groups, dst, doff, ntok, cols); tail != nil {
+			return tail()
+		}
 		return chunked(shader+"_gateup_"+kind, g, u, dst, doff, Range{}, 0)
 	case ops.MatMulBias:
 		// The bias row's element offset goes where the residual's would;
@@ -911,6 +928,41 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		return nil
 	}
 	return fmt.Errorf("no Vulkan matmul for %s", n.Op)
+}
+
+// gateUpTail returns the recording of a decode step's gate·up n that
+// also writes the FFN down's Q8_0 or Q8_1 activations (matvec.comp's
+// OUT_ variants: the last workgroup of each block of 32 rows quantizes
+// it), or nil where that does not apply: fusedNormQuant chose n, one
+// token, one row chunk of weights, a variant for the type, room in the
+// scratch beside n's own activations (which its other workgroups are
+// still reading) for the down's. A decode step saves the down's
+// quantize dispatch and barrier.
+func (r *recorder) gateUpTail(n *graph.Node, g, u *value, spec string, groups func(int) [3]uint32, dst Range, doff uint32, ntok, cols int) func() error {
+	kind := r.s.e.normQuant[n.ID]
+	rows := int(g.n.Type.Shape[0].N)
+	name := "matvec_gateup_" + weightKernel[g.n.Type.DType] + "_" + kind
+	if kind == "" || ntok != 1 || len(g.w) != 1 || len(u.w) != 1 || r.s.tails == nil || !hasKernel("matvec_gateup_")(g.n.Type.DType) {
+		return nil
+	}
+	if _, err := shaders.Lookup(name); err != nil {
+		return nil
+	}
+	own := actWords(actKind(g.n.Type.DType), int64(cols))
+	off := (r.scratchOff + uint32(own) + 63) &^ 63 // words, past n's own activations
+	if kind != "q8_0" && kind != "q8_1" || int64(off)+actWords(kind, int64(rows)) > r.s.e.q8Words {
+		return nil
+	}
+	return func() error {
+		xoff := r.scratchOff
+		push := []uint32{uint32(cols), uint32(rows), 1, xoff, doff, off, uint32(rows)}
+		bufs := []Range{weightRange(g, 0), Whole(r.s.scratch), dst, weightRange(u, 0), Whole(r.s.scratch), Whole(r.s.tails)}
+		if err := r.dispatch(name+spec, groups(rows), push, bufs...); err != nil {
+			return err
+		}
+		r.scratch, r.scratchOff = n.ID, off
+		return nil
+	}
 }
 
 // weightRange binds row chunk c of weight v: its buffer, from the
