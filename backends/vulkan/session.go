@@ -38,9 +38,9 @@ type Session struct {
 	// tails holds the counters of the gate·up dispatches that quantize
 	// the FFN down's activations themselves (matvec.comp OUT_Q8_0), zero
 	// when the session starts; nil without such nodes.
-	tails *Buffer
-	kc, vc                           []*Buffer
-	tableOff                         []int64 // per RoPE parameter set
+	tails    *Buffer
+	kc, vc   []*Buffer
+	tableOff []int64 // per RoPE parameter set
 
 	steps map[stepKey]*Program
 	order []stepKey // recording order, oldest first
