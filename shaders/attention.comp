@@ -31,10 +31,12 @@
 // 4 µs a layer slower; the loops are the unfused kernel's.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
 
+#define Q8_LANES // quantize.glsl's q8_lanes, for the Q8_0/Q8_1 variants
 #include "attention.glsl"
 #include "reduce.glsl"
 
@@ -238,13 +240,14 @@ void main() {
 #endif
     }
 #ifdef BW
+    // The head's hd/32 activation blocks, an invocation per value
+    // (q8_lanes: store_q8_block's bits; a block's scale by one subgroup
+    // operation instead of one invocation's loop over 32 values).
     barrier();
-    if (tid < hd / 32u) {
-        float v[32];
-        for (uint j = 0u; j < 32u; j++) {
-            v[j] = qs[32u * tid + j];
-        }
-        store_q8_block(pc.aoff + ((t * pc.heads + h) * hd / 32u + tid) * BW, v);
+    for (uint base = 0u; base < hd; base += WG) { // uniform: every invocation loops alike
+        const uint i = base + tid;
+        const bool live = i < hd;
+        q8_lanes(live ? qs[i] : 0.0, live, tid, pc.aoff + ((t * pc.heads + h) * hd / 32u + i / 32u) * BW);
     }
 #endif
 }
