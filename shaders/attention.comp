@@ -37,6 +37,9 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
 
 #define Q8_LANES // quantize.glsl's q8_lanes, for the Q8_0/Q8_1 variants
+#ifdef Q8_K
+#define Q8K_LANES // and q8k_lanes for Q8_K (a workgroup of 256)
+#endif
 #include "attention.glsl"
 #include "reduce.glsl"
 
@@ -239,6 +242,20 @@ void main() {
         qs[dd] = v; // q is no longer needed
 #endif
     }
+#ifdef Q8_K
+    // One token: the heads of a super-block are its 256 values.
+    memoryBarrierBuffer();
+    barrier(); // the head's output is written and visible
+    const uint sb = h * hd / 256u, per = 256u / hd;
+    if (tid == 0u) {
+        qs[0] = uintBitsToFloat(atomicAdd(cnt[sb], 1u) % per == per - 1u ? 1u : 0u);
+    }
+    barrier();
+    if (floatBitsToUint(qs[0]) == 1u) { // uniform: the whole workgroup
+        memoryBarrierBuffer();
+        q8k_lanes(o[pc.ooff + sb * 256u + tid], true, tid, pc.aoff + sb * 73u);
+    }
+#endif
 #ifdef BW
     // The head's hd/32 activation blocks, an invocation per value
     // (q8_lanes: store_q8_block's bits; a block's scale by one subgroup

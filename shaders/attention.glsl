@@ -29,7 +29,11 @@ layout(binding = 3) buffer VC { uint vc[]; };
 layout(binding = 2) readonly buffer KC { uint kc[]; };
 layout(binding = 3) readonly buffer VC { uint vc[]; };
 #endif
+#ifdef Q8_K
+layout(binding = 4) coherent buffer O { float o[]; }; // read back by a super-block's last workgroup
+#else
 layout(binding = 4) writeonly buffer O { float o[]; };
+#endif
 
 #include "half.glsl"
 
@@ -37,22 +41,29 @@ layout(binding = 4) writeonly buffer O { float o[]; };
 // of the matmul that reads it (the output projection), as quantize_q8
 // would: a head of hd values (a multiple of 32) is hd/32 whole blocks of
 // its token's row.
-#if defined(Q8_0) || defined(Q8_1)
+#if defined(Q8_0) || defined(Q8_1) || defined(Q8_K)
 layout(binding = 5) writeonly buffer A { uint qa[]; };
 #define QOUT qa
 #if defined(Q8_0)
 #define BW 9u
-#else
+#elif defined(Q8_1)
 #define BW 10u
 #endif
 #endif
 #include "quantize.glsl"
 
 #ifdef ROPE_KV
-#if defined(Q8_0) || defined(Q8_1)
+#if defined(Q8_0) || defined(Q8_1) || defined(Q8_K)
 layout(binding = 6) readonly buffer Table { float table[]; };
 #else
 layout(binding = 5) readonly buffer Table { float table[]; };
+#endif
+#ifdef Q8_K
+// Variant Q8_K (decode, ROPE_KV only): a super-block of the output row
+// spans 256/hd heads, so the last of their workgroups to finish (an
+// atomic counter per super-block, counting modulo 256/hd from zero)
+// quantizes it with q8k_lanes, as quantize_q8k would.
+layout(binding = 7) coherent buffer Cnt { uint cnt[]; };
 #endif
 #define ROPE_SRC(i) q[i]
 #include "rope.glsl"

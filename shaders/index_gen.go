@@ -165,6 +165,12 @@ var spvAttentionRkvF16Q81 []byte
 //go:embed spv/attention_rkv_f32_q8_1.spv
 var spvAttentionRkvF32Q81 []byte
 
+//go:embed spv/attention_rkv_f16_q8_k.spv
+var spvAttentionRkvF16Q8K []byte
+
+//go:embed spv/attention_rkv_f32_q8_k.spv
+var spvAttentionRkvF32Q8K []byte
+
 //go:embed spv/attention_coop_f16.spv
 var spvAttentionCoopF16 []byte
 
@@ -1625,6 +1631,22 @@ var kernels = []Kernel{{
 	Name:      "attention_rkv_f32_q8_1",
 	PushBytes: 72,
 	SPIRV:     spvAttentionRkvF32Q81,
+	Source:    "attention.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  8,
+	Defines:   []string{"KV_F16", "ROPE_KV", "Q8_K"},
+	Name:      "attention_rkv_f16_q8_k",
+	PushBytes: 72,
+	SPIRV:     spvAttentionRkvF16Q8K,
+	Source:    "attention.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  8,
+	Defines:   []string{"KV_F32", "ROPE_KV", "Q8_K"},
+	Name:      "attention_rkv_f32_q8_k",
+	PushBytes: 72,
+	SPIRV:     spvAttentionRkvF32Q8K,
 	Source:    "attention.comp",
 	Workgroup: 256,
 }, {

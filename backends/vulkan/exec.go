@@ -681,6 +681,9 @@ func fusedNormQuant(g *graph.Graph, order []int, here func(int) bool) map[int]st
 		switch {
 		case n.Op == ops.Attention && n.Attrs.Int("head_dim")%32 == 0:
 			kinds = kinds[:2]
+			if hd := n.Attrs.Int("head_dim"); 256%hd == 0 && width%256 == 0 && !testNoFusion {
+				kinds = append(kinds, "q8_k") // a decode step's, whole heads a super-block (attentionTail)
+			}
 		case n.Op == ops.MatMulGateUpSwiGLU && width%32 == 0 && !testNoFusion:
 			kinds = kinds[:2] // a decode step's (gateUpTail)
 		case n.Op != ops.RMSNormMul || width%32 != 0:
@@ -713,17 +716,21 @@ func fusedNormQuant(g *graph.Graph, order []int, here func(int) bool) map[int]st
 	return out
 }
 
-// tailCounters is the words of the counters buffer the gate·up nodes
-// that write their FFN down's activations need (a block of 32 rows
-// each; gateUpTail), 0 for none.
-func (e *Executable) tailCounters() int64 {
-	var n int64
-	for id := range e.normQuant {
-		if node := e.g.Nodes[id]; node.Op == ops.MatMulGateUpSwiGLU {
-			n = max(n, (node.Type.Shape.Inner().N+31)/32)
+// tailCounters is the words of counters the nodes that write their
+// readers' activations from a last workgroup need: a gate·up writing the
+// FFN down's Q8_0/Q8_1 (a block of 32 rows each; gateUpTail), an
+// Attention writing Q8_K (a super-block of 256 values each). The two
+// kinds count modulo different numbers, so they get separate counters.
+func (e *Executable) tailCounters() (gateUp, attention int64) {
+	for id, kind := range e.normQuant {
+		switch node := e.g.Nodes[id]; {
+		case node.Op == ops.MatMulGateUpSwiGLU:
+			gateUp = max(gateUp, (node.Type.Shape.Inner().N+31)/32)
+		case node.Op == ops.Attention && kind == "q8_k":
+			attention = max(attention, node.Type.Shape.Inner().N/256)
 		}
 	}
-	return n
+	return gateUp, attention
 }
 
 // ropeKV names the RoPE nodes an Attention's KV store dispatch runs

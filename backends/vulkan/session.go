@@ -35,12 +35,14 @@ type Session struct {
 	segs   []backends.Segment // the running batch's sequences (check)
 
 	arena, scratch, step, out, table *Buffer
-	// tails holds the counters of the gate·up dispatches that quantize
-	// the FFN down's activations themselves (matvec.comp OUT_Q8_0), zero
-	// when the session starts; nil without such nodes.
-	tails    *Buffer
-	kc, vc   []*Buffer
-	tableOff []int64 // per RoPE parameter set
+	// tails holds the counters of the dispatches whose last workgroups
+	// quantize their readers' activations (tailCounters): the gate·ups'
+	// from byte 0, the attentions' (Q8_K) from byte attnTails; zero when
+	// the session starts; nil without such nodes.
+	tails     *Buffer
+	attnTails int64
+	kc, vc    []*Buffer
+	tableOff  []int64 // per RoPE parameter set
 
 	steps map[stepKey]*Program
 	order []stepKey // recording order, oldest first
@@ -114,11 +116,14 @@ func (e *Executable) NewSession(o backends.StateOptions) (s *Session, err error)
 	if s.scratch, err = d.Alloc(max(4*e.q8Words, 4)); err != nil {
 		return s, err
 	}
-	if n := e.tailCounters(); n > 0 {
-		if s.tails, err = d.Alloc(4 * n); err != nil {
+	if g, a := e.tailCounters(); g+a > 0 {
+		align := max(int64(d.props.Limits.MinStorageBufferOffsetAlignment), 4)
+		s.attnTails = (4*g + align - 1) / align * align
+		size := s.attnTails + 4*a
+		if s.tails, err = d.Alloc(size); err != nil {
 			return s, err
 		}
-		if err = d.Upload(s.tails, 0, make([]byte, 4*n)); err != nil {
+		if err = d.Upload(s.tails, 0, make([]byte, size)); err != nil {
 			return s, err
 		}
 	}
@@ -680,7 +685,7 @@ func (r *recorder) attention(v *value, dst Range, doff uint32) error {
 		}
 	}
 	push := []uint32{uint32(heads), uint32(kvHeads), uint32(hd), uint32(r.T), qoff, doff, posoff, f32bits(scale), 0, celloff, uint32(a.Int("window")), f32bits(a.Float("softcap")), f32bits(capInv(a.Float("softcap")))}
-	if kind := r.s.e.normQuant[v.n.ID]; kind != "" {
+	if kind := r.s.e.normQuant[v.n.ID]; kind != "" && kind != "q8_k" { // Q8_K: only a decode step's (ropeInAttention)
 		// The output projection's activations too (fusedNormQuant).
 		r.scratch, r.scratchOff = v.n.ID, 0
 		return r.dispatch(shader+"_"+kind, groups, push, q, Whole(r.s.step), kc, vc, dst, Whole(r.s.scratch))
@@ -730,14 +735,20 @@ func (r *recorder) ropeInAttention(v *value, f ropeKV, fused bool) func() error 
 			koff, voff, uint32(r.s.tableOff[rk.rope]), uint32(rp.Dims / 2), boolWord(rk.n.Attrs.Bool("neox"))}
 		shader := "attention_rkv_" + r.s.kvType.String()
 		bufs := []Range{Whole(r.s.arena), Whole(r.s.step), Whole(r.s.kc[v.kv]), Whole(r.s.vc[v.kv]), dst}
-		if kind := r.s.e.normQuant[v.n.ID]; kind != "" {
-			// The output projection's activations too (fusedNormQuant).
+		kind := r.s.e.normQuant[v.n.ID]
+		if kind != "" {
+			// The output projection's activations too (fusedNormQuant;
+			// Q8_K by a super-block's last workgroup, counted in tails).
 			r.scratch, r.scratchOff = v.n.ID, 0
 			shader += "_" + kind
 			bufs = append(bufs, Whole(r.s.scratch))
 		}
+		bufs = append(bufs, Whole(r.s.table))
+		if kind == "q8_k" {
+			bufs = append(bufs, Range{Buf: r.s.tails, Offset: r.s.attnTails})
+		}
 		groups := [3]uint32{uint32(a.Int("heads")), 1, 1}
-		return r.dispatch(shader, groups, push, append(bufs, Whole(r.s.table))...)
+		return r.dispatch(shader, groups, push, bufs...)
 	}
 }
 

@@ -111,12 +111,16 @@ func init() {
 		}
 	}
 	// A decode step's attention that also rotates and stores the step's
-	// own keys and values (rope_kv.comp's work), float caches only.
-	for _, act := range []string{"", "q8_0", "q8_1"} {
+	// own keys and values (rope_kv.comp's work), float caches only; with
+	// Q8_K activations too (a counter buffer at binding 7).
+	for _, act := range []string{"", "q8_0", "q8_1", "q8_k"} {
 		for _, kv := range []string{"f16", "f32"} {
 			name, defines, bindings := "attention_rkv_"+kv, []string{"KV_" + strings.ToUpper(kv), "ROPE_KV"}, 6
 			if act != "" {
 				name, defines, bindings = name+"_"+act, append(defines, strings.ToUpper(act)), 7
+			}
+			if act == "q8_k" {
+				bindings = 8
 			}
 			variants = append(variants, variant{name, "attention.comp", defines, bindings, 72, 256})
 		}
