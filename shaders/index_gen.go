@@ -69,6 +69,9 @@ var spvQuantizeQ80 []byte
 //go:embed spv/quantize_q8_k.spv
 var spvQuantizeQ8K []byte
 
+//go:embed spv/quantize_q8_k_lanes.spv
+var spvQuantizeQ8KLanes []byte
+
 //go:embed spv/round_f16.spv
 var spvRoundF16 []byte
 
@@ -1376,6 +1379,14 @@ var kernels = []Kernel{{
 	Name:      "quantize_q8_k",
 	PushBytes: 16,
 	SPIRV:     spvQuantizeQ8K,
+	Source:    "quantize_q8k.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  2,
+	Defines:   []string{"LANES"},
+	Name:      "quantize_q8_k_lanes",
+	PushBytes: 16,
+	SPIRV:     spvQuantizeQ8KLanes,
 	Source:    "quantize_q8k.comp",
 	Workgroup: 256,
 }, {

@@ -295,11 +295,13 @@ func TestQuantizeQ8K(t *testing.T) {
 		require.NoError(t, quant.Quantize(gguf.TypeQ8_K, x, want))
 		const xoff, qoff = 5, 9
 		nw := c.ntok * c.cols / 256 * 73
-		xb, qb := e.place(xoff, x), e.out(qoff+nw)
-		e.run("quantize_q8_k", [3]uint32{2, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
-		raw := make([]byte, 4*nw)
-		require.NoError(t, e.d.Download(raw, qb, 4*qoff))
-		require.Equal(t, want, raw, "%d×%d", c.ntok, c.cols)
+		for _, name := range []string{"quantize_q8_k", "quantize_q8_k_lanes"} {
+			xb, qb := e.place(xoff, x), e.out(qoff+nw)
+			e.run(name, [3]uint32{2, 1, 1}, pushWords(c.cols, c.ntok, xoff, qoff), xb, qb)
+			raw := make([]byte, 4*nw)
+			require.NoError(t, e.d.Download(raw, qb, 4*qoff))
+			require.Equal(t, want, raw, "%s %d×%d", name, c.ntok, c.cols)
+		}
 	}
 }
 

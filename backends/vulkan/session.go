@@ -807,6 +807,9 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		switch kind {
 		case "q8_k":
 			groups = [3]uint32{uint32(min(ntok*cols/256, 65535)), 1, 1} // one workgroup per super-block
+			if ntok == 1 {
+				name = "quantize_q8_k_lanes" // a decode step's: an invocation per value
+			}
 		case "f16", "bf16":
 			name, groups = "round_"+kind, strided(ntok*cols, 64)
 		}
