@@ -51,6 +51,7 @@ func TestFusedDispatchesBitIdentical(t *testing.T) {
 			restore := vulkan.DisableFusion()
 			plain := load(t, d, g, f, 64)
 			restore()
+			fusedDecode := 0 // a decode step's dispatches, fused, f16 cache
 			for _, kv := range []backends.KVType{backends.KVF16, backends.KVF32} {
 				run := func(e *vulkan.Executable) (*vulkan.Session, [][]float32) {
 					s, err := e.NewSession(backends.StateOptions{Ctx: 64, KVType: kv})
@@ -81,7 +82,20 @@ func TestFusedDispatchesBitIdentical(t *testing.T) {
 				t.Logf("kv %s decode step: %d dispatches, %d barriers (separately: %d, %d); %d of %d QKV packed", kv, df, bf, dp, bp, vulkan.PackedQKV(fused), c.shape.Layers)
 				assert.Equal(t, dp-c.saved-2*vulkan.PackedQKV(fused), df, "dispatches")
 				assert.Equal(t, bp-c.saved, bf, "barriers")
+				if kv == backends.KVF16 {
+					fusedDecode = df
+				}
 			}
+			// A session of one token at a time saves as many (the gate·up
+			// still has room in the scratch for the down's activations).
+			one := load(t, d, g, f, 1)
+			s1, err := one.NewSession(backends.StateOptions{Ctx: 64, KVType: backends.KVF16})
+			require.NoError(t, err)
+			t.Cleanup(func() { s1.Close() })
+			_, err = s1.Run(backends.Batch{Tokens: []int32{7}, Positions: []int32{0}, Rows: []int32{0}})
+			require.NoError(t, err)
+			d1, _ := vulkan.StepCounts(s1, 1, 1)
+			assert.Equal(t, fusedDecode, d1, "decode dispatches with MaxTokens 1")
 		})
 	}
 }

@@ -261,7 +261,11 @@ func (e *Executable) prepare(n *graph.Node, w backends.Weights) error {
 	// one conversion serves them all.
 	for _, id := range ops.MatMulWeights(n) {
 		wt := e.g.Nodes[id]
-		e.q8Words = max(e.q8Words, int64(e.maxTokens)*actWords(actKind(wt.Type.DType), wt.Type.Shape[1].N))
+		words := actWords(actKind(wt.Type.DType), wt.Type.Shape[1].N)
+		// Room for two tokens' worth too: a decode step's gate·up writes
+		// the FFN down's activations beside its own (gateUpTail), also
+		// when the session runs one token at a time.
+		e.q8Words = max(e.q8Words, int64(e.maxTokens)*words, 2*words+64)
 	}
 	return nil
 }
