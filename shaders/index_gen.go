@@ -798,6 +798,9 @@ var spvMatvecGegluQ4K []byte
 //go:embed spv/matvec_qkv_q4_k.spv
 var spvMatvecQkvQ4K []byte
 
+//go:embed spv/matvec_gateup_q4_k_q8_k.spv
+var spvMatvecGateupQ4KQ8K []byte
+
 //go:embed spv/get_rows_q5_k.spv
 var spvGetRowsQ5K []byte
 
@@ -848,6 +851,9 @@ var spvMatvecGegluQ5K []byte
 
 //go:embed spv/matvec_qkv_q5_k.spv
 var spvMatvecQkvQ5K []byte
+
+//go:embed spv/matvec_gateup_q5_k_q8_k.spv
+var spvMatvecGateupQ5KQ8K []byte
 
 //go:embed spv/get_rows_q6_k.spv
 var spvGetRowsQ6K []byte
@@ -900,6 +906,9 @@ var spvMatvecGegluQ6K []byte
 //go:embed spv/matvec_qkv_q6_k.spv
 var spvMatvecQkvQ6K []byte
 
+//go:embed spv/matvec_gateup_q6_k_q8_k.spv
+var spvMatvecGateupQ6KQ8K []byte
+
 //go:embed spv/get_rows_q2_k.spv
 var spvGetRowsQ2K []byte
 
@@ -936,6 +945,9 @@ var spvMatvecGegluQ2K []byte
 //go:embed spv/matvec_qkv_q2_k.spv
 var spvMatvecQkvQ2K []byte
 
+//go:embed spv/matvec_gateup_q2_k_q8_k.spv
+var spvMatvecGateupQ2KQ8K []byte
+
 //go:embed spv/get_rows_q3_k.spv
 var spvGetRowsQ3K []byte
 
@@ -971,6 +983,9 @@ var spvMatvecGegluQ3K []byte
 
 //go:embed spv/matvec_qkv_q3_k.spv
 var spvMatvecQkvQ3K []byte
+
+//go:embed spv/matvec_gateup_q3_k_q8_k.spv
+var spvMatvecGateupQ3KQ8K []byte
 
 //go:embed spv/get_rows_iq4_nl.spv
 var spvGetRowsIq4Nl []byte
@@ -1028,6 +1043,9 @@ var spvMatvecGegluIq4Xs []byte
 
 //go:embed spv/matvec_qkv_iq4_xs.spv
 var spvMatvecQkvIq4Xs []byte
+
+//go:embed spv/matvec_gateup_iq4_xs_q8_k.spv
+var spvMatvecGateupIq4XsQ8K []byte
 
 //go:embed spv/get_rows_iq2_xxs.spv
 var spvGetRowsIq2Xxs []byte
@@ -3325,6 +3343,14 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
+	Bindings:  6,
+	Defines:   []string{"W_Q4_K", "GATEUP", "OUT_Q8_K"},
+	Name:      "matvec_gateup_q4_k_q8_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ4KQ8K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
 	Bindings:  3,
 	Defines:   []string{"W_Q5_K"},
 	Name:      "get_rows_q5_k",
@@ -3458,6 +3484,14 @@ var kernels = []Kernel{{
 	Name:      "matvec_qkv_q5_k",
 	PushBytes: 48,
 	SPIRV:     spvMatvecQkvQ5K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"W_Q5_K", "GATEUP", "OUT_Q8_K"},
+	Name:      "matvec_gateup_q5_k_q8_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ5KQ8K,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -3597,6 +3631,14 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
+	Bindings:  6,
+	Defines:   []string{"W_Q6_K", "GATEUP", "OUT_Q8_K"},
+	Name:      "matvec_gateup_q6_k_q8_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ6KQ8K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
 	Bindings:  3,
 	Defines:   []string{"W_Q2_K"},
 	Name:      "get_rows_q2_k",
@@ -3693,6 +3735,14 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
+	Bindings:  6,
+	Defines:   []string{"W_Q2_K", "GATEUP", "OUT_Q8_K"},
+	Name:      "matvec_gateup_q2_k_q8_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ2KQ8K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
 	Bindings:  3,
 	Defines:   []string{"W_Q3_K"},
 	Name:      "get_rows_q3_k",
@@ -3786,6 +3836,14 @@ var kernels = []Kernel{{
 	Name:      "matvec_qkv_q3_k",
 	PushBytes: 48,
 	SPIRV:     spvMatvecQkvQ3K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"W_Q3_K", "GATEUP", "OUT_Q8_K"},
+	Name:      "matvec_gateup_q3_k_q8_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupQ3KQ8K,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
@@ -3938,6 +3996,14 @@ var kernels = []Kernel{{
 	Name:      "matvec_qkv_iq4_xs",
 	PushBytes: 48,
 	SPIRV:     spvMatvecQkvIq4Xs,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"W_IQ4_XS", "GATEUP", "OUT_Q8_K"},
+	Name:      "matvec_gateup_iq4_xs_q8_k",
+	PushBytes: 28,
+	SPIRV:     spvMatvecGateupIq4XsQ8K,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {

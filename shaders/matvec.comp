@@ -92,7 +92,7 @@ layout(binding = 1) readonly buffer Xq { uint xq[]; };
 #else
 layout(binding = 1) readonly buffer X { float x[]; };
 #endif
-#if defined(OUT_Q8_0) || defined(OUT_Q8_1)
+#if defined(OUT_Q8_0) || defined(OUT_Q8_1) || defined(OUT_Q8_K)
 layout(binding = 2) coherent buffer D { float d[]; };
 #else
 layout(binding = 2) buffer D { float d[]; };
@@ -118,8 +118,8 @@ layout(binding = 3) readonly buffer Ut { uint u[]; };
 #include "gelu.glsl"
 #endif
 
-#if defined(OUT_Q8_0) || defined(OUT_Q8_1)
-// Variants OUT_Q8_0, OUT_Q8_1 (a decode step's gate·up whose output only
+#if defined(OUT_Q8_0) || defined(OUT_Q8_1) || defined(OUT_Q8_K)
+// Variants OUT_Q8_0, OUT_Q8_1, OUT_Q8_K (a decode step's gate·up whose output only
 // the FFN down reads, as Q8_0 or Q8_1 activations): the workgroup that
 // finishes a block's 32 rows last also quantizes the block, as
 // quantize_q8 would, into qa from word eoff (the push constant ADD's
@@ -127,12 +127,23 @@ layout(binding = 3) readonly buffer Ut { uint u[]; };
 // session starts) counts its workgroups modulo 32/ROWS, so every step
 // and layer leaves it where it found it. Saves the down's quantize
 // dispatch and barrier. d is read back by other workgroups: coherent.
-#define Q8_LANES
+// OUT_Q8_K: super-blocks of 256 rows, quantized by the workgroup's 64
+// invocations 4 values each (q8k_quads; WG must be 64).
 #define QOUT qa
+#if defined(OUT_Q8_K)
+#define Q8K_QUADS
+#define Q8K_SRC(i) d[i]
+#define QBLOCK 256u // rows a quantized block
+#define QWORDS 73u  // its words
+#else
+#define Q8_LANES
+#define QBLOCK 32u
 #ifdef OUT_Q8_0
 #define BW 9u
 #else
 #define BW 10u
+#endif
+#define QWORDS BW
 #endif
 layout(binding = 4) writeonly buffer QA { uint qa[]; };
 layout(binding = 5) coherent buffer Cnt { uint cnt[]; };
@@ -537,21 +548,25 @@ void main() {
         d[pc.doff + o] = v;
 #endif
     }
-#if defined(OUT_Q8_0) || defined(OUT_Q8_1)
+#if defined(OUT_Q8_0) || defined(OUT_Q8_1) || defined(OUT_Q8_K)
     // One token (a decode step): rows row0 … are elements of its row.
     memoryBarrierBuffer();
     barrier(); // the workgroup's rows are written and visible
-    const uint blk = row0 / 32u;
+    const uint blk = row0 / QBLOCK;
     if (gl_LocalInvocationID.x == 0u) {
-        const uint per = 32u / ROWS; // workgroups a block
+        const uint per = QBLOCK / ROWS; // workgroups a block
         tail = atomicAdd(cnt[blk], 1u) % per == per - 1u;
     }
     barrier();
     if (tail) { // uniform: the whole workgroup
         memoryBarrierBuffer();
+#ifdef OUT_Q8_K
+        q8k_quads(pc.doff + QBLOCK * blk, pc.eoff + blk * QWORDS);
+#else
         const uint t = gl_LocalInvocationID.x;
         const bool live32 = t < 32u && 32u * blk + t < pc.nrows;
         q8_lanes(live32 ? d[pc.doff + 32u * blk + t] : 0.0, live32, t, pc.eoff + blk * BW);
+#endif
     }
 #endif
 }

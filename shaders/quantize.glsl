@@ -203,6 +203,78 @@ void q8k_lanes(float v, bool live, uint t, uint o) {
 }
 #endif
 
+#ifdef Q8K_QUADS
+// q8k_quads quantizes the 256 values from element base of Q8K_SRC (the
+// includer's source, Q8K_SRC(i)) into the Q8_K super-block at word o, as
+// quant.QuantizeRow does, in a workgroup of 64 invocations (WG must be
+// 64), 4 values each: the first index of the largest |value| (ties to
+// the lower index) by a tree in shared memory, then the iscale, int8 and
+// d from that value, and per 16 values the int16 sum. Every invocation
+// must call it (barriers); it ends with one.
+shared float samax[64];
+shared uint sidx[64];
+shared uint sq[64];
+void q8k_quads(uint base, uint o) {
+    const uint l = gl_LocalInvocationID.x;
+    // The first index of the largest |x| among this invocation's 4,
+    // then across the workgroup (ties to the lower index).
+    float am = 0.0;
+    uint ai = 0xffffffffu;
+    for (uint j = 0u; j < 4u; j++) {
+        const float a = abs(Q8K_SRC(base + 4u * l + j));
+        if (am < a) {
+            am = a;
+            ai = 4u * l + j;
+        }
+    }
+    samax[l] = am;
+    sidx[l] = ai;
+    barrier();
+    for (uint s = 32u; s > 0u; s >>= 1) {
+        if (l < s) {
+            const float b = samax[l + s];
+            const uint bi = sidx[l + s];
+            if (b > samax[l] || (b == samax[l] && bi < sidx[l])) {
+                samax[l] = b;
+                sidx[l] = bi;
+            }
+        }
+        barrier();
+    }
+    const float amax = samax[0];
+    const uint mi = sidx[0];
+    uint word = 0u;
+    if (amax != 0.0) {
+        const float iscale = div_rn(-127.0, Q8K_SRC(base + mi));
+        for (uint j = 0u; j < 4u; j++) {
+            precise float v = iscale * Q8K_SRC(base + 4u * l + j);
+            const int qv = min(127, int(roundEven(v)));
+            word |= (uint(qv) & 0xffu) << (8u * j);
+        }
+        if (l == 0u) {
+            QOUT[o] = floatBitsToUint(div_rn(1.0, iscale));
+        }
+    } else if (l == 0u) {
+        QOUT[o] = 0u;
+    }
+    QOUT[o + 1u + l] = word;
+    sq[l] = word;
+    barrier();
+    if (l < 8u) {
+        // Sums of values 32l..32l+15 and 32l+16..32l+31.
+        int s0 = 0, s1 = 0;
+        for (uint k = 0u; k < 4u; k++) {
+            for (uint j = 0u; j < 4u; j++) {
+                s0 += bitfieldExtract(int(sq[8u * l + k]), int(8u * j), 8);
+                s1 += bitfieldExtract(int(sq[8u * l + 4u + k]), int(8u * j), 8);
+            }
+        }
+        QOUT[o + 65u + l] = (uint(s0) & 0xffffu) | (uint(s1) << 16);
+    }
+    barrier();
+}
+#endif
+
 // bf16_bits is f rounded to bfloat16, as quant.FP32ToBF16 (nearest even,
 // NaNs made quiet), as the bits of a float32.
 uint bf16_bits(float f) {

@@ -44,72 +44,14 @@ void main() {
     }
 }
 #else
-shared float samax[64];
-shared uint sidx[64];
-shared uint sq[64];
+#define Q8K_QUADS
+#define Q8K_SRC(i) x[i]
+#include "quantize.glsl"
 
 void main() {
     const uint nb = pc.ncols / 256u;
-    const uint l = gl_LocalInvocationID.x;
     for (uint i = gl_WorkGroupID.x; i < nb * pc.ntok; i += gl_NumWorkGroups.x) {
-        const uint base = pc.xoff + (i / nb) * pc.ncols + (i % nb) * 256u;
-        // The first index of the largest |x| among this invocation's 4,
-        // then across the workgroup (ties to the lower index).
-        float am = 0.0;
-        uint ai = 0xffffffffu;
-        for (uint j = 0u; j < 4u; j++) {
-            const float a = abs(x[base + 4u * l + j]);
-            if (am < a) {
-                am = a;
-                ai = 4u * l + j;
-            }
-        }
-        samax[l] = am;
-        sidx[l] = ai;
-        barrier();
-        for (uint s = 32u; s > 0u; s >>= 1) {
-            if (l < s) {
-                const float b = samax[l + s];
-                const uint bi = sidx[l + s];
-                if (b > samax[l] || (b == samax[l] && bi < sidx[l])) {
-                    samax[l] = b;
-                    sidx[l] = bi;
-                }
-            }
-            barrier();
-        }
-        const float amax = samax[0];
-        const uint mi = sidx[0];
-        const uint o = pc.qoff + i * 73u;
-        uint word = 0u;
-        if (amax != 0.0) {
-            const float iscale = div_rn(-127.0, x[base + mi]);
-            for (uint j = 0u; j < 4u; j++) {
-                precise float v = iscale * x[base + 4u * l + j];
-                const int qv = min(127, int(roundEven(v)));
-                word |= (uint(qv) & 0xffu) << (8u * j);
-            }
-            if (l == 0u) {
-                q[o] = floatBitsToUint(div_rn(1.0, iscale));
-            }
-        } else if (l == 0u) {
-            q[o] = 0u;
-        }
-        q[o + 1u + l] = word;
-        sq[l] = word;
-        barrier();
-        if (l < 8u) {
-            // Sums of values 32l..32l+15 and 32l+16..32l+31.
-            int s0 = 0, s1 = 0;
-            for (uint k = 0u; k < 4u; k++) {
-                for (uint j = 0u; j < 4u; j++) {
-                    s0 += bitfieldExtract(int(sq[8u * l + k]), int(8u * j), 8);
-                    s1 += bitfieldExtract(int(sq[8u * l + 4u + k]), int(8u * j), 8);
-                }
-            }
-            q[o + 65u + l] = (uint(s0) & 0xffffu) | (uint(s1) << 16);
-        }
-        barrier();
+        q8k_quads(pc.xoff + (i / nb) * pc.ncols + (i % nb) * 256u, pc.qoff + i * 73u);
     }
 }
 #endif

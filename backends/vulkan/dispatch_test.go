@@ -24,8 +24,8 @@ import (
 // heads of 64 and 32, and save their dispatches and barriers in a decode
 // step: three of each per layer for the RoPEs and the KV store (a decode
 // step's attention does their work itself), one per layer where the
-// gate·up writes the FFN down's Q8_0 activations or the attention its
-// output projection's Q8_K, one per norm writing Q8_K
+// gate·up writes the FFN down's Q8_0 or Q8_K activations, one where the
+// attention writes its output projection's Q8_K, one per norm writing Q8_K
 // (two a layer with K-quant weights, and the output norm before a Q6_K
 // output), and two dispatches per packed QKV.
 func TestFusedDispatchesBitIdentical(t *testing.T) {
@@ -39,7 +39,7 @@ func TestFusedDispatchesBitIdentical(t *testing.T) {
 		saved int // dispatches and barriers per decode step
 	}{
 		{"q4_0", synth.Shape{Dim: 256, FFN: 512, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 512, Ctx: 64}, 4*2 + 1},
-		{"q4_k_m", synth.Shape{Dim: 256, FFN: 512, Layers: 2, Heads: 8, KVHeads: 8, Vocab: 512, Ctx: 64}, 3*2 + 3*2 + 1},
+		{"q4_k_m", synth.Shape{Dim: 256, FFN: 512, Layers: 2, Heads: 8, KVHeads: 8, Vocab: 512, Ctx: 64}, 3*2 + 4*2 + 1},
 	} {
 		t.Run(c.typ, func(t *testing.T) {
 			ft, err := synth.ParseFileType(c.typ)

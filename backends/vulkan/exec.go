@@ -690,6 +690,9 @@ func fusedNormQuant(g *graph.Graph, order []int, here func(int) bool) map[int]st
 			}
 		case n.Op == ops.MatMulGateUpSwiGLU && width%32 == 0 && !testNoFusion:
 			kinds = kinds[:2] // a decode step's (gateUpTail)
+			if width%256 == 0 {
+				kinds = append(kinds, "q8_k")
+			}
 		case n.Op != ops.RMSNormMul || width%32 != 0:
 			continue
 		case width%256 == 0 && ops.NormGroup(n.Attrs, width) == width && !testNoFusion:
@@ -720,22 +723,34 @@ func fusedNormQuant(g *graph.Graph, order []int, here func(int) bool) map[int]st
 	return out
 }
 
-// tailCounters is the words of counters the nodes that write their
-// readers' activations from a last workgroup need: a gate·up writing the
-// FFN down's Q8_0/Q8_1 (a block of 32 rows each; gateUpTail), an
-// Attention writing Q8_K (a super-block of 256 values each). The two
-// kinds count modulo different numbers, so they get separate counters.
-func (e *Executable) tailCounters() (gateUp, attention int64) {
+// tailCounters is the words of counters, per region, the nodes that
+// write their readers' activations from a last workgroup need: a gate·up
+// writing the FFN down's Q8_0/Q8_1 (a block of 32 rows each) or Q8_K (a
+// super-block of 256 rows; gateUpTail), an Attention writing Q8_K (a
+// super-block of 256 values each). Each region counts modulo its own
+// number of workgroups, so they lie apart.
+func (e *Executable) tailCounters() (words [tailKinds]int64) {
 	for id, kind := range e.normQuant {
 		switch node := e.g.Nodes[id]; {
+		case node.Op == ops.MatMulGateUpSwiGLU && kind == "q8_k":
+			words[tailGateUpK] = max(words[tailGateUpK], node.Type.Shape.Inner().N/256)
 		case node.Op == ops.MatMulGateUpSwiGLU:
-			gateUp = max(gateUp, (node.Type.Shape.Inner().N+31)/32)
+			words[tailGateUp] = max(words[tailGateUp], (node.Type.Shape.Inner().N+31)/32)
 		case node.Op == ops.Attention && kind == "q8_k":
-			attention = max(attention, node.Type.Shape.Inner().N/256)
+			words[tailAttention] = max(words[tailAttention], node.Type.Shape.Inner().N/256)
 		}
 	}
-	return gateUp, attention
+	return words
 }
+
+// The tails buffer's regions, one per kind of counter: each counts
+// modulo its own number of workgroups.
+const (
+	tailGateUp    = iota // gate·up, Q8_0/Q8_1 blocks of 32 rows
+	tailGateUpK          // gate·up, Q8_K super-blocks of 256 rows
+	tailAttention        // attention, Q8_K super-blocks of 256/hd heads
+	tailKinds
+)
 
 // ropeKV names the RoPE nodes an Attention's KV store dispatch runs
 // (rope_kv.comp): the keys' always, the queries' when q >= 0.

@@ -36,11 +36,11 @@ type Session struct {
 
 	arena, scratch, step, out, table *Buffer
 	// tails holds the counters of the dispatches whose last workgroups
-	// quantize their readers' activations (tailCounters): the gate·ups'
-	// from byte 0, the attentions' (Q8_K) from byte attnTails; zero when
-	// the session starts; nil without such nodes.
-	tails     *Buffer
-	attnTails int64
+	// quantize their readers' activations (tailCounters), region k from
+	// byte tailOff[k]; zero when the session starts; nil without such
+	// nodes.
+	tails   *Buffer
+	tailOff [tailKinds]int64
 	kc, vc    []*Buffer
 	tableOff  []int64 // per RoPE parameter set
 
@@ -116,10 +116,13 @@ func (e *Executable) NewSession(o backends.StateOptions) (s *Session, err error)
 	if s.scratch, err = d.Alloc(max(4*e.q8Words, 4)); err != nil {
 		return s, err
 	}
-	if g, a := e.tailCounters(); g+a > 0 {
+	if words := e.tailCounters(); words != [tailKinds]int64{} {
 		align := max(int64(d.props.Limits.MinStorageBufferOffsetAlignment), 4)
-		s.attnTails = (4*g + align - 1) / align * align
-		size := s.attnTails + 4*a
+		var size int64
+		for k, n := range words {
+			s.tailOff[k] = size
+			size += (4*n + align - 1) / align * align
+		}
 		if s.tails, err = d.Alloc(size); err != nil {
 			return s, err
 		}
@@ -745,7 +748,7 @@ func (r *recorder) ropeInAttention(v *value, f ropeKV, fused bool) func() error 
 		}
 		bufs = append(bufs, Whole(r.s.table))
 		if kind == "q8_k" {
-			bufs = append(bufs, Range{Buf: r.s.tails, Offset: r.s.attnTails})
+			bufs = append(bufs, Range{Buf: r.s.tails, Offset: r.s.tailOff[tailAttention]})
 		}
 		groups := [3]uint32{uint32(a.Int("heads")), 1, 1}
 		return r.dispatch(shader, groups, push, bufs...)
@@ -964,13 +967,17 @@ func (r *recorder) gateUpTail(n *graph.Node, g, u *value, spec string, groups fu
 	}
 	own := actWords(actKind(g.n.Type.DType), int64(cols))
 	off := (r.scratchOff + uint32(own) + 63) &^ 63 // words, past n's own activations
-	if kind != "q8_0" && kind != "q8_1" || int64(off)+actWords(kind, int64(rows)) > r.s.e.q8Words {
+	if int64(off)+actWords(kind, int64(rows)) > r.s.e.q8Words {
 		return nil
+	}
+	region := r.s.tailOff[tailGateUp]
+	if kind == "q8_k" {
+		region = r.s.tailOff[tailGateUpK]
 	}
 	return func() error {
 		xoff := r.scratchOff
 		push := []uint32{uint32(cols), uint32(rows), 1, xoff, doff, off, uint32(rows)}
-		bufs := []Range{weightRange(g, 0), Whole(r.s.scratch), dst, weightRange(u, 0), Whole(r.s.scratch), Whole(r.s.tails)}
+		bufs := []Range{weightRange(g, 0), Whole(r.s.scratch), dst, weightRange(u, 0), Whole(r.s.scratch), {Buf: r.s.tails, Offset: region}}
 		if err := r.dispatch(name+spec, groups(rows), push, bufs...); err != nil {
 			return err
 		}

@@ -187,10 +187,14 @@ func init() {
 			variant{"matvec_geglu_" + w.name, "matvec.comp", []string{w.define, "GEGLU"}, 4 + grid, 28, 64},
 			variant{"matvec_qkv_" + w.name, "matvec.comp", []string{w.define, "QKV"}, 3 + grid, 48, 64},
 		)
-		if w.rowMatmul && w.name != "f32" && w.name != "f16" && w.name != "bf16" {
-			// A decode step's gate·up that writes the FFN down's Q8_0 or
-			// Q8_1 activations itself (the legacy block types' files).
-			for _, act := range []string{"q8_0", "q8_1"} {
+		acts := []string{"q8_0", "q8_1"} // the legacy block types' files
+		if w.tiled && !w.rowMatmul {
+			acts = []string{"q8_k"} // the K-quants' (and IQ4_XS's)
+		}
+		if w.rowMatmul && w.name != "f32" && w.name != "f16" && w.name != "bf16" || w.tiled && !w.rowMatmul {
+			// A decode step's gate·up that writes the FFN down's
+			// activations itself.
+			for _, act := range acts {
 				variants = append(variants, variant{"matvec_gateup_" + w.name + "_" + act, "matvec.comp",
 					[]string{w.define, "GATEUP", "OUT_" + strings.ToUpper(act)}, 6, 28, 64})
 			}
