@@ -39,10 +39,10 @@ type Session struct {
 	// quantize their readers' activations (tailCounters), region k from
 	// byte tailOff[k]; zero when the session starts; nil without such
 	// nodes.
-	tails   *Buffer
-	tailOff [tailKinds]int64
-	kc, vc    []*Buffer
-	tableOff  []int64 // per RoPE parameter set
+	tails    *Buffer
+	tailOff  [tailKinds]int64
+	kc, vc   []*Buffer
+	tableOff []int64 // per RoPE parameter set
 
 	steps map[stepKey]*Program
 	order []stepKey // recording order, oldest first
