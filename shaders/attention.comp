@@ -53,6 +53,9 @@ shared float part[4 * WG]; // group g's sum for dimension dd at 256·g + dd
 #define MAXS 2048u
 shared float sc[MAXS];
 
+#ifdef Q8_K
+shared bool tail; // this workgroup is its super-block's last
+#endif
 #ifdef ROPE_KV
 shared float kcur[256], vcur[256]; // the step's own key (rotated) and value, as the cache holds them
 #if defined(KV_F16)
@@ -243,15 +246,16 @@ void main() {
 #endif
     }
 #ifdef Q8_K
-    // One token: the heads of a super-block are its 256 values.
+    // One token: the heads of a super-block are its 256 values, one an
+    // invocation (WG is 256).
     memoryBarrierBuffer();
     barrier(); // the head's output is written and visible
     const uint sb = h * hd / 256u, per = 256u / hd;
     if (tid == 0u) {
-        qs[0] = uintBitsToFloat(atomicAdd(cnt[sb], 1u) % per == per - 1u ? 1u : 0u);
+        tail = atomicAdd(cnt[sb], 1u) % per == per - 1u;
     }
     barrier();
-    if (floatBitsToUint(qs[0]) == 1u) { // uniform: the whole workgroup
+    if (tail) { // uniform: the whole workgroup
         memoryBarrierBuffer();
         q8k_lanes(o[pc.ooff + sb * 256u + tid], true, tid, pc.aoff + sb * 73u);
     }

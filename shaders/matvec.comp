@@ -119,16 +119,17 @@ layout(binding = 3) readonly buffer Ut { uint u[]; };
 #endif
 
 #if defined(OUT_Q8_0) || defined(OUT_Q8_1) || defined(OUT_Q8_K)
-// Variants OUT_Q8_0, OUT_Q8_1, OUT_Q8_K (a decode step's gate·up whose output only
-// the FFN down reads, as Q8_0 or Q8_1 activations): the workgroup that
-// finishes a block's 32 rows last also quantizes the block, as
-// quantize_q8 would, into qa from word eoff (the push constant ADD's
-// residual offset is free here). A counter per block (cnt, zero when the
-// session starts) counts its workgroups modulo 32/ROWS, so every step
-// and layer leaves it where it found it. Saves the down's quantize
-// dispatch and barrier. d is read back by other workgroups: coherent.
-// OUT_Q8_K: super-blocks of 256 rows, quantized by the workgroup's 64
-// invocations 4 values each (q8k_quads; WG must be 64).
+// Variants OUT_Q8_0, OUT_Q8_1, OUT_Q8_K (a decode step's gate·up whose
+// output only the FFN down reads, as Q8_0, Q8_1 or Q8_K activations): the
+// workgroup that finishes a block's QBLOCK rows last (32; 256 for a Q8_K
+// super-block) also quantizes the block, as quantize_q8/quantize_q8k
+// would, into qa from word eoff (the push constant ADD's residual offset
+// is free here). A counter per block (cnt, zero when the session starts)
+// counts its workgroups modulo QBLOCK/ROWS, so every step and layer
+// leaves it where it found it. Saves the down's quantize dispatch and
+// barrier. d is read back by other workgroups: coherent. OUT_Q8_K's
+// 256 values are quantized by the workgroup's 64 invocations, 4 each
+// (q8k_quads; WG must be 64).
 #define QOUT qa
 #if defined(OUT_Q8_K)
 #define Q8K_QUADS

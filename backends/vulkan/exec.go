@@ -672,8 +672,10 @@ func mib(n int64) string {
 // 32 read only by such matmuls taking Q8_0 or Q8_1 (attention_KV_KIND),
 // and a MatMulGateUpSwiGLU whose rows are whole blocks read only by such
 // matmuls (the FFN down; only a decode step's writes them, gateUpTail).
-// Those matmuls skip their quantization dispatch. An Attention's Q8_K
-// activations are still quantized apart (a super-block spans heads).
+// Those matmuls skip their quantization dispatch. A gate·up's, and an
+// Attention's Q8_K (a super-block spans heads), are written only by a
+// decode step's dispatch, whose last workgroup of each block quantizes
+// it (gateUpTail, ropeInAttention); other steps quantize them apart.
 // here reports whether this backend runs a node.
 func fusedNormQuant(g *graph.Graph, order []int, here func(int) bool) map[int]string {
 	users := g.Users()

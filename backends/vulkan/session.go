@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"strconv"
-	"strings"
 	"unsafe"
 
 	"github.com/weft-ml/weft/backends"
@@ -849,6 +847,7 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	tiled := ntok > tiledTokens/2 && r.s.e.d.props.Limits.MaxComputeWorkGroupInvocations >= 256 && everyWeight(hasKernel("matmul_tiled_"))
 	vec := !tiled && (ntok <= tiledTokens/2 || !everyWeight(hasKernel("matmul_")))
 	shader, spec, perGroup := "matmul", "", matmulTokens
+	rowsPer := 1 // weight rows a matvec workgroup
 	switch {
 	case tiled:
 		// Prefill: tiles of 64 rows × 64 tokens staged in shared memory,
@@ -860,11 +859,11 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	case vec && ntok == 1:
 		// A decode step: the one-token variant holds 1/8 of the sums, so
 		// it needs fewer registers and more rows run at once.
-		shader, spec, perGroup = "matvec", r.decodeMatvecSpec(cols, wt0), 1
+		shader, perGroup = "matvec", 1
+		spec, rowsPer = r.decodeMatvecSpec(wt0, cols)
 	case vec:
 		shader = "matvec"
 	}
-	rowsPer := matvecRows(spec)
 	groups := func(rowsW int) [3]uint32 {
 		n := (rowsW + matmulWG - 1) / matmulWG // matmul: 64 rows a workgroup, as matmul_tiled
 		if vec {
@@ -948,18 +947,18 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 }
 
 // gateUpTail returns the recording of a decode step's gate·up n that
-// also writes the FFN down's Q8_0 or Q8_1 activations (matvec.comp's
-// OUT_ variants: the last workgroup of each block of 32 rows quantizes
-// it), or nil where that does not apply: fusedNormQuant chose n, one
-// token, one row chunk of weights, a variant for the type, room in the
-// scratch beside n's own activations (which its other workgroups are
-// still reading) for the down's. A decode step saves the down's
-// quantize dispatch and barrier.
+// also writes the FFN down's Q8_0, Q8_1 or Q8_K activations (matvec.comp's
+// OUT_ variants: the last workgroup of each block of 32 rows, or
+// super-block of 256, quantizes it), or nil where that does not apply:
+// fusedNormQuant chose n, one token, one row chunk of weights, a variant
+// for the type, room in the scratch beside n's own activations (which
+// its other workgroups are still reading) for the down's. A decode step
+// saves the down's quantize dispatch and barrier.
 func (r *recorder) gateUpTail(n *graph.Node, g, u *value, spec string, groups func(int) [3]uint32, dst Range, doff uint32, ntok, cols int) func() error {
 	kind := r.s.e.normQuant[n.ID]
 	rows := int(g.n.Type.Shape[0].N)
 	name := "matvec_gateup_" + weightKernel[g.n.Type.DType] + "_" + kind
-	if kind == "" || ntok != 1 || len(g.w) != 1 || len(u.w) != 1 || r.s.tails == nil || !hasKernel("matvec_gateup_")(g.n.Type.DType) {
+	if kind == "" || ntok != 1 || len(g.w) != 1 || len(u.w) != 1 || r.s.tails == nil {
 		return nil
 	}
 	if _, err := shaders.Lookup(name); err != nil {
@@ -1001,9 +1000,9 @@ func capInv(cap float32) float32 {
 	return 1 / cap
 }
 
-// decodeMatvecSpec is the specialization suffix of a decode step's
-// matvec with rows of cols weights of type wt: one token, the rows per
-// workgroup (matvecRows reads them back), the workgroup size.
+// decodeMatvecSpec is the kernel-name suffix of a decode step's matvec
+// with rows of cols weights of type wt (one token, the rows per
+// workgroup, the workgroup size: see kernel), and those rows.
 //
 // Block-quantized rows of fewer than 4096 columns take two rows a
 // workgroup of 64, 32 invocations a row (where a subgroup fits in 32): an
@@ -1013,37 +1012,21 @@ func capInv(cap float32) float32 {
 // output 138 → 129, output 44 → 39; tg64 Q4_0 785–795 → 816–839, Q8_0
 // 701–709 → 709–730. The FFN down (5632 columns) was slower so (266 →
 // 273), and so were F16's rows (470–474 → 446–450).
-func (r *recorder) decodeMatvecSpec(cols int, wt graph.DType) string {
-	wg := matvecWorkgroup(cols, wt)
-	if wt.BlockSize() > 1 && cols < 4096 && wg == "" && 32%r.s.e.d.info.SubgroupSize == 0 {
-		return "#1,2" + wg
+func (r *recorder) decodeMatvecSpec(wt graph.DType, cols int) (spec string, rows int) {
+	if wt.BlockSize() > 1 && cols < 4096 && 32%r.s.e.d.info.SubgroupSize == 0 {
+		return "#1,2", 2 // the index's workgroup of 64
 	}
-	return "#1" + wg
-}
-
-// matvecRows is the rows per workgroup a matvec kernel suffix (see
-// decodeMatvecSpec) sets: its second specialization constant, else 1.
-func matvecRows(spec string) int {
-	spec, _, _ = strings.Cut(spec, "@")
-	_, rows, ok := strings.Cut(spec, ",")
-	if !ok {
-		return 1
-	}
-	n, err := strconv.Atoi(rows)
-	if err != nil || n < 1 {
-		return 1
-	}
-	return n
+	return "#1" + matvecWorkgroup(wt), 1
 }
 
 // matvecWorkgroup is the kernel-name suffix (@W, see kernel) that sizes a
-// decode step's matvec workgroups for rows of cols weights of type wt;
-// "" keeps the shader index's 64. Float weights take 128: their
+// decode step's matvec workgroups for weights of type wt; "" keeps the
+// shader index's 64. Float weights take 128: their
 // invocations step a word (two weights) at a time, so a 2048-column row
 // is 16 steps each at 64; at 128, 8 (measured on the H100: F16 decode
 // 379–400 → 430–452 tok/s, 256 and mixed sizes in between). Block-quantized
 // rows keep 64 (32, 128 and 256 measured slower or within noise).
-func matvecWorkgroup(cols int, wt graph.DType) string {
+func matvecWorkgroup(wt graph.DType) string {
 	switch wt {
 	case gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16:
 		return "@128"
