@@ -205,6 +205,47 @@ shared float sa[TT * 33];
 shared float sc[8u * 16u * CS]; // subgroup g's 16 rows × 32 tokens from 16·CS·g
 #endif
 
+#if defined(COOP) && !defined(QUANT_ACT)
+// The F16 tensor-core tiles' stage from column k0: each invocation's
+// F16_WTASKS weight tasks (eight columns of a row, a quad of words) and
+// F16_ATASKS activation tasks (two columns of a token as binary16 pairs;
+// the activations are binary16-rounded already, so packing is exact).
+#define F16_WTASKS ((NW * TR * (FC / 8u) + 255u) / 256u)
+#define F16_ATASKS ((TT * (FC / 2u) + 255u) / 256u)
+void f16_fetch(uint k0, uint row0, uint tok0, uint tid, inout uvec4 pw[F16_WTASKS], inout uint pa[F16_ATASKS]) {
+    [[unroll]] for (uint u = 0u; u < F16_WTASKS; u++) {
+        const uint n = tid + 256u * u;
+        const uint s = n / (TR * (FC / 8u)), r = (n / (FC / 8u)) % TR, c8 = n % (FC / 8u);
+        const uint row = row0 + r, k = k0 + 8u * c8;
+        uvec4 v = uvec4(0u);
+        if (n >= NW * TR * (FC / 8u)) {
+            // no task
+        } else if (row < pc.nrows && (pc.ncols & 7u) == 0u && k < pc.ncols) {
+            // A row of a multiple of 8 columns starts on a quad.
+            v = wquad(s, (row * pc.ncols + k) >> 3);
+        } else if (row < pc.nrows) {
+            for (uint c = 0u; c < 4u; c++) {
+                const uint kc = k + 2u * c, i = row * pc.ncols + kc;
+                if (kc < pc.ncols) {
+                    v[c] = (pc.ncols & 1u) == 0u ? wword(s, i >> 1) : wu16(s, 2u * i) | (kc + 1u < pc.ncols ? wu16(s, 2u * i + 2u) << 16 : 0u);
+                }
+            }
+        }
+        pw[u] = v;
+    }
+    [[unroll]] for (uint u = 0u; u < F16_ATASKS; u++) {
+        const uint n = tid + 256u * u;
+        const uint t = n / (FC / 2u), c2 = n % (FC / 2u), tok = tok0 + t, k = k0 + 2u * c2;
+        vec2 v = vec2(0.0);
+        if (n < TT * (FC / 2u) && tok < pc.ntok && k < pc.ncols) {
+            const uint i = pc.xoff + tok * pc.ncols + k;
+            v = vec2(x[i], k + 1u < pc.ncols ? x[i + 1u] : 0.0);
+        }
+        pa[u] = packHalf2x16(v);
+    }
+}
+#endif
+
 void main() {
     const uint tile = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     const uint row0 = tile * TR, tok0 = gl_WorkGroupID.z * TT;
@@ -549,55 +590,45 @@ void main() {
     // F16: stage FC columns of every row and token as binary16 pairs,
     // then each subgroup multiplies its 16 rows by its two 16-token slices,
     // 16 columns a product, accumulating in float32 on the tensor cores.
+    // The next stage's global loads are issued into registers (pw, pa)
+    // before this stage's products, so they are in flight while the
+    // tensor cores work; the workgroup has few peers on its
+    // multiprocessor (shared memory) to hide them otherwise.
+    uvec4 pw[F16_WTASKS];
+    uint pa[F16_ATASKS];
+    f16_fetch(0u, row0, tok0, tid, pw, pa);
     for (uint k0 = 0u; k0 < pc.ncols; k0 += FC) {
-        // Eight columns (a quad of words) a task, unrolled (WG is 256):
-        // every task's loads in flight together. A row of a multiple of 8
-        // columns starts on a quad, so whole quads are one load (wquad).
-        [[unroll]] for (uint u = 0u; u < (NW * TR * (FC / 8u) + 255u) / 256u; u++) {
+        [[unroll]] for (uint u = 0u; u < F16_WTASKS; u++) {
             const uint n = tid + 256u * u;
-            if (n >= NW * TR * (FC / 8u)) {
-                continue;
-            }
-            const uint s = n / (TR * (FC / 8u)), r = (n / (FC / 8u)) % TR, c8 = n % (FC / 8u);
-            const uint row = row0 + r, k = k0 + 8u * c8;
-            uvec4 v = uvec4(0u);
-            if (row < pc.nrows && (pc.ncols & 7u) == 0u && k < pc.ncols) {
-                v = wquad(s, (row * pc.ncols + k) >> 3);
-            } else if (row < pc.nrows) {
+            if (n < NW * TR * (FC / 8u)) {
+                const uint s = n / (TR * (FC / 8u)), r = (n / (FC / 8u)) % TR, c8 = n % (FC / 8u);
                 for (uint c = 0u; c < 4u; c++) {
-                    const uint kc = k + 2u * c, i = row * pc.ncols + kc;
-                    if (kc < pc.ncols) {
-                        v[c] = (pc.ncols & 1u) == 0u ? wword(s, i >> 1) : wu16(s, 2u * i) | (kc + 1u < pc.ncols ? wu16(s, 2u * i + 2u) << 16 : 0u);
-                    }
+                    sw[(s * TR + r) * FS + 4u * c8 + c] = pw[u][c];
                 }
             }
-            for (uint c = 0u; c < 4u; c++) {
-                sw[(s * TR + r) * FS + 4u * c8 + c] = v[c];
-            }
         }
-        // Unrolled (WG is 256): every task's loads in flight together.
-        [[unroll]] for (uint u = 0u; u < (TT * (FC / 2u) + 255u) / 256u; u++) {
+        [[unroll]] for (uint u = 0u; u < F16_ATASKS; u++) {
             const uint n = tid + 256u * u;
-            if (n >= TT * (FC / 2u)) {
-                continue;
+            if (n < TT * (FC / 2u)) {
+                sa[(n / (FC / 2u)) * FS + n % (FC / 2u)] = pa[u];
             }
-            const uint t = n / (FC / 2u), c2 = n % (FC / 2u), tok = tok0 + t, k = k0 + 2u * c2;
-            vec2 v = vec2(0.0);
-            if (tok < pc.ntok && k < pc.ncols) {
-                const uint i = pc.xoff + tok * pc.ncols + k;
-                v = vec2(x[i], k + 1u < pc.ncols ? x[i + 1u] : 0.0);
-            }
-            sa[t * FS + c2] = packHalf2x16(v);
         }
         barrier();
+        if (k0 + FC < pc.ncols) {
+            f16_fetch(k0 + FC, row0, tok0, tid, pw, pa);
+        }
         for (uint kk = 0u; kk < FC / 16u; kk++) {
+            // Each operand tile loaded from shared memory once: the
+            // weights' NW, the tokens' two, then their 2·NW products.
+            fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma[NW];
             [[unroll]] for (uint s = 0u; s < NW; s++) {
-                fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma;
-                coopMatLoadNV(ma, sw, (s * TR + srow) * FS + 8u * kk, FS, false);
-                for (uint h = 0u; h < 2u; h++) {
-                    fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> mb; // column-major: a token's columns
-                    coopMatLoadNV(mb, sa, (stok + 16u * h) * FS + 8u * kk, FS, true);
-                    cacc[2u * s + h] = coopMatMulAddNV(ma, mb, cacc[2u * s + h]);
+                coopMatLoadNV(ma[s], sw, (s * TR + srow) * FS + 8u * kk, FS, false);
+            }
+            [[unroll]] for (uint h = 0u; h < 2u; h++) {
+                fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> mb; // column-major: a token's columns
+                coopMatLoadNV(mb, sa, (stok + 16u * h) * FS + 8u * kk, FS, true);
+                [[unroll]] for (uint s = 0u; s < NW; s++) {
+                    cacc[2u * s + h] = coopMatMulAddNV(ma[s], mb, cacc[2u * s + h]);
                 }
             }
         }
