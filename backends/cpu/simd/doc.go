@@ -22,6 +22,7 @@
 // float32 once per k-block, the same bits as the F16 tiles.
 //
 // Repack and PackedGemm serve both on the packed layouts (Q4_0, Q8_0,
-// Q4_K, Q6_K; see packed.go, packed_k.go, packed_q6k.go): 16 rows
+// Q4_K, Q6_K, IQ4_XS; see packed.go, packed_k.go, packed_q6k.go,
+// packed_iq4xs.go): 16 rows
 // interleaved so one VPDPBUSD computes all 16, for 1–8 tokens a call.
 package simd

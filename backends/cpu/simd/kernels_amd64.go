@@ -525,6 +525,38 @@ func packedQ6_Kx16T7AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int
 // of the 16 rows of one packed Q6_K group with 8 interleaved packed activations, nb super-blocks.
 func packedQ6_Kx16T8AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
 
+// packedIQ4_XSx16T1AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed IQ4_XS group with 1 interleaved packed activations, nb super-blocks.
+func packedIQ4_XSx16T1AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedIQ4_XSx16T2AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed IQ4_XS group with 2 interleaved packed activations, nb super-blocks.
+func packedIQ4_XSx16T2AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedIQ4_XSx16T3AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed IQ4_XS group with 3 interleaved packed activations, nb super-blocks.
+func packedIQ4_XSx16T3AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedIQ4_XSx16T4AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed IQ4_XS group with 4 interleaved packed activations, nb super-blocks.
+func packedIQ4_XSx16T4AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedIQ4_XSx16T5AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed IQ4_XS group with 5 interleaved packed activations, nb super-blocks.
+func packedIQ4_XSx16T5AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedIQ4_XSx16T6AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed IQ4_XS group with 6 interleaved packed activations, nb super-blocks.
+func packedIQ4_XSx16T6AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedIQ4_XSx16T7AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed IQ4_XS group with 7 interleaved packed activations, nb super-blocks.
+func packedIQ4_XSx16T7AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedIQ4_XSx16T8AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed IQ4_XS group with 8 interleaved packed activations, nb super-blocks.
+func packedIQ4_XSx16T8AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
 // siluAVX512 sets dst[i] = x[i]/(1+exp(−x[i])) for ng groups of 16 floats,
 // bit-identical to ops/ref.SiLU on whole groups.
 func siluAVX512(ng int, x *float32, dst *float32)

@@ -11,8 +11,9 @@ import (
 	"github.com/weft-ml/weft/quant"
 )
 
-// The packed layouts interleave PackRows weight rows (Q4_K and Q6_K:
-// see packed_k.go and packed_q6k.go; here Q4_0 and Q8_0) so
+// The packed layouts interleave PackRows weight rows (Q4_K, Q6_K and
+// IQ4_XS: see packed_k.go, packed_q6k.go and packed_iq4xs.go; here Q4_0
+// and Q8_0) so
 // that one 512-bit load holds four quants of each of 16 rows: VPDPBUSD
 // then multiplies all 16 rows by four activation bytes broadcast to every
 // lane, and the 16 result lanes are the 16 rows' sums (no horizontal
@@ -47,10 +48,11 @@ const (
 
 // packedNames maps each packed layout's name to its weight type.
 var packedNames = map[string]gguf.TensorType{
-	"q4_0x16": gguf.TypeQ4_0,
-	"q8_0x16": gguf.TypeQ8_0,
-	"q4_kx16": gguf.TypeQ4_K,
-	"q6_kx16": gguf.TypeQ6_K,
+	"q4_0x16":   gguf.TypeQ4_0,
+	"q8_0x16":   gguf.TypeQ8_0,
+	"q4_kx16":   gguf.TypeQ4_K,
+	"q6_kx16":   gguf.TypeQ6_K,
+	"iq4_xsx16": gguf.TypeIQ4_XS,
 }
 
 // PackedLayoutName names the packed layout of weights of type t, or ""
@@ -87,10 +89,13 @@ func packedOffset(t gguf.TensorType) int32 {
 }
 
 // groupBytes is the size of one packed group's block (16 GGUF blocks, or
-// for Q4_K see packed_k.go).
+// for Q4_K and IQ4_XS see packed_k.go and packed_iq4xs.go).
 func groupBytes(t gguf.TensorType) int {
-	if t == gguf.TypeQ4_K {
+	switch t {
+	case gguf.TypeQ4_K:
 		return kGroupBytes
+	case gguf.TypeIQ4_XS:
+		return iq4xsGroupBytes
 	}
 	return PackRows * int(t.BlockBytes())
 }
@@ -164,6 +169,9 @@ func repackGroups(t gguf.TensorType, rows, nb, g0, g1 int, src, out []byte) {
 			case gguf.TypeQ6_K:
 				packBlockQ6K(blk, dst, lane)
 				continue
+			case gguf.TypeIQ4_XS:
+				packBlockIQ4XS(blk, dst, lane)
+				continue
 			}
 			copy(dst[2*lane:], blk[:2])
 			packQuants(t, blk[2:], dst[2*PackRows:], lane)
@@ -186,13 +194,13 @@ func packQuants(t gguf.TensorType, qs, words []byte, lane int) {
 
 // PackActBytes is the size of nTok tokens' packed activations of n columns,
 // enough for every packed type (per 256 columns Q4_K's take 288 bytes,
-// Q6_K's 320, as Q4_0's and Q8_0's).
+// Q6_K's and IQ4_XS's 320, as Q4_0's and Q8_0's).
 func PackActBytes(n, nTok int) int { return nTok * (n / 32) * packActBlock }
 
 // PackActRow writes token t's packed activation for weights of type w
-// from its row q8 of n columns (Q8_0, or Q8_K for Q4_K) into act, the
-// buffer of all nTok tokens of the batch. Tokens are independent: rows
-// may be packed concurrently.
+// from its row q8 of n columns (Q8_0, or Q8_K for Q4_K, Q6_K and IQ4_XS)
+// into act, the buffer of all nTok tokens of the batch. Tokens are
+// independent: rows may be packed concurrently.
 func PackActRow(w gguf.TensorType, q8 []byte, n, t, nTok int, act []byte) {
 	switch w {
 	case gguf.TypeQ4_K:
@@ -200,6 +208,9 @@ func PackActRow(w gguf.TensorType, q8 []byte, n, t, nTok int, act []byte) {
 		return
 	case gguf.TypeQ6_K:
 		packActRowQ6K(q8, n, t, nTok, act)
+		return
+	case gguf.TypeIQ4_XS:
+		packActRowIQ4XS(q8, n, t, nTok, act)
 		return
 	}
 	nb := n / 32
@@ -268,6 +279,8 @@ func packedDot(t gguf.TensorType, grp []byte, lane, nb int, act []byte, tok, nTo
 		return packedDotQ4KGo(grp, lane, nb, act, tok, nTok)
 	case gguf.TypeQ6_K:
 		return packedDotQ6KGo(grp, lane, nb, act, tok, nTok)
+	case gguf.TypeIQ4_XS:
+		return packedDotIQ4XSGo(grp, lane, nb, act, tok, nTok)
 	}
 	return packedDotGo(t, grp, lane, nb, act, tok, nTok)
 }

@@ -48,6 +48,8 @@ func actBlockBytes(t gguf.TensorType) int {
 		return kActBlock
 	case gguf.TypeQ6_K:
 		return q6kActBlock
+	case gguf.TypeIQ4_XS:
+		return iq4xsActBlock
 	}
 	return packActBlock
 }

@@ -16,7 +16,7 @@ import (
 // token counts partial token groups, and the gaps of dst stay poisoned.
 func TestPackedGemm(t *testing.T) {
 	r := newRand(t)
-	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeIQ4_XS} {
 		at := quant.VecDotType(typ)
 		for _, sh := range packedShapes(typ) {
 			n, nRows, nTok := sh[0], sh[1], sh[2]
@@ -297,7 +297,7 @@ func TestPackedKernelsPresent(t *testing.T) {
 // worker doing every group.
 func TestRepackSplitsLikeOneWorker(t *testing.T) {
 	r := newRand(t)
-	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeIQ4_XS} {
 		const cols = 8192
 		rows := 16*200 + 5
 		rb, _ := typ.RowBytes(cols)

@@ -235,6 +235,9 @@ var asmKernels = []kernelSet{{
 	}, {
 		tiles: []packedTile{packedQ6_Kx16T1AVX512, packedQ6_Kx16T2AVX512, packedQ6_Kx16T3AVX512, packedQ6_Kx16T4AVX512, packedQ6_Kx16T5AVX512, packedQ6_Kx16T6AVX512, packedQ6_Kx16T7AVX512, packedQ6_Kx16T8AVX512},
 		w:     gguf.TypeQ6_K,
+	}, {
+		tiles: []packedTile{packedIQ4_XSx16T1AVX512, packedIQ4_XSx16T2AVX512, packedIQ4_XSx16T3AVX512, packedIQ4_XSx16T4AVX512, packedIQ4_XSx16T5AVX512, packedIQ4_XSx16T6AVX512, packedIQ4_XSx16T7AVX512, packedIQ4_XSx16T8AVX512},
+		w:     gguf.TypeIQ4_XS,
 	}},
 	quants: []quantKernel{{
 		chunk: 32,

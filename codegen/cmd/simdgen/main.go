@@ -43,6 +43,7 @@ func main() {
 		genPacked(v, &reg, packedQ8_0)
 		genPackedQ4K(v, &reg)
 		genPackedQ6K(v, &reg)
+		genPackedIQ4XS(v, &reg)
 		genExpKernels(v, &reg)
 		genBinaryKernels(v, &reg)
 		genSoftmaxSteps(v, &reg)
