@@ -88,16 +88,62 @@ func packedOffset(t gguf.TensorType) int32 {
 	return 128
 }
 
+// superFormat is a packed layout over 256-column super-blocks, fed from
+// Q8_K activations (each one's file has its format): the bytes of its
+// group-block and of its activation block, how one GGUF block of a row is
+// packed, how one Q8_K block becomes an activation block, and the pure-Go
+// model of its tiles for one super-block, which adds to acc in the tiles'
+// order.
+type superFormat struct {
+	groupBytes, actBlock int
+	packBlock            func(blk, dst []byte, lane int)
+	packAct              func(q8k, dst []byte)
+	dot                  func(acc float32, blk []byte, lane int, a []byte) float32
+}
+
+// superFormats are the super-block layouts; Q4_0 and Q8_0 are this file's.
+var superFormats = map[gguf.TensorType]superFormat{
+	gguf.TypeQ4_K:   {kGroupBytes, kActBlock, packBlockQ4K, packActQ4K, dotBlockQ4K},
+	gguf.TypeQ6_K:   {PackRows * q6kBlockBytes, q6kActBlock, packBlockQ6K, packActQ6K, dotBlockQ6K},
+	gguf.TypeIQ4_XS: {iq4xsGroupBytes, iq4xsActBlock, packBlockIQ4XS, packActIQ4XS, dotBlockIQ4XS},
+}
+
 // groupBytes is the size of one packed group's block (16 GGUF blocks, or
-// for Q4_K and IQ4_XS see packed_k.go and packed_iq4xs.go).
+// a superFormat's).
 func groupBytes(t gguf.TensorType) int {
-	switch t {
-	case gguf.TypeQ4_K:
-		return kGroupBytes
-	case gguf.TypeIQ4_XS:
-		return iq4xsGroupBytes
+	if f, ok := superFormats[t]; ok {
+		return f.groupBytes
 	}
 	return PackRows * int(t.BlockBytes())
+}
+
+// actBlockBytes is the size of one packed activation block for weights t.
+func actBlockBytes(t gguf.TensorType) int {
+	if f, ok := superFormats[t]; ok {
+		return f.actBlock
+	}
+	return packActBlock
+}
+
+// actBlockAt is token t's activation block b (of nb a token, size bytes
+// each) in act, the buffer of all nTok tokens: tokens are interleaved per
+// block in groups of packTokens (the last group shorter).
+func actBlockAt(act []byte, size, nb, b, t, nTok int) []byte {
+	t0 := t - t%packTokens
+	i := t0*nb + b*min(packTokens, nTok-t0) + t - t0
+	return act[i*size : (i+1)*size]
+}
+
+// subBlockNibble is element e (0..31) of a lane's sub-block in words, the
+// arrangement Q4_K's, Q6_K's low bits and IQ4_XS's share: four 64-byte
+// words, byte 4r+j of word k holding row r's element 4k+j in its low
+// nibble and element 16+4k+j in its high one.
+func subBlockNibble(words []byte, lane, e int) uint8 {
+	q := words[64*((e%16)/4)+4*lane+e%4]
+	if e >= 16 {
+		return q >> 4
+	}
+	return q & 0x0f
 }
 
 // PackedSize is the byte size of a rows × cols weight of type t packed.
@@ -162,15 +208,8 @@ func repackGroups(t gguf.TensorType, rows, nb, g0, g1 int, src, out []byte) {
 		for b := 0; b < nb; b++ {
 			blk := src[(r*nb+b)*bb : (r*nb+b+1)*bb]
 			dst := out[(g*nb+b)*gb : (g*nb+b+1)*gb]
-			switch t {
-			case gguf.TypeQ4_K:
-				packBlockQ4K(blk, dst, lane)
-				continue
-			case gguf.TypeQ6_K:
-				packBlockQ6K(blk, dst, lane)
-				continue
-			case gguf.TypeIQ4_XS:
-				packBlockIQ4XS(blk, dst, lane)
+			if f, ok := superFormats[t]; ok {
+				f.packBlock(blk, dst, lane)
 				continue
 			}
 			copy(dst[2*lane:], blk[:2])
@@ -202,25 +241,18 @@ func PackActBytes(n, nTok int) int { return nTok * (n / 32) * packActBlock }
 // into act, the buffer of all nTok tokens of the batch. Tokens are
 // independent: rows may be packed concurrently.
 func PackActRow(w gguf.TensorType, q8 []byte, n, t, nTok int, act []byte) {
-	switch w {
-	case gguf.TypeQ4_K:
-		packActRowQ4K(q8, n, t, nTok, act)
-		return
-	case gguf.TypeQ6_K:
-		packActRowQ6K(q8, n, t, nTok, act)
-		return
-	case gguf.TypeIQ4_XS:
-		packActRowIQ4XS(q8, n, t, nTok, act)
+	if f, ok := superFormats[w]; ok {
+		nb := n / 256
+		for b := range nb {
+			f.packAct(q8[b*q8kBlockBytes:(b+1)*q8kBlockBytes], actBlockAt(act, f.actBlock, nb, b, t, nTok))
+		}
 		return
 	}
 	nb := n / 32
-	t0 := t - t%packTokens
-	tt := min(packTokens, nTok-t0)
-	base := act[t0*nb*packActBlock:]
 	c := packedOffset(w)
 	for b := 0; b < nb; b++ {
 		src := q8[b*34 : b*34+34]
-		dst := base[(b*tt+t-t0)*packActBlock : (b*tt+t-t0+1)*packActBlock]
+		dst := actBlockAt(act, packActBlock, nb, b, t, nTok)
 		da := quant.FP16ToFP32(binary.LittleEndian.Uint16(src))
 		binary.LittleEndian.PutUint32(dst, math.Float32bits(da))
 		binary.LittleEndian.PutUint32(dst[4:], uint32(-c*blockSum(src[2:])))
@@ -274,27 +306,24 @@ func packedGemmGo(t gguf.TensorType, n int, w []byte, nRows int, act []byte, nTo
 
 // packedDot is one row (lane) of a group against one token, any layout.
 func packedDot(t gguf.TensorType, grp []byte, lane, nb int, act []byte, tok, nTok int) float32 {
-	switch t {
-	case gguf.TypeQ4_K:
-		return packedDotQ4KGo(grp, lane, nb, act, tok, nTok)
-	case gguf.TypeQ6_K:
-		return packedDotQ6KGo(grp, lane, nb, act, tok, nTok)
-	case gguf.TypeIQ4_XS:
-		return packedDotIQ4XSGo(grp, lane, nb, act, tok, nTok)
+	f, ok := superFormats[t]
+	if !ok {
+		return packedDotGo(t, grp, lane, nb, act, tok, nTok)
 	}
-	return packedDotGo(t, grp, lane, nb, act, tok, nTok)
+	var acc float32
+	for b := range nb {
+		acc = f.dot(acc, grp[b*f.groupBytes:(b+1)*f.groupBytes], lane, actBlockAt(act, f.actBlock, nb, b, tok, nTok))
+	}
+	return acc
 }
 
 // packedDotGo is one row (lane) of a group against one token.
 func packedDotGo(t gguf.TensorType, grp []byte, lane, nb int, act []byte, tok, nTok int) float32 {
-	t0 := tok - tok%packTokens
-	tt := min(packTokens, nTok-t0)
-	base := act[t0*nb*packActBlock:]
 	gb := groupBytes(t)
 	var acc float32
 	for b := 0; b < nb; b++ {
 		blk := grp[b*gb : (b+1)*gb]
-		a := base[(b*tt+tok-t0)*packActBlock:]
+		a := actBlockAt(act, packActBlock, nb, b, tok, nTok)
 		sum := int32(binary.LittleEndian.Uint32(a[4:]))
 		for i := 0; i < 32; i++ {
 			sum += int32(packedQuant(t, blk, lane, i)) * int32(int8(a[8+i]))

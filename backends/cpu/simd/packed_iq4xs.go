@@ -53,59 +53,37 @@ func packBlockIQ4XS(blk, dst []byte, lane int) {
 	}
 }
 
-// packActRowIQ4XS is PackActRow for IQ4_XS weights from a Q8_K row.
-func packActRowIQ4XS(q8k []byte, n, t, nTok int, act []byte) {
-	nb := n / 256
-	t0 := t - t%packTokens
-	tt := min(packTokens, nTok-t0)
-	base := act[t0*nb*iq4xsActBlock:]
-	for b := range nb {
-		src := q8k[b*q8kBlockBytes : (b+1)*q8kBlockBytes]
-		dst := base[(b*tt+t-t0)*iq4xsActBlock : (b*tt+t-t0+1)*iq4xsActBlock]
-		copy(dst[0:4], src[0:4])
-		for s := range kSubBlocks {
-			sum := int32(int16(binary.LittleEndian.Uint16(src[260+4*s:]))) + int32(int16(binary.LittleEndian.Uint16(src[262+4*s:])))
-			binary.LittleEndian.PutUint32(dst[4+4*s:], uint32(-128*sum))
-		}
-		clear(dst[36:iq4xsActQuants])
-		copy(dst[iq4xsActQuants:], src[4:260])
+// packActIQ4XS is an IQ4_XS activation block from one Q8_K block.
+func packActIQ4XS(src, dst []byte) {
+	copy(dst[0:4], src[0:4])
+	for s := range kSubBlocks {
+		sum := int32(int16(binary.LittleEndian.Uint16(src[260+4*s:]))) + int32(int16(binary.LittleEndian.Uint16(src[262+4*s:])))
+		binary.LittleEndian.PutUint32(dst[4+4*s:], uint32(-128*sum))
 	}
+	clear(dst[36:iq4xsActQuants])
+	copy(dst[iq4xsActQuants:], src[4:260])
 }
 
-// packedDotIQ4XSGo is one lane of an IQ4_XS group against one token,
-// summing as the kernel does.
-func packedDotIQ4XSGo(grp []byte, lane, nb int, act []byte, tok, nTok int) float32 {
+// dotBlockIQ4XS adds one lane's super-block blk against activation block
+// a to acc as the kernel does.
+func dotBlockIQ4XS(acc float32, blk []byte, lane int, a []byte) float32 {
 	levels := quant.IQ4Levels()
-	t0 := tok - tok%packTokens
-	tt := min(packTokens, nTok-t0)
-	base := act[t0*nb*iq4xsActBlock:]
-	var acc float32
-	for b := range nb {
-		blk := grp[b*iq4xsGroupBytes : (b+1)*iq4xsGroupBytes]
-		a := base[(b*tt+tok-t0)*iq4xsActBlock:]
-		var isum int32
-		for s := range kSubBlocks {
-			sum := int32(binary.LittleEndian.Uint32(a[4+4*s:]))
-			for e := range kSubBlockElems {
-				level := int32(levels[packedIQ4XSIndex(blk, lane, s, e)]) + 128
-				sum += level * int32(int8(a[iq4xsActQuants+32*s+e]))
-			}
-			isum += int32(int8(blk[iq4xsScales+16*s+lane])) * sum
+	var isum int32
+	for s := range kSubBlocks {
+		sum := int32(binary.LittleEndian.Uint32(a[4+4*s:]))
+		for e := range kSubBlockElems {
+			level := int32(levels[packedIQ4XSIndex(blk, lane, s, e)]) + 128
+			sum += level * int32(int8(a[iq4xsActQuants+32*s+e]))
 		}
-		d := quant.FP16ToFP32(binary.LittleEndian.Uint16(blk[2*lane:]))
-		da := math.Float32frombits(binary.LittleEndian.Uint32(a))
-		acc += float32(float32(d*da) * float32(isum))
+		isum += int32(int8(blk[iq4xsScales+16*s+lane])) * sum
 	}
-	return acc
+	d := quant.FP16ToFP32(binary.LittleEndian.Uint16(blk[2*lane:]))
+	da := math.Float32frombits(binary.LittleEndian.Uint32(a))
+	return acc + float32(float32(d*da)*float32(isum))
 }
 
 // packedIQ4XSIndex is the level index of element e of sub-block s of a
 // lane's packed block.
 func packedIQ4XSIndex(blk []byte, lane, s, e int) uint8 {
-	k, j := (e%16)/4, e%4
-	q := blk[iq4xsQuants+256*s+64*k+4*lane+j]
-	if e >= 16 {
-		return q >> 4
-	}
-	return q & 0x0f
+	return subBlockNibble(blk[iq4xsQuants+256*s:], lane, e)
 }

@@ -38,20 +38,10 @@ func TestPackedIQ4XSBitExact(t *testing.T) {
 			acts[i] = quantized(t, r, gguf.TypeQ8_K, n)
 		}
 		forEachVariant(t, func(t *testing.T) {
-			act := nanBytes(PackActBytes(n, nTok))
-			for i, a := range acts {
-				PackActRow(typ, a, n, i, nTok, act)
-			}
-			stride := nRows + 3
-			dst := nanRow(nTok * stride)
-			PackedGemm(typ)(n, packed, nRows, act, nTok, dst, stride)
+			dst, stride := runPackedGemm(t, typ, n, packed, nRows, acts)
 			for tok := range nTok {
-				for row := range stride {
+				for row := range nRows {
 					got := dst[tok*stride+row]
-					if row >= nRows {
-						require.True(t, math.IsNaN(float64(got)), "%v: gap [%d,%d] overwritten", sh, tok, row)
-						continue
-					}
 					want := quant.VecDot(typ, n, rows[row], acts[tok])
 					require.Equal(t, math.Float32bits(want), math.Float32bits(got), "%v: [tok %d, row %d] = %g, want %g", sh, tok, row, got, want)
 				}

@@ -41,19 +41,6 @@ const (
 // blockElems is the number of columns one block of a packed type spans.
 func blockElems(t gguf.TensorType) int { return int(t.BlockSize()) }
 
-// actBlockBytes is the size of one packed activation block for weights t.
-func actBlockBytes(t gguf.TensorType) int {
-	switch t {
-	case gguf.TypeQ4_K:
-		return kActBlock
-	case gguf.TypeQ6_K:
-		return q6kActBlock
-	case gguf.TypeIQ4_XS:
-		return iq4xsActBlock
-	}
-	return packActBlock
-}
-
 // scaleMinQ4K unpacks sub-block j's 6-bit scale and min from the 12
 // scale bytes of a Q4_K block (local: the quant package keeps its own
 // unexported).
@@ -84,61 +71,41 @@ func packBlockQ4K(blk, dst []byte, lane int) {
 	}
 }
 
-// packActRowQ4K is PackActRow for Q4_K weights from a Q8_K row.
-func packActRowQ4K(q8k []byte, n, t, nTok int, act []byte) {
-	nb := n / 256
-	t0 := t - t%packTokens
-	tt := min(packTokens, nTok-t0)
-	base := act[t0*nb*kActBlock:]
-	for b := range nb {
-		src := q8k[b*q8kBlockBytes : (b+1)*q8kBlockBytes]
-		dst := base[(b*tt+t-t0)*kActBlock : (b*tt+t-t0+1)*kActBlock]
-		copy(dst[0:4], src[0:4])
-		for s := range kSubBlocks {
-			sum := int16(binary.LittleEndian.Uint16(src[260+4*s:])) + int16(binary.LittleEndian.Uint16(src[262+4*s:]))
-			binary.LittleEndian.PutUint16(dst[4+2*s:], uint16(sum))
-		}
-		clear(dst[20:32])
-		copy(dst[32:], src[4:260])
+// packActQ4K is a Q4_K activation block from one Q8_K block.
+func packActQ4K(src, dst []byte) {
+	copy(dst[0:4], src[0:4])
+	for s := range kSubBlocks {
+		sum := int16(binary.LittleEndian.Uint16(src[260+4*s:])) + int16(binary.LittleEndian.Uint16(src[262+4*s:]))
+		binary.LittleEndian.PutUint16(dst[4+2*s:], uint16(sum))
 	}
+	clear(dst[20:32])
+	copy(dst[32:], src[4:260])
 }
 
-// packedDotQ4KGo is one lane of a Q4_K group against one token, summing
-// as the kernel does: the mins term first, then sub-block by sub-block.
-func packedDotQ4KGo(grp []byte, lane, nb int, act []byte, tok, nTok int) float32 {
-	t0 := tok - tok%packTokens
-	tt := min(packTokens, nTok-t0)
-	base := act[t0*nb*kActBlock:]
-	var acc float32
-	for b := range nb {
-		blk := grp[b*kGroupBytes : (b+1)*kGroupBytes]
-		a := base[(b*tt+tok-t0)*kActBlock:]
-		da := math.Float32frombits(binary.LittleEndian.Uint32(a))
-		d := quant.FP16ToFP32(binary.LittleEndian.Uint16(blk[2*lane:]))
-		dmin := quant.FP16ToFP32(binary.LittleEndian.Uint16(blk[32+2*lane:]))
-		var mins int32
-		for s := range kSubBlocks {
-			m := int32(blk[192+32*(s/2)+2*lane+s%2])
-			mins += m * int32(int16(binary.LittleEndian.Uint16(a[4+2*s:])))
+// dotBlockQ4K adds one lane's super-block blk against activation block a
+// to acc as the kernel does: the mins term first, then sub-block by
+// sub-block.
+func dotBlockQ4K(acc float32, blk []byte, lane int, a []byte) float32 {
+	da := math.Float32frombits(binary.LittleEndian.Uint32(a))
+	d := quant.FP16ToFP32(binary.LittleEndian.Uint16(blk[2*lane:]))
+	dmin := quant.FP16ToFP32(binary.LittleEndian.Uint16(blk[32+2*lane:]))
+	var mins int32
+	for s := range kSubBlocks {
+		m := int32(blk[192+32*(s/2)+2*lane+s%2])
+		mins += m * int32(int16(binary.LittleEndian.Uint16(a[4+2*s:])))
+	}
+	acc -= float32(mins) * (dmin * da)
+	for s := range kSubBlocks {
+		var sum int32
+		for e := range kSubBlockElems {
+			sum += int32(packedQ4KQuant(blk, lane, s, e)) * int32(int8(a[32+32*s+e]))
 		}
-		acc -= float32(mins) * (dmin * da)
-		for s := range kSubBlocks {
-			var sum int32
-			for e := range kSubBlockElems {
-				sum += int32(packedQ4KQuant(blk, lane, s, e)) * int32(int8(a[32+32*s+e]))
-			}
-			acc += float32(sum) * (d * float32(blk[64+16*s+lane]) * da)
-		}
+		acc += float32(sum) * (d * float32(blk[64+16*s+lane]) * da)
 	}
 	return acc
 }
 
 // packedQ4KQuant is element e of sub-block s of a lane's packed block.
 func packedQ4KQuant(blk []byte, lane, s, e int) uint8 {
-	k, j := (e%16)/4, e%4
-	q := blk[kQuantsOffset+256*s+64*k+4*lane+j]
-	if e >= 16 {
-		return q >> 4
-	}
-	return q & 0x0f
+	return subBlockNibble(blk[kQuantsOffset+256*s:], lane, e)
 }

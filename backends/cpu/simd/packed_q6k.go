@@ -74,54 +74,38 @@ func packBlockQ6K(blk, dst []byte, lane int) {
 func packedQ6KQuant(blk []byte, lane, s, e int) uint8 {
 	sub := blk[q6kQuants+q6kSubBytes*s:]
 	k, j := (e%16)/4, e%4
-	lo, high := sub[64*k+4*lane+j], sub[256+4*lane+j]
+	high := sub[256+4*lane+j]
 	if e >= 16 {
-		lo, high = lo>>4, sub[320+4*lane+j]
+		high = sub[320+4*lane+j]
 	}
-	return lo&0x0f | (high>>(2*k)&3)<<4
+	return subBlockNibble(sub, lane, e) | (high>>(2*k)&3)<<4
 }
 
-// packActRowQ6K is PackActRow for Q6_K weights from a Q8_K row.
-func packActRowQ6K(q8k []byte, n, t, nTok int, act []byte) {
-	nb := n / 256
-	t0 := t - t%packTokens
-	tt := min(packTokens, nTok-t0)
-	base := act[t0*nb*q6kActBlock:]
-	for b := range nb {
-		src := q8k[b*q8kBlockBytes : (b+1)*q8kBlockBytes]
-		dst := base[(b*tt+t-t0)*q6kActBlock : (b*tt+t-t0+1)*q6kActBlock]
-		copy(dst[0:4], src[0:4])
-		copy(dst[4:36], src[260:292])
-		clear(dst[36:64])
-		copy(dst[64:], src[4:260])
-	}
+// packActQ6K is a Q6_K activation block from one Q8_K block.
+func packActQ6K(src, dst []byte) {
+	copy(dst[0:4], src[0:4])
+	copy(dst[4:36], src[260:292])
+	clear(dst[36:64])
+	copy(dst[64:], src[4:260])
 }
 
-// packedDotQ6KGo is one lane of a Q6_K group against one token, summing
-// as the kernel does: the offset term first, then group by group.
-func packedDotQ6KGo(grp []byte, lane, nb int, act []byte, tok, nTok int) float32 {
-	t0 := tok - tok%packTokens
-	tt := min(packTokens, nTok-t0)
-	base := act[t0*nb*q6kActBlock:]
-	var acc float32
-	for b := range nb {
-		blk := grp[b*q6kBlockBytes*PackRows : (b+1)*q6kBlockBytes*PackRows]
-		a := base[(b*tt+tok-t0)*q6kActBlock:]
-		da := math.Float32frombits(binary.LittleEndian.Uint32(a))
-		d := quant.FP16ToFP32(binary.LittleEndian.Uint16(blk[2*lane:]))
-		var off int32
-		for g := range 16 {
-			off += int32(q6kScale(blk, lane, g)) * int32(int16(binary.LittleEndian.Uint16(a[4+2*g:])))
+// dotBlockQ6K adds one lane's super-block blk against activation block a
+// to acc as the kernel does: the offset term first, then group by group.
+func dotBlockQ6K(acc float32, blk []byte, lane int, a []byte) float32 {
+	da := math.Float32frombits(binary.LittleEndian.Uint32(a))
+	d := quant.FP16ToFP32(binary.LittleEndian.Uint16(blk[2*lane:]))
+	var off int32
+	for g := range 16 {
+		off += int32(q6kScale(blk, lane, g)) * int32(int16(binary.LittleEndian.Uint16(a[4+2*g:])))
+	}
+	acc -= float32(32*off) * (d * da)
+	for g := range 16 {
+		var sum int32
+		for e := range 16 {
+			el := 16*(g%2) + e
+			sum += int32(packedQ6KQuant(blk, lane, g/2, el)) * int32(int8(a[64+16*g+e]))
 		}
-		acc -= float32(32*off) * (d * da)
-		for g := range 16 {
-			var sum int32
-			for e := range 16 {
-				el := 16*(g%2) + e
-				sum += int32(packedQ6KQuant(blk, lane, g/2, el)) * int32(int8(a[64+16*g+e]))
-			}
-			acc += float32(sum) * (d * float32(q6kScale(blk, lane, g)) * da)
-		}
+		acc += float32(sum) * (d * float32(q6kScale(blk, lane, g)) * da)
 	}
 	return acc
 }

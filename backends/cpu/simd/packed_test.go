@@ -35,22 +35,10 @@ func TestPackedGemm(t *testing.T) {
 				acts[i] = quantized(t, r, at, n)
 			}
 			forEachVariant(t, func(t *testing.T) {
-				act := nanBytes(PackActBytes(n, nTok))
-				for i, a := range acts {
-					PackActRow(typ, a, n, i, nTok, act)
-				}
-				stride := nRows + 3
-				dst := nanRow(nTok * stride)
-				PackedGemm(typ)(n, packed, nRows, act, nTok, dst, stride)
+				dst, stride := runPackedGemm(t, typ, n, packed, nRows, acts)
 				for tok := range nTok {
-					for row := range stride {
+					for row := range nRows {
 						got := dst[tok*stride+row]
-						if row >= nRows {
-							if !math.IsNaN(float64(got)) {
-								t.Fatalf("%s %v: gap [%d,%d] overwritten", typ, sh, tok, row)
-							}
-							continue
-						}
 						want := quant.VecDot(typ, n, rows[row], acts[tok])
 						bound := dotBound(magnitude(t, typ, rows[row], n), dequant(t, at, acts[tok], n), n/32+n/256)
 						if d := math.Abs(float64(got - want)); !(d <= bound) {
@@ -61,6 +49,30 @@ func TestPackedGemm(t *testing.T) {
 			})
 		}
 	}
+}
+
+// runPackedGemm packs acts (one row of n columns a token), multiplies the
+// packed weights of nRows rows by them into a NaN-poisoned dst with a
+// stride of nRows + 3, checks that the gaps stay NaN, and returns dst and
+// its stride.
+func runPackedGemm(t *testing.T, typ gguf.TensorType, n int, packed []byte, nRows int, acts [][]byte) ([]float32, int) {
+	t.Helper()
+	nTok := len(acts)
+	act := nanBytes(PackActBytes(n, nTok))
+	for i, a := range acts {
+		PackActRow(typ, a, n, i, nTok, act)
+	}
+	stride := nRows + 3
+	dst := nanRow(nTok * stride)
+	PackedGemm(typ)(n, packed, nRows, act, nTok, dst, stride)
+	for tok := range nTok {
+		for row := nRows; row < stride; row++ {
+			if !math.IsNaN(float64(dst[tok*stride+row])) {
+				t.Fatalf("%s: gap [%d,%d] overwritten", typ, tok, row)
+			}
+		}
+	}
+	return dst, stride
 }
 
 // packedShapes are {columns, rows, tokens} with partial groups of rows

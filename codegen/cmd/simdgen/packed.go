@@ -52,14 +52,21 @@ func (f packedFmt) groupBytes() int {
 }
 
 func genPacked(v variant, reg *registry, f packedFmt) {
+	genPackedTiles(v, reg, f.typ, func(toks int) string { return packedTile(f, toks) })
+}
+
+// genPackedTiles emits a packed layout's tiles for 1 … packMaxTokens
+// tokens (tile returns each one's name) and registers them for weight
+// type typ; only VNNI variants have packed kernels.
+func genPackedTiles(v variant, reg *registry, typ string, tile func(toks int) string) {
 	if !v.vnni {
 		return
 	}
 	var names []string
 	for toks := 1; toks <= packMaxTokens; toks++ {
-		names = append(names, packedTile(f, toks))
+		names = append(names, tile(toks))
 	}
-	reg.packed(v, f.typ, names)
+	reg.packed(v, typ, names)
 }
 
 // packedTile emits the kernel for 16 rows × toks tokens.

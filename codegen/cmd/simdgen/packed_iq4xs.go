@@ -38,14 +38,7 @@ func iq4LevelsBiased() Mem {
 }
 
 func genPackedIQ4XS(v variant, reg *registry) {
-	if !v.vnni {
-		return
-	}
-	var names []string
-	for toks := 1; toks <= packMaxTokens; toks++ {
-		names = append(names, packedIQ4XSTile(toks))
-	}
-	reg.packed(v, "TypeIQ4_XS", names)
+	genPackedTiles(v, reg, "TypeIQ4_XS", packedIQ4XSTile)
 }
 
 // iq4xsRegs are the registers every sub-block step reads.

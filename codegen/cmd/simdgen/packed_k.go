@@ -23,14 +23,7 @@ const (
 )
 
 func genPackedQ4K(v variant, reg *registry) {
-	if !v.vnni {
-		return
-	}
-	var names []string
-	for toks := 1; toks <= packMaxTokens; toks++ {
-		names = append(names, packedQ4KTile(toks))
-	}
-	reg.packed(v, "TypeQ4_K", names)
+	genPackedTiles(v, reg, "TypeQ4_K", packedQ4KTile)
 }
 
 func packedQ4KTile(toks int) string {

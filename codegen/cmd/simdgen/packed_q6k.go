@@ -26,14 +26,7 @@ const (
 )
 
 func genPackedQ6K(v variant, reg *registry) {
-	if !v.vnni {
-		return
-	}
-	var names []string
-	for toks := 1; toks <= packMaxTokens; toks++ {
-		names = append(names, packedQ6KTile(toks))
-	}
-	reg.packed(v, "TypeQ6_K", names)
+	genPackedTiles(v, reg, "TypeQ6_K", packedQ6KTile)
 }
 
 // q6kRegs are the registers every sub-block step reads.
