@@ -42,6 +42,7 @@ type impl struct {
 	flashTiles [3][]flashTile                       // F16, Q8_0, Q4_0 V; see FlashUpdate
 	f32Vec     f32RowsKernel                        // see VecDotF32Rows; nil: ops/ref
 	f32Tiny    f32RowsKernel                        // see TinyDotF32Rows; nil: ops/ref
+	decode     map[gguf.TensorType]RowsFunc         // see DecodeRows; nil: one row at a time
 }
 
 const pureGo = "purego"
@@ -113,12 +114,17 @@ func VecDotRows(w gguf.TensorType) RowsFunc {
 }
 
 // DecodeRows returns the kernel for one token against weight rows that
-// stream from memory (a decode matmul). For F16 and BF16 that is one row
-// at a time: one sequential stream per thread measured ~35% more bandwidth
-// than the multi-row kernel's four streams a row apart
+// stream from memory (a decode matmul), with VecDot's bits. For F16 and
+// BF16 on AVX-512 that is a kernel that loops over the rows itself and
+// prefetches the rows ahead (decode_amd64.go); elsewhere one row at a
+// time: one sequential stream per thread measured ~35% more bandwidth
+// than the multi-row kernel's four streams a row apart on a Zen 5
 // (BenchmarkDecodeStream), while VecDotRows, sharing the widened
 // activation, wins on rows in cache.
 func DecodeRows(w gguf.TensorType) RowsFunc {
+	if f, ok := active.decode[w]; ok {
+		return f
+	}
 	if w != gguf.TypeF16 && w != gguf.TypeBF16 {
 		return VecDotRows(w)
 	}

@@ -82,6 +82,9 @@ type kernelSet struct {
 	// k+1 tokens, in the order of gemms' BF16 tiles (which sum with FMAs);
 	// used instead of those where the CPU has AVX512_BF16.
 	bf16DP []gemmTile
+	// decodeF16 and decodeBF16: one token against rows streaming from
+	// memory (see decodeRowsF16); nil where the variant has none.
+	decodeF16, decodeBF16 decodeKernel
 }
 
 // hasBF16DP reports whether this CPU has VDPBF16PS (AVX512_BF16).
@@ -146,6 +149,7 @@ func wrapSet(s *kernelSet) *impl {
 	v.flashF16, v.flashF32 = s.flashF16, s.flashF32
 	v.flashExp, v.flashTiles = s.flashExp, s.flashTiles
 	v.f32Vec, v.f32Tiny = s.f32Vec, s.f32Tiny
+	v.decode = decodeFuncs(s, v)
 	return v
 }
 

@@ -373,6 +373,17 @@ func gemmBF16DP4x5AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst
 // rows r (wStride bytes apart) with 6 activation rows t (aStride bytes apart), nb chunks of 32 bfloat16 values summed by VDPBF16PS (needs AVX512_BF16).
 func gemmBF16DP4x6AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
 
+// decodeF16AVX512 stores in dst[r] the dot products of nRows rows of nb·64 binary16
+// values (stride bytes apart) with the float32 activation a, each in
+// ggml_vec_dot_f16's AVX-512 order, prefetching rows ahead.
+func decodeF16AVX512(nb int, w *byte, stride int, a *byte, nRows int, dst *float32)
+
+// decodeBF16AVX512 stores in dst[r] the dot products of nRows rows of nb·64 bfloat16
+// values (stride bytes apart) with the bfloat16 activation a, each in
+// ggml_vec_dot_bf16's AVX512-BF16 order by VDPBF16PS (needs AVX512_BF16),
+// prefetching rows ahead.
+func decodeBF16AVX512(nb int, w *byte, stride int, a *byte, nRows int, dst *float32)
+
 // gemmQ4_K4x1AVX512 stores in dst[t·dstStride/4 + r] the dot products of 4 weight
 // rows r (wStride bytes apart) with 1 activation rows t (aStride bytes apart), nb Q4_K super-blocks against Q8_K.
 func gemmQ4_K4x1AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)

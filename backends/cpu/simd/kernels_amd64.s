@@ -13368,6 +13368,135 @@ done:
 	VZEROUPPER
 	RET
 
+// func decodeF16AVX512(nb int, w *byte, stride int, a *byte, nRows int, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·decodeF16AVX512(SB), NOSPLIT, $0-48
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   stride+16(FP), DX
+	MOVQ   a+24(FP), BX
+	MOVQ   nRows+32(FP), SI
+	MOVQ   dst+40(FP), DI
+	IMUL3Q $0x01, DX, R8
+	TESTQ  SI, SI
+	JZ     decodeF16AVX512_done
+
+decodeF16AVX512_row:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ   CX, R9
+	MOVQ   BX, R10
+	MOVQ   AX, R11
+	TESTQ  R11, R11
+	JZ     decodeF16AVX512_sum
+
+decodeF16AVX512_block:
+	PREFETCHT0  (R9)(R8*1)
+	PREFETCHT0  64(R9)(R8*1)
+	VCVTPH2PS   (R9), Z4
+	VFMADD231PS (R10), Z4, Z0
+	VCVTPH2PS   32(R9), Z4
+	VFMADD231PS 64(R10), Z4, Z1
+	VCVTPH2PS   64(R9), Z4
+	VFMADD231PS 128(R10), Z4, Z2
+	VCVTPH2PS   96(R9), Z4
+	VFMADD231PS 192(R10), Z4, Z3
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000100, R10
+	DECQ        R11
+	JNZ         decodeF16AVX512_block
+
+decodeF16AVX512_sum:
+	VADDPS        Z2, Z0, Z0
+	VADDPS        Z3, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y4
+	VADDPS        Y0, Y4, Y4
+	VEXTRACTF128  $0x01, Y4, X5
+	VADDPS        X4, X5, X5
+	VMOVHLPS      X5, X5, X4
+	VADDPS        X4, X5, X5
+	VMOVSHDUP     X5, X4
+	VADDSS        X4, X5, X5
+	VMOVSS        X5, (DI)
+	ADDQ          $0x04, DI
+	ADDQ          DX, CX
+	DECQ          SI
+	JNZ           decodeF16AVX512_row
+
+decodeF16AVX512_done:
+	VZEROUPPER
+	RET
+
+// func decodeBF16AVX512(nb int, w *byte, stride int, a *byte, nRows int, dst *float32)
+// Requires: AVX, AVX512F, AVX512_BF16, MMX+
+TEXT ·decodeBF16AVX512(SB), NOSPLIT, $0-48
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   stride+16(FP), DX
+	MOVQ   a+24(FP), BX
+	MOVQ   nRows+32(FP), SI
+	MOVQ   dst+40(FP), DI
+	IMUL3Q $0x01, DX, R8
+	TESTQ  SI, SI
+	JZ     decodeBF16AVX512_done
+
+decodeBF16AVX512_row:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	MOVQ   CX, R9
+	MOVQ   BX, R10
+	MOVQ   AX, R11
+	TESTQ  R11, R11
+	JZ     decodeBF16AVX512_sum
+
+decodeBF16AVX512_block:
+	PREFETCHT0 (R9)(R8*1)
+	PREFETCHT0 64(R9)(R8*1)
+	VMOVDQU32  (R9), Z2
+	VMOVDQU32  (R10), Z3
+	BYTE $0x62; BYTE $0xf2; BYTE $0x6e; BYTE $0x48; BYTE $0x52; BYTE $0xc3 // VDPBF16PS Z3, Z2, Z0
+	VMOVDQU32  64(R9), Z2
+	VMOVDQU32  64(R10), Z3
+	BYTE $0x62; BYTE $0xf2; BYTE $0x6e; BYTE $0x48; BYTE $0x52; BYTE $0xcb // VDPBF16PS Z3, Z2, Z1
+	ADDQ       $0x00000080, R9
+	ADDQ       $0x00000080, R10
+	DECQ       R11
+	JNZ        decodeBF16AVX512_block
+
+decodeBF16AVX512_sum:
+	VEXTRACTF64X4 $0x01, Z0, Y2
+	VADDPS        Y0, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VADDPS        X2, X3, X3
+	VMOVHLPS      X3, X3, X2
+	VADDPS        X2, X3, X3
+	VMOVSHDUP     X3, X2
+	VADDSS        X2, X3, X3
+	VEXTRACTF64X4 $0x01, Z1, Y2
+	VADDPS        Y1, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X4
+	VADDPS        X2, X4, X4
+	VMOVHLPS      X4, X4, X2
+	VADDPS        X2, X4, X4
+	VMOVSHDUP     X4, X2
+	VADDSS        X2, X4, X4
+	VCVTSS2SD     X3, X3, X3
+	VCVTSS2SD     X4, X4, X4
+	VADDSD        X4, X3, X3
+	VCVTSD2SS     X3, X3, X3
+	VMOVSS        X3, (DI)
+	ADDQ          $0x04, DI
+	ADDQ          DX, CX
+	DECQ          SI
+	JNZ           decodeBF16AVX512_row
+
+decodeBF16AVX512_done:
+	VZEROUPPER
+	RET
+
 // func gemmQ4_K4x1AVX512(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI, F16C, FMA3
 TEXT ·gemmQ4_K4x1AVX512(SB), NOSPLIT, $64-56

@@ -12,13 +12,15 @@ import (
 
 // BenchmarkDecodeStream is a decode GEMV over weights far larger than the
 // caches, split over two goroutines in 32-row tiles as the backend splits
-// it; MB/s counts weight bytes, to compare with the memory bandwidth.
+// it, through VecDotRows ("rows"), VecDot row by row ("one") and
+// DecodeRows ("decode", what the backend runs); MB/s counts weight bytes,
+// to compare with the memory bandwidth.
 func BenchmarkDecodeStream(b *testing.B) {
 	const n, rows, tile = 2048, 1 << 16, 32
 	r := newRand(b)
 	for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeIQ4_XS, gguf.TypeIQ4_NL, gguf.TypeIQ2_XXS} {
-		for _, oneRow := range []bool{false, true} {
-			b.Run(fmt.Sprint(typ, "/one=", oneRow), func(b *testing.B) {
+		for _, kernel := range []string{"rows", "one", "decode"} {
+			b.Run(fmt.Sprint(typ, "/", kernel), func(b *testing.B) {
 				rb, _ := typ.RowBytes(n)
 				row := quantized(b, r, typ, n)
 				w := hugeBuffer(b, rows*int(rb))
@@ -30,13 +32,16 @@ func BenchmarkDecodeStream(b *testing.B) {
 				dst := make([]float32, rows)
 				benchVariants(b, func(b *testing.B) {
 					f := VecDotRows(typ)
-					if oneRow {
+					switch kernel {
+					case "one":
 						dot := VecDot(typ)
 						f = func(n int, w []byte, rb, nr int, a []byte, dst []float32) {
 							for i := range nr {
 								dst[i] = dot(n, w[i*rb:], a)
 							}
 						}
+					case "decode":
+						f = DecodeRows(typ)
 					}
 					streamHalves(b, len(w), rows, tile, func(r0 int) {
 						f(n, w[r0*int(rb):], int(rb), tile, a, dst[r0:r0+tile])

@@ -128,8 +128,10 @@ var asmKernels = []kernelSet{{
 	silu:       siluAVX2,
 	softmaxExp: softmaxExpAVX2,
 }, {
-	add:    addF32AVX512,
-	bf16DP: []gemmTile{gemmBF16DP4x1AVX512, gemmBF16DP4x2AVX512, gemmBF16DP4x3AVX512, gemmBF16DP4x4AVX512, gemmBF16DP4x5AVX512, gemmBF16DP4x6AVX512},
+	add:        addF32AVX512,
+	bf16DP:     []gemmTile{gemmBF16DP4x1AVX512, gemmBF16DP4x2AVX512, gemmBF16DP4x3AVX512, gemmBF16DP4x4AVX512, gemmBF16DP4x5AVX512, gemmBF16DP4x6AVX512},
+	decodeBF16: decodeBF16AVX512,
+	decodeF16:  decodeF16AVX512,
 	dots: []dotKernel{{
 		chunk: 32,
 		one:   dotQ8_0AVX512,

@@ -37,6 +37,7 @@ func main() {
 		genGemmF16Wide(v, &reg)
 		genGemmBF16(v, &reg)
 		genGemmBF16DP(v, &reg)
+		genDecodeFloat(v, &reg)
 		genGemmK(v, &reg, "TypeQ4_K", 2, gemmQ4KTile)
 		genGemmK(v, &reg, "TypeQ6_K", 4, gemmQ6KTile)
 		genPacked(v, &reg, packedQ4_0)

@@ -49,6 +49,7 @@ type elemEntry struct {
 	f16Wide, f16WideIn         []string    // wide F16 GEMM tiles: [p] takes p+1 token pairs
 	f32Vec, f32Tiny            string      // float32 dot products in llama.cpp's two orders
 	bf16DP                     []string    // BF16 GEMM tiles by VDPBF16PS: [k] takes k+1 tokens
+	decodeF16, decodeBF16      string      // decode kernels (decode_float.go)
 }
 
 func (r *registry) see(v variant) {
@@ -138,6 +139,13 @@ func (r *registry) bf16DP(v variant, tiles []string) {
 	r.see(v)
 	e := r.elems[v.name]
 	e.bf16DP = tiles
+	r.elems[v.name] = e
+}
+
+func (r *registry) decodeFloat(v variant, f16, bf16 string) {
+	r.see(v)
+	e := r.elems[v.name]
+	e.decodeF16, e.decodeBF16 = f16, bf16
 	r.elems[v.name] = e
 }
 
@@ -260,6 +268,10 @@ func writeTable(path string, r *registry) error {
 		}
 		if e := r.elems[name]; len(e.bf16DP) > 0 {
 			set[jen.Id("bf16DP")] = jen.Index().Id("gemmTile").Values(ids(e.bf16DP)...)
+		}
+		if e := r.elems[name]; e.decodeF16 != "" {
+			set[jen.Id("decodeF16")] = jen.Id(e.decodeF16)
+			set[jen.Id("decodeBF16")] = jen.Id(e.decodeBF16)
 		}
 		sets = append(sets, jen.Values(set))
 	}
