@@ -504,6 +504,38 @@ func packedQ4_Kx16T7AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int
 // of the 16 rows of one packed Q4_K group with 8 interleaved packed activations, nb super-blocks.
 func packedQ4_Kx16T8AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
 
+// packedQ5_Kx16T1AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q5_K group with 1 interleaved packed activations, nb super-blocks.
+func packedQ5_Kx16T1AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ5_Kx16T2AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q5_K group with 2 interleaved packed activations, nb super-blocks.
+func packedQ5_Kx16T2AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ5_Kx16T3AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q5_K group with 3 interleaved packed activations, nb super-blocks.
+func packedQ5_Kx16T3AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ5_Kx16T4AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q5_K group with 4 interleaved packed activations, nb super-blocks.
+func packedQ5_Kx16T4AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ5_Kx16T5AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q5_K group with 5 interleaved packed activations, nb super-blocks.
+func packedQ5_Kx16T5AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ5_Kx16T6AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q5_K group with 6 interleaved packed activations, nb super-blocks.
+func packedQ5_Kx16T6AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ5_Kx16T7AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q5_K group with 7 interleaved packed activations, nb super-blocks.
+func packedQ5_Kx16T7AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
+// packedQ5_Kx16T8AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
+// of the 16 rows of one packed Q5_K group with 8 interleaved packed activations, nb super-blocks.
+func packedQ5_Kx16T8AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)
+
 // packedQ6_Kx16T1AVX512 stores in dst[t·dstStride/4 + r] (lanes r set in mask) the dot products
 // of the 16 rows of one packed Q6_K group with 1 interleaved packed activations, nb super-blocks.
 func packedQ6_Kx16T1AVX512(nb int, w *byte, a *byte, dst *float32, dstStride int, mask int)

@@ -11,16 +11,16 @@ import (
 	"github.com/weft-ml/weft/quant"
 )
 
-// The packed layouts interleave PackRows weight rows (Q4_K, Q6_K and
-// IQ4_XS: see packed_k.go, packed_q6k.go and packed_iq4xs.go; here Q4_0
-// and Q8_0) so
-// that one 512-bit load holds four quants of each of 16 rows: VPDPBUSD
-// then multiplies all 16 rows by four activation bytes broadcast to every
-// lane, and the 16 result lanes are the 16 rows' sums (no horizontal
-// reduction, one store per token). Sixteen rows fill exactly one zmm of
-// int32 lanes; eight (as llama.cpp uses with ymm) would leave half of each
-// AVX-512 instruction idle. The layout, per group of 16 rows (rows padded
-// with zero bytes to a multiple of 16), per block b of 32 columns:
+// The packed layouts interleave PackRows weight rows (Q4_K, Q5_K, Q6_K
+// and IQ4_XS: see packed_k.go, packed_q5k.go, packed_q6k.go and
+// packed_iq4xs.go; here Q4_0 and Q8_0) so that one 512-bit load holds
+// four quants of each of 16 rows: VPDPBUSD then multiplies all 16 rows by
+// four activation bytes broadcast to every lane, and the 16 result lanes
+// are the 16 rows' sums (no horizontal reduction, one store per token).
+// Sixteen rows fill exactly one zmm of int32 lanes; eight (as llama.cpp
+// uses with ymm) would leave half of each AVX-512 instruction idle. The
+// layout, per group of 16 rows (rows padded with zero bytes to a multiple
+// of 16), per block b of 32 columns:
 //
 //	[0:32]   the 16 rows' scales d, binary16, row order
 //	[32:...] words j = 0..W-1 of 64 bytes; bytes 4r..4r+3 of word j are
@@ -51,6 +51,7 @@ var packedNames = map[string]gguf.TensorType{
 	"q4_0x16":   gguf.TypeQ4_0,
 	"q8_0x16":   gguf.TypeQ8_0,
 	"q4_kx16":   gguf.TypeQ4_K,
+	"q5_kx16":   gguf.TypeQ5_K,
 	"q6_kx16":   gguf.TypeQ6_K,
 	"iq4_xsx16": gguf.TypeIQ4_XS,
 }
@@ -104,6 +105,7 @@ type superFormat struct {
 // superFormats are the super-block layouts; Q4_0 and Q8_0 are this file's.
 var superFormats = map[gguf.TensorType]superFormat{
 	gguf.TypeQ4_K:   {kGroupBytes, kActBlock, packBlockQ4K, packActQ4K, dotBlockQ4K},
+	gguf.TypeQ5_K:   {q5kGroupBytes, kActBlock, packBlockQ5K, packActQ4K, dotBlockQ5K},
 	gguf.TypeQ6_K:   {PackRows * q6kBlockBytes, q6kActBlock, packBlockQ6K, packActQ6K, dotBlockQ6K},
 	gguf.TypeIQ4_XS: {iq4xsGroupBytes, iq4xsActBlock, packBlockIQ4XS, packActIQ4XS, dotBlockIQ4XS},
 }
@@ -237,7 +239,7 @@ func packQuants(t gguf.TensorType, qs, words []byte, lane int) {
 func PackActBytes(n, nTok int) int { return nTok * (n / 32) * packActBlock }
 
 // PackActRow writes token t's packed activation for weights of type w
-// from its row q8 of n columns (Q8_0, or Q8_K for Q4_K, Q6_K and IQ4_XS)
+// from its row q8 of n columns (Q8_0, or Q8_K for Q4_K, Q5_K, Q6_K and IQ4_XS)
 // into act, the buffer of all nTok tokens of the batch. Tokens are
 // independent: rows may be packed concurrently.
 func PackActRow(w gguf.TensorType, q8 []byte, n, t, nTok int, act []byte) {

@@ -86,6 +86,12 @@ func packActQ4K(src, dst []byte) {
 // to acc as the kernel does: the mins term first, then sub-block by
 // sub-block.
 func dotBlockQ4K(acc float32, blk []byte, lane int, a []byte) float32 {
+	return dotBlockK45(acc, blk, lane, a, packedQ4KQuant)
+}
+
+// dotBlockK45 is dotBlockQ4K with element e of sub-block s read by elem
+// (Q4_K's and Q5_K's kernels differ only there).
+func dotBlockK45(acc float32, blk []byte, lane int, a []byte, elem func(blk []byte, lane, s, e int) uint8) float32 {
 	da := math.Float32frombits(binary.LittleEndian.Uint32(a))
 	d := quant.FP16ToFP32(binary.LittleEndian.Uint16(blk[2*lane:]))
 	dmin := quant.FP16ToFP32(binary.LittleEndian.Uint16(blk[32+2*lane:]))
@@ -98,7 +104,7 @@ func dotBlockQ4K(acc float32, blk []byte, lane int, a []byte) float32 {
 	for s := range kSubBlocks {
 		var sum int32
 		for e := range kSubBlockElems {
-			sum += int32(packedQ4KQuant(blk, lane, s, e)) * int32(int8(a[32+32*s+e]))
+			sum += int32(elem(blk, lane, s, e)) * int32(int8(a[32+32*s+e]))
 		}
 		acc += float32(sum) * (d * float32(blk[64+16*s+lane]) * da)
 	}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/quant"
 )
@@ -16,7 +18,7 @@ import (
 // token counts partial token groups, and the gaps of dst stay poisoned.
 func TestPackedGemm(t *testing.T) {
 	r := newRand(t)
-	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeIQ4_XS} {
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeIQ4_XS} {
 		at := quant.VecDotType(typ)
 		for _, sh := range packedShapes(typ) {
 			n, nRows, nTok := sh[0], sh[1], sh[2]
@@ -210,7 +212,7 @@ func TestRepackQ4KRoundTrip(t *testing.T) {
 // activation scales to 1: every output is then an integer sum that any
 // order gives exactly.
 func TestPackedKIntegerExact(t *testing.T) {
-	for _, typ := range []gguf.TensorType{gguf.TypeQ4_K, gguf.TypeQ6_K} {
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K} {
 		t.Run(typ.String(), func(t *testing.T) { packedIntegerExact(t, typ) })
 	}
 }
@@ -309,7 +311,7 @@ func TestPackedKernelsPresent(t *testing.T) {
 // worker doing every group.
 func TestRepackSplitsLikeOneWorker(t *testing.T) {
 	r := newRand(t)
-	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeIQ4_XS} {
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeIQ4_XS} {
 		const cols = 8192
 		rows := 16*200 + 5
 		rb, _ := typ.RowBytes(cols)
@@ -372,4 +374,36 @@ func q4kElem(qs []byte, e int) uint8 {
 		return qs[32*chunk+p] & 0x0f
 	}
 	return qs[32*chunk+p-32] >> 4
+}
+
+// TestRepackQ5KRoundTrip reads every quant of the packed Q5_K layout back
+// (low bits and mask bit) and compares it with the GGUF block's 5-bit
+// quant; d, dmin, scales and mins are Q4_K's (TestRepackQ4KRoundTrip).
+func TestRepackQ5KRoundTrip(t *testing.T) {
+	r := newRand(t)
+	const n, nRows, nb = 512, 21, 2
+	src := quantized(t, r, gguf.TypeQ5_K, n*nRows)
+	p, err := Repack(gguf.TypeQ5_K, nRows, n, src)
+	require.NoError(t, err)
+	for row := range 32 {
+		for b := range nb {
+			blk := p[((row/PackRows)*nb+b)*q5kGroupBytes:]
+			lane, off := row%PackRows, (row*nb+b)*q5kBlockBytes
+			orig := make([]byte, q5kBlockBytes)
+			if row < nRows {
+				orig = src[off : off+q5kBlockBytes]
+			}
+			for s := range kSubBlocks {
+				for e := range kSubBlockElems {
+					require.Equal(t, q5kElem(orig, 32*s+e), packedQ5KQuant(blk, lane, s, e), "row %d block %d elem %d", row, b, 32*s+e)
+				}
+			}
+		}
+	}
+}
+
+// q5kElem is element e's 5-bit quant of a GGUF Q5_K block: its nibble as
+// in Q4_K, plus 16 if bit e/32 of qh[e%32] is set.
+func q5kElem(blk []byte, e int) uint8 {
+	return q4kElem(blk[48:], e) + 16*(blk[16+e%32]>>(e/32)&1)
 }

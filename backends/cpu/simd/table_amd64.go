@@ -235,6 +235,9 @@ var asmKernels = []kernelSet{{
 		tiles: []packedTile{packedQ4_Kx16T1AVX512, packedQ4_Kx16T2AVX512, packedQ4_Kx16T3AVX512, packedQ4_Kx16T4AVX512, packedQ4_Kx16T5AVX512, packedQ4_Kx16T6AVX512, packedQ4_Kx16T7AVX512, packedQ4_Kx16T8AVX512},
 		w:     gguf.TypeQ4_K,
 	}, {
+		tiles: []packedTile{packedQ5_Kx16T1AVX512, packedQ5_Kx16T2AVX512, packedQ5_Kx16T3AVX512, packedQ5_Kx16T4AVX512, packedQ5_Kx16T5AVX512, packedQ5_Kx16T6AVX512, packedQ5_Kx16T7AVX512, packedQ5_Kx16T8AVX512},
+		w:     gguf.TypeQ5_K,
+	}, {
 		tiles: []packedTile{packedQ6_Kx16T1AVX512, packedQ6_Kx16T2AVX512, packedQ6_Kx16T3AVX512, packedQ6_Kx16T4AVX512, packedQ6_Kx16T5AVX512, packedQ6_Kx16T6AVX512, packedQ6_Kx16T7AVX512, packedQ6_Kx16T8AVX512},
 		w:     gguf.TypeQ6_K,
 	}, {

@@ -43,6 +43,7 @@ func main() {
 		genPacked(v, &reg, packedQ4_0)
 		genPacked(v, &reg, packedQ8_0)
 		genPackedQ4K(v, &reg)
+		genPackedQ5K(v, &reg)
 		genPackedQ6K(v, &reg)
 		genPackedIQ4XS(v, &reg)
 		genExpKernels(v, &reg)

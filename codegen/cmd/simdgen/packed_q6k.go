@@ -46,7 +46,7 @@ func packedQ6KTile(toks int) string {
 	VPBROADCASTB(cLowNibble, c.low)
 	VPBROADCASTB(cBits2, c.high)
 	acc := zeroedZmm(toks)
-	c.zero = zeroedZmm(1)[0] // chains copy it; see packedQ4KTile
+	c.zero = zeroedZmm(1)[0] // chains copy it; see packedK45Tile
 	loopBlocks(nb, func() {
 		c.d = ZMM()
 		VCVTPH2PS(Mem{Base: w}, c.d)
