@@ -13,8 +13,9 @@ import (
 
 // Layouts are the CPU backend's weight layouts: Q4_0, Q8_0, Q4_K, Q5_K,
 // Q6_K and IQ4_XS matrices interleaved 16 rows at a time for the packed
-// VNNI kernels (see simd.Repack). The weight-layout pass applies them at compile time;
-// bindWeight then reads the repacked bytes instead of the GGUF ones.
+// VNNI kernels (see simd.Repack). The weight-layout pass applies them at
+// compile time; bindWeight then reads the repacked bytes instead of the
+// GGUF ones.
 func (Backend) Layouts() []backends.Layout {
 	var ls []backends.Layout
 	for _, t := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeIQ4_XS} {
