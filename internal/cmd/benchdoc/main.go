@@ -30,16 +30,30 @@ type config struct {
 	peers []peer
 }
 
-// bench is one model measured: a graphc synth shape and a weight type.
-type bench struct{ shape, typ string }
+// bench is one model measured: a graphc synth shape and a weight type,
+// and the graphrun flags of weft's runs (the peers run the same file as
+// they always do).
+type bench struct {
+	shape, typ string
+	weftFlags  []string
+}
+
+// weftModes are the weight "types" of -benches that name a weft mode on
+// another type's file: f16-as-bf16 is the F16 file run with
+// --f16-as-bf16 (F16 weights computed as BF16, like ik_llama.cpp's -rtr
+// repack), beside the peers' runs of that F16 file.
+var weftModes = map[string]bench{
+	"f16-as-bf16": {typ: "f16", weftFlags: []string{"--f16-as-bf16"}},
+}
 
 // label names a bench in the report: the weight type, prefixed with the
 // shape's architecture for the shapes beside the TinyLlama one.
 func (b bench) label() string {
+	l := b.typ + strings.Join(append([]string{""}, b.weftFlags...), " ")
 	if b.shape == defaultShape {
-		return b.typ
+		return l
 	}
-	return b.shape + " " + b.typ
+	return b.shape + " " + l
 }
 
 const defaultShape = "tinyllama-1.1b"
@@ -59,7 +73,11 @@ func parseBenches(list string) ([]bench, error) {
 		if !ok || shape == "" || typ == "" {
 			return nil, fmt.Errorf("bad -benches entry %q: want SHAPE:TYPE, e.g. phi2:q4_0", item)
 		}
-		out = append(out, bench{shape, typ})
+		b := bench{shape: shape, typ: typ}
+		if m, ok := weftModes[typ]; ok {
+			b.typ, b.weftFlags = m.typ, m.weftFlags
+		}
+		out = append(out, b)
 	}
 	return out, nil
 }
@@ -80,7 +98,7 @@ func main() {
 // come from the environment: LLAMA_BENCH, IK_BENCH, …).
 func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) (config, error) {
 	var c config
-	benches := fs.String("benches", defaultBenches, "models to measure, SHAPE:TYPE[,…] (graphc synth shapes and types)")
+	benches := fs.String("benches", defaultBenches, "models to measure, SHAPE:TYPE[,…] (graphc synth shapes and types; TYPE f16-as-bf16: the F16 file, weft with --f16-as-bf16)")
 	fs.StringVar(&c.bin, "bin", "bin", "folder holding graphc and graphrun")
 	fs.StringVar(&c.models, "models", "out/bench", "folder for the synthesised models")
 	fs.StringVar(&c.out, "out", "docs/benchmarks.md", "markdown report (an .svg chart is written beside it)")

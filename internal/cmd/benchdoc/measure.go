@@ -62,7 +62,7 @@ func quantizeWithLlama(c config, path string, b bench) error {
 		}
 	}
 	master := filepath.Join(c.models, b.shape+"-f16.gguf")
-	if err := ensureModel(c, master, bench{b.shape, "f16"}); err != nil {
+	if err := ensureModel(c, master, bench{shape: b.shape, typ: "f16"}); err != nil {
 		return err
 	}
 	imatrix := filepath.Join(c.models, b.shape+".imatrix")
@@ -108,7 +108,7 @@ func measure(c config, path string, b bench, depth int) (row, error) {
 		steps := []func() error{func() error {
 			fmt.Fprintf(os.Stderr, "round %d/%d, weft: %s%s\n", round, c.rounds, filepath.Base(path), at)
 			var err error
-			w, r.env, err = measureWeft(c, path, depth)
+			w, r.env, err = measureWeft(c, path, b.weftFlags, depth)
 			return err
 		}}
 		for i, p := range c.peers {
@@ -210,7 +210,7 @@ func summarize(runs []float64) stat {
 
 // measureWeft returns one graphrun bench call's prefill, decode and
 // memory-bandwidth runs.
-func measureWeft(c config, path string, depth int) (s sample, e env, err error) {
+func measureWeft(c config, path string, flags []string, depth int) (s sample, e env, err error) {
 	var rep struct {
 		Prefill   stat  `json:"prefill_tok_s"`
 		Decode    stat  `json:"decode_tok_s"`
@@ -218,7 +218,7 @@ func measureWeft(c config, path string, depth int) (s sample, e env, err error) 
 		Env       env   `json:"env"`
 		PeakRSS   int64 `json:"peak_rss_bytes"`
 	}
-	if _, err := runJSON(filepath.Join(c.bin, "graphrun"), weftArgs(c, path, depth), &rep); err != nil {
+	if _, err := runJSON(filepath.Join(c.bin, "graphrun"), append(weftArgs(c, path, depth), flags...), &rep); err != nil {
 		return s, e, err
 	}
 	return sample{pp: rep.Prefill.Runs, tg: rep.Decode.Runs, bw: rep.Bandwidth.Runs, rss: rep.PeakRSS}, rep.Env, nil

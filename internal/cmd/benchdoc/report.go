@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"html"
 	"slices"
 	"strings"
 	"time"
@@ -17,10 +18,11 @@ type report struct {
 // title is a bench's name in the table: the weight type in capitals,
 // after the shape for the shapes beside the TinyLlama one.
 func (b bench) title() string {
+	t := strings.ToUpper(b.typ) + strings.Join(append([]string{""}, b.weftFlags...), " ")
 	if b.shape == defaultShape {
-		return strings.ToUpper(b.typ)
+		return t
 	}
-	return b.shape + " " + strings.ToUpper(b.typ)
+	return b.shape + " " + t
 }
 
 // targets from ANCHORS.md: decode ≥ 1.2× llama.cpp and ≥ 80% of the floor; prefill ≥ 1.0×;
@@ -263,8 +265,11 @@ func (r report) svg() string {
 			}
 			mid := gx + len(colours)*barW/2
 			fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", mid, h-pad+15, x.bench.typ)
-			if x.bench.shape != defaultShape {
-				fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="9" text-anchor="middle">%s</text>`+"\n", mid, h-pad+26, x.bench.shape)
+			if sub := strings.Join(x.bench.weftFlags, " "); x.bench.shape != defaultShape || sub != "" {
+				if x.bench.shape != defaultShape {
+					sub = strings.TrimSpace(x.bench.shape + " " + sub)
+				}
+				fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="9" text-anchor="middle">%s</text>`+"\n", mid, h-pad+26, html.EscapeString(sub))
 			}
 		}
 	}

@@ -30,7 +30,7 @@ var (
 
 func TestReportShowsRatiosAndFloor(t *testing.T) {
 	r := report{when: time.Unix(0, 0), cfg: config{p: 512, n: 128, r: 3, threads: 2, bandwidth: 47, peers: llamaOnly},
-		rows: []row{{bench: bench{defaultShape, "q4_0"}, bytes: 636725856, weftPP: stat{Median: 150}, weftTG: stat{Median: 60}, bandwidth: stat{Median: 40},
+		rows: []row{{bench: bench{shape: defaultShape, typ: "q4_0"}, bytes: 636725856, weftPP: stat{Median: 150}, weftTG: stat{Median: 60}, bandwidth: stat{Median: 40},
 			peers: []peerResult{{pp: runs(146), tg: runs(50), ppRatio: runs(1.01, 1.03, 1.1), tgRatio: runs(1.2), commit: "c392e509"}}}}}
 	md := r.markdown()
 	for _, want := range []string{"| Q4_0 | 607 MiB | 150.0 | 146.0 | 1.03× (1.01–1.10) | 60.0 | 50.0 | 1.20× (1.20–1.20) | 73.8 | 81% | 40.0 | 96% |", "benchmarks.svg",
@@ -47,7 +47,7 @@ func TestReportShowsRatiosAndFloor(t *testing.T) {
 // the text says how each peer was built and run.
 func TestReportThreeColumns(t *testing.T) {
 	r := report{when: time.Unix(0, 0), cfg: config{p: 512, n: 128, r: 2, threads: 2, bandwidth: 47, peers: withIK},
-		rows: []row{{bench: bench{defaultShape, "bf16"}, bytes: 2200 << 20, weftPP: stat{Median: 100, CV: 0.03}, weftTG: stat{Median: 20, CV: 0.05}, bandwidth: stat{Median: 40},
+		rows: []row{{bench: bench{shape: defaultShape, typ: "bf16"}, bytes: 2200 << 20, weftPP: stat{Median: 100, CV: 0.03}, weftTG: stat{Median: 20, CV: 0.05}, bandwidth: stat{Median: 40},
 			peers: []peerResult{
 				{pp: stat{Median: 80, Runs: []float64{80}, CV: 0.02}, tg: runs(16), ppRatio: runs(1.2, 1.25, 1.3), tgRatio: runs(1.25), commit: "unknown"},
 				{pp: stat{Median: 250, Runs: []float64{250}, CV: 0.04}, tg: runs(18), ppRatio: runs(0.38, 0.4, 0.41), tgRatio: runs(1.05, 1.11, 1.2), commit: "8337e4cd"},
@@ -80,7 +80,7 @@ func TestReportThreeColumns(t *testing.T) {
 // cells "failed" and says why below the table.
 func TestReportPeerFailure(t *testing.T) {
 	r := report{when: time.Unix(0, 0), cfg: config{p: 512, n: 128, r: 2, threads: 2, bandwidth: 47, peers: withIK},
-		rows: []row{{bench: bench{defaultShape, "iq4_xs"}, bytes: 600 << 20, weftPP: stat{Median: 100}, weftTG: stat{Median: 20},
+		rows: []row{{bench: bench{shape: defaultShape, typ: "iq4_xs"}, bytes: 600 << 20, weftPP: stat{Median: 100}, weftTG: stat{Median: 20},
 			peers: []peerResult{{pp: runs(80), tg: runs(16), ppRatio: runs(1.25), tgRatio: runs(1.25)}, {err: "exit status 1"}}}}}
 	md := r.markdown()
 	assert.Contains(t, md, "| 80.0 | 1.25× (1.25–1.25) | failed | – | 20.0 |")
@@ -192,7 +192,7 @@ func TestParseFlags(t *testing.T) {
 	assert.Empty(t, c.peers[0].bin)
 	assert.Equal(t, []string{"-rtr", "1"}, c.peers[1].flags)
 	assert.Equal(t, "by hand", c.peers[1].build)
-	assert.Equal(t, []bench{{defaultShape, "bf16"}}, c.benches)
+	assert.Equal(t, []bench{{shape: defaultShape, typ: "bf16"}}, c.benches)
 
 	c, err = parse(map[string]string{"LLAMA_BENCH": llamaBin})
 	require.NoError(t, err)
@@ -210,13 +210,13 @@ func TestParseFlags(t *testing.T) {
 func TestDefaultBenchesHaveBF16AndIQ4XS(t *testing.T) {
 	b, err := parseBenches(defaultBenches)
 	require.NoError(t, err)
-	assert.Contains(t, b, bench{defaultShape, "bf16"})
-	assert.Contains(t, b, bench{defaultShape, "iq4_xs"})
+	assert.Contains(t, b, bench{shape: defaultShape, typ: "bf16"})
+	assert.Contains(t, b, bench{shape: defaultShape, typ: "iq4_xs"})
 }
 
 func TestReportDepthTable(t *testing.T) {
-	base := row{bench: bench{defaultShape, "q4_0"}, bytes: 636725856, weftPP: stat{Median: 150}, weftTG: stat{Median: 60}, peers: make([]peerResult, 2)}
-	deep := row{bench: bench{defaultShape, "q4_0"}, depth: 4096, bytes: 636725856, weftPP: stat{Median: 90}, weftTG: stat{Median: 40},
+	base := row{bench: bench{shape: defaultShape, typ: "q4_0"}, bytes: 636725856, weftPP: stat{Median: 150}, weftTG: stat{Median: 60}, peers: make([]peerResult, 2)}
+	deep := row{bench: bench{shape: defaultShape, typ: "q4_0"}, depth: 4096, bytes: 636725856, weftPP: stat{Median: 90}, weftTG: stat{Median: 40},
 		weftRSS: runs(700 << 20), peers: []peerResult{
 			{pp: runs(80), tg: runs(32), ppRatio: runs(1.1, 1.12, 1.2), tgRatio: runs(1.25), rss: runs(800 << 20)},
 			{tg: runs(44), tgRatio: runs(0.9, 0.91), rss: runs(900 << 20)},
@@ -241,10 +241,10 @@ func TestChartRenders(t *testing.T) {
 	var rows []row
 	for i, typ := range []string{"q4_0", "q8_0", "f16", "bf16", "iq4_xs"} {
 		f := float64(i + 1)
-		rows = append(rows, row{bench: bench{defaultShape, typ}, bytes: 600 << 20, weftPP: stat{Median: 300 / f}, weftTG: stat{Median: 50 / f},
+		rows = append(rows, row{bench: bench{shape: defaultShape, typ: typ}, bytes: 600 << 20, weftPP: stat{Median: 300 / f}, weftTG: stat{Median: 50 / f},
 			peers: []peerResult{{pp: runs(100 / f), tg: runs(40 / f)}, {pp: runs(250 / f), tg: runs(55 / f)}}})
 	}
-	rows = append(rows, row{bench: bench{"phi2", "q4_0"}, bytes: 1500 << 20, weftPP: stat{Median: 90}, weftTG: stat{Median: 20},
+	rows = append(rows, row{bench: bench{shape: "phi2", typ: "q4_0"}, bytes: 1500 << 20, weftPP: stat{Median: 90}, weftTG: stat{Median: 20},
 		peers: []peerResult{{pp: runs(60), tg: runs(18)}, {pp: runs(80), tg: runs(21)}}})
 	svg := report{cfg: config{peers: withIK}, rows: rows}.svg()
 	dec := xml.NewDecoder(strings.NewReader(svg))
@@ -299,4 +299,19 @@ func countColour(img image.Image, r0, g0, b0 int) int {
 		}
 	}
 	return n
+}
+
+// TestWeftModeBench: f16-as-bf16 measures the F16 file, with the flag
+// for weft only, and the report and chart say so.
+func TestWeftModeBench(t *testing.T) {
+	b, err := parseBenches("tinyllama-1.1b:f16-as-bf16,phi2:q4_0")
+	require.NoError(t, err)
+	require.Equal(t, []bench{{shape: defaultShape, typ: "f16", weftFlags: []string{"--f16-as-bf16"}}, {shape: "phi2", typ: "q4_0"}}, b)
+	assert.Equal(t, "F16 --f16-as-bf16", b[0].title())
+	assert.Equal(t, "f16 --f16-as-bf16", b[0].label())
+	c := config{p: 512, n: 128, r: 2, threads: 2}
+	assert.Equal(t, []string{"bench", "m.gguf", "-p", "512", "-n", "128", "-r", "2", "--threads", "2", "--json", "--bandwidth"}, weftArgs(c, "m.gguf", 0))
+	r := report{when: time.Unix(0, 0), cfg: config{p: 512, n: 128, r: 2, threads: 2, bandwidth: 47}, rows: []row{{bench: b[0], bytes: 2200 << 20, weftPP: stat{Median: 100}, weftTG: stat{Median: 20}}}}
+	assert.Contains(t, r.markdown(), "| F16 --f16-as-bf16 |")
+	assert.Contains(t, r.svg(), ">--f16-as-bf16</text>")
 }
