@@ -42,17 +42,22 @@ func rowByRow(dot DotFunc, n int, w []byte, rowBytes, nRows int, a []byte, dst [
 // decodeScratch holds one call's activation widened to float32.
 var decodeScratch = sync.Pool{New: func() any { return new([]float32) }}
 
-func decodeRowsF16(k decodeKernel, widen widenFunc, dot DotFunc) RowsFunc {
+// decodeRows is the RowsFunc around run, a decode kernel's call on
+// buffers resliced to their exact extent (short ones panic here, before
+// the kernel reads past them); lengths that are not whole blocks go to
+// dot row by row.
+func decodeRows(dot DotFunc, run func(n int, w []byte, rowBytes, nRows int, a []byte, dst []float32)) RowsFunc {
 	return func(n int, w []byte, rowBytes, nRows int, a []byte, dst []float32) {
 		if n%decodeBlock != 0 || n == 0 || nRows <= 0 {
 			rowByRow(dot, n, w, rowBytes, nRows, a, dst)
 			return
 		}
-		// Reslice to the exact extent: short buffers panic here, before
-		// the kernel reads past them.
-		w = w[:(nRows-1)*rowBytes+2*n]
-		a = a[:2*n]
-		dst = dst[:nRows]
+		run(n, w[:(nRows-1)*rowBytes+2*n], rowBytes, nRows, a[:2*n], dst[:nRows])
+	}
+}
+
+func decodeRowsF16(k decodeKernel, widen widenFunc, dot DotFunc) RowsFunc {
+	return decodeRows(dot, func(n int, w []byte, rowBytes, nRows int, a []byte, dst []float32) {
 		p := decodeScratch.Get().(*[]float32)
 		if cap(*p) < n {
 			*p = make([]float32, n)
@@ -61,18 +66,11 @@ func decodeRowsF16(k decodeKernel, widen widenFunc, dot DotFunc) RowsFunc {
 		widen(n/16, &a[0], &af[0], 64)
 		k(n/decodeBlock, &w[0], rowBytes, (*byte)(unsafe.Pointer(&af[0])), nRows, &dst[0])
 		decodeScratch.Put(p)
-	}
+	})
 }
 
 func decodeRowsBF16(k decodeKernel, dot DotFunc) RowsFunc {
-	return func(n int, w []byte, rowBytes, nRows int, a []byte, dst []float32) {
-		if n%decodeBlock != 0 || n == 0 || nRows <= 0 {
-			rowByRow(dot, n, w, rowBytes, nRows, a, dst)
-			return
-		}
-		w = w[:(nRows-1)*rowBytes+2*n]
-		a = a[:2*n]
-		dst = dst[:nRows]
+	return decodeRows(dot, func(n int, w []byte, rowBytes, nRows int, a []byte, dst []float32) {
 		k(n/decodeBlock, &w[0], rowBytes, &a[0], nRows, &dst[0])
-	}
+	})
 }
