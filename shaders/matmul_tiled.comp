@@ -51,8 +51,6 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 256; // must be 256: 16 row groups × 16 token groups
-#define TR 64u // rows per tile
-#define TT 64u // tokens per tile
 
 layout(push_constant) uniform Push {
     uint ncols, nrows, ntok;
@@ -97,6 +95,42 @@ layout(binding = 3) readonly buffer Ut { uint u[]; };
 #endif
 #ifndef NW
 #define NW 1u
+#endif
+#if defined(COOP) && defined(W_F16)
+// The F16 tensor-core tiles: F16_TR rows × F16_TT tokens a workgroup, its
+// 8 subgroups F16_SGR along the rows and 8 / F16_SGR along the tokens,
+// each summing F16_FR × F16_FT 16×16 fragments per weight (F16_FR weight
+// tiles and F16_FT token tiles loaded per 16 columns for F16_FR·F16_FT
+// products). Measured on the H200 (TinyLlama shape, 512 tokens, session
+// 16): with two weights, 64 rows × 128 tokens in 2×2 fragments (gate·up
+// 239 µs; 274 at 128 rows × 64 tokens, 2×2); with one, 64 × 64 in 1×2 (at
+// 128 × 64 fewer workgroups than multiprocessors: FFN down 153 against
+// 144 µs, attention output 70 against 61). The host dispatches a
+// workgroup per 64 rows and per F16_TT tokens (coopF16PairTokens).
+#ifndef F16_TR
+#define F16_TR 64u
+#endif
+#ifdef TWO_WEIGHTS
+#ifndef F16_TT
+#define F16_TT 128u
+#endif
+#ifndef F16_SGR
+#define F16_SGR 2u
+#endif
+#endif
+#ifndef F16_TT
+#define F16_TT 64u
+#endif
+#ifndef F16_SGR
+#define F16_SGR 4u
+#endif
+#define F16_FR (F16_TR / (16u * F16_SGR))
+#define F16_FT (F16_TT / (16u * (8u / F16_SGR))) // even: the sums go out 32 tokens at a time
+#define TR F16_TR
+#define TT F16_TT
+#else
+#define TR 64u // rows per tile
+#define TT 64u // tokens per tile
 #endif
 
 #include "half.glsl"
@@ -194,13 +228,19 @@ shared float sda[SB * TT];        // its scale
 // FS words a row (padded against bank conflicts; a multiple of 16 bytes).
 #define FC 64u
 #define FS 36u
-shared uint sw[NW * TR * FS];
+// The sums go out through sw (a subgroup's 16 rows × 32 tokens, F16_CS
+// words a row, odd: a row per bank), after the last stage: an array of
+// their own would not fit beside two weights' 64 rows and 128 tokens in
+// 48 KiB.
+#define F16_CS 33u
+#define F16_SW (NW * TR * FS > 8u * 16u * F16_CS ? NW * TR * FS : 8u * 16u * F16_CS)
+shared uint sw[F16_SW];
 shared uint sa[TT * FS];
 #else
 shared float sw[NW * TR * 33]; // 32 columns per row (padded against bank conflicts)
 shared float sa[TT * 33];
 #endif
-#ifdef COOP
+#if defined(COOP) && defined(QUANT_ACT)
 #define CS 33u // row stride of a subgroup's sums (odd: a row per bank)
 shared float sc[8u * 16u * CS]; // subgroup g's 16 rows × 32 tokens from 16·CS·g
 #endif
@@ -208,11 +248,15 @@ shared float sc[8u * 16u * CS]; // subgroup g's 16 rows × 32 tokens from 16·CS
 #if defined(COOP) && !defined(QUANT_ACT)
 // The F16 tensor-core tiles' stage from column k0: each invocation's
 // F16_WTASKS weight tasks (eight columns of a row, a quad of words) and
-// F16_ATASKS activation tasks (two columns of a token as binary16 pairs;
-// the activations are binary16-rounded already, so packing is exact).
+// F16_ATASKS activation tasks (four columns of a token as two binary16
+// pairs; the activations are binary16-rounded already, so packing is
+// exact). An activation task is one vec4 load where the rows are 16-byte
+// aligned: two-column tasks of scalar loads made the F16 prefill 16%
+// slower on the H200.
 #define F16_WTASKS ((NW * TR * (FC / 8u) + 255u) / 256u)
-#define F16_ATASKS ((TT * (FC / 2u) + 255u) / 256u)
-void f16_fetch(uint k0, uint row0, uint tok0, uint tid, inout uvec4 pw[F16_WTASKS], inout uint pa[F16_ATASKS]) {
+layout(binding = 1) readonly buffer X4 { vec4 x4[]; };
+#define F16_ATASKS ((TT * (FC / 4u) + 255u) / 256u)
+void f16_fetch(uint k0, uint row0, uint tok0, uint tid, inout uvec4 pw[F16_WTASKS], inout uvec2 pa[F16_ATASKS]) {
     [[unroll]] for (uint u = 0u; u < F16_WTASKS; u++) {
         const uint n = tid + 256u * u;
         const uint s = n / (TR * (FC / 8u)), r = (n / (FC / 8u)) % TR, c8 = n % (FC / 8u);
@@ -235,16 +279,39 @@ void f16_fetch(uint k0, uint row0, uint tok0, uint tid, inout uvec4 pw[F16_WTASK
     }
     [[unroll]] for (uint u = 0u; u < F16_ATASKS; u++) {
         const uint n = tid + 256u * u;
-        const uint t = n / (FC / 2u), c2 = n % (FC / 2u), tok = tok0 + t, k = k0 + 2u * c2;
-        vec2 v = vec2(0.0);
-        if (n < TT * (FC / 2u) && tok < pc.ntok && k < pc.ncols) {
+        const uint t = n / (FC / 4u), c = n % (FC / 4u), tok = tok0 + t, k = k0 + 4u * c;
+        vec4 v = vec4(0.0);
+        if (n < TT * (FC / 4u) && tok < pc.ntok && k < pc.ncols) {
             const uint i = pc.xoff + tok * pc.ncols + k;
-            v = vec2(x[i], k + 1u < pc.ncols ? x[i + 1u] : 0.0);
+            if (((pc.ncols | pc.xoff) & 3u) == 0u) {
+                v = x4[i >> 2];
+            } else {
+                for (uint j = 0u; j < 4u; j++) {
+                    v[j] = k + j < pc.ncols ? x[i + j] : 0.0;
+                }
+            }
         }
-        pa[u] = packHalf2x16(v);
+        pa[u] = uvec2(packHalf2x16(v.xy), packHalf2x16(v.zw));
     }
 }
 #endif
+
+// The epilogue for the sum v of (row, tok), and u the up weight's sum
+// (GATEUP, GEGLU).
+void emit(uint row, uint tok, float v, float u) {
+    const uint o = tok * pc.dstride + row;
+#if defined(ADD)
+    d[pc.doff + o] = v + e[pc.eoff + o];
+#elif defined(BIAS)
+    d[pc.doff + o] = v + e[pc.eoff + row];
+#elif defined(GATEUP)
+    d[pc.doff + o] = (v / (1.0 + exp(-v))) * u;
+#elif defined(GEGLU)
+    d[pc.doff + o] = gelu_f16table(v) * u;
+#else
+    d[pc.doff + o] = v;
+#endif
+}
 
 void main() {
     const uint tile = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
@@ -253,7 +320,19 @@ void main() {
         return; // the whole workgroup
     }
     const uint tid = gl_LocalInvocationID.x;
-#ifdef COOP
+#if defined(COOP) && !defined(QUANT_ACT)
+    if (tok0 >= pc.ntok) {
+        return; // the whole workgroup (the shader tests count 64-token tiles)
+    }
+    // Subgroup sg: rows srow + 16·i (i < F16_FR), tokens stok + 16·j
+    // (j < F16_FT); the sums of weight s in cacc[(s·F16_FR + i)·F16_FT + j].
+    const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+    const uint srow = 16u * F16_FR * (sg % F16_SGR), stok = 16u * F16_FT * (sg / F16_SGR);
+    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> cacc[NW * F16_FR * F16_FT];
+    [[unroll]] for (uint i = 0u; i < NW * F16_FR * F16_FT; i++) {
+        cacc[i] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+    }
+#elif defined(COOP)
     // Subgroup sg: rows 16·(sg % 4) …, tokens 32·(sg / 4) …; invocation
     // lane: its row lane % 16, tokens 16·(lane / 16) + j, j < 16 (acc[j]).
     const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
@@ -267,10 +346,12 @@ void main() {
 #else
     const uint tr = tid % 16u, tt = tid / 16u; // rows tr + 16i, tokens tt + 16j (acc[4i + j])
 #endif
+#if !defined(COOP) || defined(QUANT_ACT)
     float acc[NW * 16];
     for (uint i = 0u; i < NW * 16u; i++) {
         acc[i] = 0.0;
     }
+#endif
 #ifdef QUANT_ACT
     const uint nb = pc.ncols / 32u;
     for (uint b0 = 0u; b0 < nb; b0 += SB) {
@@ -595,7 +676,7 @@ void main() {
     // tensor cores work; the workgroup has few peers on its
     // multiprocessor (shared memory) to hide them otherwise.
     uvec4 pw[F16_WTASKS];
-    uint pa[F16_ATASKS];
+    uvec2 pa[F16_ATASKS];
     f16_fetch(0u, row0, tok0, tid, pw, pa);
     for (uint k0 = 0u; k0 < pc.ncols; k0 += FC) {
         [[unroll]] for (uint u = 0u; u < F16_WTASKS; u++) {
@@ -609,8 +690,9 @@ void main() {
         }
         [[unroll]] for (uint u = 0u; u < F16_ATASKS; u++) {
             const uint n = tid + 256u * u;
-            if (n < TT * (FC / 2u)) {
-                sa[(n / (FC / 2u)) * FS + n % (FC / 2u)] = pa[u];
+            if (n < TT * (FC / 4u)) {
+                sa[(n / (FC / 4u)) * FS + 2u * (n % (FC / 4u))] = pa[u].x;
+                sa[(n / (FC / 4u)) * FS + 2u * (n % (FC / 4u)) + 1u] = pa[u].y;
             }
         }
         barrier();
@@ -619,20 +701,57 @@ void main() {
         }
         for (uint kk = 0u; kk < FC / 16u; kk++) {
             // Each operand tile loaded from shared memory once: the
-            // weights' NW, the tokens' two, then their 2·NW products.
-            fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma[NW];
+            // weights' NW·F16_FR, the tokens' F16_FT, then their products
+            // (each sum still takes its 16-column steps in order).
+            fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma[NW * F16_FR];
             [[unroll]] for (uint s = 0u; s < NW; s++) {
-                coopMatLoadNV(ma[s], sw, (s * TR + srow) * FS + 8u * kk, FS, false);
+                [[unroll]] for (uint i = 0u; i < F16_FR; i++) {
+                    coopMatLoadNV(ma[s * F16_FR + i], sw, (s * TR + srow + 16u * i) * FS + 8u * kk, FS, false);
+                }
             }
-            [[unroll]] for (uint h = 0u; h < 2u; h++) {
-                fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> mb; // column-major: a token's columns
-                coopMatLoadNV(mb, sa, (stok + 16u * h) * FS + 8u * kk, FS, true);
-                [[unroll]] for (uint s = 0u; s < NW; s++) {
-                    cacc[2u * s + h] = coopMatMulAddNV(ma[s], mb, cacc[2u * s + h]);
+            fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> mb[F16_FT]; // column-major: a token's columns
+            [[unroll]] for (uint j = 0u; j < F16_FT; j++) {
+                coopMatLoadNV(mb[j], sa, (stok + 16u * j) * FS + 8u * kk, FS, true);
+            }
+            [[unroll]] for (uint s = 0u; s < NW; s++) {
+                [[unroll]] for (uint i = 0u; i < F16_FR; i++) {
+                    [[unroll]] for (uint j = 0u; j < F16_FT; j++) {
+                        const uint c = (s * F16_FR + i) * F16_FT + j;
+                        cacc[c] = coopMatMulAddNV(ma[s * F16_FR + i], mb[j], cacc[c]);
+                    }
                 }
             }
         }
         barrier();
+    }
+    // Each 16-row × 32-token slice of the subgroup's sums goes through its
+    // part of sw (free after the last stage's barrier) to the epilogue's
+    // (row, token) layout: invocation lane takes row lane % 16 and 16
+    // tokens from 16·(lane / 16) (consecutive invocations write
+    // consecutive rows of d).
+    const uint cbase = 16u * F16_CS * sg;
+    [[unroll]] for (uint i = 0u; i < F16_FR; i++) {
+        [[unroll]] for (uint j = 0u; j < F16_FT; j += 2u) {
+            float v[NW * 16u];
+            [[unroll]] for (uint s = 0u; s < NW; s++) {
+                [[unroll]] for (uint h = 0u; h < 2u; h++) {
+                    coopMatStoreNV(cacc[(s * F16_FR + i) * F16_FT + j + h], sw, cbase + 16u * h, F16_CS, false);
+                }
+                subgroupMemoryBarrierShared();
+                subgroupBarrier();
+                for (uint el = 0u; el < 16u; el++) {
+                    v[16u * s + el] = uintBitsToFloat(sw[cbase + (lane % 16u) * F16_CS + 16u * (lane / 16u) + el]);
+                }
+                subgroupBarrier();
+            }
+            const uint row = row0 + srow + 16u * i + lane % 16u;
+            for (uint el = 0u; el < 16u; el++) {
+                const uint tok = tok0 + stok + 16u * j + 16u * (lane / 16u) + el;
+                if (row < pc.nrows && tok < pc.ntok) {
+                    emit(row, tok, v[el], v[16u * (NW - 1u) + el]);
+                }
+            }
+        }
     }
 #else
     for (uint k0 = 0u; k0 < pc.ncols; k0 += 32u) {
@@ -685,7 +804,7 @@ void main() {
         barrier();
     }
 #endif
-#ifdef COOP
+#if defined(COOP) && defined(QUANT_ACT)
     // Through the subgroup's part of shared memory, each invocation takes
     // its row's 16 tokens of every sum into acc.
     [[unroll]] for (uint s = 0u; s < NW; s++) {
@@ -700,6 +819,7 @@ void main() {
         subgroupBarrier();
     }
 #endif
+#if !defined(COOP) || defined(QUANT_ACT)
     for (uint el = 0u; el < 16u; el++) {
 #ifdef COOP
         const uint row = row0 + crow, tok = tok0 + ctok + el;
@@ -709,18 +829,7 @@ void main() {
         if (row >= pc.nrows || tok >= pc.ntok) {
             continue;
         }
-        const uint o = tok * pc.dstride + row;
-        const float v = acc[el];
-#if defined(ADD)
-        d[pc.doff + o] = v + e[pc.eoff + o];
-#elif defined(BIAS)
-        d[pc.doff + o] = v + e[pc.eoff + row];
-#elif defined(GATEUP)
-        d[pc.doff + o] = (v / (1.0 + exp(-v))) * acc[16u + el];
-#elif defined(GEGLU)
-        d[pc.doff + o] = gelu_f16table(v) * acc[16u + el];
-#else
-        d[pc.doff + o] = v;
-#endif
+        emit(row, tok, acc[el], acc[(NW - 1u) * 16u + el]);
     }
+#endif
 }

@@ -792,6 +792,11 @@ const matmulWG = 64
 // than half a tile take it.
 const tiledTokens = 64
 
+// coopF16PairTokens is the token side of the F16 tensor-core tiles with
+// two weights (matmul_coop_gateup_f16, matmul_coop_geglu_f16: F16_TT in
+// matmul_tiled.comp), 64 rows × 128 tokens.
+const coopF16PairTokens = 128
+
 func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	n := v.n
 	x, xoff := r.operand(n.Inputs[0])
@@ -897,6 +902,9 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	}
 	w := func(i int) *value { return &r.s.e.vals[ws[i]] }
 	kind := weightKernel[wt0]
+	if shader == "matmul_coop" && wt0 == gguf.TypeF16 && (n.Op == ops.MatMulGateUpSwiGLU || n.Op == ops.MatMulGateUpGeGLU) {
+		perGroup = coopF16PairTokens
+	}
 	switch n.Op {
 	case ops.MatMul:
 		return chunked(shader+"_"+kind, w(0), nil, dst, doff, Range{}, 0)
