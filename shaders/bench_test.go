@@ -31,7 +31,7 @@ func BenchmarkMatMulTiled(b *testing.B) {
 				b.Run(fmt.Sprintf("%s_%dx%d", name, c.rows, c.cols), func(b *testing.B) {
 					rawW, _ := e.weights(wt, c.rows, c.cols)
 					wb := e.buf(len(rawW), rawW)
-					xb, aoff := e.activations(wt, e.random(ntok*c.cols), ntok, c.cols)
+					xb, aoff := e.activationsFor(kern, wt, e.random(ntok*c.cols), ntok, c.cols)
 					db, ob := e.out(c.rows*ntok), e.out(c.rows*ntok)
 					bufs := []*vulkan.Buffer{wb, xb, db}
 					if c.epi != "" {

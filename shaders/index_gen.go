@@ -48,6 +48,9 @@ var spvRmsNormMulQ8K []byte
 //go:embed spv/rms_norm_mul_f16.spv
 var spvRmsNormMulF16 []byte
 
+//go:embed spv/rms_norm_mul_f16x2.spv
+var spvRmsNormMulF16x2 []byte
+
 //go:embed spv/rms_norm_mul_bf16.spv
 var spvRmsNormMulBf16 []byte
 
@@ -74,6 +77,9 @@ var spvQuantizeQ8KLanes []byte
 
 //go:embed spv/round_f16.spv
 var spvRoundF16 []byte
+
+//go:embed spv/round_f16x2.spv
+var spvRoundF16x2 []byte
 
 //go:embed spv/quantize_q8_1.spv
 var spvQuantizeQ81 []byte
@@ -1349,6 +1355,14 @@ var kernels = []Kernel{{
 	Workgroup: 512,
 }, {
 	Bindings:  4,
+	Defines:   []string{"MUL_WEIGHT", "ROUND_F16", "F16X2"},
+	Name:      "rms_norm_mul_f16x2",
+	PushBytes: 28,
+	SPIRV:     spvRmsNormMulF16x2,
+	Source:    "rms_norm.comp",
+	Workgroup: 512,
+}, {
+	Bindings:  4,
 	Defines:   []string{"MUL_WEIGHT", "ROUND_BF16"},
 	Name:      "rms_norm_mul_bf16",
 	PushBytes: 28,
@@ -1413,6 +1427,14 @@ var kernels = []Kernel{{
 	Name:      "round_f16",
 	PushBytes: 16,
 	SPIRV:     spvRoundF16,
+	Source:    "quantize_q8.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  2,
+	Defines:   []string{"ROUND_F16", "F16X2"},
+	Name:      "round_f16x2",
+	PushBytes: 16,
+	SPIRV:     spvRoundF16x2,
 	Source:    "quantize_q8.comp",
 	Workgroup: 64,
 }, {

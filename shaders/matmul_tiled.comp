@@ -224,7 +224,7 @@ shared uint sa[SB * TT * AW];     // a token's block: 32 int8 activations
 shared float sda[SB * TT];        // its scale
 #elif defined(COOP)
 // F16 weights on tensor cores: FC columns a stage as binary16 pairs (the
-// activations are binary16-rounded already, so packing them is exact),
+// activations arrive as pairs of binary16-rounded values: round_f16x2),
 // FS words a row (padded against bank conflicts; a multiple of 16 bytes).
 #define FC 64u
 #define FS 36u
@@ -248,15 +248,17 @@ shared float sc[8u * 16u * CS]; // subgroup g's 16 rows × 32 tokens from 16·CS
 #if defined(COOP) && !defined(QUANT_ACT)
 // The F16 tensor-core tiles' stage from column k0: each invocation's
 // F16_WTASKS weight tasks (eight columns of a row, a quad of words) and
-// F16_ATASKS activation tasks (four columns of a token as two binary16
-// pairs; the activations are binary16-rounded already, so packing is
-// exact). An activation task is one vec4 load where the rows are 16-byte
-// aligned: two-column tasks of scalar loads made the F16 prefill 16%
-// slower on the H200.
+// F16_ATASKS activation tasks (eight columns of a token, four words).
+// The activations come as binary16 pairs (round_f16x2, rms_norm_mul_f16x2:
+// ceil(ncols / 2) words a token from word xoff), one uvec4 load a task
+// where the rows are 16-byte aligned. Float32 activations packed here
+// instead (twice the bytes and load instructions a stage) made the F16
+// prefill 7% slower on the H200 with vec4 loads, 23% with two scalar
+// loads a pair.
 #define F16_WTASKS ((NW * TR * (FC / 8u) + 255u) / 256u)
-layout(binding = 1) readonly buffer X4 { vec4 x4[]; };
-#define F16_ATASKS ((TT * (FC / 4u) + 255u) / 256u)
-void f16_fetch(uint k0, uint row0, uint tok0, uint tid, inout uvec4 pw[F16_WTASKS], inout uvec2 pa[F16_ATASKS]) {
+layout(binding = 1) readonly buffer XP4 { uvec4 xp4[]; };
+#define F16_ATASKS ((TT * (FC / 8u) + 255u) / 256u)
+void f16_fetch(uint k0, uint row0, uint tok0, uint tid, inout uvec4 pw[F16_WTASKS], inout uvec4 pa[F16_ATASKS]) {
     [[unroll]] for (uint u = 0u; u < F16_WTASKS; u++) {
         const uint n = tid + 256u * u;
         const uint s = n / (TR * (FC / 8u)), r = (n / (FC / 8u)) % TR, c8 = n % (FC / 8u);
@@ -279,19 +281,21 @@ void f16_fetch(uint k0, uint row0, uint tok0, uint tid, inout uvec4 pw[F16_WTASK
     }
     [[unroll]] for (uint u = 0u; u < F16_ATASKS; u++) {
         const uint n = tid + 256u * u;
-        const uint t = n / (FC / 4u), c = n % (FC / 4u), tok = tok0 + t, k = k0 + 4u * c;
-        vec4 v = vec4(0.0);
-        if (n < TT * (FC / 4u) && tok < pc.ntok && k < pc.ncols) {
-            const uint i = pc.xoff + tok * pc.ncols + k;
-            if (((pc.ncols | pc.xoff) & 3u) == 0u) {
-                v = x4[i >> 2];
+        const uint t = n / (FC / 8u), c8 = n % (FC / 8u), tok = tok0 + t, k = k0 + 8u * c8;
+        uvec4 v = uvec4(0u);
+        if (n < TT * (FC / 8u) && tok < pc.ntok && k < pc.ncols) {
+            const uint np = (pc.ncols + 1u) / 2u, i = pc.xoff + tok * np + k / 2u;
+            if (((np | pc.xoff) & 3u) == 0u) {
+                v = xp4[i >> 2];
             } else {
-                for (uint j = 0u; j < 4u; j++) {
-                    v[j] = k + j < pc.ncols ? x[i + j] : 0.0;
+                for (uint c = 0u; c < 4u; c++) {
+                    if (k + 2u * c < pc.ncols) {
+                        v[c] = floatBitsToUint(x[i + c]);
+                    }
                 }
             }
         }
-        pa[u] = uvec2(packHalf2x16(v.xy), packHalf2x16(v.zw));
+        pa[u] = v;
     }
 }
 #endif
@@ -676,7 +680,7 @@ void main() {
     // tensor cores work; the workgroup has few peers on its
     // multiprocessor (shared memory) to hide them otherwise.
     uvec4 pw[F16_WTASKS];
-    uvec2 pa[F16_ATASKS];
+    uvec4 pa[F16_ATASKS];
     f16_fetch(0u, row0, tok0, tid, pw, pa);
     for (uint k0 = 0u; k0 < pc.ncols; k0 += FC) {
         [[unroll]] for (uint u = 0u; u < F16_WTASKS; u++) {
@@ -690,9 +694,10 @@ void main() {
         }
         [[unroll]] for (uint u = 0u; u < F16_ATASKS; u++) {
             const uint n = tid + 256u * u;
-            if (n < TT * (FC / 4u)) {
-                sa[(n / (FC / 4u)) * FS + 2u * (n % (FC / 4u))] = pa[u].x;
-                sa[(n / (FC / 4u)) * FS + 2u * (n % (FC / 4u)) + 1u] = pa[u].y;
+            if (n < TT * (FC / 8u)) {
+                for (uint c = 0u; c < 4u; c++) {
+                    sa[(n / (FC / 8u)) * FS + 4u * (n % (FC / 8u)) + c] = pa[u][c];
+                }
             }
         }
         barrier();

@@ -338,6 +338,20 @@ func (e *env) activations(wt gguf.TensorType, x []float32, ntok, cols int) (*vul
 	return qb, qoff
 }
 
+// activationsFor is activations for kernel kern: the F16 tensor-core
+// tiles (matmul_coop_*f16) take binary16 pairs (round_f16x2), from word 4
+// (16-byte aligned, as the host places them).
+func (e *env) activationsFor(kern string, wt gguf.TensorType, x []float32, ntok, cols int) (*vulkan.Buffer, int) {
+	if !strings.HasPrefix(kern, "matmul_coop") || wt != gguf.TypeF16 {
+		return e.activations(wt, x, ntok, cols)
+	}
+	const xoff, qoff = 5, 4
+	xb := e.place(xoff, x)
+	qb := e.out(qoff + ntok*((cols+1)/2))
+	e.run("round_f16x2", [3]uint32{2, 1, 1}, pushWords(cols, ntok, xoff, qoff), xb, qb)
+	return qb, qoff
+}
+
 // The QKV variant (three weights packed in one buffer, rows of padding
 // between them) writes each part exactly what the plain matvec writes for
 // that weight alone, in its part's place, and nothing else.
@@ -495,7 +509,7 @@ func TestMatMul(t *testing.T) {
 
 				const doff, roff = 3, 7
 				wb, ub, db := e.buf(len(rawW), rawW), e.buf(len(rawU), rawU), e.out(doff+c.rows*c.ntok+4)
-				xb, aoff := e.activations(wt, x, c.ntok, c.cols)
+				xb, aoff := e.activationsFor(kern, wt, x, c.ntok, c.cols)
 				base, spec, _ := strings.Cut(kern, "#")
 				nt, perGroup := 8, 1 // tokens and rows a workgroup
 				if spec != "" {

@@ -33,9 +33,21 @@ layout(binding = 1) writeonly buffer Q { uint q[]; };
 void main() {
 #if defined(ROUND_F16) || defined(ROUND_BF16)
     // Variant ROUND_F16: the activations rounded to binary16 (kept as
-    // float32 values) for the F16 matmuls, at word qoff + t·ncols + k.
+    // float32 values) for the F16 matmuls, at word qoff + t·ncols + k;
+    // with F16X2 as binary16 pairs.
     // ROUND_BF16: rounded to bfloat16 for the BF16 matmuls, as
     // quant.FP32ToBF16 (nearest even, NaNs made quiet).
+#ifdef F16X2
+    // Variant F16X2 (with ROUND_F16): binary16 pairs, ceil(ncols / 2)
+    // words a token (the last one's high half 0 for odd ncols), the layout
+    // the F16 tensor-core tiles read.
+    const uint np = (pc.ncols + 1u) / 2u;
+    for (uint j = gl_GlobalInvocationID.x; j < np * pc.ntok; j += gl_NumWorkGroups.x * WG) {
+        const uint t = j / np, k = 2u * (j % np), i = pc.xoff + t * pc.ncols + k;
+        q[pc.qoff + j] = f32_to_f16(x[i]) | (k + 1u < pc.ncols ? f32_to_f16(x[i + 1u]) << 16 : 0u);
+    }
+    return;
+#endif
     const uint n = pc.ncols * pc.ntok;
     for (uint i = gl_GlobalInvocationID.x; i < n; i += gl_NumWorkGroups.x * WG) {
 #ifdef ROUND_F16

@@ -3,10 +3,10 @@
 // weight w[i] as well (the fused RMSNorm·w). Operands start at element
 // offsets; d may alias x exactly.
 //
-// With MUL_WEIGHT, variants Q8_0, Q8_1, ROUND_F16 and ROUND_BF16 also
-// write the result as the activations its matmuls take (quantize.glsl's
-// bits, at word qoff of binding 3, laid out as quantize_q8.comp lays them
-// out), saving a decode step that dispatch and its barrier; Q8_0 and Q8_1
+// With MUL_WEIGHT, variants Q8_0, Q8_1, ROUND_F16 (with F16X2: as
+// binary16 pairs) and ROUND_BF16 also write the result as the activations
+// its matmuls take (quantize.glsl's bits, at word qoff of binding 3, laid
+// out as quantize_q8.comp lays them out), saving a decode step that dispatch and its barrier; Q8_0 and Q8_1
 // need ncols to be whole blocks of 32. Variant Q8_K writes Q8_K
 // super-blocks as quantize_q8k.comp does (the same arithmetic on the same
 // values, so the same bits) and needs ncols to be whole super-blocks of
@@ -141,6 +141,25 @@ void main() {
             d[dbase + i] = v;
         }
         q8k_lanes(v, live, t, pc.qoff + (row * nsb + i / 256u) * 73u);
+    }
+#elif defined(F16X2)
+    // Variant F16X2 (with ROUND_F16): the rounded activations as binary16
+    // pairs, ceil(ncols / 2) words a row from word qoff (round_f16x2's
+    // layout, which the F16 tensor-core tiles read), an invocation per
+    // pair. The values are those of the loop below (the cached x and w are
+    // the same floats), read again here: the pairs are not the cache's.
+    const uint np = (pc.ncols + 1u) / 2u;
+    for (uint j = t + WG * part; j < np; j += stride) {
+        uint h = 0u;
+        for (uint k = 0u; k < 2u; k++) {
+            const uint i = 2u * j + k;
+            if (i < pc.ncols) {
+                const float v = (x[xbase + i] * scale) * w[pc.woff + i];
+                d[dbase + i] = v;
+                h |= f32_to_f16(v) << (16u * k);
+            }
+        }
+        q[pc.qoff + row * np + j] = h;
     }
 #else
     for (uint i = t + WG * part; i < pc.ncols; i += stride) {

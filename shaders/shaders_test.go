@@ -20,6 +20,7 @@ import (
 	"github.com/weft-ml/weft/backends/vulkan"
 	"github.com/weft-ml/weft/backends/vulkan/vulkantest"
 	"github.com/weft-ml/weft/ops/ref"
+	"github.com/weft-ml/weft/quant"
 	"github.com/weft-ml/weft/shaders"
 )
 
@@ -282,9 +283,11 @@ func TestRMSNorm(t *testing.T) {
 
 		// Fused with the activations' quantization or rounding: the same
 		// bits as rms_norm_mul_f32 then quantize_q8_0/q8_1/q8_k or round_*.
-		for _, kind := range []string{"q8_0", "q8_1", "q8_k", "f16", "bf16"} {
+		for _, kind := range []string{"q8_0", "q8_1", "q8_k", "f16", "bf16", "f16x2"} {
 			words := c.rows * c.cols // f16, bf16: a word per value
 			switch {
+			case kind == "f16x2":
+				words = c.rows * ((c.cols + 1) / 2) // binary16 pairs
 			case kind == "q8_0" && c.cols%32 == 0:
 				words = c.rows * c.cols / 32 * 9
 			case kind == "q8_1" && c.cols%32 == 0:
@@ -295,7 +298,7 @@ func TestRMSNorm(t *testing.T) {
 				continue // whole blocks only
 			}
 			sep := "quantize_" + kind
-			if kind == "f16" || kind == "bf16" {
+			if kind == "f16" || kind == "bf16" || kind == "f16x2" {
 				sep = "round_" + kind
 			}
 			const qoff = 3
@@ -304,6 +307,20 @@ func TestRMSNorm(t *testing.T) {
 			e.run("rms_norm_mul_"+kind, e.rows(c.rows), pushWords(c.cols, c.rows, float32(eps), 0, 0, 0, qoff), xb, df, wb, qb)
 			require.Equal(t, e.read(dw, len(x)), e.read(df, len(x)), "rms_norm_mul_%s %dx%d: values", kind, c.rows, c.cols)
 			require.Equal(t, f32Bits(e.readAt(qa, qoff, words)), f32Bits(e.readAt(qb, qoff, words)), "rms_norm_mul_%s %dx%d: activations", kind, c.rows, c.cols)
+			if kind == "f16x2" {
+				// round_f16x2's pairs are quant.FP32ToFP16 of the values,
+				// the high half of an odd row's last word 0.
+				v, pairs := e.read(dw, len(x)), f32Bits(e.readAt(qa, qoff, words))
+				for r := range c.rows {
+					for j := range (c.cols + 1) / 2 {
+						want := uint32(quant.FP32ToFP16(v[r*c.cols+2*j]))
+						if 2*j+1 < c.cols {
+							want |= uint32(quant.FP32ToFP16(v[r*c.cols+2*j+1])) << 16
+						}
+						require.Equal(t, want, pairs[r*((c.cols+1)/2)+j], "round_f16x2 %dx%d: row %d pair %d", c.rows, c.cols, r, j)
+					}
+				}
+			}
 
 			// Split into parts of 512 values, a workgroup each (as a decode
 			// step runs it): the same bits.

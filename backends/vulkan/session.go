@@ -403,8 +403,11 @@ type recorder struct {
 	T, R int
 	// scratch is the node whose activations the scratch buffer holds
 	// (quantized or rounded for its matmuls), or -1; from word scratchOff.
-	scratch    int
-	scratchOff uint32
+	// scratchPairs: binary16-rounded as pairs (round_f16x2's layout, for
+	// the F16 tensor-core tiles), not as float32 values.
+	scratch      int
+	scratchOff   uint32
+	scratchPairs bool
 }
 
 // record records every dispatch of a step shape (the whole graph, or one
@@ -531,6 +534,7 @@ func (r *recorder) node(v *value) error {
 		x, xoff := r.operand(n.Inputs[0])
 		// A grouped norm (per-head) is a norm over rows of the group width.
 		group := ops.NormGroup(a, v.width)
+		ntok := rows
 		rows = rows * v.width / group
 		push := []uint32{uint32(group), uint32(rows), f32bits(a.Float("eps")), xoff, doff, 0}
 		if n.Op == ops.RMSNorm {
@@ -540,8 +544,13 @@ func (r *recorder) node(v *value) error {
 		push[5] = woff
 		kernel, bufs := "rms_norm_mul_f32", []Range{x, dst, w}
 		if kind := r.s.e.normQuant[n.ID]; kind != "" {
-			// Its matmuls' activations too (fusedNormQuant).
-			r.scratch, r.scratchOff = n.ID, 0
+			// Its matmuls' activations too (fusedNormQuant), as binary16
+			// pairs where they take the F16 tensor-core tiles (whole rows:
+			// the pairs are laid out per token).
+			r.scratch, r.scratchOff, r.scratchPairs = n.ID, 0, false
+			if kind == "f16" && group == v.width && r.coopF16(ntok) {
+				kind, r.scratchPairs = "f16x2", true
+			}
 			kernel, bufs = "rms_norm_mul_"+kind, append(bufs, Whole(r.s.scratch))
 		}
 		groups := rowGroups(rows)
@@ -688,7 +697,7 @@ func (r *recorder) attention(v *value, dst Range, doff uint32) error {
 	push := []uint32{uint32(heads), uint32(kvHeads), uint32(hd), uint32(r.T), qoff, doff, posoff, f32bits(scale), 0, celloff, uint32(a.Int("window")), f32bits(a.Float("softcap")), f32bits(capInv(a.Float("softcap")))}
 	if kind := r.s.e.normQuant[v.n.ID]; kind != "" && kind != "q8_k" { // Q8_K: only a decode step's (ropeInAttention)
 		// The output projection's activations too (fusedNormQuant).
-		r.scratch, r.scratchOff = v.n.ID, 0
+		r.scratch, r.scratchOff, r.scratchPairs = v.n.ID, 0, false
 		return r.dispatch(shader+"_"+kind, groups, push, q, Whole(r.s.step), kc, vc, dst, Whole(r.s.scratch))
 	}
 	return r.dispatch(shader, groups, push, q, Whole(r.s.step), kc, vc, dst)
@@ -740,7 +749,7 @@ func (r *recorder) ropeInAttention(v *value, f ropeKV, fused bool) func() error 
 		if kind != "" {
 			// The output projection's activations too (fusedNormQuant;
 			// Q8_K by a super-block's last workgroup, counted in tails).
-			r.scratch, r.scratchOff = v.n.ID, 0
+			r.scratch, r.scratchOff, r.scratchPairs = v.n.ID, 0, false
 			shader += "_" + kind
 			bufs = append(bufs, Whole(r.s.scratch))
 		}
@@ -797,6 +806,18 @@ const tiledTokens = 64
 // matmul_tiled.comp), 64 rows × 128 tokens.
 const coopF16PairTokens = 128
 
+// tiles says whether matmuls of ntok tokens take matmul_tiled's tiles
+// (where their weight type has them).
+func (r *recorder) tiles(ntok int) bool {
+	return ntok > tiledTokens/2 && r.s.e.d.props.Limits.MaxComputeWorkGroupInvocations >= 256
+}
+
+// coopF16 says whether matmuls of ntok tokens over F16 weights take the
+// tensor-core tiles (matmul_coop_*f16), which read binary16 pairs.
+func (r *recorder) coopF16(ntok int) bool {
+	return r.tiles(ntok) && hasKernel("matmul_tiled_")(gguf.TypeF16) && r.s.e.d.coopFor(gguf.TypeF16)
+}
+
 func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	n := v.n
 	x, xoff := r.operand(n.Inputs[0])
@@ -808,24 +829,6 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	// bfloat16-rounded activations (one kind of
 	// activations per node, checked by Supports).
 	wt0 := r.s.e.g.Nodes[ws[0]].Type.DType
-	if kind := actKind(wt0); kind != "f32" && r.scratch != n.Inputs[0] {
-		name, groups := "quantize_"+kind, strided(ntok*cols, 64) // an invocation per value
-		switch kind {
-		case "q8_k":
-			groups = [3]uint32{uint32(min(ntok*cols/256, 65535)), 1, 1} // one workgroup per super-block
-			if ntok == 1 {
-				name = "quantize_q8_k_lanes" // a decode step's: an invocation per value
-			}
-		case "f16", "bf16":
-			name, groups = "round_"+kind, strided(ntok*cols, 64)
-		}
-		if err := r.dispatch(name, groups, []uint32{uint32(cols), uint32(ntok), xoff, 0}, x, Whole(r.s.scratch)); err != nil {
-			return err
-		}
-		r.p.Stamp(name)
-		r.p.Barrier()
-		r.scratch, r.scratchOff = n.Inputs[0], 0
-	}
 	act := func(wt graph.DType) (Range, uint32) {
 		if wt != gguf.TypeF32 {
 			return Whole(r.s.scratch), r.scratchOff
@@ -849,7 +852,7 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		}
 		return true
 	}
-	tiled := ntok > tiledTokens/2 && r.s.e.d.props.Limits.MaxComputeWorkGroupInvocations >= 256 && everyWeight(hasKernel("matmul_tiled_"))
+	tiled := r.tiles(ntok) && everyWeight(hasKernel("matmul_tiled_"))
 	vec := !tiled && (ntok <= tiledTokens/2 || !everyWeight(hasKernel("matmul_")))
 	shader, spec, perGroup := "matmul", "", matmulTokens
 	rowsPer := 1 // weight rows a matvec workgroup
@@ -868,6 +871,30 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		spec, rowsPer = r.decodeMatvecSpec(wt0, cols)
 	case vec:
 		shader = "matvec"
+	}
+	// The F16 tensor-core tiles take the rounded activations as binary16
+	// pairs (half the bytes and loads of float32 values).
+	pairs := shader == "matmul_coop" && wt0 == gguf.TypeF16
+	if kind := actKind(wt0); kind != "f32" && (r.scratch != n.Inputs[0] || r.scratchPairs != pairs) {
+		name, groups := "quantize_"+kind, strided(ntok*cols, 64) // an invocation per value
+		switch kind {
+		case "q8_k":
+			groups = [3]uint32{uint32(min(ntok*cols/256, 65535)), 1, 1} // one workgroup per super-block
+			if ntok == 1 {
+				name = "quantize_q8_k_lanes" // a decode step's: an invocation per value
+			}
+		case "f16", "bf16":
+			name, groups = "round_"+kind, strided(ntok*cols, 64)
+			if pairs {
+				name = "round_f16x2"
+			}
+		}
+		if err := r.dispatch(name, groups, []uint32{uint32(cols), uint32(ntok), xoff, 0}, x, Whole(r.s.scratch)); err != nil {
+			return err
+		}
+		r.p.Stamp(name)
+		r.p.Barrier()
+		r.scratch, r.scratchOff, r.scratchPairs = n.Inputs[0], 0, pairs
 	}
 	groups := func(rowsW int) [3]uint32 {
 		n := (rowsW + matmulWG - 1) / matmulWG // matmul: 64 rows a workgroup, as matmul_tiled
@@ -988,7 +1015,7 @@ func (r *recorder) gateUpTail(n *graph.Node, g, u *value, spec string, groups fu
 		if err := r.dispatch(name+spec, groups(rows), push, bufs...); err != nil {
 			return err
 		}
-		r.scratch, r.scratchOff = n.ID, off
+		r.scratch, r.scratchOff, r.scratchPairs = n.ID, off, false
 		return nil
 	}
 }
