@@ -259,6 +259,10 @@ func (r report) svg() string {
 		for i, x := range rows {
 			gx := p.x0 + i*group
 			for j, v := range p.get(x) {
+				if v == 0 { // a peer not run, or failed, on this row: no bar, not a zero
+					fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="9" text-anchor="middle">–</text>`+"\n", gx+j*barW+barW/2, h-pad-3)
+					continue
+				}
 				bh := int(float64(h-2*pad-20) * v / top)
 				fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"><title>%s %.1f</title></rect>`+"\n", gx+j*barW, h-pad-bh, barW-2, bh, colours[j], names[j], v)
 				fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="9" text-anchor="middle">%.0f</text>`+"\n", gx+j*barW+barW/2, h-pad-bh-3, v)

@@ -230,7 +230,9 @@ func TestReportDepthTable(t *testing.T) {
 	assert.Contains(t, md, "| weights | depth | weft pp | llama.cpp pp | weft/llama.cpp | ik pp | weft/ik | weft tg | llama.cpp tg | weft/llama.cpp | ik tg | weft/ik | weft peak RSS MiB | llama.cpp peak RSS MiB | ik peak RSS MiB |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	assert.Contains(t, md, "| Q4_0 | 4096 | 90.0 | 80.0 | 1.12× (1.10–1.20) | not run | – | 40.0 | 32.0 | 1.25× (1.25–1.25) | 44.0 | 0.91× (0.90–0.91) | 700 | 800 | 900 |")
 	assert.Equal(t, 1, strings.Count(md, "| Q4_0 | 607 MiB |"), "the depth row stays out of the main table")
-	assert.Equal(t, 2*3+4, strings.Count(r.svg(), "<rect"), "nor in the chart")
+	// Two panels of one bar each (the base row's peers have no figures: dashes, not bars) and the
+	// background and legend: the depth row is not drawn.
+	assert.Equal(t, 2*1+4, strings.Count(r.svg(), "<rect"), "nor in the chart")
 	r.rows = []row{base}
 	assert.NotContains(t, r.markdown(), "At depth")
 }
@@ -314,4 +316,15 @@ func TestWeftModeBench(t *testing.T) {
 	r := report{when: time.Unix(0, 0), cfg: config{p: 512, n: 128, r: 2, threads: 2, bandwidth: 47}, rows: []row{{bench: b[0], bytes: 2200 << 20, weftPP: stat{Median: 100}, weftTG: stat{Median: 20}}}}
 	assert.Contains(t, r.markdown(), "| F16 --f16-as-bf16 |")
 	assert.Contains(t, r.svg(), ">--f16-as-bf16</text>")
+}
+
+// TestSVGMarksPeersNotRun: a peer without figures on a row gets a dash,
+// not a bar labelled 0.
+func TestSVGMarksPeersNotRun(t *testing.T) {
+	peers := []peer{llamaPeer("lb", nil, "d", ""), withIK[1]}
+	x := row{bench: bench{shape: defaultShape, typ: "f16"}, bytes: 2200 << 20, weftPP: stat{Median: 72}, weftTG: stat{Median: 9},
+		peers: []peerResult{{}, {pp: runs(53), tg: runs(9.2)}}}
+	svg := report{when: time.Unix(0, 0), cfg: config{p: 512, n: 128, r: 2, threads: 2, bandwidth: 47, peers: peers}, rows: []row{x}}.svg()
+	assert.Contains(t, svg, ">–</text>")
+	assert.NotContains(t, svg, ">0</text>")
 }
