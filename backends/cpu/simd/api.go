@@ -107,9 +107,14 @@ func VecDotRows(w gguf.TensorType) RowsFunc {
 	}
 	dot := VecDot(w)
 	return func(n int, wm []byte, rowBytes, nRows int, aRow []byte, dst []float32) {
-		for i := range nRows {
-			dst[i] = dot(n, wm[i*rowBytes:], aRow)
-		}
+		rowByRow(dot, n, wm, rowBytes, nRows, aRow, dst)
+	}
+}
+
+// rowByRow stores in dst[i] the dot product of row i of w with a.
+func rowByRow(dot DotFunc, n int, w []byte, rowBytes, nRows int, a []byte, dst []float32) {
+	for i := range nRows {
+		dst[i] = dot(n, w[i*rowBytes:], a)
 	}
 }
 
@@ -130,9 +135,7 @@ func DecodeRows(w gguf.TensorType) RowsFunc {
 	}
 	dot := VecDot(w)
 	return func(n int, wm []byte, rowBytes, nRows int, aRow []byte, dst []float32) {
-		for i := range nRows {
-			dst[i] = dot(n, wm[i*rowBytes:], aRow)
-		}
+		rowByRow(dot, n, wm, rowBytes, nRows, aRow, dst)
 	}
 }
 

@@ -32,14 +32,9 @@ func decodeFuncs(s *kernelSet, v *impl) map[gguf.TensorType]RowsFunc {
 	return m
 }
 
-// rowByRow is the fallback of the decode kernels.
-func rowByRow(dot DotFunc, n int, w []byte, rowBytes, nRows int, a []byte, dst []float32) {
-	for i := range nRows {
-		dst[i] = dot(n, w[i*rowBytes:], a)
-	}
-}
-
-// decodeScratch holds one call's activation widened to float32.
+// decodeScratch holds one call's activation widened to float32. A call is
+// one tile of rows (the backend's 32), so the activation is widened once a
+// tile: 1/32 of the conversions the weights take.
 var decodeScratch = sync.Pool{New: func() any { return new([]float32) }}
 
 // decodeRows is the RowsFunc around run, a decode kernel's call on

@@ -78,8 +78,9 @@ func f16Lanes() int {
 // (stories260K's 172 among them).
 var f16Lengths = []int{1, 8, 15, 16, 63, 64, 65, 100, 172, 200, 1024, 2048 + 48, 5632, 4096 + 7}
 
-// TestF16DotOrder holds the AVX-512 dot kernel (VecDot, VecDotRows and
-// DecodeRows, which loop over it) to ggml_vec_dot_f16's order bit for bit,
+// TestF16DotOrder holds the AVX-512 dot kernel (VecDot, VecDotRows, which
+// loops over it) and DecodeRows (decode_amd64.go's kernel, the dot's
+// order) to ggml_vec_dot_f16's order bit for bit,
 // and the model to quant's serial sum within the summation-order bound.
 // (AVX2's multi-row kernel sums in another order than its dot kernel.)
 func TestF16DotOrder(t *testing.T) {

@@ -18,8 +18,8 @@ import (
 // does. The kernel takes any length (table chunk 1).
 //
 // There is no multi-row kernel: VecDotRows runs this one row at a time,
-// which keeps its bits. Decode matmuls stream their rows from memory one
-// at a time anyway (simd.DecodeRows).
+// which keeps its bits. Decode matmuls take decode_float.go's kernel,
+// which sums each row in this order and prefetches the next row.
 
 const f16DotBlock = 64 // values per iteration: four zmm of sixteen
 
