@@ -29,6 +29,29 @@ uvec2 scale_min(uint a, uint b, uint c, uint j) {
 }
 #endif
 
+#if defined(W_Q4_K)
+// kq4_pair reads chunks j and j + 1 (j even) of super-block sb of weight
+// s's row `row` together: they share their 32 level bytes, chunk j's
+// levels the low nibbles (lo), chunk j + 1's the high ones (hi), and the
+// header; f as kq_chunk's, sm kq_chunk's sm of chunk j (x) and j + 1 (y).
+// For matvec.comp's one-weight decode rows whose pairs are one step of
+// their lanes (kq4_pair's loads for the whole row issued together).
+void kq4_pair(uint s, uint row, uint nsb, uint sb, uint j, out uint lo[8], out uint hi[8], out uint f, out uvec2 sm) {
+    const uint wb = (row * nsb + sb) * 144u; // word-aligned blocks
+    const uint qs = wb + 16u + (j >> 1) * 32u;
+    const uvec4 hdr = wquad(s, wb >> 4);
+    const uvec4 l0 = wquad(s, qs >> 4), l1 = wquad(s, (qs >> 4) + 1u);
+    f = hdr.x;
+    const uvec2 m0 = scale_min(hdr.y, hdr.z, hdr.w, j), m1 = scale_min(hdr.y, hdr.z, hdr.w, j + 1u);
+    sm = uvec2(m0.x | (m0.y << 16), m1.x | (m1.y << 16));
+    const uint lv[8] = uint[8](l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w);
+    for (uint k = 0u; k < 8u; k++) {
+        lo[k] = lv[k] & 0x0f0f0f0fu;
+        hi[k] = (lv[k] >> 4) & 0x0f0f0f0fu;
+    }
+}
+#endif
+
 #if defined(W_Q4_K) || defined(W_Q5_K) || defined(W_Q6_K) || defined(W_Q2_K) || defined(W_Q3_K) || defined(W_IQ4_XS)
 // kq_chunk reads chunk j of super-block sb of weight s's row `row` (nsb
 // super-blocks a row): q[k] holds values 4k … 4k+3 as signed bytes

@@ -21,10 +21,11 @@
 // 256 values 73 words, the GGUF Q8_K block). Per 32-value chunk the
 // integer sums are exact; the float terms follow ggml's operand order per
 // super-block, (d·dy)·Σ(scale·isum) and (dmin·dy)·Σ(min·bsum), taken per
-// chunk. Only the order of the float sums differs from the CPU. The
-// lattice types W_IQ2_XXS, W_IQ2_XS, W_IQ2_S, W_IQ3_XXS, W_IQ3_S, W_IQ1_S,
-// W_IQ1_M and the ternary W_TQ1_0, W_TQ2_0 (lattice.glsl) take Q8_K
-// activations too; the IQ types read their lattice table at the binding
+// chunk (Q4_K's one-weight rows of up to 4·LANES chunk pairs: per pair,
+// the sums over both exact integers). Only the order of the float sums
+// differs from the CPU. The lattice types W_IQ2_XXS, W_IQ2_XS, W_IQ2_S,
+// W_IQ3_XXS, W_IQ3_S, W_IQ1_S, W_IQ1_M and the ternary W_TQ1_0, W_TQ2_0
+// (lattice.glsl) take Q8_K activations too; the IQ types read their lattice table at the binding
 // after the others (3, or 4 with an epilogue).
 //
 // The int8 products go four at a time through sdot4 (OpSDot, the Vulkan
@@ -346,8 +347,44 @@ void main() {
         }
     }
 #elif defined(Q8_K_ACT)
-    // Chunk c: super-block c/8, 32-value sub-block c%8.
     const uint nsb = pc.ncols / 256u;
+#if defined(W_Q4_K) && !defined(TWO_WEIGHTS)
+    // One weight, rows of at most LANES chunk pairs: lane p takes pair p
+    // (super-block p/4, chunks j = 2·(p%4) and j + 1, which share their
+    // level bytes: kq4_pair), the whole row in one step whose loads are
+    // in flight together, where a chunk a lane took a 2048-column row on
+    // 32 lanes in two dependent steps. With pairs for every Q4_K row
+    // (H200, Q4_K_M decode, µs a token): QKV 163 → 149, attention output
+    // 153 → 142, but the FFN down (88 pairs on 64 lanes, two steps still)
+    // 110 → 117 and the gate·up (two weights' loads in flight a lane)
+    // 313 → 327; so those keep chunks.
+    if (nsb * 4u <= LANES) {
+        const uint p = l, sb = p >> 2, j = (p & 3u) * 2u;
+        if (live && p < nsb * 4u) {
+            const uint s = 0u; // the one weight
+            uint lo[8], hi[8], f;
+            uvec2 sm;
+            kq4_pair(s, row, nsb, sb, j, lo, hi, f, sm);
+            const float dw = f16_to_f32(f), dmin = f16_to_f32(f >> 16);
+            const int sc0 = int(sm.x & 0xffffu), mn0 = int(sm.x >> 16), sc1 = int(sm.y & 0xffffu), mn1 = int(sm.y >> 16);
+            for (uint t = 0u; t < nt; t++) {
+                const uint ab = pc.xoff + ((t0 + t) * nsb + sb) * 73u;
+                const float dy = uintBitsToFloat(xq[ab]);
+                int is0 = 0, is1 = 0;
+                for (uint k = 0u; k < 8u; k++) {
+                    is0 += sdot4(lo[k], xq[ab + 1u + 8u * j + k]); // levels 0..31: positive bytes
+                    is1 += sdot4(hi[k], xq[ab + 9u + 8u * j + k]);
+                }
+                const int bs = mn0 * kq_bsum(xq[ab + 65u + j]) + mn1 * kq_bsum(xq[ab + 66u + j]);
+                // ggml's (d·dy)·Σ(scale·isum) − (dmin·dy)·Σ(min·bsum), the
+                // sums exact integers over the pair.
+                precise float v = (dw * dy) * float(sc0 * is0 + sc1 * is1) - (dmin * dy) * float(bs);
+                acc[s * NT + t] += v;
+            }
+        }
+    } else // the chunks' loop below
+#endif
+    // Chunk c: super-block c/8, 32-value sub-block c%8.
     for (uint c = l; live && c < nsb * 8u; c += LANES) {
         const uint sb = c >> 3, j = c & 7u;
         for (uint s = 0u; s < NW; s++) {

@@ -450,7 +450,10 @@ func TestMatMul(t *testing.T) {
 		cases := []struct{ rows, cols, ntok int }{{1, 32, 1}, {67, 96, 3}, {129, 288, 9}, {70, 2048, 17}, {130, 64, 70}}
 		if kQuant(wt) {
 			// The last: several tiles of the tiled kernel, both ways.
-			cases = []struct{ rows, cols, ntok int }{{1, 256, 1}, {67, 512, 3}, {33, 768, 17}, {5, 2048, 9}, {130, 512, 70}}
+			// {9, 2816, 2}: 44 Q4_K chunk pairs, more than a two-row
+			// matvec's 32 lanes (chunks an invocation), fewer than one
+			// row's 64 (pairs).
+			cases = []struct{ rows, cols, ntok int }{{1, 256, 1}, {67, 512, 3}, {33, 768, 17}, {5, 2048, 9}, {9, 2816, 2}, {130, 512, 70}}
 		}
 		if testing.Short() {
 			cases = append(cases[:3], cases[len(cases)-1]) // several tiles of the tiled kernel
