@@ -54,12 +54,14 @@ type kvCache struct {
 	job              attnJob     // attend's reusable work for the pool
 	one              [1]*kvCache // attend's caches: this one
 
-	// Flash attention (flash.go): K and V row-major in kq and vq, rows
-	// rowBytes apart, of type kt (F16, Q8_0 or Q4_0).
+	// Flash attention (flash.go): K and V in kq and vq, of type kt (F16,
+	// Q8_0 or Q4_0), rowBytes a position; V row-major, K too or, binary16,
+	// in blocks of cells (kOffset). kRow is storeFlash's scratch.
 	flash    bool
 	kt       KVType
 	rowBytes int
 	kq, vq   []byte
+	kRow     []byte
 }
 
 // K holds vStride rows, not ctx: the F16 GEMM of attendBlockF16 reads
@@ -200,7 +202,7 @@ func (j *storeJob) store(threads int) {
 // copyFrom copies positions [0, n) of src, a cache of the same geometry.
 func (c *kvCache) copyFrom(src *kvCache, n int) {
 	if c.flash {
-		copy(c.kq[:n*c.rowBytes], src.kq)
+		copy(c.kq[:flashKBytes(n, c.kt, c.rowBytes)], src.kq)
 		copy(c.vq[:n*c.rowBytes], src.vq)
 		return
 	}
@@ -301,7 +303,7 @@ func newAttnBufs(threads, group, headDim, ctx int, flash bool) []attnBuf {
 		bufs[i] = attnBuf{q16: make([]byte, 2*rows*headDim), qTail: make([]float32, headDim), scores: make([]float32, rows*n), p16: make([]byte, 2*rows*n), out: make([]float32, rows*headDim)}
 		if flash {
 			// Flash attention keeps no score rows.
-			bufs[i] = attnBuf{flash: newFlashBuf(group, headDim)}
+			bufs[i] = attnBuf{flash: newFlashBuf(group*flashTokens, headDim)}
 		}
 	}
 	if !flash {
@@ -354,14 +356,18 @@ func (j *attnJob) at(t int) (*kvCache, int) {
 // the KV head's query heads), dealt round-robin to len(bufs) workers:
 // that balances the causal triangle, and a worker's heads of one KV head
 // reuse its K and V rows while they are in cache. A block is one token,
-// or blockTokens consecutive ones on the F16 GEMM path (attendBlockF16).
+// or blockTokens consecutive ones on the F16 GEMM path (attendBlockF16),
+// or flashTokens under flash attention (flashBlock).
 // Heads are sliced only when there are fewer (KV head, block) pairs than
 // workers, as in decode.
 func (j *attnJob) attend() {
 	group := j.sh.heads / j.sh.kvHeads
 	j.block = 1
-	if j.caches[0].gemmPath() {
+	switch c := j.caches[0]; {
+	case c.gemmPath():
 		j.block = blockTokens(group)
+	case c.flash:
+		j.block = flashTokens
 	}
 	pairs := (j.nTok + j.block - 1) / j.block * j.sh.kvHeads
 	j.split = min(group, (len(j.bufs)+pairs-1)/pairs)
@@ -391,7 +397,11 @@ func (j *attnJob) units(first, stride int, b *attnBuf) {
 		t0, t1 := blk*j.block, min((blk+1)*j.block, j.nTok)
 		c, pos := j.at(t0)
 		if j.block > 1 && j.consecutive(c, pos, t0, t1) {
-			c.attendBlockF16(j.out, j.q, t0, t1-t0, pos, h0, h1, sh, b)
+			if c.flash {
+				c.flashBlock(j.out, j.q, t0, t1-t0, pos, h0, h1, sh, &b.flash)
+			} else {
+				c.attendBlockF16(j.out, j.q, t0, t1-t0, pos, h0, h1, sh, b)
+			}
 			continue
 		}
 		for t := t0; t < t1; t++ {

@@ -14,10 +14,15 @@ import (
 // Flash attention (backends.StateOptions.FlashAttn), llama.cpp's -fa:
 // one pass over a query's visible KV cells with an online softmax, no
 // score row kept (ref.FlashAttention has the numerics and their
-// reasons). Under it both caches are row-major, one row of
-// kvHeads·headDim values per position, in the cache type's encoding
-// (binary16 or Q8_0/Q4_0 blocks): llama.cpp keeps V untransposed with
-// -fa, and a quantized V has to be, since its blocks run along a row.
+// reasons). Under it V is row-major, one row of kvHeads·headDim values
+// per position, in the cache type's encoding (binary16 or Q8_0/Q4_0
+// blocks): llama.cpp keeps V untransposed with -fa, and a quantized V has
+// to be, since its blocks run along a row. A quantized K is row-major
+// too (the integer GEMM scores it); a binary16 K is kept in blocks of
+// simd.FlashKBlock cells, each value of a row holding its block's cells
+// side by side (kOffset), so that the score kernels hold cells in vector
+// lanes: no horizontal sums, and the scores of a tile come out as rows
+// the online softmax reads in order (simd.FlashScoresF16).
 
 // kvElemType is the GGUF type a KV type's rows are stored in.
 func kvElemType(t KVType) gguf.TensorType {
@@ -48,26 +53,61 @@ func checkFlash(t KVType, headDim int) error {
 	return nil
 }
 
-// newFlashKVCache is newKVCache for flash attention: K and V row-major in
-// type t.
+// newFlashKVCache is newKVCache for flash attention: V row-major in type
+// t, K too or, binary16, in blocks of cells (see above).
 func newFlashKVCache(kvHeads, headDim, ctx int, t KVType) *kvCache {
 	c := &kvCache{kvHeads: kvHeads, headDim: headDim, ctx: ctx, flash: true, kt: t, f16: t == KVF16}
 	c.rowBytes = kvRowBytes(t, c.width())
-	c.kq, c.vq = make([]byte, ctx*c.rowBytes), make([]byte, ctx*c.rowBytes)
+	c.kq, c.vq = make([]byte, flashKCells(ctx, t)*c.rowBytes), make([]byte, ctx*c.rowBytes)
+	if t == KVF16 {
+		c.kRow = make([]byte, c.rowBytes)
+	}
 	return c
+}
+
+// flashKCells is the cells a flash cache's K holds for a context of ctx:
+// a binary16 K is read by its score kernels in whole tiles of flashTile
+// cells (simd.FlashScoreChunk), so it is allocated in whole tiles.
+func flashKCells(ctx int, t KVType) int {
+	if t != KVF16 {
+		return ctx
+	}
+	return (ctx + flashTile - 1) / flashTile * flashTile
+}
+
+// flashKBytes is the bytes of a flash K that hold cells [0, n): whole
+// blocks of cells for a binary16 K.
+func flashKBytes(n int, t KVType, rowBytes int) int {
+	if t == KVF16 {
+		n = (n + simd.FlashKBlock - 1) / simd.FlashKBlock * simd.FlashKBlock
+	}
+	return n * rowBytes
+}
+
+// kOffset is the byte offset of value i (KV head i/headDim, dimension
+// i%headDim) of cell p in a binary16 flash K.
+func (c *kvCache) kOffset(p, i int) int {
+	const b = simd.FlashKBlock
+	return p/b*b*c.rowBytes + 2*(b*i+p%b)
 }
 
 // storeFlash writes one token's K and V rows at pos: binary16 rounded to
 // nearest even, or quantized as ggml_cpy does (ref.StoreQuantRow).
 func (c *kvCache) storeFlash(pos int, k, v []float32) {
 	w, rb := c.width(), c.rowBytes
-	kd, vd := c.kq[pos*rb:(pos+1)*rb], c.vq[pos*rb:(pos+1)*rb]
+	vd := c.vq[pos*rb : (pos+1)*rb]
 	if c.kt == KVF16 {
 		toF16 := simd.QuantizeRow(gguf.TypeF16)
-		toF16(k[:w], kd)
+		toF16(k[:w], c.kRow)
+		base := c.kOffset(pos, 0)
+		for i := range w {
+			c.kq[base+2*simd.FlashKBlock*i] = c.kRow[2*i]
+			c.kq[base+2*simd.FlashKBlock*i+1] = c.kRow[2*i+1]
+		}
 		toF16(v[:w], vd)
 		return
 	}
+	kd := c.kq[pos*rb : (pos+1)*rb]
 	t := kvElemType(c.kt)
 	ref.StoreQuantRow(t, k[:w], kd)
 	ref.StoreQuantRow(t, v[:w], vd)
@@ -81,16 +121,27 @@ func (c *kvCache) headBytes(g int) int { return kvRowBytes(c.kt, g*c.headDim) }
 // K and V rows stay in L1 between the scoring and the folding.
 const flashTile = 64
 
-// flashBuf is one worker's flash scratch: the converted queries of up to
-// a KV head's query heads (binary16 or Q8_0), their accumulators, running
-// maxima and sums, a widened V row, and the tiled path's scores,
-// exponentials' arguments and signed results, and padded K rows.
+// flashTokens is the most consecutive tokens of one prompt whose flash
+// attention runs together (flashBlock): their query heads share every
+// K and V tile read, which at long contexts (a KV head's K and V outgrow
+// L2 from a few thousand cells) is the difference between reading the
+// cache once per token and once per block.
+const flashTokens = 16
+
+// flashBuf is one worker's flash scratch for up to rows query rows (the
+// heads of a block of tokens of one KV head): the converted queries
+// (binary16 or Q8_0 bytes, and for a binary16 K their values as float32,
+// transposed), their accumulators, running maxima and sums, a widened V
+// row, and a tile's scores, exponentials' arguments and signed results,
+// and padded K rows.
 type flashBuf struct {
 	q         []byte
+	qf        []float32 // [headDim][nq]: a binary16 K's queries (simd.FlashScoresF16)
+	nq        int       // rows converted (qf's stride)
 	acc, row  []float32
 	maxv, sum []float32
-	scores    []float32 // [group][flashTile]
-	arg, ex   []float32 // [group·n]: head i's cells at i·n… (see foldTile)
+	scores    []float32 // [rows][flashTile], from the rows of one scoreTile
+	arg, ex   []float32 // [rows·n]: row i's cells at i·n… (see foldTile)
 	pad       []byte    // 4 K head rows
 }
 
@@ -98,25 +149,20 @@ type flashBuf struct {
 func flashQueryBytes(headDim int) int { return max(2*headDim, (headDim+31)/32*34) }
 
 // flashBufBytes is what newFlashBuf allocates.
-func flashBufBytes(group, headDim int) int64 {
-	g, hd, qb, t := int64(group), int64(headDim), int64(flashQueryBytes(headDim)), int64(flashTile)
-	return (g+4)*qb + 4*(g*hd+hd+2*g+3*g*t)
+func flashBufBytes(rows, headDim int) int64 {
+	g, hd, qb, t := int64(rows), int64(headDim), int64(flashQueryBytes(headDim)), int64(flashTile)
+	return (g+4)*qb + 4*(2*g*hd+hd+2*g+3*g*t)
 }
 
-func newFlashBuf(group, headDim int) flashBuf {
-	qb, gt := flashQueryBytes(headDim), group*flashTile
+func newFlashBuf(rows, headDim int) flashBuf {
+	qb, gt := flashQueryBytes(headDim), rows*flashTile
 	return flashBuf{
-		q: make([]byte, group*qb), acc: make([]float32, group*headDim), row: make([]float32, headDim),
-		maxv: make([]float32, group), sum: make([]float32, group),
+		q: make([]byte, rows*qb), qf: make([]float32, rows*headDim),
+		acc: make([]float32, rows*headDim), row: make([]float32, headDim),
+		maxv: make([]float32, rows), sum: make([]float32, rows),
 		scores: make([]float32, gt), arg: make([]float32, gt), ex: make([]float32, gt),
 		pad: make([]byte, 4*qb),
 	}
-}
-
-// convertQuery converts query head qh to the K cache's dot type into
-// b.q (ggml's q_to_vec_dot) and returns it.
-func (c *kvCache) convertQuery(qh []float32, b *flashBuf) []byte {
-	return c.convertInto(qh, b.q)
 }
 
 // queryBytes is the size of one converted query head.
@@ -127,47 +173,70 @@ func (c *kvCache) queryBytes() int {
 	return c.headDim / 32 * 34
 }
 
-// convertInto converts query head qh into the start of dst and returns
-// that part.
-func (c *kvCache) convertInto(qh []float32, dst []byte) []byte {
-	q := dst[:c.queryBytes()]
-	if c.kt == KVF16 {
-		simd.QuantizeRow(gguf.TypeF16)(qh, q)
-		return q
+// convertQueries converts query heads [h0, h1) of the n tokens t0… of q
+// to the K cache's dot type (ggml's q_to_vec_dot), row i·(h1−h0) + h−h0
+// for head h of token t0+i: binary16 into b.q and, as float32 values
+// transposed, into b.qf; or Q8_0 blocks into b.q, queryBytes apart.
+func (c *kvCache) convertQueries(q []float32, t0, n, h0, h1 int, sh attnShape, b *flashBuf) {
+	hd, qb, nh := c.headDim, c.queryBytes(), h1-h0
+	b.nq = n * nh
+	for r := range b.nq {
+		off := ((t0+r/nh)*sh.heads + h0 + r%nh) * hd
+		src, dst := q[off:off+hd], b.q[r*qb:(r+1)*qb]
+		if c.kt != KVF16 {
+			ref.QuantizeRowQ8_0(src, dst)
+			continue
+		}
+		simd.QuantizeRow(gguf.TypeF16)(src, dst)
+		c.widenQuery(dst, r, b)
 	}
-	ref.QuantizeRowQ8_0(qh, q)
-	return q
 }
 
-// tiled reports whether this cache takes the tiled path (flashHeadsTiled):
-// scores by the GEMM, whose every (cell, head) pair sums in one order.
-// An F16 head dimension that is not whole GEMM chunks keeps the per-cell
-// path, whose tail summed in float64 gives ggml_vec_dot_f16's exact
-// scores (see f16DotBlock).
-func (c *kvCache) tiled() bool { return c.kt != KVF16 || c.headDim%f16GemmChunk == 0 }
+// widenQuery sets row r of b.qf from its binary16 bytes q.
+func (c *kvCache) widenQuery(q []byte, r int, b *flashBuf) {
+	for d := range c.headDim {
+		b.qf[d*b.nq+r] = quant.FP16ToFP32(uint16(q[2*d]) | uint16(q[2*d+1])<<8)
+	}
+}
 
-// flashScore is the raw score of converted query q against K row p of KV
+// flashScore is the raw score of converted query q against K cell p of KV
 // head g, as the kernel computes it: every score of a cache goes through
-// the same summation (the GEMM's for a tiled cache, scoreTile's padding
-// included; else score's), so a score never depends on the batch, the
-// tile or the thread that computed it.
+// the same summation (simd.FlashScoresF16's for a binary16 K, the GEMM's
+// for a quantized one, scoreTile's padding included), so a score never
+// depends on the batch, the tile, the block or the thread that computed
+// it.
 func (c *kvCache) flashScore(p, g int, q []byte) float32 {
-	if !c.tiled() {
-		return c.score(simd.VecDot(kvElemType(c.kt)), p, c.headBytes(g), q)
-	}
 	b := newFlashBuf(1, c.headDim)
-	c.scoreTile(g, p, 1, q, len(q), 1, b.scores, &b)
-	return b.scores[0]
+	copy(b.q, q)
+	b.nq = 1
+	if c.kt != KVF16 {
+		c.scoreTile(g, p, 0, 1, 0, 1, &b)
+		return b.scores[0]
+	}
+	c.widenQuery(q, 0, &b)
+	p0 := p &^ (flashTile - 1)
+	c.scoreTile(g, p0, 0, p-p0+1, 0, 1, &b)
+	return b.scores[p-p0]
 }
 
-// scoreTile sets dst[i·flashTile + j] to the raw score of query i (nh of
-// them, qb bytes apart in qc) against K row p0+j of KV head g, j < n ≤
-// flashTile. Rows go to the GEMM in whole groups of 4, the last group
-// copied into b.pad with zero rows after it, so that every row takes the
-// GEMM's tile kernel (its leftover rows would take the dot kernel, which
-// sums in another order).
-func (c *kvCache) scoreTile(g, p0, n int, qc []byte, qb, nh int, dst []float32, b *flashBuf) {
-	hd, rb, hb := c.headDim, c.rowBytes, c.headBytes(g)
+// scoreTile sets b.scores[i·flashTile + j], i < nh and lo ≤ j < hi ≤
+// flashTile, to the raw score of converted query row r0+i against K cell
+// p0+j of KV head g. A binary16 K is scored by simd.FlashScoresF16 from
+// the tile's start, p0 a multiple of flashTile (cells before lo are
+// scored and not read). A quantized K goes to the GEMM in whole groups
+// of 4 rows, the last group copied into b.pad with zero rows after it,
+// so that every row takes the GEMM's tile kernel (its leftover rows
+// would take the dot kernel, which sums in another order).
+func (c *kvCache) scoreTile(g, p0, lo, hi, r0, nh int, b *flashBuf) {
+	hd, rb := c.headDim, c.rowBytes
+	if c.kt == KVF16 {
+		blockStride := simd.FlashKBlock * rb
+		simd.FlashScoresF16(hd, c.kq[c.kOffset(p0, g*hd):], blockStride, hi, b.qf[r0:], b.nq, nh, b.scores, flashTile)
+		return
+	}
+	p0, n, dst := p0+lo, hi-lo, b.scores[lo:]
+	qb, hb := c.queryBytes(), c.headBytes(g)
+	qc := b.q[r0*qb : (r0+nh)*qb]
 	gemm := simd.Gemm(kvElemType(c.kt))
 	full := n &^ 3
 	if full > 0 {
@@ -186,170 +255,95 @@ func (c *kvCache) scoreTile(g, p0, n int, qc []byte, qb, nh int, dst []float32, 
 	gemm(hd, pad, kb, 4, qc, qb, nh, dst[full:], flashTile)
 }
 
-// score is flashScore with the dot kernel and the head's byte offset in
-// a row looked up once.
-func (c *kvCache) score(dot simd.DotFunc, p, hb int, q []byte) float32 {
-	hd := c.headDim
-	row := c.kq[p*c.rowBytes+hb:]
-	if c.kt != KVF16 {
-		return dot(hd, row, q)
-	}
-	body := hd / f16DotBlock * f16DotBlock
-	var s float32
-	if body > 0 {
-		s = dot(body, row, q)
-	}
-	if body == hd {
-		return s
-	}
-	sum := float64(s)
-	for i := body; i < hd; i++ {
-		x := quant.FP16ToFP32(uint16(q[2*i]) | uint16(q[2*i+1])<<8)
-		y := quant.FP16ToFP32(uint16(row[2*i]) | uint16(row[2*i+1])<<8)
-		sum += float64(x * y)
-	}
-	return float32(sum)
-}
-
-// flashHeads is attendHeads under flash attention: each query head of
-// [h0, h1) of token t at position pos runs the online softmax over its
-// visible cells in order, with ref.FlashAttention's arithmetic (only the
-// score dot products' summation order differs: flashScore).
+// flashHeads is attendHeads under flash attention: flashBlock for one
+// token.
 func (c *kvCache) flashHeads(out, q []float32, t, pos, h0, h1 int, sh attnShape, b *flashBuf) {
-	if c.tiled() {
-		c.flashHeadsTiled(out, q, t, pos, h0, h1, sh, b)
-		return
-	}
-	hd := c.headDim
-	g := h0 / (sh.heads / sh.kvHeads)
-	first := sh.first(pos)
-	scale := sh.scale
-	if sh.softCap > 0 {
-		scale /= sh.softCap
-	}
-	dot, hb := simd.VecDot(kvElemType(c.kt)), c.headBytes(g)
-	for h := h0; h < h1; h++ {
-		off := (t*sh.heads + h) * hd
-		qc := c.convertQuery(q[off:off+hd], b)
-		acc := b.acc[:hd]
-		clear(acc)
-		sum, maxv := float32(0), float32(math.Inf(-1))
-		for p := first; p <= pos; p++ {
-			x := c.score(dot, p, hb, qc) * scale
-			if sh.softCap > 0 {
-				x = sh.softCap * float32(math.Tanh(float64(x)))
-			}
-			ms, vs := float32(1), float32(1)
-			if x > maxv {
-				ms = float32(math.Exp(float64(maxv - x)))
-				maxv = x
-				ref.FlashScale(acc, ms, c.f16)
-			} else {
-				vs = float32(math.Exp(float64(x - maxv)))
-			}
-			c.madV(acc, p, hb, vs, b)
-			sum = float32(sum*ms) + vs // unfused, as ggml's ISO C build
-		}
-		inv := 1 / sum
-		o := out[off : off+hd]
-		for i, a := range acc {
-			o[i] = a * inv
-		}
-	}
+	c.flashBlock(out, q, t, 1, pos, h0, h1, sh, b)
 }
 
-// madV adds vs times V row p's head at byte hb to acc as ref.FlashMad
-// does.
-func (c *kvCache) madV(acc []float32, p, hb int, vs float32, b *flashBuf) {
-	hd := c.headDim
-	src := c.vq[p*c.rowBytes+hb:]
-	row := b.row[:hd]
-	if c.kt == KVF16 {
-		simd.FlashMadF16(acc, src[:2*hd], vs, row)
+// flashBlock computes query heads [h0, h1) (of one KV head) of the n
+// batch tokens t0… at positions pos… of this cache's sequence, a tile of
+// cells at a time: one kernel call scores the tile for every row (a
+// token's head; each K row read once for them all), then each row folds
+// the tile in cell order: scale and soft-cap, the running maximum
+// (simd.FlashScan), the exponentials (simd.FlashExp, ref's expf bits),
+// the running sum and the accumulator updates (simd.FlashUpdate), with
+// ref.FlashAttention's arithmetic in ref's order. Only the scores'
+// summation differs (flashScore). The tiles every token sees whole are
+// taken by all rows together, the rest token by token; a row meets the
+// same tiles in the same order whatever the block, so its bits do not
+// depend on it. A sliding window (first cells differing per token) runs
+// token by token.
+func (c *kvCache) flashBlock(out, q []float32, t0, n, pos, h0, h1 int, sh attnShape, b *flashBuf) {
+	if n > 1 && sh.window > 0 {
+		for i := range n {
+			c.flashBlock(out, q, t0+i, 1, pos+i, h0, h1, sh, b)
+		}
 		return
 	}
-	_ = quant.Dequantize(kvElemType(c.kt), src[:kvRowBytes(c.kt, hd)], row)
-	simd.FlashMadF32(acc, row, vs)
-}
-
-// flashHeadsTiled is flashHeads a tile of cells at a time for all the
-// heads [h0, h1) at once: one GEMM scores the tile for every head (each K
-// row read once for the group), then each head folds the tile in cell
-// order: scale and soft-cap, the running maximum, the exponentials
-// (simd.FlashExp, ref's expf bits), the running sum and the accumulator
-// updates (simd.FlashUpdate), with ref.FlashAttention's arithmetic in
-// ref's order. Only the scores' summation differs (flashScore).
-func (c *kvCache) flashHeadsTiled(out, q []float32, t, pos, h0, h1 int, sh attnShape, b *flashBuf) {
 	hd, nh := c.headDim, h1-h0
 	g := h0 / (sh.heads / sh.kvHeads)
-	qb := c.queryBytes()
-	qc := b.q[:nh*qb]
-	for i := range nh {
-		off := (t*sh.heads + h0 + i) * hd
-		c.convertInto(q[off:off+hd], qc[i*qb:])
+	c.convertQueries(q, t0, n, h0, h1, sh, b)
+	rows := n * nh
+	clear(b.acc[:rows*hd])
+	for r := range rows {
+		b.sum[r], b.maxv[r] = 0, float32(math.Inf(-1))
 	}
-	acc := b.acc[:nh*hd]
-	clear(acc)
-	for i := range nh {
-		b.sum[i], b.maxv[i] = 0, float32(math.Inf(-1))
+	shared := 0 // cells [0, shared): whole tiles every token sees
+	if n > 1 {
+		shared = (pos + 1) &^ (flashTile - 1)
 	}
-	for p0 := sh.first(pos); p0 <= pos; p0 += flashTile {
-		n := min(flashTile, pos+1-p0)
-		c.scoreTile(g, p0, n, qc, qb, nh, b.scores, b)
-		c.foldTile(g, p0, n, nh, sh, b)
+	for p0 := 0; p0 < shared; p0 += flashTile {
+		c.scoreTile(g, p0, 0, flashTile, 0, rows, b)
+		c.foldTile(g, p0, 0, flashTile, 0, rows, sh, b)
 	}
-	for i := range nh {
-		inv := 1 / b.sum[i]
-		off := (t*sh.heads + h0 + i) * hd
+	for i := range n {
+		last := pos + i
+		first := max(shared, sh.first(last))
+		start := first
+		if c.kt == KVF16 {
+			start = first &^ (flashTile - 1) // its score kernels start at a tile
+		}
+		for p0 := start; p0 <= last; p0 += flashTile {
+			lo, hi := max(0, first-p0), min(flashTile, last+1-p0)
+			c.scoreTile(g, p0, lo, hi, i*nh, nh, b)
+			c.foldTile(g, p0, lo, hi, i*nh, nh, sh, b)
+		}
+	}
+	for r := range rows {
+		inv := 1 / b.sum[r]
+		off := ((t0+r/nh)*sh.heads + h0 + r%nh) * hd
 		o := out[off : off+hd]
-		for k, a := range acc[i*hd : (i+1)*hd] {
+		for k, a := range b.acc[r*hd : (r+1)*hd] {
 			o[k] = a * inv
 		}
 	}
 }
 
-// flashScan sets arg[j] to −(max − x_j), x_j = scores[j]·scale and max
-// the running maximum before cell j (maxv on entry), and returns the
-// maximum after the last cell. That is x − max (> 0) where the cell
-// raises the maximum and ≤ 0 (−0 included) where it does not: the
-// argument of the cell's one exponential, signed as simd.FlashExp passes
-// it on (see foldTile). The maximum moves only when x > max, as in ref
-// (a NaN never takes it).
-func flashScan(arg, scores []float32, scale, maxv float32) float32 {
-	arg = arg[:len(scores)]
-	for j, s := range scores {
-		x := s * scale
-		arg[j] = -(maxv - x)
-		if x > maxv {
-			maxv = x
-		}
-	}
-	return maxv
-}
-
-// foldTile runs the online softmax of heads [0, nh) over the tile's
-// scores (cells p0… of KV head g): ref's flashHead loop, split into passes
+// foldTile runs the online softmax of rows [r0, r0+nh) over the tile's
+// scores of cells [p0+lo, p0+hi) of KV head g: ref's flashHead loop, split into passes
 // that each run in cell order per head. The first scales (and caps) the
-// scores and follows the running maximum (flashScan), leaving per cell
+// scores and follows the running maximum (simd.FlashScan), leaving per cell
 // the argument of its one exponential, signed: > 0 where the cell raises
 // the maximum (ref: ms = expf(max − x)), else ≤ 0 (ref: vs = expf(x −
 // max)). Negation and x − max = −(max − x) are exact, so expf(−|a|) is
 // ref's value either way. Then the weights (simd.FlashExp), then the
 // accumulators and sums (simd.FlashUpdate).
-func (c *kvCache) foldTile(g, p0, n, nh int, sh attnShape, b *flashBuf) {
+func (c *kvCache) foldTile(g, p0, lo, hi, r0, nh int, sh attnShape, b *flashBuf) {
+	n := hi - lo
 	scale := sh.scale
 	if sh.softCap > 0 {
 		scale /= sh.softCap
 	}
 	for i := range nh {
-		arg, scores, k := b.arg[i*n:(i+1)*n], b.scores[i*flashTile:i*flashTile+n], scale
+		arg, scores, k := b.arg[i*n:(i+1)*n], b.scores[i*flashTile+lo:i*flashTile+hi], scale
 		if sh.softCap > 0 {
 			for j, s := range scores {
 				arg[j] = sh.softCap * float32(math.Tanh(float64(s*scale)))
 			}
 			scores, k = arg, 1 // x·1 is x
 		}
-		b.maxv[i] = flashScan(arg, scores, k, b.maxv[i])
+		b.maxv[r0+i] = simd.FlashScan(arg, scores, k, b.maxv[r0+i])
 	}
 	// Whole groups of 16 for the vector kernel: the padding's weights
 	// (exp 0) are not read.
@@ -357,5 +351,5 @@ func (c *kvCache) foldTile(g, p0, n, nh int, sh attnShape, b *flashBuf) {
 	clear(b.arg[nh*n : m])
 	simd.FlashExp(b.arg[:m], b.ex[:m])
 	hd, hb := c.headDim, c.headBytes(g)
-	simd.FlashUpdate(kvElemType(c.kt), b.acc[:nh*hd], hd, c.vq[p0*c.rowBytes+hb:], c.rowBytes, n, b.ex, n, b.sum[:nh], b.row)
+	simd.FlashUpdate(kvElemType(c.kt), b.acc[r0*hd:(r0+nh)*hd], hd, c.vq[(p0+lo)*c.rowBytes+hb:], c.rowBytes, n, b.ex, n, b.sum[r0:r0+nh], b.row)
 }

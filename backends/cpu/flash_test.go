@@ -93,7 +93,7 @@ func (c *flashCase) refWith(fastDots bool) []float32 {
 func TestFlashMatchesRef(t *testing.T) {
 	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	type shape struct{ nTok, pos0 int }
-	shapes := []shape{{1, 0}, {1, 37}, {5, 3}, {9, 200}, {3, 700}, {1, 1500}}
+	shapes := []shape{{1, 0}, {1, 37}, {5, 3}, {9, 200}, {3, 700}, {1, 1500}, {21, 107}}
 	for _, kt := range []KVType{KVF16, backends.KVQ8_0, backends.KVQ4_0} {
 		for _, hd := range []int{8, 64, 96, 128} {
 			if kt != KVF16 && hd%32 != 0 {

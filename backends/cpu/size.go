@@ -53,10 +53,11 @@ func (p *Program) stateBytes(ctx, seqs int, kvType KVType, flash bool) (StateSiz
 			if err := checkFlash(kvType, hd); err != nil {
 				return z, err
 			}
-			// K and V: ctx rows each (newFlashKVCache).
+			// K: flashKCells rows, V: ctx rows (newFlashKVCache).
 			row := int64(kvRowBytes(kvType, int(width)))
 			z.KVPerPos = c.Add(z.KVPerPos, c.Mul(row, 2))
-			z.KV = c.Add(z.KV, c.Mul(c.Mul(c.Mul(row, 2), int64(ctx)), int64(seqs)))
+			rows := int64(flashKCells(ctx, kvType) + ctx)
+			z.KV = c.Add(z.KV, c.Mul(c.Mul(row, rows), int64(seqs)))
 		} else {
 			z.KVPerPos = c.Add(z.KVPerPos, c.Mul(c.Mul(width, elem), 2))
 			// K: padded rows; V: width rows of padded positions (newKVCache).
@@ -70,7 +71,7 @@ func (p *Program) stateBytes(ctx, seqs int, kvType KVType, flash bool) (StateSiz
 	g, hd := int64(attnRowsCap(z.group)), int64(z.headDim)
 	perThread := c.Add(c.Add(c.Mul(6, c.Mul(g, hd)), c.Mul(4, hd)), c.Mul(6, c.Mul(g, padded)))
 	if flash {
-		perThread = flashBufBytes(z.group, z.headDim)
+		perThread = flashBufBytes(z.group*flashTokens, z.headDim)
 	}
 	z.Attention = c.Mul(perThread, int64(max(p.threads, 1)))
 	if !flash {

@@ -71,6 +71,11 @@ type kernelSet struct {
 	// accumulator updates (see FlashExp and FlashUpdate).
 	flashExp   func(ng int, x, dst *float32) uint64
 	flashTiles [3][]flashTile
+	// flashScores: F16 scores over a transposed K (see FlashScoresF16),
+	// flashScores[k] taking k+1 query heads.
+	flashScores []flashScoreTile
+	// flashScan: the tiles' running maximum (see FlashScan); nil: Go.
+	flashScan func(ng int, s *float32, scale, maxv float32, arg *float32) float32
 	// widenF16, f16Wide and f16WideIn: the wide F16 GEMM
 	// (gemm_f16_amd64.go); nil where the variant has none.
 	widenF16           widenFunc
@@ -148,6 +153,7 @@ func wrapSet(s *kernelSet) *impl {
 	v.gelu = s.gelu
 	v.flashF16, v.flashF32 = s.flashF16, s.flashF32
 	v.flashExp, v.flashTiles = s.flashExp, s.flashTiles
+	v.flashScores, v.flashScan = s.flashScores, s.flashScan
 	v.f32Vec, v.f32Tiny = s.f32Vec, s.f32Tiny
 	v.decode = decodeFuncs(s, v)
 	return v

@@ -186,3 +186,93 @@ func flashKind(t gguf.TensorType) int {
 	}
 	return 0
 }
+
+// FlashKBlock is the cells of one block of the transposed binary16 K
+// layout FlashScoresF16 reads: within a block, each value of a K row (one
+// per KV head and dimension) keeps its FlashKBlock cells side by side, so
+// that a score kernel holds cells in vector lanes.
+const FlashKBlock = 16
+
+// FlashScoreChunk is the cells one score kernel step covers at most:
+// FlashScoresF16 computes (and may write) whole chunks, so K and dst
+// must have room up to n rounded up to it.
+const FlashScoreChunk = 64
+
+// flashScoreTile is a generated score kernel (codegen flash_scores.go):
+// nc chunks of 4 vectors of cells for several query heads.
+type flashScoreTile = func(nc, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+
+// FlashScoresF16 sets dst[h·dstStride + j], for query heads h < nh and
+// cells j < n, to the raw score of head h against cell j of a K panel in
+// the transposed layout: value d of cell j is the binary16 at
+// k[(j/16)·blockStride + 32·d + 2·(j%16)]. The queries are transposed
+// too, q[d·qStride + h], and hold binary16 values as float32 (ggml converts
+// the query to the K type). Each score is Σ_d q_h[d]·K[d][j] summed in
+// dimension order from 0 in float32; every product of two binary16
+// values is exact in float32, so a fused and an unfused sum agree, and
+// the kernels' lanes give the bits of the Go loop. Up to
+// roundUp(n, FlashScoreChunk) cells are computed and written: K and dst
+// must have room for them (the extra scores are not meaningful).
+func FlashScoresF16(hd int, k []byte, blockStride, n int, q []float32, qStride, nh int, dst []float32, dstStride int) {
+	if n <= 0 || nh <= 0 || hd <= 0 {
+		return
+	}
+	_ = q[(hd-1)*qStride+nh-1]
+	tiles := active.flashScores
+	if len(tiles) == 0 {
+		for h := range nh {
+			for j := range n {
+				dst[h*dstStride+j] = flashScoreF16(hd, k, blockStride, j, q[h:], qStride)
+			}
+		}
+		return
+	}
+	cells := 4 * active.lanes
+	nc := (n + cells - 1) / cells
+	last := nc*cells - 1
+	_ = k[last/FlashKBlock*blockStride+2*FlashKBlock*hd-1]
+	_ = dst[(nh-1)*dstStride+nc*cells-1]
+	for h0 := 0; h0 < nh; {
+		m := min(len(tiles), nh-h0)
+		tiles[m-1](nc, hd, &k[0], blockStride, &q[h0], 4*qStride, &dst[h0*dstStride], 4*dstStride)
+		h0 += m
+	}
+}
+
+// flashScoreF16 is one score of FlashScoresF16 in Go: query values q[0],
+// q[qStride], q[2·qStride], … against cell j.
+func flashScoreF16(hd int, k []byte, blockStride, j int, q []float32, qStride int) float32 {
+	base := j/FlashKBlock*blockStride + 2*(j%FlashKBlock)
+	var s float32
+	for d := range hd {
+		o := base + 2*FlashKBlock*d
+		s += q[d*qStride] * quant.FP16ToFP32(uint16(k[o])|uint16(k[o+1])<<8)
+	}
+	return s
+}
+
+// FlashScan sets arg[j] to −(max − x_j) for the scores s (len(arg) of
+// them), x_j = s[j]·scale and max the running maximum before cell j
+// (maxv on entry), and returns the maximum after the last cell: x − max
+// (> 0) where the cell raises the maximum and ≤ 0 (−0 included) where it
+// does not, the signed argument of the cell's one exponential (see
+// FlashExp and FlashUpdate). The maximum moves only when x > max, as in
+// ops/ref's flash loop (a NaN never takes it, and of +0 and −0 the
+// earlier stays). Whole groups of 16 go to the generated kernel, which
+// keeps that rule in a log-step scan; the rest to the Go loop.
+func FlashScan(arg, s []float32, scale, maxv float32) float32 {
+	s = s[:len(arg)]
+	done := 0
+	if k := active.flashScan; k != nil && len(s) >= 16 {
+		done = len(s) &^ 15
+		maxv = k(done/16, &s[0], scale, maxv, &arg[0])
+	}
+	for j, v := range s[done:] {
+		x := v * scale
+		arg[done+j] = -(maxv - x)
+		if x > maxv {
+			maxv = x
+		}
+	}
+	return maxv
+}

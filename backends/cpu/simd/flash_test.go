@@ -210,3 +210,106 @@ func TestFlashUpdate(t *testing.T) {
 		}
 	})
 }
+
+// TestFlashScoresF16 holds FlashScoresF16 on every variant to its Go loop
+// bit for bit (a score sums exact products in dimension order), and the Go
+// loop to a float64 dot product of the same values read from the layout
+// independently, on awkward head dimensions, cell counts and head counts.
+func TestFlashScoresF16(t *testing.T) {
+	rng := newRand(t)
+	forEachVariant(t, func(t *testing.T) {
+		for _, hd := range []int{1, 7, 64, 80, 128} {
+			for _, n := range []int{1, 15, 17, 63, 64, 65, 130} {
+				nh := 1 + rng.IntN(9)
+				kvHeads := 1 + rng.IntN(3)
+				g := rng.IntN(kvHeads)
+				blockStride := kvHeads * hd * 2 * FlashKBlock
+				blocks := (n + FlashScoreChunk - 1) / FlashScoreChunk * FlashScoreChunk / FlashKBlock
+				cache := make([]byte, blocks*blockStride)
+				kf := make([]float32, n*hd) // cell j, dimension d of head g
+				for j := range n {
+					for d := range hd {
+						x := quant.FP32ToFP16(float32(rng.NormFloat64()))
+						kf[j*hd+d] = quant.FP16ToFP32(x)
+						o := j/FlashKBlock*blockStride + 2*FlashKBlock*(g*hd+d) + 2*(j%FlashKBlock)
+						cache[o], cache[o+1] = byte(x), byte(x>>8)
+					}
+				}
+				qStride := nh + rng.IntN(3)
+				q := make([]float32, hd*qStride)
+				for i := range q {
+					q[i] = quant.FP16ToFP32(quant.FP32ToFP16(float32(rng.NormFloat64())))
+				}
+				dstStride := FlashScoreChunk*((n+FlashScoreChunk-1)/FlashScoreChunk) + 5
+				dst := make([]float32, nh*dstStride)
+				panel := cache[2*FlashKBlock*g*hd:]
+				FlashScoresF16(hd, panel, blockStride, n, q, qStride, nh, dst, dstStride)
+				for h := range nh {
+					for j := range n {
+						want := flashScoreF16(hd, panel, blockStride, j, q[h:], qStride)
+						got := dst[h*dstStride+j]
+						require.Equal(t, math.Float32bits(want), math.Float32bits(got), "hd=%d n=%d heads=%d head %d cell %d", hd, n, nh, h, j)
+						var exact, mag float64
+						for d := range hd {
+							p := float64(q[d*qStride+h]) * float64(kf[j*hd+d])
+							exact += p
+							mag += math.Abs(p)
+						}
+						require.InDelta(t, exact, float64(want), 1e-6*mag*float64(hd)+1e-30, "hd=%d head %d cell %d", hd, h, j)
+					}
+				}
+			}
+		}
+	})
+}
+
+// flashScanRef is ops/ref's running maximum over a tile, as FlashScan
+// documents it.
+func flashScanRef(arg, s []float32, scale, maxv float32) float32 {
+	for j, v := range s {
+		x := v * scale
+		arg[j] = -(maxv - x)
+		if x > maxv {
+			maxv = x
+		}
+	}
+	return maxv
+}
+
+// TestFlashScan holds FlashScan on every variant to the sequential loop
+// bit for bit, arguments and final maximum, with ties of +0 and −0, NaN,
+// ±Inf and long runs that do and do not raise the maximum.
+func TestFlashScan(t *testing.T) {
+	rng := newRand(t)
+	forEachVariant(t, func(t *testing.T) {
+		for _, n := range []int{1, 15, 16, 17, 48, 64, 100} {
+			for trial := range 20 {
+				s := make([]float32, n)
+				for j := range s {
+					s[j] = float32(rng.NormFloat64() * 3)
+					switch rng.IntN(12) {
+					case 0:
+						s[j] = 0
+					case 1:
+						s[j] = float32(math.Copysign(0, -1))
+					case 2:
+						s[j] = float32(math.NaN())
+					case 3:
+						s[j] = float32(math.Inf(1 - 2*rng.IntN(2)))
+					case 4:
+						s[j] = float32(j) // a rising run
+					}
+				}
+				maxv := []float32{float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)), 1.5}[trial%4]
+				scale := float32(0.125 + rng.Float64())
+				want, got := make([]float32, n), make([]float32, n)
+				wantMax := flashScanRef(want, s, scale, maxv)
+				gotMax := FlashScan(got, s, scale, maxv)
+				require.Equal(t, math.Float32bits(wantMax), math.Float32bits(gotMax), "n=%d trial %d: maximum", n, trial)
+				for j := range want {
+					require.Equal(t, math.Float32bits(want[j]), math.Float32bits(got[j]), "n=%d trial %d cell %d (score %g)", n, trial, j, s[j])
+				}
+			}
+		}
+	})
+}

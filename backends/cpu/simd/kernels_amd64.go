@@ -162,6 +162,16 @@ func flashTileQ4_0x1AVX2(n int, acc *float32, accStride int, v *byte, vStride in
 // accumulators and the sums of 2 heads from Q4_0 V rows (ops/ref.FlashScale, FlashMad).
 func flashTileQ4_0x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
+// flashScoresF16x1AVX2 sets the raw scores of 1 query heads against nc chunks of 32
+// cells of a transposed binary16 K panel (blocks of 16 cells blockStride bytes apart),
+// each lane summing its exact products in dimension order.
+func flashScoresF16x1AVX2(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+
+// flashScoresF16x2AVX2 sets the raw scores of 2 query heads against nc chunks of 32
+// cells of a transposed binary16 K panel (blocks of 16 cells blockStride bytes apart),
+// each lane summing its exact products in dimension order.
+func flashScoresF16x2AVX2(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+
 // geluF32AVX2 sets dst = GELU(x) by table lookup for nc chunks of 8 floats,
 // bit-identical to ops/ref.GELU.
 func geluF32AVX2(nc int, dst *float32, x *float32, table *float32)
@@ -680,6 +690,31 @@ func flashTileQ4_0x3AVX512(n int, acc *float32, accStride int, v *byte, vStride 
 // flashTileQ4_0x4AVX512 applies n cells' online-softmax updates to 64 floats of the
 // accumulators and the sums of 4 heads from Q4_0 V rows (ops/ref.FlashScale, FlashMad).
 func flashTileQ4_0x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashScoresF16x1AVX512 sets the raw scores of 1 query heads against nc chunks of 64
+// cells of a transposed binary16 K panel (blocks of 16 cells blockStride bytes apart),
+// each lane summing its exact products in dimension order.
+func flashScoresF16x1AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+
+// flashScoresF16x2AVX512 sets the raw scores of 2 query heads against nc chunks of 64
+// cells of a transposed binary16 K panel (blocks of 16 cells blockStride bytes apart),
+// each lane summing its exact products in dimension order.
+func flashScoresF16x2AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+
+// flashScoresF16x3AVX512 sets the raw scores of 3 query heads against nc chunks of 64
+// cells of a transposed binary16 K panel (blocks of 16 cells blockStride bytes apart),
+// each lane summing its exact products in dimension order.
+func flashScoresF16x3AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+
+// flashScoresF16x4AVX512 sets the raw scores of 4 query heads against nc chunks of 64
+// cells of a transposed binary16 K panel (blocks of 16 cells blockStride bytes apart),
+// each lane summing its exact products in dimension order.
+func flashScoresF16x4AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+
+// flashScanAVX512 sets arg[j] = −(max_j − s[j]·scale) over ng groups of 16 scores, max_j the
+// running maximum of the scaled scores before j (maxv before the first), and returns
+// the maximum after the last.
+func flashScanAVX512(ng int, s *float32, scale float32, maxv float32, arg *float32) float32
 
 // geluF32AVX512 sets dst = GELU(x) by table lookup for nc chunks of 16 floats,
 // bit-identical to ops/ref.GELU.

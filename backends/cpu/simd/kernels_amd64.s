@@ -874,6 +874,16 @@ DATA expBias<>+24(SB)/4, $0x0000007f
 DATA expBias<>+28(SB)/4, $0x0000007f
 GLOBL expBias<>(SB), RODATA|NOPTR, $32
 
+DATA flashFifteen<>+0(SB)/4, $0x0000000f
+DATA flashFifteen<>+4(SB)/4, $0x0000000f
+DATA flashFifteen<>+8(SB)/4, $0x0000000f
+DATA flashFifteen<>+12(SB)/4, $0x0000000f
+DATA flashFifteen<>+16(SB)/4, $0x0000000f
+DATA flashFifteen<>+20(SB)/4, $0x0000000f
+DATA flashFifteen<>+24(SB)/4, $0x0000000f
+DATA flashFifteen<>+28(SB)/4, $0x0000000f
+GLOBL flashFifteen<>(SB), RODATA|NOPTR, $32
+
 DATA fexpLog2e<>+0(SB)/8, $0x3ff71547652b82fe
 DATA fexpLog2e<>+8(SB)/8, $0x3ff71547652b82fe
 DATA fexpLog2e<>+16(SB)/8, $0x3ff71547652b82fe
@@ -2398,7 +2408,7 @@ done:
 	VMOVSHDUP    X0, X1
 	VADDSS       X1, X0, X0
 	VZEROUPPER
-	MOVSS        X0, ret+24(FP)
+	VMOVSS        X0, ret+24(FP)
 	RET
 
 // func dotQ8_0RowsAVX2(nb int, w *byte, stride int, a *byte, dst *float32)
@@ -2545,7 +2555,7 @@ done:
 	VMOVSHDUP    X0, X1
 	VADDSS       X1, X0, X0
 	VZEROUPPER
-	MOVSS        X0, ret+24(FP)
+	VMOVSS        X0, ret+24(FP)
 	RET
 
 // func dotQ4_0RowsAVX2(nb int, w *byte, stride int, a *byte, dst *float32)
@@ -2702,7 +2712,7 @@ done:
 	VMOVSHDUP    X1, X0
 	VADDSS       X0, X1, X1
 	VZEROUPPER
-	MOVSS        X1, ret+24(FP)
+	VMOVSS        X1, ret+24(FP)
 	RET
 
 // func dotF16RowsAVX2(nb int, w *byte, stride int, a *byte, dst *float32)
@@ -2899,7 +2909,7 @@ tail:
 tailDone:
 	VCVTSD2SS X0, X0, X0
 	VZEROUPPER
-	MOVSS     X0, ret+24(FP)
+	VMOVSS     X0, ret+24(FP)
 	RET
 
 // func dotQ4_KAVX2(nb int, w *byte, a *byte) float32
@@ -3016,7 +3026,7 @@ done:
 	VMOVSHDUP    X0, X1
 	VADDSS       X1, X0, X0
 	VZEROUPPER
-	MOVSS        X0, ret+24(FP)
+	VMOVSS        X0, ret+24(FP)
 	RET
 
 // func dotQ6_KAVX2(nb int, w *byte, a *byte) float32
@@ -3148,7 +3158,7 @@ done:
 	VMOVSHDUP    X0, X1
 	VADDSS       X1, X0, X0
 	VZEROUPPER
-	MOVSS        X0, ret+24(FP)
+	VMOVSS        X0, ret+24(FP)
 	RET
 
 // func dotIQ4_NLAVX2(nb int, w *byte, a *byte) float32
@@ -3195,7 +3205,7 @@ done:
 	VMOVSHDUP    X0, X1
 	VADDSS       X1, X0, X0
 	VZEROUPPER
-	MOVSS        X0, ret+24(FP)
+	VMOVSS        X0, ret+24(FP)
 	RET
 
 // func dotIQ4_NLRowsAVX2(nb int, w *byte, stride int, a *byte, dst *float32)
@@ -3448,7 +3458,7 @@ done:
 	VMOVSHDUP    X0, X1
 	VADDSS       X1, X0, X0
 	VZEROUPPER
-	MOVSS        X0, ret+24(FP)
+	VMOVSS        X0, ret+24(FP)
 	RET
 
 // func dotTQ2_0AVX2(nb int, w *byte, a *byte) float32
@@ -3519,7 +3529,7 @@ loop:
 
 done:
 	VZEROUPPER
-	MOVSS X2, ret+24(FP)
+	VMOVSS X2, ret+24(FP)
 	RET
 
 // func dotIQ2_XXSAVX2(nb int, w *byte, a *byte) float32
@@ -3837,7 +3847,7 @@ done:
 	VMOVSHDUP    X1, X0
 	VADDSS       X0, X1, X1
 	VZEROUPPER
-	MOVSS        X1, ret+24(FP)
+	VMOVSS        X1, ret+24(FP)
 	RET
 
 // func dotIQ3_SAVX2(nb int, w *byte, a *byte) float32
@@ -4185,7 +4195,7 @@ done:
 	VMOVSHDUP    X0, X1
 	VADDSS       X1, X0, X0
 	VZEROUPPER
-	MOVSS        X0, ret+24(FP)
+	VMOVSS        X0, ret+24(FP)
 	RET
 
 // func dotQ5_KAVX2(nb int, w *byte, a *byte) float32
@@ -4328,7 +4338,7 @@ done:
 	VMOVSHDUP    X0, X1
 	VADDSS       X1, X0, X0
 	VZEROUPPER
-	MOVSS        X0, ret+24(FP)
+	VMOVSS        X0, ret+24(FP)
 	RET
 
 // func dotQ2_KAVX2(nb int, w *byte, a *byte) float32
@@ -4430,7 +4440,7 @@ loop:
 
 done:
 	VZEROUPPER
-	MOVSS X2, ret+24(FP)
+	VMOVSS X2, ret+24(FP)
 	RET
 
 // func gemmQ8_04x1AVX2(nb int, w *byte, wStride int, a *byte, aStride int, dst *float32, dstStride int)
@@ -5440,7 +5450,7 @@ done:
 TEXT ·softmaxExpAVX2(SB), NOSPLIT, $0-32
 	MOVQ         ng+0(FP), AX
 	MOVQ         row+8(FP), CX
-	MOVSS        maxv+16(FP), X0
+	VMOVSS        maxv+16(FP), X0
 	VBROADCASTSS X0, Y0
 	VXORPD       X1, X1, X1
 	TESTQ        AX, AX
@@ -5539,7 +5549,7 @@ loop:
 	JNZ          loop
 
 done:
-	MOVSD X1, ret+24(FP)
+	VMOVSD X1, ret+24(FP)
 	VZEROUPPER
 	RET
 
@@ -5598,7 +5608,7 @@ done:
 TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-29
 	MOVQ         nc+0(FP), AX
 	MOVQ         row+8(FP), CX
-	MOVSS        scale+16(FP), X0
+	VMOVSS        scale+16(FP), X0
 	VBROADCASTSS X0, Y0
 	VBROADCASTSS negInf<>+0(SB), Y1
 	VXORPS       Y2, Y2, Y2
@@ -5622,7 +5632,7 @@ done:
 	VMAXPS       X1, X0, X0
 	VMOVSHDUP    X0, X1
 	VMAXSS       X1, X0, X0
-	MOVSS        X0, maxv+24(FP)
+	VMOVSS        X0, maxv+24(FP)
 	VMOVMSKPS    Y2, AX
 	TESTL        AX, AX
 	SETNE        AL
@@ -5635,7 +5645,7 @@ done:
 TEXT ·scaleF32AVX2(SB), NOSPLIT, $0-20
 	MOVQ         nc+0(FP), AX
 	MOVQ         row+8(FP), CX
-	MOVSS        s+16(FP), X0
+	VMOVSS        s+16(FP), X0
 	VBROADCASTSS X0, Y0
 	TESTQ        AX, AX
 	JZ           done
@@ -5657,7 +5667,7 @@ TEXT ·flashMadF16AVX2(SB), NOSPLIT, $0-28
 	MOVQ         nc+0(FP), AX
 	MOVQ         acc+8(FP), CX
 	MOVQ         x+16(FP), DX
-	MOVSS        vs+24(FP), X0
+	VMOVSS        vs+24(FP), X0
 	VBROADCASTSS X0, Y0
 	TESTQ        AX, AX
 	JZ           done
@@ -5684,7 +5694,7 @@ TEXT ·flashMadF32AVX2(SB), NOSPLIT, $0-28
 	MOVQ         nc+0(FP), AX
 	MOVQ         acc+8(FP), CX
 	MOVQ         x+16(FP), DX
-	MOVSS        vs+24(FP), X0
+	VMOVSS        vs+24(FP), X0
 	VBROADCASTSS X0, Y0
 	TESTQ        AX, AX
 	JZ           done
@@ -6433,6 +6443,131 @@ done:
 	VZEROUPPER
 	RET
 
+// func flashScoresF16x1AVX2(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+// Requires: AVX, F16C, FMA3
+TEXT ·flashScoresF16x1AVX2(SB), NOSPLIT, $0-64
+	MOVQ  nc+0(FP), AX
+	MOVQ  k+16(FP), CX
+	MOVQ  blockStride+24(FP), DI
+	LEAQ  16(CX), DX
+	LEAQ  (CX)(DI*1), BX
+	LEAQ  16(BX), SI
+	SHLQ  $0x01, DI
+	MOVQ  dst+48(FP), R8
+	MOVQ  qStride+40(FP), R9
+	TESTQ AX, AX
+	JZ    done
+
+chunk:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ   hd+8(FP), R10
+	MOVQ   q+32(FP), R11
+	XORQ   R12, R12
+
+dim:
+	VCVTPH2PS    (CX)(R12*1), Y4
+	VCVTPH2PS    (DX)(R12*1), Y5
+	VCVTPH2PS    (BX)(R12*1), Y6
+	VCVTPH2PS    (SI)(R12*1), Y7
+	VBROADCASTSS (R11), Y8
+	VFMADD231PS  Y8, Y4, Y0
+	VFMADD231PS  Y8, Y5, Y1
+	VFMADD231PS  Y8, Y6, Y2
+	VFMADD231PS  Y8, Y7, Y3
+	ADDQ         $0x00000020, R12
+	ADDQ         R9, R11
+	DECQ         R10
+	JNZ          dim
+	MOVQ         R8, R10
+	VMOVUPS      Y0, (R10)
+	VMOVUPS      Y1, 32(R10)
+	VMOVUPS      Y2, 64(R10)
+	VMOVUPS      Y3, 96(R10)
+	ADDQ         $0x00000080, R8
+	ADDQ         DI, CX
+	ADDQ         DI, DX
+	ADDQ         DI, BX
+	ADDQ         DI, SI
+	DECQ         AX
+	JNZ          chunk
+
+done:
+	VZEROUPPER
+	RET
+
+// func flashScoresF16x2AVX2(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+// Requires: AVX, F16C, FMA3
+TEXT ·flashScoresF16x2AVX2(SB), NOSPLIT, $0-64
+	MOVQ  nc+0(FP), AX
+	MOVQ  k+16(FP), CX
+	MOVQ  blockStride+24(FP), DI
+	LEAQ  16(CX), DX
+	LEAQ  (CX)(DI*1), BX
+	LEAQ  16(BX), SI
+	SHLQ  $0x01, DI
+	MOVQ  dst+48(FP), R8
+	MOVQ  qStride+40(FP), R9
+	TESTQ AX, AX
+	JZ    done
+
+chunk:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ   hd+8(FP), R10
+	MOVQ   q+32(FP), R11
+	XORQ   R12, R12
+
+dim:
+	VCVTPH2PS    (CX)(R12*1), Y8
+	VCVTPH2PS    (DX)(R12*1), Y9
+	VCVTPH2PS    (BX)(R12*1), Y10
+	VCVTPH2PS    (SI)(R12*1), Y11
+	VBROADCASTSS (R11), Y12
+	VFMADD231PS  Y12, Y8, Y0
+	VFMADD231PS  Y12, Y9, Y1
+	VFMADD231PS  Y12, Y10, Y2
+	VFMADD231PS  Y12, Y11, Y3
+	VBROADCASTSS 4(R11), Y12
+	VFMADD231PS  Y12, Y8, Y4
+	VFMADD231PS  Y12, Y9, Y5
+	VFMADD231PS  Y12, Y10, Y6
+	VFMADD231PS  Y12, Y11, Y7
+	ADDQ         $0x00000020, R12
+	ADDQ         R9, R11
+	DECQ         R10
+	JNZ          dim
+	MOVQ         R8, R10
+	VMOVUPS      Y0, (R10)
+	VMOVUPS      Y1, 32(R10)
+	VMOVUPS      Y2, 64(R10)
+	VMOVUPS      Y3, 96(R10)
+	MOVQ         dstStride+56(FP), R11
+	ADDQ         R11, R10
+	VMOVUPS      Y4, (R10)
+	VMOVUPS      Y5, 32(R10)
+	VMOVUPS      Y6, 64(R10)
+	VMOVUPS      Y7, 96(R10)
+	ADDQ         $0x00000080, R8
+	ADDQ         DI, CX
+	ADDQ         DI, DX
+	ADDQ         DI, BX
+	ADDQ         DI, SI
+	DECQ         AX
+	JNZ          chunk
+
+done:
+	VZEROUPPER
+	RET
+
 // func geluF32AVX2(nc int, dst *float32, x *float32, table *float32)
 // Requires: AVX, AVX2, F16C
 TEXT ·geluF32AVX2(SB), NOSPLIT, $0-32
@@ -6720,7 +6855,7 @@ done:
 	VMOVSHDUP    X1, X0
 	VADDSS       X0, X1, X1
 	VZEROUPPER
-	MOVSS        X1, ret+24(FP)
+	VMOVSS        X1, ret+24(FP)
 	RET
 
 // func dotQ8_0RowsAVX512(nb int, w *byte, stride int, a *byte, dst *float32)
@@ -6866,7 +7001,7 @@ done:
 	VMOVSHDUP    X0, X1
 	VADDSS       X1, X0, X0
 	VZEROUPPER
-	MOVSS        X0, ret+24(FP)
+	VMOVSS        X0, ret+24(FP)
 	RET
 
 // func dotQ4_0RowsAVX512(nb int, w *byte, stride int, a *byte, dst *float32)
@@ -7048,7 +7183,7 @@ tail:
 tailDone:
 	VCVTSD2SS X0, X0, X0
 	VZEROUPPER
-	MOVSS     X0, ret+24(FP)
+	VMOVSS     X0, ret+24(FP)
 	RET
 
 // func dotBF16AVX512(n int, w *byte, a *byte) float32
@@ -7129,7 +7264,7 @@ tail:
 tailDone:
 	VCVTSD2SS X2, X2, X2
 	VZEROUPPER
-	MOVSS     X2, ret+24(FP)
+	VMOVSS     X2, ret+24(FP)
 	RET
 
 // func dotIQ4_NLAVX512(nb int, w *byte, a *byte) float32
@@ -7175,7 +7310,7 @@ done:
 	VMOVSHDUP    X0, X1
 	VADDSS       X1, X0, X0
 	VZEROUPPER
-	MOVSS        X0, ret+24(FP)
+	VMOVSS        X0, ret+24(FP)
 	RET
 
 // func dotIQ4_NLRowsAVX512(nb int, w *byte, stride int, a *byte, dst *float32)
@@ -43304,7 +43439,7 @@ done:
 TEXT ·softmaxExpAVX512(SB), NOSPLIT, $0-32
 	MOVQ         ng+0(FP), AX
 	MOVQ         row+8(FP), CX
-	MOVSS        maxv+16(FP), X0
+	VMOVSS        maxv+16(FP), X0
 	VBROADCASTSS X0, Z0
 	VXORPD       X1, X1, X1
 	TESTQ        AX, AX
@@ -43349,7 +43484,7 @@ loop:
 	JNZ               loop
 
 done:
-	MOVSD X1, ret+24(FP)
+	VMOVSD X1, ret+24(FP)
 	VZEROUPPER
 	RET
 
@@ -43408,7 +43543,7 @@ done:
 TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-29
 	MOVQ         nc+0(FP), AX
 	MOVQ         row+8(FP), CX
-	MOVSS        scale+16(FP), X0
+	VMOVSS        scale+16(FP), X0
 	VBROADCASTSS X0, Z0
 	VBROADCASTSS negInf<>+0(SB), Z1
 	VXORPS       Z2, Z2, Z2
@@ -43437,7 +43572,7 @@ done:
 	VMAXPS        X0, X2, X2
 	VMOVSHDUP     X2, X0
 	VMAXSS        X0, X2, X2
-	MOVSS         X2, maxv+24(FP)
+	VMOVSS         X2, maxv+24(FP)
 	VMOVMSKPS     Y1, AX
 	TESTL         AX, AX
 	SETNE         AL
@@ -43450,7 +43585,7 @@ done:
 TEXT ·scaleF32AVX512(SB), NOSPLIT, $0-20
 	MOVQ         nc+0(FP), AX
 	MOVQ         row+8(FP), CX
-	MOVSS        s+16(FP), X0
+	VMOVSS        s+16(FP), X0
 	VBROADCASTSS X0, Z0
 	TESTQ        AX, AX
 	JZ           done
@@ -43472,7 +43607,7 @@ TEXT ·flashMadF16AVX512(SB), NOSPLIT, $0-28
 	MOVQ         nc+0(FP), AX
 	MOVQ         acc+8(FP), CX
 	MOVQ         x+16(FP), DX
-	MOVSS        vs+24(FP), X0
+	VMOVSS        vs+24(FP), X0
 	VBROADCASTSS X0, Z0
 	TESTQ        AX, AX
 	JZ           done
@@ -43499,7 +43634,7 @@ TEXT ·flashMadF32AVX512(SB), NOSPLIT, $0-28
 	MOVQ         nc+0(FP), AX
 	MOVQ         acc+8(FP), CX
 	MOVQ         x+16(FP), DX
-	MOVSS        vs+24(FP), X0
+	VMOVSS        vs+24(FP), X0
 	VBROADCASTSS X0, Z0
 	TESTQ        AX, AX
 	JZ           done
@@ -45139,6 +45274,357 @@ done:
 	VMOVUPS Z17, 128(AX)
 	VMOVUPS Z18, 192(AX)
 	VMOVSS  X19, 12(R10)
+	VZEROUPPER
+	RET
+
+// func flashScoresF16x1AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·flashScoresF16x1AVX512(SB), NOSPLIT, $0-64
+	MOVQ  nc+0(FP), AX
+	MOVQ  k+16(FP), CX
+	MOVQ  blockStride+24(FP), DI
+	LEAQ  (CX)(DI*1), DX
+	LEAQ  (CX)(DI*2), BX
+	LEAQ  (DX)(DI*2), SI
+	SHLQ  $0x02, DI
+	MOVQ  dst+48(FP), R8
+	MOVQ  qStride+40(FP), R9
+	TESTQ AX, AX
+	JZ    done
+
+chunk:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	MOVQ   hd+8(FP), R10
+	MOVQ   q+32(FP), R11
+	XORQ   R12, R12
+
+dim:
+	VCVTPH2PS    (CX)(R12*1), Z4
+	VCVTPH2PS    (DX)(R12*1), Z5
+	VCVTPH2PS    (BX)(R12*1), Z6
+	VCVTPH2PS    (SI)(R12*1), Z7
+	VBROADCASTSS (R11), Z8
+	VFMADD231PS  Z8, Z4, Z0
+	VFMADD231PS  Z8, Z5, Z1
+	VFMADD231PS  Z8, Z6, Z2
+	VFMADD231PS  Z8, Z7, Z3
+	ADDQ         $0x00000020, R12
+	ADDQ         R9, R11
+	DECQ         R10
+	JNZ          dim
+	MOVQ         R8, R10
+	VMOVUPS      Z0, (R10)
+	VMOVUPS      Z1, 64(R10)
+	VMOVUPS      Z2, 128(R10)
+	VMOVUPS      Z3, 192(R10)
+	ADDQ         $0x00000100, R8
+	ADDQ         DI, CX
+	ADDQ         DI, DX
+	ADDQ         DI, BX
+	ADDQ         DI, SI
+	DECQ         AX
+	JNZ          chunk
+
+done:
+	VZEROUPPER
+	RET
+
+// func flashScoresF16x2AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·flashScoresF16x2AVX512(SB), NOSPLIT, $0-64
+	MOVQ  nc+0(FP), AX
+	MOVQ  k+16(FP), CX
+	MOVQ  blockStride+24(FP), DI
+	LEAQ  (CX)(DI*1), DX
+	LEAQ  (CX)(DI*2), BX
+	LEAQ  (DX)(DI*2), SI
+	SHLQ  $0x02, DI
+	MOVQ  dst+48(FP), R8
+	MOVQ  qStride+40(FP), R9
+	TESTQ AX, AX
+	JZ    done
+
+chunk:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	MOVQ   hd+8(FP), R10
+	MOVQ   q+32(FP), R11
+	XORQ   R12, R12
+
+dim:
+	VCVTPH2PS    (CX)(R12*1), Z8
+	VCVTPH2PS    (DX)(R12*1), Z9
+	VCVTPH2PS    (BX)(R12*1), Z10
+	VCVTPH2PS    (SI)(R12*1), Z11
+	VBROADCASTSS (R11), Z12
+	VFMADD231PS  Z12, Z8, Z0
+	VFMADD231PS  Z12, Z9, Z1
+	VFMADD231PS  Z12, Z10, Z2
+	VFMADD231PS  Z12, Z11, Z3
+	VBROADCASTSS 4(R11), Z12
+	VFMADD231PS  Z12, Z8, Z4
+	VFMADD231PS  Z12, Z9, Z5
+	VFMADD231PS  Z12, Z10, Z6
+	VFMADD231PS  Z12, Z11, Z7
+	ADDQ         $0x00000020, R12
+	ADDQ         R9, R11
+	DECQ         R10
+	JNZ          dim
+	MOVQ         R8, R10
+	VMOVUPS      Z0, (R10)
+	VMOVUPS      Z1, 64(R10)
+	VMOVUPS      Z2, 128(R10)
+	VMOVUPS      Z3, 192(R10)
+	MOVQ         dstStride+56(FP), R11
+	ADDQ         R11, R10
+	VMOVUPS      Z4, (R10)
+	VMOVUPS      Z5, 64(R10)
+	VMOVUPS      Z6, 128(R10)
+	VMOVUPS      Z7, 192(R10)
+	ADDQ         $0x00000100, R8
+	ADDQ         DI, CX
+	ADDQ         DI, DX
+	ADDQ         DI, BX
+	ADDQ         DI, SI
+	DECQ         AX
+	JNZ          chunk
+
+done:
+	VZEROUPPER
+	RET
+
+// func flashScoresF16x3AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·flashScoresF16x3AVX512(SB), NOSPLIT, $0-64
+	MOVQ  nc+0(FP), AX
+	MOVQ  k+16(FP), CX
+	MOVQ  blockStride+24(FP), DI
+	LEAQ  (CX)(DI*1), DX
+	LEAQ  (CX)(DI*2), BX
+	LEAQ  (DX)(DI*2), SI
+	SHLQ  $0x02, DI
+	MOVQ  dst+48(FP), R8
+	MOVQ  qStride+40(FP), R9
+	TESTQ AX, AX
+	JZ    done
+
+chunk:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	MOVQ   hd+8(FP), R10
+	MOVQ   q+32(FP), R11
+	XORQ   R12, R12
+
+dim:
+	VCVTPH2PS    (CX)(R12*1), Z12
+	VCVTPH2PS    (DX)(R12*1), Z13
+	VCVTPH2PS    (BX)(R12*1), Z14
+	VCVTPH2PS    (SI)(R12*1), Z15
+	VBROADCASTSS (R11), Z16
+	VFMADD231PS  Z16, Z12, Z0
+	VFMADD231PS  Z16, Z13, Z1
+	VFMADD231PS  Z16, Z14, Z2
+	VFMADD231PS  Z16, Z15, Z3
+	VBROADCASTSS 4(R11), Z16
+	VFMADD231PS  Z16, Z12, Z4
+	VFMADD231PS  Z16, Z13, Z5
+	VFMADD231PS  Z16, Z14, Z6
+	VFMADD231PS  Z16, Z15, Z7
+	VBROADCASTSS 8(R11), Z16
+	VFMADD231PS  Z16, Z12, Z8
+	VFMADD231PS  Z16, Z13, Z9
+	VFMADD231PS  Z16, Z14, Z10
+	VFMADD231PS  Z16, Z15, Z11
+	ADDQ         $0x00000020, R12
+	ADDQ         R9, R11
+	DECQ         R10
+	JNZ          dim
+	MOVQ         R8, R10
+	VMOVUPS      Z0, (R10)
+	VMOVUPS      Z1, 64(R10)
+	VMOVUPS      Z2, 128(R10)
+	VMOVUPS      Z3, 192(R10)
+	MOVQ         dstStride+56(FP), R11
+	ADDQ         R11, R10
+	VMOVUPS      Z4, (R10)
+	VMOVUPS      Z5, 64(R10)
+	VMOVUPS      Z6, 128(R10)
+	VMOVUPS      Z7, 192(R10)
+	MOVQ         dstStride+56(FP), R11
+	ADDQ         R11, R10
+	VMOVUPS      Z8, (R10)
+	VMOVUPS      Z9, 64(R10)
+	VMOVUPS      Z10, 128(R10)
+	VMOVUPS      Z11, 192(R10)
+	ADDQ         $0x00000100, R8
+	ADDQ         DI, CX
+	ADDQ         DI, DX
+	ADDQ         DI, BX
+	ADDQ         DI, SI
+	DECQ         AX
+	JNZ          chunk
+
+done:
+	VZEROUPPER
+	RET
+
+// func flashScoresF16x4AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·flashScoresF16x4AVX512(SB), NOSPLIT, $0-64
+	MOVQ  nc+0(FP), AX
+	MOVQ  k+16(FP), CX
+	MOVQ  blockStride+24(FP), DI
+	LEAQ  (CX)(DI*1), DX
+	LEAQ  (CX)(DI*2), BX
+	LEAQ  (DX)(DI*2), SI
+	SHLQ  $0x02, DI
+	MOVQ  dst+48(FP), R8
+	MOVQ  qStride+40(FP), R9
+	TESTQ AX, AX
+	JZ    done
+
+chunk:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	MOVQ   hd+8(FP), R10
+	MOVQ   q+32(FP), R11
+	XORQ   R12, R12
+
+dim:
+	VCVTPH2PS    (CX)(R12*1), Z16
+	VCVTPH2PS    (DX)(R12*1), Z17
+	VCVTPH2PS    (BX)(R12*1), Z18
+	VCVTPH2PS    (SI)(R12*1), Z19
+	VBROADCASTSS (R11), Z20
+	VFMADD231PS  Z20, Z16, Z0
+	VFMADD231PS  Z20, Z17, Z1
+	VFMADD231PS  Z20, Z18, Z2
+	VFMADD231PS  Z20, Z19, Z3
+	VBROADCASTSS 4(R11), Z20
+	VFMADD231PS  Z20, Z16, Z4
+	VFMADD231PS  Z20, Z17, Z5
+	VFMADD231PS  Z20, Z18, Z6
+	VFMADD231PS  Z20, Z19, Z7
+	VBROADCASTSS 8(R11), Z20
+	VFMADD231PS  Z20, Z16, Z8
+	VFMADD231PS  Z20, Z17, Z9
+	VFMADD231PS  Z20, Z18, Z10
+	VFMADD231PS  Z20, Z19, Z11
+	VBROADCASTSS 12(R11), Z20
+	VFMADD231PS  Z20, Z16, Z12
+	VFMADD231PS  Z20, Z17, Z13
+	VFMADD231PS  Z20, Z18, Z14
+	VFMADD231PS  Z20, Z19, Z15
+	ADDQ         $0x00000020, R12
+	ADDQ         R9, R11
+	DECQ         R10
+	JNZ          dim
+	MOVQ         R8, R10
+	VMOVUPS      Z0, (R10)
+	VMOVUPS      Z1, 64(R10)
+	VMOVUPS      Z2, 128(R10)
+	VMOVUPS      Z3, 192(R10)
+	MOVQ         dstStride+56(FP), R11
+	ADDQ         R11, R10
+	VMOVUPS      Z4, (R10)
+	VMOVUPS      Z5, 64(R10)
+	VMOVUPS      Z6, 128(R10)
+	VMOVUPS      Z7, 192(R10)
+	MOVQ         dstStride+56(FP), R11
+	ADDQ         R11, R10
+	VMOVUPS      Z8, (R10)
+	VMOVUPS      Z9, 64(R10)
+	VMOVUPS      Z10, 128(R10)
+	VMOVUPS      Z11, 192(R10)
+	MOVQ         dstStride+56(FP), R11
+	ADDQ         R11, R10
+	VMOVUPS      Z12, (R10)
+	VMOVUPS      Z13, 64(R10)
+	VMOVUPS      Z14, 128(R10)
+	VMOVUPS      Z15, 192(R10)
+	ADDQ         $0x00000100, R8
+	ADDQ         DI, CX
+	ADDQ         DI, DX
+	ADDQ         DI, BX
+	ADDQ         DI, SI
+	DECQ         AX
+	JNZ          chunk
+
+done:
+	VZEROUPPER
+	RET
+
+// func flashScanAVX512(ng int, s *float32, scale float32, maxv float32, arg *float32) float32
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·flashScanAVX512(SB), NOSPLIT, $0-36
+	MOVQ         ng+0(FP), AX
+	MOVQ         s+8(FP), CX
+	MOVQ         arg+24(FP), DX
+	VBROADCASTSS scale+16(FP), Z0
+	VBROADCASTSS maxv+20(FP), Z1
+	VBROADCASTSS negInf<>+0(SB), Z2
+	VPBROADCASTD fexpSign<>+0(SB), Z3
+	VPBROADCASTD flashFifteen<>+0(SB), Z4
+	TESTQ        AX, AX
+	JZ           done
+
+loop:
+	VMULPS  (CX), Z0, Z5
+	VMAXPS  Z2, Z5, Z6
+	VALIGND $0x0f, Z2, Z6, Z7
+	VMAXPS  Z7, Z6, Z6
+	VALIGND $0x0e, Z2, Z6, Z7
+	VMAXPS  Z7, Z6, Z6
+	VALIGND $0x0c, Z2, Z6, Z7
+	VMAXPS  Z7, Z6, Z6
+	VALIGND $0x08, Z2, Z6, Z7
+	VMAXPS  Z7, Z6, Z6
+	VMAXPS  Z1, Z6, Z6
+	VALIGND $0x0f, Z1, Z6, Z1
+	VSUBPS  Z5, Z1, Z1
+	VXORPS  Z3, Z1, Z1
+	VMOVUPS Z1, (DX)
+	VPERMPS Z6, Z4, Z1
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, DX
+	DECQ    AX
+	JNZ     loop
+
+done:
+	VMOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
 

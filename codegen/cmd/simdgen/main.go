@@ -51,6 +51,8 @@ func main() {
 		genSoftmaxSteps(v, &reg)
 		genFlashKernels(v, &reg)
 		genFlashTiles(v, &reg)
+		genFlashScores(v, &reg)
+		genFlashScan(v, &reg)
 		genGELUKernel(v, &reg)
 		genDotF32(v, &reg)
 	}
@@ -63,6 +65,9 @@ func main() {
 	// The assembler does not know every instruction the kernels use.
 	if out := flag.Lookup("out").Value.String(); out != "" && out != "-" {
 		if err := encodeRawInstructions(out); err != nil {
+			log.Fatal(err)
+		}
+		if err := vexScalarMoves(out); err != nil {
 			log.Fatal(err)
 		}
 	}

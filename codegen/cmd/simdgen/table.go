@@ -45,6 +45,8 @@ type elemEntry struct {
 	flashF16, flashF32         string      // flash attention's accumulator updates
 	flashExp                   string      // flash attention's exact exponential
 	flashTiles                 [3][]string // tiled updates: F16, Q8_0, Q4_0 V; [h] takes h+1 heads
+	flashScores                []string    // F16 scores over transposed K: [h] takes h+1 heads
+	flashScan                  string      // the running maximum's scan ("": Go)
 	widenF16                   string      // the wide F16 GEMM's activations to float32
 	f16Wide, f16WideIn         []string    // wide F16 GEMM tiles: [p] takes p+1 token pairs
 	f32Vec, f32Tiny            string      // float32 dot products in llama.cpp's two orders
@@ -118,6 +120,20 @@ func (r *registry) flashTiles(v variant, exp string, tiles [3][]string) {
 	r.see(v)
 	e := r.elems[v.name]
 	e.flashExp, e.flashTiles = exp, tiles
+	r.elems[v.name] = e
+}
+
+func (r *registry) flashScores(v variant, scores []string) {
+	r.see(v)
+	e := r.elems[v.name]
+	e.flashScores = scores
+	r.elems[v.name] = e
+}
+
+func (r *registry) flashScan(v variant, scan string) {
+	r.see(v)
+	e := r.elems[v.name]
+	e.flashScan = scan
 	r.elems[v.name] = e
 }
 
@@ -256,6 +272,12 @@ func writeTable(path string, r *registry) error {
 				kinds = append(kinds, jen.Values(ids(ts)...))
 			}
 			set[jen.Id("flashTiles")] = jen.Index(jen.Lit(3)).Index().Id("flashTile").Values(kinds...)
+		}
+		if e := r.elems[name]; len(e.flashScores) > 0 {
+			set[jen.Id("flashScores")] = jen.Index().Id("flashScoreTile").Values(ids(e.flashScores)...)
+		}
+		if e := r.elems[name]; e.flashScan != "" {
+			set[jen.Id("flashScan")] = jen.Id(e.flashScan)
 		}
 		if e := r.elems[name]; e.widenF16 != "" {
 			set[jen.Id("widenF16")] = jen.Id(e.widenF16)
