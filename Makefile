@@ -52,19 +52,22 @@ demo: build
 # The report says how each peer was built: read from the CMakeCache.txt of
 # its build folder, or LLAMA_BUILD="…" / IK_BUILD="…" (e.g. for a Makefile
 # build). DEPTHS=4096,16384 adds rows measured with that many tokens in the
-# KV cache (ik_llama.cpp: -gp D,N; LLAMA_DEPTH=d|gp|none: llama.cpp's -d
-# (not in c392e5094), -gp, or none; LLAMA_FLAGS="-fa 1" for llama.cpp;
-# WEFT_DEPTH_FLAGS="--flash-attn" for weft's rows at depth).
+# KV cache (IK_DEPTH=pp+gp|gp|none: ik_llama.cpp's prefill at depth from
+# prompts of D and D+512 tokens and decode by -gp D,N, decode only, or
+# none; LLAMA_DEPTH=d|gp|none: llama.cpp's -d (not in c392e5094), -gp, or
+# none; LLAMA_FLAGS="-fa 1" for llama.cpp; WEFT_DEPTH_FLAGS="--flash-attn"
+# for weft's rows at depth).
 BENCHES ?=
 DEPTHS ?=
 LLAMA_DEPTH ?= d
+IK_DEPTH ?= pp+gp
 LLAMA_FLAGS ?=
 WEFT_DEPTH_FLAGS ?=
 IK_BENCH ?=
 IK_FLAGS ?=
 bench: build
 	$(GO) run ./internal/cmd/benchdoc -bin $(BIN) -models out/bench -out docs/benchmarks.md $(if $(BENCHES),-benches $(BENCHES)) \
-		$(if $(DEPTHS),-depths $(DEPTHS) -llama-depth $(LLAMA_DEPTH)) $(if $(LLAMA_FLAGS),-llama-flags "$(LLAMA_FLAGS)") \
+		$(if $(DEPTHS),-depths $(DEPTHS) -llama-depth $(LLAMA_DEPTH) -ik-depth $(IK_DEPTH)) $(if $(LLAMA_FLAGS),-llama-flags "$(LLAMA_FLAGS)") \
 		$(if $(WEFT_DEPTH_FLAGS),-weft-depth-flags "$(WEFT_DEPTH_FLAGS)") \
 		$(if $(IK_BENCH),-ik-bench $(IK_BENCH)) $(if $(IK_FLAGS),-ik-flags "$(IK_FLAGS)")
 

@@ -108,7 +108,8 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) (co
 	llamaDepth := fs.String("llama-depth", "d", "how llama.cpp's llama-bench measures at depth: d (-d D, from b5600; not in c392e5094), gp (-gp D,N, decode only, as ik_llama.cpp's) or none")
 	llamaBuild := fs.String("llama-build", getenv("LLAMA_BUILD"), "how that llama-bench was built, for the report (env LLAMA_BUILD; default: read from the CMakeCache.txt of its build folder)")
 	ikBench := fs.String("ik-bench", getenv("IK_BENCH"), "path to ik_llama.cpp's llama-bench: adds its columns (optional; env IK_BENCH; build-ik.sh builds one)")
-	ikFlags := fs.String("ik-flags", ikDefaultFlags, "flags for every ik_llama.cpp llama-bench run (its depth rows use -gp D,N)")
+	ikFlags := fs.String("ik-flags", ikDefaultFlags, "flags for every ik_llama.cpp llama-bench run")
+	ikDepth := fs.String("ik-depth", ikDefaultDepth, "how ik_llama.cpp's llama-bench measures at depth: pp+gp (prefill at depth D from prompts of D and D+P tokens, decode by -gp D,N), gp (decode only) or none")
 	ikBuild := fs.String("ik-build", getenv("IK_BUILD"), "how that llama-bench was built, for the report (env IK_BUILD; default: read from the CMakeCache.txt of its build folder)")
 	fs.StringVar(&c.llamaQuantize, "llama-quantize", getenv("LLAMA_QUANTIZE"), "llama.cpp's llama-quantize, for the importance-matrix types graphc cannot write (env LLAMA_QUANTIZE; default: beside llama-bench)")
 	fs.StringVar(&c.llamaImatrix, "llama-imatrix", getenv("LLAMA_IMATRIX"), "llama.cpp's llama-imatrix (env LLAMA_IMATRIX; default: beside llama-bench)")
@@ -144,7 +145,7 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) (co
 	c.weftDepthFlags = strings.Fields(*weftDepthFlags)
 	c.peers = []peer{llamaPeer(*llamaBench, strings.Fields(*llamaFlags), *llamaDepth, build(*llamaBuild, *llamaBench))}
 	if *ikBench != "" {
-		c.peers = append(c.peers, ikPeer(*ikBench, strings.Fields(*ikFlags), build(*ikBuild, *ikBench)))
+		c.peers = append(c.peers, ikPeer(*ikBench, strings.Fields(*ikFlags), *ikDepth, build(*ikBuild, *ikBench)))
 	}
 	var err error
 	if c.benches, err = parseBenches(*benches); err != nil {
@@ -153,8 +154,11 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) (co
 	if c.depths, err = parseDepths(*depths); err != nil {
 		return c, err
 	}
+	if _, err := peerDepthArgs(*ikDepth, 1, c.p, c.n); err != nil {
+		return c, fmt.Errorf("-ik-depth: %w", err)
+	}
 	if _, err := peerDepthArgs(*llamaDepth, 1, c.p, c.n); err != nil {
-		return c, err
+		return c, fmt.Errorf("-llama-depth: %w", err)
 	}
 	for _, p := range c.peers {
 		if _, err := os.Stat(p.bin); p.bin != "" && err != nil {

@@ -240,16 +240,22 @@ func weftArgs(c config, path string, depth int) []string {
 // ik_llama.cpp has no prefill at depth, and its -gp D,N times N decoded
 // tokens after D (reported with n_prompt = D: measurePeer counts them as
 // decode). Its -p and -n lists append to the defaults, hence -p 0 -n 0.
+// pp+gp adds prompts of D and D+p tokens: llama-bench runs a prompt in
+// batches of 512 from an empty cache, so with D and p multiples of 512
+// the second prompt's extra time is exactly p tokens' prefill at depth D
+// (peerRatesAtDepth).
 func peerDepthArgs(mode string, depth, p, n int) ([]string, error) {
 	switch mode {
 	case "d":
 		return []string{"-p", itoa(p), "-n", itoa(n), "-d", itoa(depth)}, nil
 	case "gp":
 		return []string{"-p", "0", "-n", "0", "-gp", itoa(depth) + "," + itoa(n)}, nil
+	case "pp+gp":
+		return []string{"-p", itoa(depth) + "," + itoa(depth+p), "-n", "0", "-gp", itoa(depth) + "," + itoa(n)}, nil
 	case "none":
 		return nil, nil
 	}
-	return nil, fmt.Errorf("-llama-depth %q: want d, gp or none", mode)
+	return nil, fmt.Errorf("depth mode %q: want d, gp, pp+gp or none", mode)
 }
 
 // peerArgs is the llama-bench command line of one peer measurement.
@@ -282,8 +288,42 @@ func measurePeer(c config, p peer, path string, depth int) (s sample, err error)
 	if s.rss, err = runJSON(p.bin, args, &tests); err != nil {
 		return s, err
 	}
+	if depth > 0 && p.depth == "pp+gp" {
+		s.pp, s.tg, s.commit = peerRatesAtDepth(tests, depth, c.p)
+		return s, nil
+	}
 	s.pp, s.tg, s.commit = peerRates(tests, depth > 0 && p.depth == "gp")
 	return s, nil
+}
+
+// peerRatesAtDepth turns a pp+gp call's tests into prefill at depth and
+// decode tokens/s: the i-th run of the prompt of depth+p tokens less the
+// i-th of the prompt of depth tokens is p tokens' prefill at depth (runs
+// where the difference is not positive are dropped); -gp tests (n_gen >
+// 0) are decode.
+func peerRatesAtDepth(tests []peerTest, depth, p int) (pp, tg []float64, commit string) {
+	var short, long []float64
+	for _, t := range tests {
+		if t.Commit != "" {
+			commit = t.Commit
+		}
+		switch {
+		case t.NGen > 0:
+			for _, ns := range t.Samples {
+				tg = append(tg, float64(t.NGen)/ns*1e9)
+			}
+		case t.NPrompt == depth:
+			short = t.Samples
+		case t.NPrompt == depth+p:
+			long = t.Samples
+		}
+	}
+	for i := range min(len(short), len(long)) {
+		if d := long[i] - short[i]; d > 0 {
+			pp = append(pp, float64(p)/d*1e9)
+		}
+	}
+	return pp, tg, commit
 }
 
 // peerRates turns llama-bench's tests into prefill and decode tokens/s.

@@ -18,7 +18,7 @@ type peer struct {
 	option string   // its benchdoc flags' prefix: -OPTION-bench, -OPTION-flags, -OPTION-build
 	bin    string   // its llama-bench; "" when not given (its columns read "not run")
 	flags  []string // extra flags for every run (ik_llama.cpp: -rtr 1 -fa 1)
-	depth  string   // how it measures at depth: d, gp or none (peerDepthArgs)
+	depth  string   // how it measures at depth: d, gp, pp+gp or none (peerDepthArgs)
 	build  string   // how it was built, for the report ("" when not known)
 	colour string   // its bars in the chart
 
@@ -36,10 +36,11 @@ type peerResult struct {
 
 // Defaults of the two peers. ik_llama.cpp runs with its run-time repack
 // (every quantized tensor re-laid out at load) and flash attention, its
-// fastest CPU settings; it has no prefill-at-depth test, only -gp.
+// fastest CPU settings; it has no prefill-at-depth test, only -gp, so by
+// default its prefill at depth comes from two prompts (pp+gp).
 const (
 	ikDefaultFlags = "-rtr 1 -fa 1"
-	ikDepth        = "gp"
+	ikDefaultDepth = "pp+gp"
 )
 
 func llamaPeer(bin string, flags []string, depth, build string) peer {
@@ -47,8 +48,8 @@ func llamaPeer(bin string, flags []string, depth, build string) peer {
 		colour: "#bdbdbd", ppTarget: prefillRatioTarget, tgTarget: decodeRatioTarget}
 }
 
-func ikPeer(bin string, flags []string, build string) peer {
-	return peer{name: "ik_llama.cpp", short: "ik", option: "ik", bin: bin, flags: flags, depth: ikDepth, build: build,
+func ikPeer(bin string, flags []string, depth, build string) peer {
+	return peer{name: "ik_llama.cpp", short: "ik", option: "ik", bin: bin, flags: flags, depth: depth, build: build,
 		colour: "#e6550d", ppTarget: ikPrefillRatioTarget, tgTarget: ikDecodeRatioTarget}
 }
 

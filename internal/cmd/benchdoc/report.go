@@ -223,6 +223,8 @@ func peerDepthLabel(p peer) string {
 		return "`-d D`"
 	case "gp":
 		return "`-gp D,N` (decode only)"
+	case "pp+gp":
+		return "`-p D,D+P` (prefill at depth: the second prompt's extra time) and `-gp D,N` (decode)"
 	}
 	return "not run"
 }

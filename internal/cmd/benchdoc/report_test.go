@@ -25,7 +25,7 @@ func runs(xs ...float64) stat { return stat{Median: xs[len(xs)/2], Runs: xs} }
 var (
 	llamaOnly = []peer{llamaPeer("/opt/llama/llama-bench", nil, "d", "make")}
 	withIK    = []peer{llamaPeer("/opt/llama/llama-bench", nil, "none", "make"),
-		ikPeer("/opt/ik/bin/llama-bench", strings.Fields(ikDefaultFlags), "cmake -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON")}
+		ikPeer("/opt/ik/bin/llama-bench", strings.Fields(ikDefaultFlags), ikDefaultDepth, "cmake -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON")}
 )
 
 func TestReportShowsRatiosAndFloor(t *testing.T) {
@@ -119,16 +119,20 @@ func TestDepthArgs(t *testing.T) {
 	args, err := peerArgs(c, llama, "m.gguf", 4096)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"-m", "m.gguf", "-t", "2", "-r", "2", "-o", "json", "-fa", "1", "-p", "512", "-n", "128", "-d", "4096"}, args)
-	ik := ikPeer("ib", strings.Fields(ikDefaultFlags), "")
+	ik := ikPeer("ib", strings.Fields(ikDefaultFlags), "gp", "")
 	args, err = peerArgs(c, ik, "m.gguf", 16384)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"-m", "m.gguf", "-t", "2", "-r", "2", "-o", "json", "-rtr", "1", "-fa", "1", "-p", "0", "-n", "0", "-gp", "16384,128"}, args)
 	args, err = peerArgs(c, ik, "m.gguf", 0)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"-m", "m.gguf", "-t", "2", "-r", "2", "-o", "json", "-rtr", "1", "-fa", "1", "-p", "512", "-n", "128"}, args)
+	ik.depth = "pp+gp"
+	args, err = peerArgs(c, ik, "m.gguf", 4096)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"-p", "4096,4608", "-n", "0", "-gp", "4096,128"}, args[12:])
 	llama.depth = "x"
 	_, err = peerArgs(c, llama, "m.gguf", 16384)
-	assert.ErrorContains(t, err, "-llama-depth")
+	assert.ErrorContains(t, err, "depth mode")
 	assert.True(t, ik.runsAt(4096))
 	assert.False(t, llamaPeer("lb", nil, "none", "").runsAt(4096))
 	assert.True(t, llamaPeer("lb", nil, "none", "").runsAt(0))
@@ -146,6 +150,21 @@ func TestPeerRates(t *testing.T) {
 	pp, tg, _ = peerRates([]peerTest{{NPrompt: 4096, NGen: 128, Samples: []float64{4e9}}}, true)
 	assert.Empty(t, pp)
 	assert.Equal(t, []float64{32}, tg)
+}
+
+// TestPeerRatesAtDepth: prefill at depth is the longer prompt's extra
+// time, run by run; -gp runs are decode; a run whose difference is not
+// positive is dropped rather than turned into a negative rate.
+func TestPeerRatesAtDepth(t *testing.T) {
+	tests := []peerTest{
+		{Commit: "8337e4cd", NPrompt: 4096, Samples: []float64{20e9, 21e9, 30e9}},
+		{NPrompt: 4608, Samples: []float64{24e9, 25e9, 29e9}},
+		{NPrompt: 4096, NGen: 128, Samples: []float64{8e9, 16e9}},
+	}
+	pp, tg, commit := peerRatesAtDepth(tests, 4096, 512)
+	assert.Equal(t, []float64{128, 128}, pp)
+	assert.Equal(t, []float64{16, 8}, tg)
+	assert.Equal(t, "8337e4cd", commit)
 }
 
 // TestRoundOrder: each side takes every place in turn.
@@ -183,7 +202,7 @@ func TestParseFlags(t *testing.T) {
 	assert.Equal(t, filepath.Join(dir, "llama", "llama-quantize"), c.llamaQuantize)
 	assert.Equal(t, ikBin, c.peers[1].bin)
 	assert.Equal(t, []string{"-rtr", "1", "-fa", "1"}, c.peers[1].flags)
-	assert.Equal(t, "gp", c.peers[1].depth)
+	assert.Equal(t, "pp+gp", c.peers[1].depth)
 	assert.Equal(t, "cmake -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON", c.peers[1].build)
 
 	c, err = parse(nil, "-ik-bench", ikBin, "-ik-flags", "-rtr 1", "-ik-build", "by hand", "-benches", "tinyllama-1.1b:bf16")
@@ -226,7 +245,7 @@ func TestReportDepthTable(t *testing.T) {
 	md := r.markdown()
 	t.Log(md)
 	assert.Contains(t, md, "## At depth")
-	assert.Contains(t, md, "llama.cpp's llama-bench `-d D`; ik_llama.cpp's llama-bench `-gp D,N` (decode only)")
+	assert.Contains(t, md, "llama.cpp's llama-bench `-d D`; ik_llama.cpp's llama-bench `-p D,D+P` (prefill at depth: the second prompt's extra time) and `-gp D,N` (decode)")
 	assert.Contains(t, md, "| weights | depth | weft pp | llama.cpp pp | weft/llama.cpp | ik pp | weft/ik | weft tg | llama.cpp tg | weft/llama.cpp | ik tg | weft/ik | weft peak RSS MiB | llama.cpp peak RSS MiB | ik peak RSS MiB |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	assert.Contains(t, md, "| Q4_0 | 4096 | 90.0 | 80.0 | 1.12× (1.10–1.20) | not run | – | 40.0 | 32.0 | 1.25× (1.25–1.25) | 44.0 | 0.91× (0.90–0.91) | 700 | 800 | 900 |")
 	assert.Equal(t, 1, strings.Count(md, "| Q4_0 | 607 MiB |"), "the depth row stays out of the main table")
