@@ -23,13 +23,14 @@
 //
 // With COOP (quantized weights, NVIDIA's VK_NV_cooperative_matrix in
 // 32-wide subgroups) a block's integer sums come from tensor cores
-// instead: each of the 8 subgroups multiplies a 16-row slice of the
-// staged int8 weights by two 16-token slices of the activations into
+// instead: each of the 8 subgroups multiplies Q_FR 16-row slices of the
+// staged int8 weights by Q_FT 16-token slices of the activations into
 // 16×16 int32 sums (exact, as sdot4's), loads the block's scales as
 // matrices of the same shape (a stride of 0 repeats a row's scale along
 // its row, a token's down its column) and applies the block's float
 // expression element by element to float32 accumulator matrices, in
-// block order — so the bits are those of the sdot4 path. The
+// block order — so the bits are those of the sdot4 path. The gate·up of
+// the 32-value block types takes 64 rows × 128 tokens (Q_TT). The
 // accumulators go through the subgroup's part of shared memory once, at
 // the end, to the epilogue's (row, token) layout.
 #version 450
@@ -106,7 +107,7 @@ layout(binding = 3) readonly buffer Ut { uint u[]; };
 // 239 µs; 274 at 128 rows × 64 tokens, 2×2); with one, 64 × 64 in 1×2 (at
 // 128 × 64 fewer workgroups than multiprocessors: FFN down 153 against
 // 144 µs, attention output 70 against 61). The host dispatches a
-// workgroup per 64 rows and per F16_TT tokens (coopF16PairTokens).
+// workgroup per 64 rows and per F16_TT tokens (coopPairTokens).
 #ifndef F16_TR
 #define F16_TR 64u
 #endif
@@ -128,6 +129,27 @@ layout(binding = 3) readonly buffer Ut { uint u[]; };
 #define F16_FT (F16_TT / (16u * (8u / F16_SGR))) // even: the sums go out 32 tokens at a time
 #define TR F16_TR
 #define TT F16_TT
+#elif defined(COOP) && defined(QUANT_ACT)
+// The quantized tensor-core tiles: Q_TR rows × Q_TT tokens a workgroup,
+// its 8 subgroups Q_SGR along the rows, each Q_FR × Q_FT 16×16 fragments
+// per weight: with two weights of a 32-value block type (gate·up, GeGLU)
+// 64 × 128 in 2×2 (as the F16 tiles: the host dispatches a workgroup per
+// coopPairTokens), otherwise 64 × 64 in 1×2. Measured on the H200
+// (TinyLlama shape, 512 tokens, session 17): the Q8_0 gate·up 288 → 250
+// µs at 64 × 128, but Q4_K's 342 → 353 (its chunk factors and sums as
+// four more matrices a fragment pair).
+#define Q_TR 64u
+#if defined(TWO_WEIGHTS) && !defined(Q8_K_ACT)
+#define Q_TT 128u
+#define Q_SGR 2u
+#else
+#define Q_TT 64u
+#define Q_SGR 4u
+#endif
+#define Q_FR (Q_TR / (16u * Q_SGR))
+#define Q_FT (Q_TT / (16u * (8u / Q_SGR))) // even: the sums go out 32 tokens at a time
+#define TR Q_TR
+#define TT Q_TT
 #else
 #define TR 64u // rows per tile
 #define TT 64u // tokens per tile
@@ -195,7 +217,16 @@ uvec4 wquad(uint s, uint i) {
 #ifndef SB
 #define SB 4u
 #endif
+#ifdef COOP
+// The sums go out through sw after the last stage (a subgroup's 16 rows ×
+// 32 tokens, CS words a row, odd: a row per bank): an array of their own
+// does not fit beside two weights' 64 rows and 128 tokens in 48 KiB.
+#define CS 33u
+#define Q_SW (NW * SB * TR * 8u > 8u * 16u * CS ? NW * SB * TR * 8u : 8u * 16u * CS)
+shared uint sw[Q_SW]; // a block: 32 int8 weights in 8 words
+#else
 shared uint sw[NW * SB * TR * 8]; // a block: 32 int8 weights in 8 words
+#endif
 #ifdef Q8_K_ACT
 #if defined(W_Q6_K) || defined(W_Q3_K) || defined(W_Q2_K)
 #define KGROUPS 2u // a scale per 16 values
@@ -239,10 +270,6 @@ shared uint sa[TT * FS];
 #else
 shared float sw[NW * TR * 33]; // 32 columns per row (padded against bank conflicts)
 shared float sa[TT * 33];
-#endif
-#if defined(COOP) && defined(QUANT_ACT)
-#define CS 33u // row stride of a subgroup's sums (odd: a row per bank)
-shared float sc[8u * 16u * CS]; // subgroup g's 16 rows × 32 tokens from 16·CS·g
 #endif
 
 #if defined(COOP) && !defined(QUANT_ACT)
@@ -337,20 +364,21 @@ void main() {
         cacc[i] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
     }
 #elif defined(COOP)
-    // Subgroup sg: rows 16·(sg % 4) …, tokens 32·(sg / 4) …; invocation
-    // lane: its row lane % 16, tokens 16·(lane / 16) + j, j < 16 (acc[j]).
+    if (tok0 >= pc.ntok) {
+        return; // the whole workgroup (the shader tests count 64-token tiles)
+    }
+    // Subgroup sg: rows srow + 16·i (i < Q_FR), tokens stok + 16·j
+    // (j < Q_FT); the sums of weight s in cacc[(s·Q_FR + i)·Q_FT + j].
     const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
-    const uint srow = 16u * (sg % 4u), stok = 32u * (sg / 4u);
-    const uint crow = srow + lane % 16u, ctok = stok + 16u * (lane / 16u);
-    // The sums of weight s, token half h (cacc[2s + h]).
-    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> cacc[2u * NW];
-    for (uint i = 0u; i < 2u * NW; i++) {
+    const uint srow = 16u * Q_FR * (sg % Q_SGR), stok = 16u * Q_FT * (sg / Q_SGR);
+    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> cacc[NW * Q_FR * Q_FT];
+    [[unroll]] for (uint i = 0u; i < NW * Q_FR * Q_FT; i++) {
         cacc[i] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
     }
 #else
     const uint tr = tid % 16u, tt = tid / 16u; // rows tr + 16i, tokens tt + 16j (acc[4i + j])
 #endif
-#if !defined(COOP) || defined(QUANT_ACT)
+#if !defined(COOP)
     float acc[NW * 16];
     for (uint i = 0u; i < NW * 16u; i++) {
         acc[i] = 0.0;
@@ -512,69 +540,87 @@ void main() {
         // Blocks past the last are not added: +0 would turn a -0 sum to +0.
         for (uint bb = 0u; bb < min(SB, nb - b0); bb++) {
 #ifdef COOP
-            [[unroll]] for (uint s = 0u; s < NW; s++) {
-                icoopmatNV<8, gl_ScopeSubgroup, 16, 32> ma;
-                coopMatLoadNV(ma, sw, ((s * SB + bb) * TR + srow) * 8u, 8u, false);
-                // The block's scales as matrices of the sums' shape: a
-                // stride of 0 repeats the row's scale along its row
-                // (column-major) and the token's down its column.
-                const uint wat = (s * SB + bb) * TR + srow;
-#ifdef Q8_K_ACT
-                icoopmatNV<32, gl_ScopeSubgroup, 16, 16> mf, msm; // the packed factors (uint bits)
-                coopMatLoadNV(mf, sf, wat, 0u, true);
-                coopMatLoadNV(msm, ssm, wat, 0u, true);
-#else
-                fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> dw;
-                coopMatLoadNV(dw, sdw, wat, 0u, true);
-#endif
-#ifdef Q8_1_ACT
-                fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> mw;
-                coopMatLoadNV(mw, smw, wat, 0u, true);
-#endif
-                for (uint h = 0u; h < 2u; h++) {
-                    icoopmatNV<8, gl_ScopeSubgroup, 32, 16> mb; // column-major: a token's block is a column
-                    coopMatLoadNV(mb, sa, (bb * TT + stok + 16u * h) * AW, AW, true);
-                    icoopmatNV<32, gl_ScopeSubgroup, 16, 16> mc = icoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0);
-                    mc = coopMatMulAddNV(ma, mb, mc);
+            // The token side first, shared by the weights: each token
+            // tile's activations and the block's scales as matrices of the
+            // sums' shape (a stride of 0 repeats a token's scale down its
+            // column).
+            icoopmatNV<8, gl_ScopeSubgroup, 32, 16> mb[Q_FT]; // column-major: a token's block is a column
 #ifdef Q6_HALVES
-                    // mc: the first 16 values' sums; mc1: the last 16's.
-                    coopMatLoadNV(mb, sa, (bb * TT + stok + 16u * h) * AW + 4u, AW, true);
-                    icoopmatNV<32, gl_ScopeSubgroup, 16, 16> mc1 = icoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0);
-                    mc1 = coopMatMulAddNV(ma, mb, mc1);
+            icoopmatNV<8, gl_ScopeSubgroup, 32, 16> mb1[Q_FT];
 #endif
-                    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> da;
-                    coopMatLoadNV(da, sda, bb * TT + stok + 16u * h, 0u, false);
+            fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> da[Q_FT];
 #ifdef KQ_MINS
-                    icoopmatNV<32, gl_ScopeSubgroup, 16, 16> bs;
-                    coopMatLoadNV(bs, sbs, bb * TT + stok + 16u * h, 0u, false);
+            icoopmatNV<32, gl_ScopeSubgroup, 16, 16> bs[Q_FT];
 #endif
 #ifdef Q8_1_ACT
-                    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> sa1;
-                    coopMatLoadNV(sa1, ssa, bb * TT + stok + 16u * h, 0u, false);
+            fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> sa1[Q_FT];
 #endif
-                    // Element i of every matrix of this shape is the same
-                    // (row, token) — the test against sdot4's bits checks it.
-                    for (uint i = 0u; i < mc.length(); i++) {
-                        const float is = float(mc[i]);
-#if defined(KQ_MINS)
-                        const uint f = uint(mf[i]), sm = uint(msm[i]);
-                        precise float v = (f16_to_f32(f) * da[i]) * float(int(sm & 0xffffu) * mc[i]) -
-                                          (f16_to_f32(f >> 16) * da[i]) * float(int(sm >> 16) * bs[i]);
-                        cacc[2u * s + h][i] += v;
-#elif defined(Q6_HALVES)
-                        const ivec2 sc = kq_pair_scales(uint(msm[i]));
-                        precise float v = (f16_to_f32(uint(mf[i])) * da[i]) * float(sc.x * mc[i] + sc.y * mc1[i]);
-                        cacc[2u * s + h][i] += v;
-#elif defined(W_Q8_0)
-                        cacc[2u * s + h][i] += is * (dw[i] * da[i]);
-#elif defined(W_Q5_0)
-                        cacc[2u * s + h][i] += (dw[i] * da[i]) * is;
-#elif defined(Q8_1_ACT)
-                        precise float v = (dw[i] * da[i]) * is + mw[i] * sa1[i];
-                        cacc[2u * s + h][i] += v;
+            [[unroll]] for (uint j = 0u; j < Q_FT; j++) {
+                const uint at = bb * TT + stok + 16u * j;
+                coopMatLoadNV(mb[j], sa, at * AW, AW, true);
+#ifdef Q6_HALVES
+                coopMatLoadNV(mb1[j], sa, at * AW + 4u, AW, true);
+#endif
+                coopMatLoadNV(da[j], sda, at, 0u, false);
+#ifdef KQ_MINS
+                coopMatLoadNV(bs[j], sbs, at, 0u, false);
+#endif
+#ifdef Q8_1_ACT
+                coopMatLoadNV(sa1[j], ssa, at, 0u, false);
+#endif
+            }
+            [[unroll]] for (uint s = 0u; s < NW; s++) {
+                [[unroll]] for (uint i = 0u; i < Q_FR; i++) {
+                    icoopmatNV<8, gl_ScopeSubgroup, 16, 32> ma;
+                    const uint wat = (s * SB + bb) * TR + srow + 16u * i;
+                    coopMatLoadNV(ma, sw, wat * 8u, 8u, false);
+                    // The block's row scales: a stride of 0 repeats the
+                    // row's scale along its row (column-major).
+#ifdef Q8_K_ACT
+                    icoopmatNV<32, gl_ScopeSubgroup, 16, 16> mf, msm; // the packed factors (uint bits)
+                    coopMatLoadNV(mf, sf, wat, 0u, true);
+                    coopMatLoadNV(msm, ssm, wat, 0u, true);
 #else
-                        cacc[2u * s + h][i] += (is * dw[i]) * da[i];
+                    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> dw;
+                    coopMatLoadNV(dw, sdw, wat, 0u, true);
 #endif
+#ifdef Q8_1_ACT
+                    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> mw;
+                    coopMatLoadNV(mw, smw, wat, 0u, true);
+#endif
+                    [[unroll]] for (uint j = 0u; j < Q_FT; j++) {
+                        const uint c = (s * Q_FR + i) * Q_FT + j;
+                        icoopmatNV<32, gl_ScopeSubgroup, 16, 16> mc = icoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0);
+                        mc = coopMatMulAddNV(ma, mb[j], mc);
+#ifdef Q6_HALVES
+                        // mc: the first 16 values' sums; mc1: the last 16's.
+                        icoopmatNV<32, gl_ScopeSubgroup, 16, 16> mc1 = icoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0);
+                        mc1 = coopMatMulAddNV(ma, mb1[j], mc1);
+#endif
+                        // Element e of every matrix of this shape is the same
+                        // (row, token) — the test against sdot4's bits checks it.
+                        for (uint el = 0u; el < mc.length(); el++) {
+                            const float is = float(mc[el]);
+#if defined(KQ_MINS)
+                            const uint f = uint(mf[el]), sm = uint(msm[el]);
+                            precise float v = (f16_to_f32(f) * da[j][el]) * float(int(sm & 0xffffu) * mc[el]) -
+                                              (f16_to_f32(f >> 16) * da[j][el]) * float(int(sm >> 16) * bs[j][el]);
+                            cacc[c][el] += v;
+#elif defined(Q6_HALVES)
+                            const ivec2 sc = kq_pair_scales(uint(msm[el]));
+                            precise float v = (f16_to_f32(uint(mf[el])) * da[j][el]) * float(sc.x * mc[el] + sc.y * mc1[el]);
+                            cacc[c][el] += v;
+#elif defined(W_Q8_0)
+                            cacc[c][el] += is * (dw[el] * da[j][el]);
+#elif defined(W_Q5_0)
+                            cacc[c][el] += (dw[el] * da[j][el]) * is;
+#elif defined(Q8_1_ACT)
+                            precise float v = (dw[el] * da[j][el]) * is + mw[el] * sa1[j][el];
+                            cacc[c][el] += v;
+#else
+                            cacc[c][el] += (is * dw[el]) * da[j][el];
+#endif
+                        }
                     }
                 }
             }
@@ -810,27 +856,39 @@ void main() {
     }
 #endif
 #if defined(COOP) && defined(QUANT_ACT)
-    // Through the subgroup's part of shared memory, each invocation takes
-    // its row's 16 tokens of every sum into acc.
-    [[unroll]] for (uint s = 0u; s < NW; s++) {
-        for (uint h = 0u; h < 2u; h++) {
-            coopMatStoreNV(cacc[2u * s + h], sc, 16u * CS * sg + 16u * h, CS, false);
+    // Each 16-row × 32-token slice of the subgroup's sums goes through its
+    // part of sw (free after the last stage's barrier) to the epilogue's
+    // (row, token) layout: invocation lane takes row lane % 16 and 16
+    // tokens from 16·(lane / 16) (consecutive invocations write
+    // consecutive rows of d).
+    const uint cbase = 16u * CS * sg;
+    [[unroll]] for (uint i = 0u; i < Q_FR; i++) {
+        [[unroll]] for (uint j = 0u; j < Q_FT; j += 2u) {
+            float v[NW * 16u];
+            [[unroll]] for (uint s = 0u; s < NW; s++) {
+                [[unroll]] for (uint h = 0u; h < 2u; h++) {
+                    coopMatStoreNV(cacc[(s * Q_FR + i) * Q_FT + j + h], sw, cbase + 16u * h, CS, false);
+                }
+                subgroupMemoryBarrierShared();
+                subgroupBarrier();
+                for (uint el = 0u; el < 16u; el++) {
+                    v[16u * s + el] = uintBitsToFloat(sw[cbase + (lane % 16u) * CS + 16u * (lane / 16u) + el]);
+                }
+                subgroupBarrier();
+            }
+            const uint row = row0 + srow + 16u * i + lane % 16u;
+            for (uint el = 0u; el < 16u; el++) {
+                const uint tok = tok0 + stok + 16u * j + 16u * (lane / 16u) + el;
+                if (row < pc.nrows && tok < pc.ntok) {
+                    emit(row, tok, v[el], v[16u * (NW - 1u) + el]);
+                }
+            }
         }
-        subgroupMemoryBarrierShared();
-        subgroupBarrier();
-        for (uint j = 0u; j < 16u; j++) {
-            acc[s * 16u + j] = sc[16u * CS * sg + (lane % 16u) * CS + 16u * (lane / 16u) + j];
-        }
-        subgroupBarrier();
     }
 #endif
-#if !defined(COOP) || defined(QUANT_ACT)
+#if !defined(COOP)
     for (uint el = 0u; el < 16u; el++) {
-#ifdef COOP
-        const uint row = row0 + crow, tok = tok0 + ctok + el;
-#else
         const uint row = row0 + tr + 16u * (el / 4u), tok = tok0 + tt + 16u * (el % 4u);
-#endif
         if (row >= pc.nrows || tok >= pc.ntok) {
             continue;
         }

@@ -801,10 +801,11 @@ const matmulWG = 64
 // than half a tile take it.
 const tiledTokens = 64
 
-// coopF16PairTokens is the token side of the F16 tensor-core tiles with
-// two weights (matmul_coop_gateup_f16, matmul_coop_geglu_f16: F16_TT in
-// matmul_tiled.comp), 64 rows × 128 tokens.
-const coopF16PairTokens = 128
+// coopPairTokens is the token side of the tensor-core tiles with two
+// weights (matmul_coop_gateup_*, matmul_coop_geglu_*: F16_TT and Q_TT in
+// matmul_tiled.comp), 64 rows × 128 tokens, except for weights with Q8_K
+// activations (the K-quants: 64 × 64).
+const coopPairTokens = 128
 
 // tiles says whether matmuls of ntok tokens take matmul_tiled's tiles
 // (where their weight type has them).
@@ -929,8 +930,8 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	}
 	w := func(i int) *value { return &r.s.e.vals[ws[i]] }
 	kind := weightKernel[wt0]
-	if shader == "matmul_coop" && wt0 == gguf.TypeF16 && (n.Op == ops.MatMulGateUpSwiGLU || n.Op == ops.MatMulGateUpGeGLU) {
-		perGroup = coopF16PairTokens
+	if shader == "matmul_coop" && actKind(wt0) != "q8_k" && (n.Op == ops.MatMulGateUpSwiGLU || n.Op == ops.MatMulGateUpGeGLU) {
+		perGroup = coopPairTokens
 	}
 	switch n.Op {
 	case ops.MatMul:
