@@ -5911,7 +5911,7 @@ done:
 	RET
 
 // func flashTileF16x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, F16C, FMA3
+// Requires: AVX, F16C, FMA3, MMX+
 TEXT ·flashTileF16x1AVX2(SB), NOSPLIT, $0-64
 	MOVQ    n+0(FP), AX
 	MOVQ    acc+8(FP), CX
@@ -5967,6 +5967,8 @@ weighted0:
 	VFNMADD231PS Y5, Y6, Y3
 	VCVTPS2PH    $0x00, Y3, X3
 	VCVTPH2PS    X3, Y3
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
 	ADDQ         BX, DX
 	INCQ         CX
 	CMPQ         CX, AX
@@ -5983,7 +5985,7 @@ done:
 	RET
 
 // func flashTileF16x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, F16C, FMA3
+// Requires: AVX, F16C, FMA3, MMX+
 TEXT ·flashTileF16x2AVX2(SB), NOSPLIT, $0-64
 	MOVQ    n+0(FP), AX
 	MOVQ    acc+8(FP), CX
@@ -6080,6 +6082,8 @@ weighted1:
 	VFNMADD231PS Y11, Y12, Y8
 	VCVTPS2PH    $0x00, Y8, X8
 	VCVTPH2PS    X8, Y8
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
 	ADDQ         BX, DX
 	INCQ         CX
 	CMPQ         CX, AX
@@ -6102,7 +6106,7 @@ done:
 	RET
 
 // func flashTileQ8_0x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, AVX2, F16C, FMA3
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·flashTileQ8_0x1AVX2(SB), NOSPLIT, $0-64
 	MOVQ    n+0(FP), AX
 	MOVQ    acc+8(FP), CX
@@ -6152,6 +6156,8 @@ weighted0:
 	VCVTDQ2PS    Y6, Y6
 	VMULPS       Y7, Y6, Y6
 	VFNMADD231PS Y5, Y6, Y3
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
 	ADDQ         BX, DX
 	INCQ         CX
 	CMPQ         CX, AX
@@ -6168,7 +6174,7 @@ done:
 	RET
 
 // func flashTileQ8_0x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, AVX2, F16C, FMA3
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·flashTileQ8_0x2AVX2(SB), NOSPLIT, $0-64
 	MOVQ    n+0(FP), AX
 	MOVQ    acc+8(FP), CX
@@ -6243,6 +6249,8 @@ weighted1:
 	VMULPS       Y13, Y12, Y12
 	VFNMADD231PS Y10, Y12, Y3
 	VFNMADD231PS Y11, Y12, Y8
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
 	ADDQ         BX, DX
 	INCQ         CX
 	CMPQ         CX, AX
@@ -6265,7 +6273,7 @@ done:
 	RET
 
 // func flashTileQ4_0x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, AVX2, F16C, FMA3
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·flashTileQ4_0x1AVX2(SB), NOSPLIT, $0-64
 	MOVQ    n+0(FP), AX
 	MOVQ    acc+8(FP), CX
@@ -6323,6 +6331,8 @@ weighted0:
 	VCVTDQ2PS    Y6, Y6
 	VMULPS       Y7, Y6, Y6
 	VFNMADD231PS Y5, Y6, Y3
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
 	ADDQ         BX, DX
 	INCQ         CX
 	CMPQ         CX, AX
@@ -6339,7 +6349,7 @@ done:
 	RET
 
 // func flashTileQ4_0x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, AVX2, F16C, FMA3
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·flashTileQ4_0x2AVX2(SB), NOSPLIT, $0-64
 	MOVQ    n+0(FP), AX
 	MOVQ    acc+8(FP), CX
@@ -6422,6 +6432,8 @@ weighted1:
 	VMULPS       Y13, Y12, Y12
 	VFNMADD231PS Y10, Y12, Y3
 	VFNMADD231PS Y11, Y12, Y8
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
 	ADDQ         BX, DX
 	INCQ         CX
 	CMPQ         CX, AX
@@ -6444,7 +6456,7 @@ done:
 	RET
 
 // func flashScoresF16x1AVX2(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
-// Requires: AVX, F16C, FMA3
+// Requires: AVX, F16C, FMA3, MMX+
 TEXT ·flashScoresF16x1AVX2(SB), NOSPLIT, $0-64
 	MOVQ  nc+0(FP), AX
 	MOVQ  k+16(FP), CX
@@ -6472,6 +6484,14 @@ dim:
 	VCVTPH2PS    (DX)(R12*1), Y5
 	VCVTPH2PS    (BX)(R12*1), Y6
 	VCVTPH2PS    (SI)(R12*1), Y7
+	LEAQ         (CX)(DI*1), R13
+	PREFETCHT0   (R13)(R12*1)
+	LEAQ         (DX)(DI*1), R13
+	PREFETCHT0   (R13)(R12*1)
+	LEAQ         (BX)(DI*1), R13
+	PREFETCHT0   (R13)(R12*1)
+	LEAQ         (SI)(DI*1), R13
+	PREFETCHT0   (R13)(R12*1)
 	VBROADCASTSS (R11), Y8
 	VFMADD231PS  Y8, Y4, Y0
 	VFMADD231PS  Y8, Y5, Y1
@@ -6499,7 +6519,7 @@ done:
 	RET
 
 // func flashScoresF16x2AVX2(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
-// Requires: AVX, F16C, FMA3
+// Requires: AVX, F16C, FMA3, MMX+
 TEXT ·flashScoresF16x2AVX2(SB), NOSPLIT, $0-64
 	MOVQ  nc+0(FP), AX
 	MOVQ  k+16(FP), CX
@@ -6531,6 +6551,14 @@ dim:
 	VCVTPH2PS    (DX)(R12*1), Y9
 	VCVTPH2PS    (BX)(R12*1), Y10
 	VCVTPH2PS    (SI)(R12*1), Y11
+	LEAQ         (CX)(DI*1), R13
+	PREFETCHT0   (R13)(R12*1)
+	LEAQ         (DX)(DI*1), R13
+	PREFETCHT0   (R13)(R12*1)
+	LEAQ         (BX)(DI*1), R13
+	PREFETCHT0   (R13)(R12*1)
+	LEAQ         (SI)(DI*1), R13
+	PREFETCHT0   (R13)(R12*1)
 	VBROADCASTSS (R11), Y12
 	VFMADD231PS  Y12, Y8, Y0
 	VFMADD231PS  Y12, Y9, Y1
@@ -43761,7 +43789,7 @@ done:
 	RET
 
 // func flashTileF16x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·flashTileF16x1AVX512(SB), NOSPLIT, $0-64
 	MOVQ    n+0(FP), AX
 	MOVQ    acc+8(FP), CX
@@ -43817,6 +43845,8 @@ weighted0:
 	VFNMADD231PS Z5, Z6, Z3
 	VCVTPS2PH    $0x00, Z3, Y3
 	VCVTPH2PS    Y3, Z3
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
 	ADDQ         BX, DX
 	INCQ         CX
 	CMPQ         CX, AX
@@ -43833,7 +43863,7 @@ done:
 	RET
 
 // func flashTileF16x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·flashTileF16x2AVX512(SB), NOSPLIT, $0-64
 	MOVQ    n+0(FP), AX
 	MOVQ    acc+8(FP), CX
@@ -43930,6 +43960,8 @@ weighted1:
 	VFNMADD231PS Z11, Z12, Z8
 	VCVTPS2PH    $0x00, Z8, Y8
 	VCVTPH2PS    Y8, Z8
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
 	ADDQ         BX, DX
 	INCQ         CX
 	CMPQ         CX, AX
@@ -43952,7 +43984,7 @@ done:
 	RET
 
 // func flashTileF16x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·flashTileF16x3AVX512(SB), NOSPLIT, $0-64
 	MOVQ    n+0(FP), AX
 	MOVQ    acc+8(FP), CX
@@ -44089,6 +44121,8 @@ weighted2:
 	VFNMADD231PS Z17, Z18, Z13
 	VCVTPS2PH    $0x00, Z13, Y13
 	VCVTPH2PS    Y13, Z13
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
 	ADDQ         BX, DX
 	INCQ         CX
 	CMPQ         CX, AX
@@ -44117,7 +44151,7 @@ done:
 	RET
 
 // func flashTileF16x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·flashTileF16x4AVX512(SB), NOSPLIT, $0-64
 	MOVQ    n+0(FP), AX
 	MOVQ    acc+8(FP), CX
@@ -44294,6 +44328,8 @@ weighted3:
 	VFNMADD231PS Z23, Z24, Z18
 	VCVTPS2PH    $0x00, Z18, Y18
 	VCVTPH2PS    Y18, Z18
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
 	ADDQ         BX, DX
 	INCQ         CX
 	CMPQ         CX, AX
@@ -44328,7 +44364,7 @@ done:
 	RET
 
 // func flashTileQ8_0x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, AVX2, AVX512F
+// Requires: AVX, AVX2, AVX512F, MMX+
 TEXT ·flashTileQ8_0x1AVX512(SB), NOSPLIT, $0-64
 	MOVQ    n+0(FP), AX
 	MOVQ    acc+8(FP), CX
@@ -44380,6 +44416,8 @@ weighted0:
 	VCVTDQ2PS    Z6, Z6
 	VMULPS       Z7, Z6, Z6
 	VFNMADD231PS Z5, Z6, Z3
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
 	ADDQ         BX, DX
 	INCQ         CX
 	CMPQ         CX, AX
@@ -44396,7 +44434,7 @@ done:
 	RET
 
 // func flashTileQ8_0x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, AVX2, AVX512F
+// Requires: AVX, AVX2, AVX512F, MMX+
 TEXT ·flashTileQ8_0x2AVX512(SB), NOSPLIT, $0-64
 	MOVQ    n+0(FP), AX
 	MOVQ    acc+8(FP), CX
@@ -44473,6 +44511,8 @@ weighted1:
 	VMULPS       Z13, Z12, Z12
 	VFNMADD231PS Z10, Z12, Z3
 	VFNMADD231PS Z11, Z12, Z8
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
 	ADDQ         BX, DX
 	INCQ         CX
 	CMPQ         CX, AX
@@ -44495,7 +44535,7 @@ done:
 	RET
 
 // func flashTileQ8_0x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, AVX2, AVX512F
+// Requires: AVX, AVX2, AVX512F, MMX+
 TEXT ·flashTileQ8_0x3AVX512(SB), NOSPLIT, $0-64
 	MOVQ    n+0(FP), AX
 	MOVQ    acc+8(FP), CX
@@ -44596,6 +44636,8 @@ weighted2:
 	VFNMADD231PS Z15, Z18, Z3
 	VFNMADD231PS Z16, Z18, Z8
 	VFNMADD231PS Z17, Z18, Z13
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
 	ADDQ         BX, DX
 	INCQ         CX
 	CMPQ         CX, AX
@@ -44624,7 +44666,7 @@ done:
 	RET
 
 // func flashTileQ8_0x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, AVX2, AVX512F
+// Requires: AVX, AVX2, AVX512F, MMX+
 TEXT ·flashTileQ8_0x4AVX512(SB), NOSPLIT, $0-64
 	MOVQ    n+0(FP), AX
 	MOVQ    acc+8(FP), CX
@@ -44749,6 +44791,8 @@ weighted3:
 	VFNMADD231PS Z21, Z24, Z8
 	VFNMADD231PS Z22, Z24, Z13
 	VFNMADD231PS Z23, Z24, Z18
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
 	ADDQ         BX, DX
 	INCQ         CX
 	CMPQ         CX, AX
@@ -44783,7 +44827,7 @@ done:
 	RET
 
 // func flashTileQ4_0x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, AVX2, AVX512F
+// Requires: AVX, AVX2, AVX512F, MMX+
 TEXT ·flashTileQ4_0x1AVX512(SB), NOSPLIT, $0-64
 	MOVQ         n+0(FP), AX
 	MOVQ         acc+8(FP), CX
@@ -44845,6 +44889,8 @@ weighted0:
 	VCVTDQ2PS    Z8, Z8
 	VMULPS       Z9, Z8, Z8
 	VFNMADD231PS Z7, Z8, Z3
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
 	ADDQ         BX, DX
 	INCQ         CX
 	CMPQ         CX, AX
@@ -44861,7 +44907,7 @@ done:
 	RET
 
 // func flashTileQ4_0x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, AVX2, AVX512F
+// Requires: AVX, AVX2, AVX512F, MMX+
 TEXT ·flashTileQ4_0x2AVX512(SB), NOSPLIT, $0-64
 	MOVQ         n+0(FP), AX
 	MOVQ         acc+8(FP), CX
@@ -44948,6 +44994,8 @@ weighted1:
 	VMULPS       Z15, Z14, Z14
 	VFNMADD231PS Z12, Z14, Z3
 	VFNMADD231PS Z13, Z14, Z8
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
 	ADDQ         BX, DX
 	INCQ         CX
 	CMPQ         CX, AX
@@ -44970,7 +45018,7 @@ done:
 	RET
 
 // func flashTileQ4_0x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, AVX2, AVX512F
+// Requires: AVX, AVX2, AVX512F, MMX+
 TEXT ·flashTileQ4_0x3AVX512(SB), NOSPLIT, $0-64
 	MOVQ         n+0(FP), AX
 	MOVQ         acc+8(FP), CX
@@ -45081,6 +45129,8 @@ weighted2:
 	VFNMADD231PS Z17, Z20, Z3
 	VFNMADD231PS Z18, Z20, Z8
 	VFNMADD231PS Z19, Z20, Z13
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
 	ADDQ         BX, DX
 	INCQ         CX
 	CMPQ         CX, AX
@@ -45109,7 +45159,7 @@ done:
 	RET
 
 // func flashTileQ4_0x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, AVX2, AVX512F
+// Requires: AVX, AVX2, AVX512F, MMX+
 TEXT ·flashTileQ4_0x4AVX512(SB), NOSPLIT, $0-64
 	MOVQ         n+0(FP), AX
 	MOVQ         acc+8(FP), CX
@@ -45244,6 +45294,8 @@ weighted3:
 	VFNMADD231PS Z23, Z26, Z8
 	VFNMADD231PS Z24, Z26, Z13
 	VFNMADD231PS Z25, Z26, Z18
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
 	ADDQ         BX, DX
 	INCQ         CX
 	CMPQ         CX, AX
@@ -45278,7 +45330,7 @@ done:
 	RET
 
 // func flashScoresF16x1AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
-// Requires: AVX, AVX512DQ, AVX512F
+// Requires: AVX, AVX512DQ, AVX512F, MMX+
 TEXT ·flashScoresF16x1AVX512(SB), NOSPLIT, $0-64
 	MOVQ  nc+0(FP), AX
 	MOVQ  k+16(FP), CX
@@ -45306,6 +45358,14 @@ dim:
 	VCVTPH2PS    (DX)(R12*1), Z5
 	VCVTPH2PS    (BX)(R12*1), Z6
 	VCVTPH2PS    (SI)(R12*1), Z7
+	LEAQ         (CX)(DI*1), R13
+	PREFETCHT0   (R13)(R12*1)
+	LEAQ         (DX)(DI*1), R13
+	PREFETCHT0   (R13)(R12*1)
+	LEAQ         (BX)(DI*1), R13
+	PREFETCHT0   (R13)(R12*1)
+	LEAQ         (SI)(DI*1), R13
+	PREFETCHT0   (R13)(R12*1)
 	VBROADCASTSS (R11), Z8
 	VFMADD231PS  Z8, Z4, Z0
 	VFMADD231PS  Z8, Z5, Z1
@@ -45333,7 +45393,7 @@ done:
 	RET
 
 // func flashScoresF16x2AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
-// Requires: AVX, AVX512DQ, AVX512F
+// Requires: AVX, AVX512DQ, AVX512F, MMX+
 TEXT ·flashScoresF16x2AVX512(SB), NOSPLIT, $0-64
 	MOVQ  nc+0(FP), AX
 	MOVQ  k+16(FP), CX
@@ -45365,6 +45425,14 @@ dim:
 	VCVTPH2PS    (DX)(R12*1), Z9
 	VCVTPH2PS    (BX)(R12*1), Z10
 	VCVTPH2PS    (SI)(R12*1), Z11
+	LEAQ         (CX)(DI*1), R13
+	PREFETCHT0   (R13)(R12*1)
+	LEAQ         (DX)(DI*1), R13
+	PREFETCHT0   (R13)(R12*1)
+	LEAQ         (BX)(DI*1), R13
+	PREFETCHT0   (R13)(R12*1)
+	LEAQ         (SI)(DI*1), R13
+	PREFETCHT0   (R13)(R12*1)
 	VBROADCASTSS (R11), Z12
 	VFMADD231PS  Z12, Z8, Z0
 	VFMADD231PS  Z12, Z9, Z1
@@ -45403,7 +45471,7 @@ done:
 	RET
 
 // func flashScoresF16x3AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
-// Requires: AVX, AVX512DQ, AVX512F
+// Requires: AVX, AVX512DQ, AVX512F, MMX+
 TEXT ·flashScoresF16x3AVX512(SB), NOSPLIT, $0-64
 	MOVQ  nc+0(FP), AX
 	MOVQ  k+16(FP), CX
@@ -45439,6 +45507,14 @@ dim:
 	VCVTPH2PS    (DX)(R12*1), Z13
 	VCVTPH2PS    (BX)(R12*1), Z14
 	VCVTPH2PS    (SI)(R12*1), Z15
+	LEAQ         (CX)(DI*1), R13
+	PREFETCHT0   (R13)(R12*1)
+	LEAQ         (DX)(DI*1), R13
+	PREFETCHT0   (R13)(R12*1)
+	LEAQ         (BX)(DI*1), R13
+	PREFETCHT0   (R13)(R12*1)
+	LEAQ         (SI)(DI*1), R13
+	PREFETCHT0   (R13)(R12*1)
 	VBROADCASTSS (R11), Z16
 	VFMADD231PS  Z16, Z12, Z0
 	VFMADD231PS  Z16, Z13, Z1
@@ -45488,7 +45564,7 @@ done:
 	RET
 
 // func flashScoresF16x4AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
-// Requires: AVX, AVX512DQ, AVX512F
+// Requires: AVX, AVX512DQ, AVX512F, MMX+
 TEXT ·flashScoresF16x4AVX512(SB), NOSPLIT, $0-64
 	MOVQ  nc+0(FP), AX
 	MOVQ  k+16(FP), CX
@@ -45528,6 +45604,14 @@ dim:
 	VCVTPH2PS    (DX)(R12*1), Z17
 	VCVTPH2PS    (BX)(R12*1), Z18
 	VCVTPH2PS    (SI)(R12*1), Z19
+	LEAQ         (CX)(DI*1), R13
+	PREFETCHT0   (R13)(R12*1)
+	LEAQ         (DX)(DI*1), R13
+	PREFETCHT0   (R13)(R12*1)
+	LEAQ         (BX)(DI*1), R13
+	PREFETCHT0   (R13)(R12*1)
+	LEAQ         (SI)(DI*1), R13
+	PREFETCHT0   (R13)(R12*1)
 	VBROADCASTSS (R11), Z20
 	VFMADD231PS  Z20, Z16, Z0
 	VFMADD231PS  Z20, Z17, Z1

@@ -108,6 +108,13 @@ func genFlashScore(v variant, heads int) string {
 		kx[i] = vec()
 		VCVTPH2PS(Mem{Base: kv[i], Index: koff, Scale: 1}, kx[i])
 	}
+	// The next chunk's K: at depth a decode token reads every layer's
+	// cache once, from memory.
+	next := GP64()
+	for i := range kv {
+		LEAQ(Mem{Base: kv[i], Index: step, Scale: 1}, next)
+		PREFETCHT0(Mem{Base: next, Index: koff, Scale: 1})
+	}
 	for h := range acc {
 		b := vec()
 		VBROADCASTSS(Mem{Base: qp, Disp: 4 * h}, b)

@@ -379,6 +379,10 @@ func genFlashTile(v variant, kind string, heads int) string {
 			round(accs[h][i])
 		}
 	}
+	// V four cells ahead: at depth a decode token reads every layer's
+	// cache once, from memory.
+	PREFETCHT0(Mem{Base: vp, Index: stride, Scale: 4})
+	PREFETCHT0(Mem{Base: vp, Index: stride, Scale: 4, Disp: 64})
 	ADDQ(stride, vp)
 	INCQ(j)
 	CMPQ(j, n)
