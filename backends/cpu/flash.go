@@ -117,8 +117,10 @@ func (c *kvCache) storeFlash(pos int, k, v []float32) {
 func (c *kvCache) headBytes(g int) int { return kvRowBytes(c.kt, g*c.headDim) }
 
 // flashTile is how many cells the tiled path scores and folds at a time:
-// a multiple of 4 (the GEMM's rows per call), small enough that a tile's
-// K and V rows stay in L1 between the scoring and the folding.
+// a multiple of 4 (the GEMM's rows per call) and of simd.FlashScoreChunk
+// (the binary16 score kernels compute whole chunks from a tile's start,
+// TestFlashTileWholeChunks), small enough that a tile's K and V rows stay
+// in L1 between the scoring and the folding.
 const flashTile = 64
 
 // flashTokens is the most consecutive tokens of one prompt whose flash

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weft-ml/weft/backends"
+	"github.com/weft-ml/weft/backends/cpu/simd"
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/ops/ref"
 	"github.com/weft-ml/weft/quant"
@@ -186,4 +187,14 @@ func TestFlashRefusals(t *testing.T) {
 	require.NoError(t, backends.CheckKV(backends.KVQ8_0, true))
 	require.NoError(t, backends.CheckKV(KVF16, true))
 	require.Equal(t, gguf.TypeQ4_0, kvElemType(backends.KVQ4_0))
+}
+
+// TestFlashTileWholeChunks: the binary16 score kernels write and read
+// whole simd.FlashScoreChunk cells from a tile's start, so a tile (and
+// the K allocation, rounded to tiles) must be whole chunks.
+func TestFlashTileWholeChunks(t *testing.T) {
+	require.Zero(t, flashTile%simd.FlashScoreChunk)
+	require.Zero(t, flashTile%4)
+	require.Equal(t, 128, flashKCells(65, KVF16))
+	require.Equal(t, 65, flashKCells(65, backends.KVQ8_0))
 }
