@@ -42,6 +42,7 @@ type impl struct {
 	flashTiles  [3][]flashTile                                                      // F16, Q8_0, Q4_0 V; see FlashUpdate
 	flashScores []flashScoreTile                                                    // see FlashScoresF16; nil: pure Go
 	flashScan   func(ng int, s *float32, scale, maxv float32, arg *float32) float32 // see FlashScan; nil: Go
+	flashTails  []flashTile                                                         // F16 V's unfused tail vectors; see FlashUpdate
 	f32Vec      f32RowsKernel                                                       // see VecDotF32Rows; nil: ops/ref
 	f32Tiny     f32RowsKernel                                                       // see TinyDotF32Rows; nil: ops/ref
 	decode      map[gguf.TensorType]RowsFunc                                        // see DecodeRows; nil: one row at a time

@@ -76,6 +76,9 @@ type kernelSet struct {
 	flashScores []flashScoreTile
 	// flashScan: the tiles' running maximum (see FlashScan); nil: Go.
 	flashScan func(ng int, s *float32, scale, maxv float32, arg *float32) float32
+	// flashTails: F16 V's unfused tail, one vector of columns (see
+	// FlashUpdate), flashTails[k] taking k+1 heads.
+	flashTails []flashTile
 	// widenF16, f16Wide and f16WideIn: the wide F16 GEMM
 	// (gemm_f16_amd64.go); nil where the variant has none.
 	widenF16           widenFunc
@@ -153,7 +156,7 @@ func wrapSet(s *kernelSet) *impl {
 	v.gelu = s.gelu
 	v.flashF16, v.flashF32 = s.flashF16, s.flashF32
 	v.flashExp, v.flashTiles = s.flashExp, s.flashTiles
-	v.flashScores, v.flashScan = s.flashScores, s.flashScan
+	v.flashScores, v.flashScan, v.flashTails = s.flashScores, s.flashScan, s.flashTails
 	v.f32Vec, v.f32Tiny = s.f32Vec, s.f32Tiny
 	v.decode = decodeFuncs(s, v)
 	return v

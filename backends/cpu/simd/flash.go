@@ -129,10 +129,35 @@ func FlashUpdate(t gguf.TensorType, acc []float32, hd int, v []byte, vStride, n 
 			h0 += k
 		}
 		done = fused
+		done = flashTail(t, acc, hd, done, v, vStride, n, e, eStride, sum, tmp)
 	}
 	for h := range nh {
 		flashRest(t, acc[h*hd:(h+1)*hd], done, v, vStride, e[h*eStride:h*eStride+n], &sum[h], done == 0, tmp)
 	}
+}
+
+// flashTail is FlashUpdate's binary16 columns past ggml's whole 64-value
+// blocks (ggml's unfused scalar tail, as ref.FlashMad computes it) in
+// whole vectors, from column done; it returns the columns done. The sums
+// are the tail kernel's only when no fused block took them (done = 0).
+func flashTail(t gguf.TensorType, acc []float32, hd, done int, v []byte, vStride, n int, e []float32, eStride int, sum, tmp []float32) int {
+	tails, lanes := active.flashTails, active.lanes
+	if t != gguf.TypeF16 || len(tails) == 0 {
+		return done
+	}
+	nh := len(sum)
+	for ; done+lanes <= hd; done += lanes {
+		for h0 := 0; h0 < nh; {
+			k := min(len(tails), nh-h0)
+			s := &sum[h0]
+			if done > 0 {
+				s = &tmp[0] // the sums are done: discard the repeats
+			}
+			tails[k-1](n, &acc[h0*hd+done], 4*hd, &v[2*done], vStride, &e[h0*eStride], 4*eStride, s)
+			h0 += k
+		}
+	}
+	return done
 }
 
 // flashWeights decodes a signed weight (see FlashUpdate).

@@ -162,7 +162,10 @@ func TestFlashUpdate(t *testing.T) {
 	rng := newRand(t)
 	forEachVariant(t, func(t *testing.T) {
 		for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0} {
-			for _, hd := range []int{32, 64, 96, 128, 192} {
+			for _, hd := range []int{8, 24, 32, 64, 80, 96, 128, 192} {
+				if typ != gguf.TypeF16 && hd%32 != 0 {
+					continue // quantized rows are whole blocks of 32
+				}
 				for _, n := range []int{1, 7, 64, 131} {
 					nh := 1 + rng.IntN(9)
 					hb, _ := typ.RowBytes(uint64(hd))
@@ -311,5 +314,41 @@ func TestFlashScan(t *testing.T) {
 				}
 			}
 		}
+	})
+}
+
+// TestFlashUpdateTailUnfused: past ggml's whole 64-value blocks a binary16
+// V's multiply-add is unfused (x·vs rounded, then the add), and a fused one
+// gives another binary16 accumulator only rarely, so random inputs seldom
+// tell them apart. Each tail column here is searched for until the two
+// round differently, and FlashUpdate must give the unfused bits.
+func TestFlashUpdateTailUnfused(t *testing.T) {
+	rng := newRand(t)
+	half := func(x float64) float32 { return quant.FP16ToFP32(quant.FP32ToFP16(float32(x))) }
+	forEachVariant(t, func(t *testing.T) {
+		const hd, head = 80, 64 // one 64-value block, a 16-column tail
+		vs := float32(rng.Float64())
+		acc, x := make([]float32, hd), make([]float32, hd)
+		for i := range hd {
+			acc[i], x[i] = half(rng.NormFloat64()), half(rng.NormFloat64())
+			for i >= head {
+				fused := half(float64(acc[i]) + float64(x[i])*float64(vs)) // exact in float64, one rounding to float32 then binary16
+				p := float32(x[i] * vs)
+				unfused := half(float64(float32(p + acc[i])))
+				if fused != unfused {
+					break
+				}
+				acc[i], x[i] = half(rng.NormFloat64()), half(rng.NormFloat64())
+			}
+		}
+		v := make([]byte, 2*hd)
+		quant.FP32ToFP16Row(x, v)
+		want, sum, wantSum := append([]float32{}, acc...), []float32{1}, float32(1)
+		flashUpdateRef(gguf.TypeF16, want, v, len(v), []float32{-vs}, &wantSum)
+		FlashUpdate(gguf.TypeF16, acc, hd, v, len(v), 1, []float32{-vs}, 1, sum, make([]float32, hd))
+		for i := range acc {
+			require.Equal(t, math.Float32bits(want[i]), math.Float32bits(acc[i]), "column %d", i)
+		}
+		require.Equal(t, math.Float32bits(wantSum), math.Float32bits(sum[0]))
 	})
 }

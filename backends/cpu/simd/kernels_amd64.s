@@ -6455,6 +6455,126 @@ done:
 	VZEROUPPER
 	RET
 
+// func flashTailF16x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, F16C, MMX+
+TEXT ·flashTailF16x1AVX2(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    sum+56(FP), DI
+	MOVQ    accStride+16(FP), R8
+	VMOVUPS (CX), Y0
+	VMOVSS  (DI), X1
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Y2
+	MOVL         (SI)(CX*4), R8
+	TESTL        R8, R8
+	JS           weighted0
+	VMULPS       Y2, Y0, Y0
+	VCVTPS2PH    $0x00, Y0, X0
+	VCVTPH2PS    X0, Y0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Y2
+
+weighted0:
+	VSUBSS     X2, X1, X1
+	VCVTPH2PS  (DX), Y3
+	VMULPS     Y2, Y3, Y2
+	VSUBPS     Y2, Y0, Y0
+	VCVTPS2PH  $0x00, Y0, X0
+	VCVTPH2PS  X0, Y0
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVSS  X1, (DI)
+	VZEROUPPER
+	RET
+
+// func flashTailF16x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, F16C, MMX+
+TEXT ·flashTailF16x2AVX2(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), DI
+	MOVQ    sum+56(FP), R8
+	MOVQ    accStride+16(FP), R9
+	VMOVUPS (CX), Y0
+	VMOVSS  (R8), X1
+	ADDQ    R9, CX
+	VMOVUPS (CX), Y2
+	VMOVSS  4(R8), X3
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Y4
+	MOVL         (SI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted0
+	VMULPS       Y4, Y0, Y0
+	VCVTPS2PH    $0x00, Y0, X0
+	VCVTPH2PS    X0, Y0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Y4
+
+weighted0:
+	VSUBSS       X4, X1, X1
+	VBROADCASTSS (DI)(CX*4), Y5
+	MOVL         (DI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted1
+	VMULPS       Y5, Y2, Y2
+	VCVTPS2PH    $0x00, Y2, X2
+	VCVTPH2PS    X2, Y2
+	VMULSS       (DI)(CX*4), X3, X3
+	VBROADCASTSS flashNegOne<>+0(SB), Y5
+
+weighted1:
+	VSUBSS     X5, X3, X3
+	VCVTPH2PS  (DX), Y6
+	VMULPS     Y4, Y6, Y4
+	VSUBPS     Y4, Y0, Y0
+	VCVTPS2PH  $0x00, Y0, X0
+	VCVTPH2PS  X0, Y0
+	VMULPS     Y5, Y6, Y4
+	VSUBPS     Y4, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVSS  X1, (R8)
+	ADDQ    R9, AX
+	VMOVUPS Y2, (AX)
+	VMOVSS  X3, 4(R8)
+	VZEROUPPER
+	RET
+
 // func flashScoresF16x1AVX2(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
 // Requires: AVX, F16C, FMA3, MMX+
 TEXT ·flashScoresF16x1AVX2(SB), NOSPLIT, $0-64
@@ -45326,6 +45446,339 @@ done:
 	VMOVUPS Z17, 128(AX)
 	VMOVUPS Z18, 192(AX)
 	VMOVSS  X19, 12(R10)
+	VZEROUPPER
+	RET
+
+// func flashTailF16x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTailF16x1AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    sum+56(FP), DI
+	MOVQ    accStride+16(FP), R8
+	VMOVUPS (CX), Z0
+	VMOVSS  (DI), X1
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z2
+	MOVL         (SI)(CX*4), R8
+	TESTL        R8, R8
+	JS           weighted0
+	VMULPS       Z2, Z0, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Z2
+
+weighted0:
+	VSUBSS     X2, X1, X1
+	VCVTPH2PS  (DX), Z3
+	VMULPS     Z2, Z3, Z2
+	VSUBPS     Z2, Z0, Z0
+	VCVTPS2PH  $0x00, Z0, Y0
+	VCVTPH2PS  Y0, Z0
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVSS  X1, (DI)
+	VZEROUPPER
+	RET
+
+// func flashTailF16x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTailF16x2AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), DI
+	MOVQ    sum+56(FP), R8
+	MOVQ    accStride+16(FP), R9
+	VMOVUPS (CX), Z0
+	VMOVSS  (R8), X1
+	ADDQ    R9, CX
+	VMOVUPS (CX), Z2
+	VMOVSS  4(R8), X3
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z4
+	MOVL         (SI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted0
+	VMULPS       Z4, Z0, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Z4
+
+weighted0:
+	VSUBSS       X4, X1, X1
+	VBROADCASTSS (DI)(CX*4), Z5
+	MOVL         (DI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted1
+	VMULPS       Z5, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULSS       (DI)(CX*4), X3, X3
+	VBROADCASTSS flashNegOne<>+0(SB), Z5
+
+weighted1:
+	VSUBSS     X5, X3, X3
+	VCVTPH2PS  (DX), Z6
+	VMULPS     Z4, Z6, Z4
+	VSUBPS     Z4, Z0, Z0
+	VCVTPS2PH  $0x00, Z0, Y0
+	VCVTPH2PS  Y0, Z0
+	VMULPS     Z5, Z6, Z4
+	VSUBPS     Z4, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVSS  X1, (R8)
+	ADDQ    R9, AX
+	VMOVUPS Z2, (AX)
+	VMOVSS  X3, 4(R8)
+	VZEROUPPER
+	RET
+
+// func flashTailF16x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTailF16x3AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), R8
+	LEAQ    (R8)(DI*1), DI
+	MOVQ    sum+56(FP), R9
+	MOVQ    accStride+16(FP), R10
+	VMOVUPS (CX), Z0
+	VMOVSS  (R9), X1
+	ADDQ    R10, CX
+	VMOVUPS (CX), Z2
+	VMOVSS  4(R9), X3
+	ADDQ    R10, CX
+	VMOVUPS (CX), Z4
+	VMOVSS  8(R9), X5
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z6
+	MOVL         (SI)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted0
+	VMULPS       Z6, Z0, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Z6
+
+weighted0:
+	VSUBSS       X6, X1, X1
+	VBROADCASTSS (R8)(CX*4), Z7
+	MOVL         (R8)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted1
+	VMULPS       Z7, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULSS       (R8)(CX*4), X3, X3
+	VBROADCASTSS flashNegOne<>+0(SB), Z7
+
+weighted1:
+	VSUBSS       X7, X3, X3
+	VBROADCASTSS (DI)(CX*4), Z8
+	MOVL         (DI)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted2
+	VMULPS       Z8, Z4, Z4
+	VCVTPS2PH    $0x00, Z4, Y4
+	VCVTPH2PS    Y4, Z4
+	VMULSS       (DI)(CX*4), X5, X5
+	VBROADCASTSS flashNegOne<>+0(SB), Z8
+
+weighted2:
+	VSUBSS     X8, X5, X5
+	VCVTPH2PS  (DX), Z9
+	VMULPS     Z6, Z9, Z6
+	VSUBPS     Z6, Z0, Z0
+	VCVTPS2PH  $0x00, Z0, Y0
+	VCVTPH2PS  Y0, Z0
+	VMULPS     Z7, Z9, Z6
+	VSUBPS     Z6, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VMULPS     Z8, Z9, Z6
+	VSUBPS     Z6, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVSS  X1, (R9)
+	ADDQ    R10, AX
+	VMOVUPS Z2, (AX)
+	VMOVSS  X3, 4(R9)
+	ADDQ    R10, AX
+	VMOVUPS Z4, (AX)
+	VMOVSS  X5, 8(R9)
+	VZEROUPPER
+	RET
+
+// func flashTailF16x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTailF16x4AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), R8
+	LEAQ    (R8)(DI*1), R9
+	LEAQ    (R9)(DI*1), DI
+	MOVQ    sum+56(FP), R10
+	MOVQ    accStride+16(FP), R11
+	VMOVUPS (CX), Z0
+	VMOVSS  (R10), X1
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z2
+	VMOVSS  4(R10), X3
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z4
+	VMOVSS  8(R10), X5
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z6
+	VMOVSS  12(R10), X7
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z8
+	MOVL         (SI)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted0
+	VMULPS       Z8, Z0, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Z8
+
+weighted0:
+	VSUBSS       X8, X1, X1
+	VBROADCASTSS (R8)(CX*4), Z9
+	MOVL         (R8)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted1
+	VMULPS       Z9, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULSS       (R8)(CX*4), X3, X3
+	VBROADCASTSS flashNegOne<>+0(SB), Z9
+
+weighted1:
+	VSUBSS       X9, X3, X3
+	VBROADCASTSS (R9)(CX*4), Z10
+	MOVL         (R9)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted2
+	VMULPS       Z10, Z4, Z4
+	VCVTPS2PH    $0x00, Z4, Y4
+	VCVTPH2PS    Y4, Z4
+	VMULSS       (R9)(CX*4), X5, X5
+	VBROADCASTSS flashNegOne<>+0(SB), Z10
+
+weighted2:
+	VSUBSS       X10, X5, X5
+	VBROADCASTSS (DI)(CX*4), Z11
+	MOVL         (DI)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted3
+	VMULPS       Z11, Z6, Z6
+	VCVTPS2PH    $0x00, Z6, Y6
+	VCVTPH2PS    Y6, Z6
+	VMULSS       (DI)(CX*4), X7, X7
+	VBROADCASTSS flashNegOne<>+0(SB), Z11
+
+weighted3:
+	VSUBSS     X11, X7, X7
+	VCVTPH2PS  (DX), Z12
+	VMULPS     Z8, Z12, Z8
+	VSUBPS     Z8, Z0, Z0
+	VCVTPS2PH  $0x00, Z0, Y0
+	VCVTPH2PS  Y0, Z0
+	VMULPS     Z9, Z12, Z8
+	VSUBPS     Z8, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VMULPS     Z10, Z12, Z8
+	VSUBPS     Z8, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VMULPS     Z11, Z12, Z8
+	VSUBPS     Z8, Z6, Z6
+	VCVTPS2PH  $0x00, Z6, Y6
+	VCVTPH2PS  Y6, Z6
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVSS  X1, (R10)
+	ADDQ    R11, AX
+	VMOVUPS Z2, (AX)
+	VMOVSS  X3, 4(R10)
+	ADDQ    R11, AX
+	VMOVUPS Z4, (AX)
+	VMOVSS  X5, 8(R10)
+	ADDQ    R11, AX
+	VMOVUPS Z6, (AX)
+	VMOVSS  X7, 12(R10)
 	VZEROUPPER
 	RET
 

@@ -95,10 +95,15 @@ func genFlashTiles(v variant, reg *registry) {
 	var tiles [3][]string
 	for i, kind := range []string{"F16", "Q8_0", "Q4_0"} {
 		for h := 1; h <= flashTileHeads(v); h++ {
-			tiles[i] = append(tiles[i], genFlashTile(v, kind, h))
+			tiles[i] = append(tiles[i], genFlashTile(v, kind, h, 4, true))
 		}
 	}
+	var tails []string
+	for h := 1; h <= flashTileHeads(v); h++ {
+		tails = append(tails, genFlashTile(v, "F16", h, 1, false))
+	}
 	reg.flashTiles(v, exp, tiles)
+	reg.flashTails(v, tails)
 }
 
 func genFlashExp(v variant, name string) {
@@ -263,12 +268,19 @@ func flashTileHeads(v variant) int {
 }
 
 // genFlashTile emits flashTile<kind>x<heads>: n cells' updates of heads
-// accumulator blocks of 4 vectors (64 floats on AVX-512, 32 on AVX2; see
-// above), V rows vStride bytes apart. Head h's accumulator is at acc +
-// h·accStride bytes, its running sum
-// at sum[h], its signed weights at e + 4·h·eStride.
-func genFlashTile(v variant, kind string, heads int) string {
+// accumulator blocks of vecs vectors (4: 64 floats on AVX-512, 32 on
+// AVX2; see above), V rows vStride bytes apart. Head h's accumulator is at
+// acc + h·accStride bytes, its running sum at sum[h], its signed weights
+// at e + 4·h·eStride. Unfused (flashTail<kind>x<heads>, one vector), the
+// multiply-add is a multiply and an add, each rounded: ggml's scalar tail
+// of ggml_vec_mad_f16 past its last whole 64-value block (ISO C, no
+// contraction), x·w rounded and then subtracted, −(x·w) being x·vs
+// exactly.
+func genFlashTile(v variant, kind string, heads, vecs int, fused bool) string {
 	name := fname(fmt.Sprintf("flashTile%sx%d", kind, heads), v)
+	if !fused {
+		name = fname(fmt.Sprintf("flashTail%sx%d", kind, heads), v)
+	}
 	lanes := flashTileLanes(v)
 	vec := func() VecVirtual {
 		if lanes == 16 {
@@ -277,7 +289,7 @@ func genFlashTile(v variant, kind string, heads int) string {
 		return YMM()
 	}
 	TEXT(name, NOSPLIT, "func(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)")
-	Doc(fmt.Sprintf("%s applies n cells' online-softmax updates to %d floats of the", name, 4*lanes),
+	Doc(fmt.Sprintf("%s applies n cells' online-softmax updates to %d floats of the", name, vecs*lanes),
 		fmt.Sprintf("accumulators and the sums of %d heads from %s V rows (ops/ref.FlashScale, FlashMad).", heads, kind))
 	n := Load(Param("n"), GP64())
 	accP := Load(Param("acc"), GP64())
@@ -292,7 +304,7 @@ func genFlashTile(v variant, kind string, heads int) string {
 		if h > 0 {
 			ADDQ(accStride, accP)
 		}
-		for i := 0; i < 4; i++ {
+		for i := 0; i < vecs; i++ {
 			a := vec()
 			VMOVUPS(Mem{Base: accP, Disp: 4 * lanes * i}, a)
 			accs[h] = append(accs[h], a)
@@ -345,7 +357,7 @@ func genFlashTile(v variant, kind string, heads int) string {
 		VSUBSS(wv[h].AsX(), sums[h], sums[h])
 	}
 	var d VecVirtual
-	for i := 0; i < 4; i++ {
+	for i := 0; i < vecs; i++ {
 		x := vec()
 		col := lanes * i
 		switch kind {
@@ -375,7 +387,13 @@ func genFlashTile(v variant, kind string, heads int) string {
 			VMULPS(d, x, x)
 		}
 		for h := range accs {
-			VFNMADD231PS(wv[h], x, accs[h][i])
+			if fused {
+				VFNMADD231PS(wv[h], x, accs[h][i])
+			} else {
+				t := vec()
+				VMULPS(wv[h], x, t)
+				VSUBPS(t, accs[h][i], accs[h][i])
+			}
 			round(accs[h][i])
 		}
 	}

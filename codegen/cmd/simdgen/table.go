@@ -47,6 +47,7 @@ type elemEntry struct {
 	flashTiles                 [3][]string // tiled updates: F16, Q8_0, Q4_0 V; [h] takes h+1 heads
 	flashScores                []string    // F16 scores over transposed K: [h] takes h+1 heads
 	flashScan                  string      // the running maximum's scan ("": Go)
+	flashTails                 []string    // F16 V's unfused tail vectors: [h] takes h+1 heads
 	widenF16                   string      // the wide F16 GEMM's activations to float32
 	f16Wide, f16WideIn         []string    // wide F16 GEMM tiles: [p] takes p+1 token pairs
 	f32Vec, f32Tiny            string      // float32 dot products in llama.cpp's two orders
@@ -127,6 +128,13 @@ func (r *registry) flashScores(v variant, scores []string) {
 	r.see(v)
 	e := r.elems[v.name]
 	e.flashScores = scores
+	r.elems[v.name] = e
+}
+
+func (r *registry) flashTails(v variant, tails []string) {
+	r.see(v)
+	e := r.elems[v.name]
+	e.flashTails = tails
 	r.elems[v.name] = e
 }
 
@@ -275,6 +283,9 @@ func writeTable(path string, r *registry) error {
 		}
 		if e := r.elems[name]; len(e.flashScores) > 0 {
 			set[jen.Id("flashScores")] = jen.Index().Id("flashScoreTile").Values(ids(e.flashScores)...)
+		}
+		if e := r.elems[name]; len(e.flashTails) > 0 {
+			set[jen.Id("flashTails")] = jen.Index().Id("flashTile").Values(ids(e.flashTails)...)
 		}
 		if e := r.elems[name]; e.flashScan != "" {
 			set[jen.Id("flashScan")] = jen.Id(e.flashScan)
