@@ -124,25 +124,24 @@ func (r *registry) flashTiles(v variant, exp string, tiles [3][]string) {
 	r.elems[v.name] = e
 }
 
-func (r *registry) flashScores(v variant, scores []string) {
+// update applies set to variant v's element-wise entry.
+func (r *registry) update(v variant, set func(e *elemEntry)) {
 	r.see(v)
 	e := r.elems[v.name]
-	e.flashScores = scores
+	set(&e)
 	r.elems[v.name] = e
+}
+
+func (r *registry) flashScores(v variant, scores []string) {
+	r.update(v, func(e *elemEntry) { e.flashScores = scores })
 }
 
 func (r *registry) flashTails(v variant, tails []string) {
-	r.see(v)
-	e := r.elems[v.name]
-	e.flashTails = tails
-	r.elems[v.name] = e
+	r.update(v, func(e *elemEntry) { e.flashTails = tails })
 }
 
 func (r *registry) flashScan(v variant, scan string) {
-	r.see(v)
-	e := r.elems[v.name]
-	e.flashScan = scan
-	r.elems[v.name] = e
+	r.update(v, func(e *elemEntry) { e.flashScan = scan })
 }
 
 func (r *registry) f16Wide(v variant, widen string, tiles, in []string) {
