@@ -138,6 +138,19 @@ func ParseKVType(s string) (KVType, error) {
 	return 0, fmt.Errorf("KV cache type %q: want f16, f32, q8_0 or q4_0", s)
 }
 
+// ParseFlashAcc reads a flash-attention accumulator (--flash-acc): ""
+// or "f16", llama.cpp's (binary16 with an f16 V cache), or "f32"
+// (StateOptions.FlashF32Acc).
+func ParseFlashAcc(s string) (f32 bool, err error) {
+	switch s {
+	case "", "f16":
+		return false, nil
+	case "f32":
+		return true, nil
+	}
+	return false, fmt.Errorf("flash attention accumulator %q: want f16 (llama.cpp's numerics, the default) or f32 (faster on the CPU, not llama.cpp's numerics)", s)
+}
+
 // CheckKV applies llama.cpp's rules (c392e5094) to a KV cache type and
 // the flash-attention switch: a quantized cache quantizes V, which only
 // flash attention reads ("V cache quantization requires flash_attn"), and
@@ -152,6 +165,14 @@ func CheckKV(t KVType, flash bool) error {
 	return nil
 }
 
+// CheckFlashAcc refuses FlashF32Acc without flash attention.
+func CheckFlashAcc(o StateOptions) error {
+	if o.FlashF32Acc && !o.FlashAttn {
+		return fmt.Errorf("--flash-acc f32 sets flash attention's accumulator, and flash attention is off: add --flash-attn")
+	}
+	return nil
+}
+
 // StateOptions configure Program.NewState.
 type StateOptions struct {
 	Ctx    int // KV cache positions of each sequence
@@ -161,6 +182,12 @@ type StateOptions struct {
 	// points (see ops/ref.FlashAttention). CheckKV says which KV types
 	// go with it.
 	FlashAttn bool
+	// FlashF32Acc keeps flash attention's accumulator in float32 with an
+	// f16 V cache too (ops/ref.AttnOptions.F32Acc), where llama.cpp
+	// rounds it to binary16 at every cell: faster on the CPU, not
+	// llama.cpp's numerics (ik_llama.cpp's choice). It needs FlashAttn
+	// (CheckFlashAcc); a backend that cannot honour it refuses the state.
+	FlashF32Acc bool
 	// Seqs is the number of independent sequences the State holds (0: 1),
 	// each with its own Ctx KV cells: a KV cache of Seqs·Ctx cells in all.
 	Seqs int

@@ -13,8 +13,9 @@ type BatcherOptions struct {
 	Slots   int    // sequences held at once (graphrun serve --parallel); 0: 1
 	SlotCtx int    // KV cache positions of each sequence; 0: the plan's context
 	KVType  string // "f16", "f32", "q8_0" or "q4_0"
-	// FlashAttn: as SessionOptions.FlashAttn.
+	// FlashAttn and FlashAcc: as SessionOptions's.
 	FlashAttn bool
+	FlashAcc  string
 }
 
 // SeqInput is one sequence's share of a Batcher step: Tokens are
@@ -66,7 +67,7 @@ func (m *Model) NewBatcher(o BatcherOptions) (*Batcher, error) {
 	if o.Slots < 0 || o.SlotCtx < 0 {
 		return nil, fmt.Errorf("batcher: %d slots of %d positions: want positive numbers", o.Slots, o.SlotCtx)
 	}
-	s, err := m.newSession(SessionOptions{Ctx: o.SlotCtx, KVType: o.KVType, FlashAttn: o.FlashAttn}, o.Slots)
+	s, err := m.newSession(SessionOptions{Ctx: o.SlotCtx, KVType: o.KVType, FlashAttn: o.FlashAttn, FlashAcc: o.FlashAcc}, o.Slots)
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,7 @@ type BenchOptions struct {
 	// of the long-context settings, as llama-bench's -ctk/-ctv and -fa.
 	KVType    string
 	FlashAttn bool
+	FlashAcc  string // SessionOptions.FlashAcc
 	// Profile times every node of the timed runs (warm-up runs and the
 	// depth fill left out) into BenchResult.Profile (Session.Profile).
 	Profile bool
@@ -68,7 +69,7 @@ func (m *Model) BenchContext(ctx context.Context, o BenchOptions) (*BenchResult,
 	if o.Depth < 0 {
 		return nil, fmt.Errorf("bench depth %d: want 0 or more tokens", o.Depth)
 	}
-	s, err := m.NewSession(SessionOptions{Ctx: o.Depth + max(o.PromptTokens, o.GenTokens) + 1, KVType: o.KVType, FlashAttn: o.FlashAttn})
+	s, err := m.NewSession(SessionOptions{Ctx: o.Depth + max(o.PromptTokens, o.GenTokens) + 1, KVType: o.KVType, FlashAttn: o.FlashAttn, FlashAcc: o.FlashAcc})
 	if err != nil {
 		return nil, err
 	}

@@ -49,9 +49,42 @@ func TestFlashAttentionReferencesVulkan(t *testing.T) {
 	checkFlashReferences(t, Options{Backend: "vulkan", Compile: CompileOptions{Backend: "vulkan"}})
 }
 
+// TestFlashF32AccReferences holds the float32 accumulator (--flash-acc
+// f32, not llama.cpp's numerics with an f16 V cache) to the same -fa
+// references and bars on the f16 cache: it must stay within the rule
+// the binary16 accumulator meets, and it must be in effect (its logits
+// differ from the default flash run's).
+func TestFlashF32AccReferences(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end reference comparison: skipped in -short mode")
+	}
+	checkFlashReferencesAcc(t, Options{}, "f32")
+	m, err := Open(filepath.Join("..", "testdata", "stories260K.gguf"), Options{})
+	require.NoError(t, err)
+	defer m.Close()
+	ids, err := m.Tokenizer.Encode("Once upon a time, there was a little girl named Lily. She loved to play", true, false)
+	require.NoError(t, err)
+	eval := func(acc string) []float32 {
+		s, err := m.NewSession(SessionOptions{Ctx: 256, FlashAttn: true, FlashAcc: acc})
+		require.NoError(t, err)
+		defer s.Close()
+		out, err := s.Eval(ids, true)
+		require.NoError(t, err)
+		return append([]float32(nil), out...)
+	}
+	moved := maxAbsDiff(eval("f32"), eval(""))
+	t.Logf("float32 accumulator: largest logit change from the binary16 one %.3g", moved)
+	require.NotZero(t, moved, "--flash-acc f32 gave the default accumulator's logits")
+}
+
 // checkFlashReferences checks every flash reference with models opened
 // with o.
-func checkFlashReferences(t *testing.T, o Options) {
+func checkFlashReferences(t *testing.T, o Options) { checkFlashReferencesAcc(t, o, "") }
+
+// checkFlashReferencesAcc is checkFlashReferences with sessions on the
+// flash accumulator acc (SessionOptions.FlashAcc); "f32" checks only the
+// f16 caches (a quantized V accumulates in float32 either way).
+func checkFlashReferencesAcc(t *testing.T, o Options, acc string) {
 	dir := filepath.Join("..", "testdata", "flash", "reference")
 	for _, fr := range flashRefs {
 		path := filepath.Join("..", "testdata", fr.model)
@@ -66,16 +99,19 @@ func checkFlashReferences(t *testing.T, o Options) {
 				fa := reference.Load(t, dir, fmt.Sprintf("%s.%s.fa.json", name, p))
 				bar := reference.Bar(reference.Spread(fa, plain))
 				for _, kv := range fr.kv {
+					if acc == "f32" && kv != "f16" {
+						continue
+					}
 					file := fmt.Sprintf("%s.%s.fa.json", name, p)
 					if kv != "f16" {
 						file = fmt.Sprintf("%s.%s.fa-%s.json", name, p, kv)
 					}
 					ref := reference.Load(t, dir, file)
 					require.Equal(t, kv, ref.KVType, file)
-					so := SessionOptions{Ctx: 2048, KVType: kv, FlashAttn: true}
+					so := SessionOptions{Ctx: 2048, KVType: kv, FlashAttn: true, FlashAcc: acc}
 					rel := checkPromptWith(t, m, ref, bar, &stats, name == "stories260K", so)
 					if os.Getenv("WEFT_FLASH_TABLE") != "" {
-						fmt.Printf("| %s | %s | %s | %s | %.3g | %.3g |\n", o.Backend, name, p, kv, rel, bar)
+						fmt.Printf("| %s | %s | %s | %s%s | %.3g | %.3g |\n", o.Backend, name, p, kv, acc, rel, bar)
 					}
 				}
 			}

@@ -46,6 +46,13 @@ func TestFlashVulkanSlotsAndShift(t *testing.T) {
 		require.Equal(t, 16, s.Pos(), "a refused shift leaves the session as it was")
 		require.NoError(t, s.Close())
 	}
+	// The float32 accumulator is the CPU's: refused with an f16 cache, a
+	// no-op with a quantized one (float32 already, llama.cpp's rule).
+	_, err = m.NewSession(SessionOptions{Ctx: 32, FlashAttn: true, FlashAcc: "f32"})
+	require.ErrorContains(t, err, "use --backend cpu")
+	q, err := m.NewSession(SessionOptions{Ctx: 32, KVType: "q8_0", FlashAttn: true, FlashAcc: "f32"})
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
 	s, err := m.NewSession(SessionOptions{Ctx: 32, FlashAttn: true})
 	require.NoError(t, err)
 	defer s.Close()

@@ -81,6 +81,10 @@ type RunParams struct {
 	// FlashAttn makes sessions compute attention as llama.cpp's -fa does
 	// (backends.StateOptions.FlashAttn). Off by default, as in llama.cpp.
 	FlashAttn bool `json:"flash_attn,omitempty"`
+	// FlashAcc is flash attention's accumulator with an f16 V cache:
+	// "" or "f16", llama.cpp's; "f32", weft's faster opt-in
+	// (backends.StateOptions.FlashF32Acc). It needs FlashAttn.
+	FlashAcc string `json:"flash_acc,omitempty"`
 }
 
 // PassLogEntry records what one optimisation pass changed.
@@ -114,6 +118,8 @@ type CompileOptions struct {
 	// FlashAttn is the plan's run.flash_attn (sessions may also ask for
 	// it themselves).
 	FlashAttn bool
+	// FlashAcc is the plan's run.flash_acc ("", "f16" or "f32").
+	FlashAcc string
 
 	Passes    []string // run only these passes, in this order (empty: all)
 	Disable   []string // passes to leave out
@@ -223,7 +229,7 @@ func (o CompileOptions) placementOrder() ([]backends.Backend, error) {
 }
 
 func (o CompileOptions) resolve(p model.Params) (RunParams, error) {
-	r := RunParams{Ctx: o.Ctx, Batch: o.Batch, KVType: o.KVType, FlashAttn: o.FlashAttn}
+	r := RunParams{Ctx: o.Ctx, Batch: o.Batch, KVType: o.KVType, FlashAttn: o.FlashAttn, FlashAcc: o.FlashAcc}
 	if r.Ctx == 0 {
 		r.Ctx = 2048
 		if p.CtxTrain > 0 {
@@ -247,7 +253,22 @@ func (o CompileOptions) resolve(p model.Params) (RunParams, error) {
 	if err != nil {
 		return r, err
 	}
-	return r, backends.CheckKV(kt, r.FlashAttn)
+	if err := backends.CheckKV(kt, r.FlashAttn); err != nil {
+		return r, err
+	}
+	return r, checkFlashAcc(r.FlashAcc, r.FlashAttn)
+}
+
+// FlashAccUsage is the --flash-acc flag's help, the same in every command.
+const FlashAccUsage = "flash attention's accumulator with an f16 KV cache: f16, llama.cpp's numerics (default), or f32, faster on the CPU but not llama.cpp's numerics (ik_llama.cpp's choice); needs --flash-attn"
+
+// checkFlashAcc refuses a bad --flash-acc, or one without flash attention.
+func checkFlashAcc(acc string, flash bool) error {
+	f32, err := backends.ParseFlashAcc(acc)
+	if err != nil {
+		return err
+	}
+	return backends.CheckFlashAcc(backends.StateOptions{FlashAttn: flash, FlashF32Acc: f32})
 }
 
 // adoptPacked takes memory for the repacked weights and the function that

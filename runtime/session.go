@@ -33,6 +33,9 @@ type SessionOptions struct {
 	// backends.StateOptions.FlashAttn); the session uses it when either
 	// this or the plan's run.flash_attn is set.
 	FlashAttn bool
+	// FlashAcc is flash attention's accumulator ("": the plan's; "f16",
+	// llama.cpp's; "f32", backends.StateOptions.FlashF32Acc).
+	FlashAcc string
 	// Tap, when set, sees the value of every node the model was opened to
 	// tap (Options.Taps) in each batch. A tapped session evaluates long
 	// inputs in whole batches even with a cancellable context, so that
@@ -101,6 +104,13 @@ func (m *Model) newSession(o SessionOptions, seqs int) (*Session, error) {
 	if err := backends.CheckKV(kt, o.FlashAttn); err != nil {
 		return nil, err
 	}
+	if o.FlashAcc == "" {
+		o.FlashAcc = m.Plan.Run.FlashAcc
+	}
+	f32Acc, err := backends.ParseFlashAcc(o.FlashAcc)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkCtx(m.Plan.Params, o.Ctx); err != nil {
 		return nil, err
 	}
@@ -112,7 +122,7 @@ func (m *Model) newSession(o SessionOptions, seqs int) (*Session, error) {
 	if m.closed {
 		return nil, ErrClosed
 	}
-	st, err := m.prog.NewState(backends.StateOptions{Ctx: o.Ctx, KVType: kt, Seqs: seqs, FlashAttn: o.FlashAttn})
+	st, err := m.prog.NewState(backends.StateOptions{Ctx: o.Ctx, KVType: kt, Seqs: seqs, FlashAttn: o.FlashAttn, FlashF32Acc: f32Acc})
 	if err != nil {
 		return nil, err
 	}

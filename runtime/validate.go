@@ -49,6 +49,8 @@ func (p *Plan) validate() error {
 		return bad("run.kv_type", fmt.Sprintf("%q", r.KVType), `want "f16", "f32", "q8_0" or "q4_0"`)
 	case checkKV(r) != nil:
 		return bad("run.kv_type", fmt.Sprintf("%q", r.KVType), checkKV(r).Error())
+	case checkFlashAcc(r.FlashAcc, r.FlashAttn) != nil:
+		return bad("run.flash_acc", fmt.Sprintf("%q", r.FlashAcc), checkFlashAcc(r.FlashAcc, r.FlashAttn).Error())
 	case p.Graph == nil:
 		return fmt.Errorf("the plan has no graph")
 	}

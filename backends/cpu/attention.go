@@ -56,8 +56,10 @@ type kvCache struct {
 
 	// Flash attention (flash.go): K and V in kq and vq, of type kt (F16,
 	// Q8_0 or Q4_0), rowBytes a position; V row-major, K too or, binary16,
-	// in blocks of cells (kOffset). kRow is storeFlash's scratch.
+	// in blocks of cells (kOffset). kRow is storeFlash's scratch. f32Acc:
+	// a binary16 V accumulates in float32 (StateOptions.FlashF32Acc).
 	flash    bool
+	f32Acc   bool
 	kt       KVType
 	rowBytes int
 	kq, vq   []byte

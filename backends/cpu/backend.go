@@ -54,7 +54,7 @@ func (Backend) Load(g *graph.Graph, w backends.Weights, o backends.LoadOptions) 
 type loaded struct{ *Program }
 
 func (l loaded) NewState(o backends.StateOptions) (backends.State, error) {
-	st, err := l.Program.NewStateWith(backends.StateOptions{Ctx: o.Ctx, Seqs: o.NumSeqs(), KVType: o.KVType, FlashAttn: o.FlashAttn})
+	st, err := l.Program.NewStateWith(backends.StateOptions{Ctx: o.Ctx, Seqs: o.NumSeqs(), KVType: o.KVType, FlashAttn: o.FlashAttn, FlashF32Acc: o.FlashF32Acc})
 	if err != nil {
 		return nil, err
 	}

@@ -353,5 +353,5 @@ func (c *kvCache) foldTile(g, p0, lo, hi, r0, nh int, sh attnShape, b *flashBuf)
 	clear(b.arg[nh*n : m])
 	simd.FlashExp(b.arg[:m], b.ex[:m])
 	hd, hb := c.headDim, c.headBytes(g)
-	simd.FlashUpdate(kvElemType(c.kt), b.acc[r0*hd:(r0+nh)*hd], hd, c.vq[(p0+lo)*c.rowBytes+hb:], c.rowBytes, n, b.ex, n, b.sum[r0:r0+nh], b.row)
+	simd.FlashUpdate(kvElemType(c.kt), c.f32Acc, b.acc[r0*hd:(r0+nh)*hd], hd, c.vq[(p0+lo)*c.rowBytes+hb:], c.rowBytes, n, b.ex, n, b.sum[r0:r0+nh], b.row)
 }

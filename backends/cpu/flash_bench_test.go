@@ -10,11 +10,12 @@ import (
 
 // attnBenchConfigs are the paths the attention benchmarks compare: the
 // default attention (F16 cache), the F32 cache's (llama.cpp's orders),
-// and flash attention on F16, Q8_0 and Q4_0 caches.
+// and flash attention on F16 (binary16 and float32 accumulators), Q8_0
+// and Q4_0 caches.
 var attnBenchConfigs = []struct {
-	kt    KVType
-	flash bool
-}{{KVF16, false}, {KVF32, false}, {KVF16, true}, {backends.KVQ8_0, true}, {backends.KVQ4_0, true}}
+	kt            KVType
+	flash, f32Acc bool
+}{{KVF16, false, false}, {KVF32, false, false}, {KVF16, true, false}, {KVF16, true, true}, {backends.KVQ8_0, true, false}, {backends.KVQ4_0, true, false}}
 
 // benchAttention measures nTok tokens' attention after depth cached
 // positions (TinyLlama's shape: 32 query heads, 4 KV heads of 64) on one
@@ -28,10 +29,15 @@ func benchAttention(b *testing.B, nTok, depth int) {
 	sh := attnShape{heads: heads, kvHeads: kvHeads, headDim: hd, scale: 0.125}
 	w := kvHeads * hd
 	for _, cfg := range attnBenchConfigs {
-		b.Run(fmt.Sprintf("%s/flash=%v", cfg.kt, cfg.flash), func(b *testing.B) {
+		name := fmt.Sprintf("%s/flash=%v", cfg.kt, cfg.flash)
+		if cfg.f32Acc {
+			name += "/f32acc"
+		}
+		b.Run(name, func(b *testing.B) {
 			c := newKVCache(kvHeads, hd, ctx, cfg.kt)
 			if cfg.flash {
 				c = newFlashKVCache(kvHeads, hd, ctx, cfg.kt)
+				c.f32Acc = cfg.f32Acc
 			}
 			for p := range ctx {
 				c.store(p, k[p*w:(p+1)*w], v[p*w:(p+1)*w])

@@ -79,7 +79,7 @@ func (c *flashCase) refWith(fastDots bool) []float32 {
 		}
 	}
 	want := make([]float32, len(c.q))
-	o := ref.AttnOptions{Window: sh.window, SoftCap: sh.softCap}
+	o := ref.AttnOptions{Window: sh.window, SoftCap: sh.softCap, F32Acc: c.fast.f32Acc}
 	ref.FlashAttentionWith(want, c.q, c.rk, c.rv, c.nTok, c.pos0, sh.heads, sh.kvHeads, sh.headDim, sh.scale, o, dot, ref.NewFlashScratch(sh.headDim))
 	return want
 }
@@ -129,6 +129,36 @@ func TestFlashMatchesRef(t *testing.T) {
 						require.Less(t, worst, 0.02, "against ggml's dot products")
 					})
 				}
+			}
+		}
+	}
+}
+
+// TestFlashF32AccMatchesRef holds the float32 accumulator of an f16
+// cache (StateOptions.FlashF32Acc) to ref.FlashAttention with
+// AttnOptions.F32Acc bit for bit (the kernel's score dot products), on
+// head sizes with and without a tail past the 64-value blocks, GQA,
+// windows, several tokens; and checks that it is not the binary16
+// accumulator's result (the option must reach the kernels).
+func TestFlashF32AccMatchesRef(t *testing.T) {
+	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	shapes := []struct{ nTok, pos0 int }{{1, 0}, {1, 300}, {21, 107}, {3, 700}}
+	for _, hd := range []int{8, 64, 80, 128} {
+		for i, s := range shapes {
+			c := newFlashCase(rng, 8, 2, hd, s.nTok, s.pos0, KVF16)
+			if i == 3 {
+				c.sh.window = 50
+			}
+			half := c.run(2)
+			c.fast.f32Acc = true
+			got, want := c.run(2), c.refWith(true)
+			differs := false
+			for k := range got {
+				require.Equal(t, math.Float32bits(want[k]), math.Float32bits(got[k]), "hd %d, %d tokens at %d: element %d", hd, s.nTok, s.pos0, k)
+				differs = differs || got[k] != half[k]
+			}
+			if s.pos0 >= 300 {
+				require.True(t, differs, "hd %d at %d: the float32 accumulator gave the binary16 one's bits", hd, s.pos0)
 			}
 		}
 	}
@@ -187,6 +217,8 @@ func TestFlashRefusals(t *testing.T) {
 	require.NoError(t, backends.CheckKV(backends.KVQ8_0, true))
 	require.NoError(t, backends.CheckKV(KVF16, true))
 	require.Equal(t, gguf.TypeQ4_0, kvElemType(backends.KVQ4_0))
+	require.ErrorContains(t, backends.CheckFlashAcc(backends.StateOptions{FlashF32Acc: true}), "add --flash-attn")
+	require.NoError(t, backends.CheckFlashAcc(backends.StateOptions{FlashF32Acc: true, FlashAttn: true}))
 }
 
 // TestFlashTileWholeChunks: the binary16 score kernels write and read

@@ -67,6 +67,9 @@ func (p *Program) NewStateWith(o backends.StateOptions) (*State, error) {
 	if err := backends.CheckKV(kvType, flash); err != nil {
 		return nil, err
 	}
+	if err := backends.CheckFlashAcc(o); err != nil {
+		return nil, err
+	}
 	need, err := p.stateBytes(ctx, seqs, kvType, flash)
 	if err != nil {
 		return nil, err
@@ -85,7 +88,9 @@ func (p *Program) NewStateWith(o backends.StateOptions) (*State, error) {
 		a := p.g.Nodes[id].Attrs
 		for range seqs {
 			if flash {
-				s.kv[i] = append(s.kv[i], newFlashKVCache(a.Int("kv_heads"), a.Int("head_dim"), ctx, kvType))
+				c := newFlashKVCache(a.Int("kv_heads"), a.Int("head_dim"), ctx, kvType)
+				c.f32Acc = o.FlashF32Acc
+				s.kv[i] = append(s.kv[i], c)
 			} else {
 				s.kv[i] = append(s.kv[i], newKVCache(a.Int("kv_heads"), a.Int("head_dim"), ctx, kvType))
 			}

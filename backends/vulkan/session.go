@@ -78,6 +78,13 @@ func (e *Executable) NewSession(o backends.StateOptions) (s *Session, err error)
 	if err := backends.CheckKV(o.KVType, o.FlashAttn); err != nil {
 		return nil, fmt.Errorf("vulkan: %w", err)
 	}
+	if err := backends.CheckFlashAcc(o); err != nil {
+		return nil, fmt.Errorf("vulkan: %w", err)
+	}
+	if o.FlashF32Acc && !o.KVType.Quantized() {
+		// A quantized V accumulates in float32 already (llama.cpp's rule).
+		return nil, fmt.Errorf("vulkan: --flash-acc f32 is the CPU backend's: the Vulkan shaders keep llama.cpp's binary16 accumulator with an f16 KV cache; leave out --flash-acc or use --backend cpu")
+	}
 	if o.KVType.Quantized() {
 		for _, id := range e.attention {
 			if hd := e.g.Nodes[id].Attrs.Int("head_dim"); hd%32 != 0 {

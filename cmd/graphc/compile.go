@@ -57,6 +57,7 @@ func runCompile(args []string) error {
 	batch := fs.Int("batch", 0, "largest prefill batch (default 512)")
 	kv := fs.String("kv-type", "", "KV cache type f16|f32|q8_0|q4_0 (default f16; q8_0 and q4_0 need --flash-attn)")
 	flash := fs.Bool("flash-attn", false, "sessions use flash attention, as llama.cpp's -fa (default off)")
+	flashAcc := fs.String("flash-acc", "", runtime.FlashAccUsage)
 	backend := fs.String("backend", "cpu", "preferred backend for placement: cpu or vulkan (nodes it cannot run stay on the cpu)")
 	pf := addPassFlags(fs)
 	dumpAfter := fs.String("dump-after", "", "write the graph after PASS (comma-separated, or all) as JSON")
@@ -72,7 +73,7 @@ func runCompile(args []string) error {
 	if *out == "" {
 		*out = strings.TrimSuffix(in, ".gguf") + ".plan"
 	}
-	o := runtime.CompileOptions{Ctx: *ctx, Batch: *batch, KVType: *kv, Backend: *backend, FlashAttn: *flash}
+	o := runtime.CompileOptions{Ctx: *ctx, Batch: *batch, KVType: *kv, Backend: *backend, FlashAttn: *flash, FlashAcc: *flashAcc}
 	pf.apply(&o)
 	if *dumpAfter != "" {
 		if err := os.MkdirAll(*dumpDir, 0o755); err != nil {

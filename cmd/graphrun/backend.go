@@ -113,6 +113,9 @@ func noteKV(stderr io.Writer, m *runtime.Model, s *runtime.Session, o runtime.Se
 	}
 	if o.FlashAttn || m.Plan.Run.FlashAttn {
 		how = ", flash attention"
+		if o.FlashAcc == "f32" || (o.FlashAcc == "" && m.Plan.Run.FlashAcc == "f32") {
+			how += " (float32 accumulator)"
+		}
 	}
 	fmt.Fprintf(stderr, "KV cache %s%s: %s for %d positions\n", kt, how, safemath.Bytes(s.KVBytes()), s.Context())
 }

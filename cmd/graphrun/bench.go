@@ -32,7 +32,8 @@ type benchReport struct {
 	Depth        int    `json:"depth"` // tokens in the KV cache before each run (--depth)
 	Reps         int    `json:"reps"`
 	FlashAttn    bool   `json:"flash_attn,omitempty"`
-	KVType       string `json:"kv_type,omitempty"` // "" is the plan's (f16 by default)
+	FlashAcc     string `json:"flash_acc,omitempty"` // --flash-acc ("": f16, llama.cpp's)
+	KVType       string `json:"kv_type,omitempty"`   // "" is the plan's (f16 by default)
 	// F16AsBF16: --f16-as-bf16 converted this many F16 weights to BF16.
 	F16AsBF16 int           `json:"f16_as_bf16,omitempty"`
 	Prefill   *runtime.Stat `json:"prefill_tok_s,omitempty"`
@@ -76,6 +77,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the timed runs to this file")
 	bandwidth := fs.Bool("bandwidth", false, "also measure the memory read bandwidth (GB/s) with the same threads")
 	flashAttn := fs.Bool("flash-attn", false, "flash attention, as llama-bench's -fa 1")
+	flashAcc := fs.String("flash-acc", "", runtime.FlashAccUsage)
 	kvType := fs.String("kv-type", "", "KV cache type f16|f32|q8_0|q4_0, as llama-bench's -ctk/-ctv (q8_0 and q4_0 need --flash-attn)")
 	nodeProfile := fs.Bool("profile", false, "time every node of the timed runs (Vulkan: GPU timestamps; CPU: wall time) and print time, share, GB/s and TFLOP/s by kind and the top nodes (with --json: in the object)")
 	profileOut := fs.String("profile-out", "", "write the per-node profile as JSON to this file (implies --profile; graphc dump --format html --profile FILE draws it)")
@@ -90,7 +92,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		pos, args = append(pos, args[0]), args[1:]
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: graphrun bench MODEL.plan|MODEL.gguf [-p 512] [-n 128] [-r 5] [--depth N] [--threads N] [--backend cpu|vulkan|auto] [--device N] [--f16-as-bf16] [--flash-attn] [--kv-type T] [--bandwidth] [--json] [--cpuprofile F] [--profile] [--profile-out F.json]")
+		fmt.Fprintln(stderr, "usage: graphrun bench MODEL.plan|MODEL.gguf [-p 512] [-n 128] [-r 5] [--depth N] [--threads N] [--backend cpu|vulkan|auto] [--device N] [--f16-as-bf16] [--flash-attn] [--flash-acc f16|f32] [--kv-type T] [--bandwidth] [--json] [--cpuprofile F] [--profile] [--profile-out F.json]")
 		return errUsage
 	}
 	if *depth < 0 || *p < 0 || *n < 0 {
@@ -130,7 +132,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer stop()
 	}
-	res, err := m.BenchContext(ctx, runtime.BenchOptions{PromptTokens: *p, GenTokens: *n, Reps: *r, Depth: *depth, KVType: *kvType, FlashAttn: *flashAttn, Profile: profiling, Progress: func(stage string, rep, reps int) {
+	res, err := m.BenchContext(ctx, runtime.BenchOptions{PromptTokens: *p, GenTokens: *n, Reps: *r, Depth: *depth, KVType: *kvType, FlashAttn: *flashAttn, FlashAcc: *flashAcc, Profile: profiling, Progress: func(stage string, rep, reps int) {
 		if stage == "depth" {
 			fmt.Fprintf(stderr, "filling the cache to depth %d\n", *depth)
 			return
@@ -145,7 +147,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if res == nil {
 		res = &runtime.BenchResult{}
 	}
-	rep := benchReport{Model: filepath.Base(pos[0]), Backend: m.Backend, Threads: *threads, PromptTokens: *p, GenTokens: *n, Reps: *r, Depth: *depth, FlashAttn: *flashAttn, KVType: *kvType, F16AsBF16: m.ConvertedBF16,
+	rep := benchReport{Model: filepath.Base(pos[0]), Backend: m.Backend, Threads: *threads, PromptTokens: *p, GenTokens: *n, Reps: *r, Depth: *depth, FlashAttn: *flashAttn, FlashAcc: *flashAcc, KVType: *kvType, F16AsBF16: m.ConvertedBF16,
 		Prefill: res.Prefill, Decode: res.Decode, Env: environment(), ModelBytes: m.File.Size(), PeakRSS: peakRSS(), Cancelled: cancelled}
 	if rep.Threads == 0 {
 		rep.Threads = goruntime.GOMAXPROCS(0)
@@ -214,6 +216,9 @@ func printBench(w io.Writer, r benchReport) {
 	}
 	if r.FlashAttn {
 		at += " fa"
+	}
+	if r.FlashAcc == "f32" {
+		at += " f32acc"
 	}
 	if r.KVType != "" {
 		at += " kv " + r.KVType

@@ -22,6 +22,7 @@ var errUsage = errors.New("usage")
 
 type config struct {
 	model, prompt, file, logitsOut, kvType string
+	flashAcc                               string
 	dumpTensors, tap                       string
 	n, ctx, threads, keep                  int
 	jsonOut, ignoreEOS, noBOS, special     bool
@@ -44,6 +45,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.threads, "threads", 0, "threads (default: all cores)")
 	fs.StringVar(&c.kvType, "kv-type", "", "KV cache type f16|f32|q8_0|q4_0 (default: the plan's; q8_0 and q4_0 need --flash-attn)")
 	fs.BoolVar(&c.flashAttn, "flash-attn", false, "flash attention, as llama.cpp's -fa (default: the plan's, off)")
+	fs.StringVar(&c.flashAcc, "flash-acc", "", runtime.FlashAccUsage+" (default: the plan's)")
 	fs.BoolVar(&c.contextShift, "context-shift", false, "when the context fills, discard half of the tokens after --keep and go on (llama.cpp's context shift; its default, not weft's)")
 	fs.IntVar(&c.keep, "keep", 0, "with a context shift: prompt tokens kept besides BOS (-1: the whole prompt), as llama.cpp's --keep; giving it turns on --context-shift")
 	fs.BoolVar(&c.ignoreEOS, "ignore-eos", false, "keep generating past end-of-sequence")
@@ -166,7 +168,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	defer m.Close()
 	noteBackend(stderr, m)
-	so := runtime.SessionOptions{Ctx: c.ctx, KVType: c.kvType, FlashAttn: c.flashAttn}
+	so := runtime.SessionOptions{Ctx: c.ctx, KVType: c.kvType, FlashAttn: c.flashAttn, FlashAcc: c.flashAcc}
 	if c.dumpTensors != "" {
 		dump, err := tapdump.Create(c.dumpTensors, tapdump.Meta{Source: c.model, Backend: m.Backend, Pattern: c.tap, Prompt: c.prompt})
 		if err != nil {

@@ -216,6 +216,25 @@ func TestBenchFlashAttn(t *testing.T) {
 	require.ErrorContains(t, runBench(context.Background(), []string{stories(t), "-p", "8", "-n", "2", "-r", "1", "--kv-type", "q8_0"}, &out, &errOut), "flash")
 }
 
+// TestFlashAccFlag: --flash-acc f32 reaches the bench and labels it; a
+// bad value, or f32 without --flash-attn, is refused with what to do;
+// graphc's plan setting is validated as the flag is.
+func TestFlashAccFlag(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.NoError(t, runBench(context.Background(), []string{stories(t), "-p", "8", "-n", "2", "-r", "1", "--flash-attn", "--flash-acc", "f32", "--json"}, &out, &errOut))
+	var rep struct {
+		FlashAcc string `json:"flash_acc"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rep))
+	assert.Equal(t, "f32", rep.FlashAcc)
+	out.Reset()
+	require.NoError(t, runBench(context.Background(), []string{stories(t), "-p", "8", "-n", "2", "-r", "1", "--flash-attn", "--flash-acc", "f32"}, &out, &errOut))
+	assert.Contains(t, out.String(), "tg2 fa f32acc")
+	require.ErrorContains(t, runBench(context.Background(), []string{stories(t), "-p", "8", "-n", "2", "-r", "1", "--flash-acc", "f32"}, &out, &errOut), "add --flash-attn")
+	require.ErrorContains(t, runBench(context.Background(), []string{stories(t), "-p", "8", "-n", "2", "-r", "1", "--flash-attn", "--flash-acc", "bf16"}, &out, &errOut), "want f16")
+	require.ErrorContains(t, run(context.Background(), []string{stories(t), "--prompt", "x", "-n", "1", "--flash-acc", "f32"}, &out, &errOut), "add --flash-attn")
+}
+
 // TestBenchF16AsBF16: --f16-as-bf16 converts a small F16 model's matmul
 // weights, says so on stderr, labels the tests and the JSON; off the CPU
 // backend it is refused before anything loads.

@@ -18,6 +18,7 @@ import (
 // serveConfig is what `graphrun serve` is told.
 type serveConfig struct {
 	host, apiKey, kvType, pooling       string
+	flashAcc                            string
 	port, parallel, ctx, threads        int
 	queue, maxTokens, chunk, keep       int
 	maxBody                             int64
@@ -34,6 +35,7 @@ func serveFlags(fs *flag.FlagSet) *serveConfig {
 	fs.IntVar(&c.threads, "threads", 0, "threads (default: all cores)")
 	fs.StringVar(&c.kvType, "kv-type", "", "KV cache type f16|f32|q8_0|q4_0 (default: the plan's; q8_0 and q4_0 need --flash-attn)")
 	fs.BoolVar(&c.flashAttn, "flash-attn", false, "flash attention, as llama.cpp's -fa (default: the plan's, off)")
+	fs.StringVar(&c.flashAcc, "flash-acc", "", runtime.FlashAccUsage+" (default: the plan's)")
 	fs.StringVar(&c.apiKey, "api-key", "", "require the header Authorization: Bearer KEY")
 	fs.IntVar(&c.queue, "queue", 0, "requests that may wait for a slot before 503 (default: 4 × --parallel)")
 	fs.IntVar(&c.maxTokens, "max-tokens", 0, "the largest max_tokens a request may ask (default: the slot context; larger only with --context-shift)")
@@ -64,7 +66,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "usage: graphrun serve MODEL.plan|MODEL.gguf [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx N] [--api-key K] [--embeddings] [flags]")
 		return errUsage
 	}
-	o := runtime.Options{Threads: c.threads, Compile: runtime.CompileOptions{Ctx: c.ctx, KVType: c.kvType, FlashAttn: c.flashAttn}}
+	o := runtime.Options{Threads: c.threads, Compile: runtime.CompileOptions{Ctx: c.ctx, KVType: c.kvType, FlashAttn: c.flashAttn, FlashAcc: c.flashAcc}}
 	if c.embeddings {
 		o.Taps = serve.EmbeddingTaps
 	}

@@ -47,6 +47,14 @@ type AttnOptions struct {
 	// before the scale and the softmax (Gemma 2's attention logit
 	// soft-capping, in ggml's float32 steps: ·(1/SoftCap), tanh, ·SoftCap).
 	SoftCap float32
+	// F32Acc (FlashAttention only) keeps the accumulator in float32 with a
+	// binary16 V too: each V row widened exactly, then ggml's float32
+	// steps (ggml_vec_scale_f32, ggml_vec_mad_f32), as llama.cpp does for
+	// a quantized V and ik_llama.cpp for every V. It is not llama.cpp's
+	// -fa numerics with a binary16 V (that rounds the accumulator to
+	// binary16 at every cell): weft's opt-in (--flash-acc f32), faster
+	// on the CPU, whose deviation from the references is measured.
+	F32Acc bool
 }
 
 // SoftCap is ggml's soft-capping of x: scale by 1/cap, tanh, scale by cap,

@@ -20,7 +20,8 @@ import (
 //     softcap·tanhf, with soft-capping); masked cells are skipped.
 //   - With an F16 V cache the accumulator is binary16: every rescale and
 //     every multiply-add rounds it to binary16. Other V types are widened
-//     to float32 and accumulated in float32.
+//     to float32 and accumulated in float32 (and an F16 V too under
+//     AttnOptions.F32Acc, weft's opt-in).
 //   - Vector loops (the first headDim&^63 elements) fuse the multiply-add;
 //     scalar tails do not (ggml's Makefile build is ISO C11, which does
 //     not contract), and neither does S·ms + vs.
@@ -77,7 +78,7 @@ func FlashAttentionWith(out, q []float32, k, v KV, nTok, pos0, nHead, nKVHead, h
 		for h := range nHead {
 			slot := (t*nHead + h) * headDim
 			qc := ConvertFlashQuery(k, q[slot:slot+headDim], s)
-			flashHead(out[slot:slot+headDim], qc, k, v, h/group*headDim, first, pos+1, scale, o.SoftCap, dot, s)
+			flashHead(out[slot:slot+headDim], qc, k, v, h/group*headDim, first, pos+1, scale, o, dot, s)
 		}
 	}
 }
@@ -100,14 +101,14 @@ func ConvertFlashQuery(k KV, qh []float32, s *FlashScratch) FlashQuery {
 // flashHead computes one query head's output against cache rows [first,
 // visible), its KV head at element kvOff, as the loop of
 // ggml_compute_forward_flash_attn_ext_f16 does.
-func flashHead(out []float32, q FlashQuery, k, v KV, kvOff, first, visible int, scale, softCap float32, dot FlashDot, s *FlashScratch) {
-	hd := len(out)
+func flashHead(out []float32, q FlashQuery, k, v KV, kvOff, first, visible int, scale float32, o AttnOptions, dot FlashDot, s *FlashScratch) {
+	hd, softCap := len(out), o.SoftCap
 	acc := s.acc[:hd]
 	clear(acc)
 	if softCap > 0 {
 		scale /= softCap
 	}
-	f16 := v.isF16()
+	f16 := v.isF16() && !o.F32Acc
 	sum, maxv := float32(0), float32(math.Inf(-1))
 	for p := first; p < visible; p++ {
 		x := dot(k, p, kvOff, q) * scale

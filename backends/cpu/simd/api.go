@@ -39,10 +39,10 @@ type impl struct {
 	flashF16    func(nc int, acc *float32, x *byte, vs float32)
 	flashF32    func(nc int, acc *float32, x *float32, vs float32)
 	flashExp    func(ng int, x, dst *float32) uint64                                // see FlashExp; nil: pure Go
-	flashTiles  [3][]flashTile                                                      // F16, Q8_0, Q4_0 V; see FlashUpdate
+	flashTiles  [flashKinds][]flashTile                                             // F16, Q8_0, Q4_0 V, F16 V with a float32 accumulator; see FlashUpdate
 	flashScores []flashScoreTile                                                    // see FlashScoresF16; nil: pure Go
 	flashScan   func(ng int, s *float32, scale, maxv float32, arg *float32) float32 // see FlashScan; nil: Go
-	flashTails  []flashTile                                                         // F16 V's unfused tail vectors; see FlashUpdate
+	flashTails  [2][]flashTile                                                      // F16 V's unfused tail vectors, binary16 and float32 accumulators; see FlashUpdate
 	f32Vec      f32RowsKernel                                                       // see VecDotF32Rows; nil: ops/ref
 	f32Tiny     f32RowsKernel                                                       // see TinyDotF32Rows; nil: ops/ref
 	decode      map[gguf.TensorType]RowsFunc                                        // see DecodeRows; nil: one row at a time

@@ -70,15 +70,16 @@ type kernelSet struct {
 	// flashExp and flashTiles: tiled flash attention's exponential and
 	// accumulator updates (see FlashExp and FlashUpdate).
 	flashExp   func(ng int, x, dst *float32) uint64
-	flashTiles [3][]flashTile
+	flashTiles [flashKinds][]flashTile
 	// flashScores: F16 scores over a transposed K (see FlashScoresF16),
 	// flashScores[k] taking k+1 query heads.
 	flashScores []flashScoreTile
 	// flashScan: the tiles' running maximum (see FlashScan); nil: Go.
 	flashScan func(ng int, s *float32, scale, maxv float32, arg *float32) float32
 	// flashTails: F16 V's unfused tail, one vector of columns (see
-	// FlashUpdate), flashTails[k] taking k+1 heads.
-	flashTails []flashTile
+	// FlashUpdate), with a binary16 ([0]) or float32 ([1]) accumulator;
+	// flashTails[a][k] takes k+1 heads.
+	flashTails [2][]flashTile
 	// widenF16, f16Wide and f16WideIn: the wide F16 GEMM
 	// (gemm_f16_amd64.go); nil where the variant has none.
 	widenF16           widenFunc

@@ -99,11 +99,12 @@ func scalarExp(x, dst []float32) {
 // and sum + vs, V_j the head's values of V row j, stored as t (F16, Q8_0
 // or Q4_0) at v[j·vStride:]. Every head reads the same V rows (the query
 // heads of one KV head). A binary16 V keeps a binary16 accumulator, as
-// ggml does. ggml's whole 64-value blocks go to the generated kernels,
+// ggml does, unless f32Acc (ref.AttnOptions.F32Acc: float32, as for the
+// quantized types, which ignore f32Acc). ggml's whole 64-value blocks go to the generated kernels,
 // several heads and cells per call with the accumulators in registers;
 // the tail, and everything without a kernel, to the reference's
 // functions. tmp holds hd floats.
-func FlashUpdate(t gguf.TensorType, acc []float32, hd int, v []byte, vStride, n int, e []float32, eStride int, sum, tmp []float32) {
+func FlashUpdate(t gguf.TensorType, f32Acc bool, acc []float32, hd int, v []byte, vStride, n int, e []float32, eStride int, sum, tmp []float32) {
 	nh := len(sum)
 	if n <= 0 || nh == 0 {
 		return
@@ -112,8 +113,8 @@ func FlashUpdate(t gguf.TensorType, acc []float32, hd int, v []byte, vStride, n 
 	_ = v[(n-1)*vStride+int(rb)-1]
 	_ = acc[nh*hd-1]
 	_ = e[(nh-1)*eStride+n-1]
-	done := 0
-	if tiles := active.flashTiles[flashKind(t)]; len(tiles) > 0 {
+	done, half := 0, t == gguf.TypeF16 && !f32Acc
+	if tiles := active.flashTiles[flashKind(t, half)]; len(tiles) > 0 {
 		cols := 4 * active.lanes
 		blk, _ := t.RowBytes(uint64(cols))
 		fused := hd &^ (flashBlock - 1)
@@ -129,10 +130,10 @@ func FlashUpdate(t gguf.TensorType, acc []float32, hd int, v []byte, vStride, n 
 			h0 += k
 		}
 		done = fused
-		done = flashTail(t, acc, hd, done, v, vStride, n, e, eStride, sum, tmp)
+		done = flashTail(t, half, acc, hd, done, v, vStride, n, e, eStride, sum, tmp)
 	}
 	for h := range nh {
-		flashRest(t, acc[h*hd:(h+1)*hd], done, v, vStride, e[h*eStride:h*eStride+n], &sum[h], done == 0, tmp)
+		flashRest(t, half, acc[h*hd:(h+1)*hd], done, v, vStride, e[h*eStride:h*eStride+n], &sum[h], done == 0, tmp)
 	}
 }
 
@@ -140,8 +141,12 @@ func FlashUpdate(t gguf.TensorType, acc []float32, hd int, v []byte, vStride, n 
 // blocks (ggml's unfused scalar tail, as ref.FlashMad computes it) in
 // whole vectors, from column done; it returns the columns done. The sums
 // are the tail kernel's only when no fused block took them (done = 0).
-func flashTail(t gguf.TensorType, acc []float32, hd, done int, v []byte, vStride, n int, e []float32, eStride int, sum, tmp []float32) int {
-	tails, lanes := active.flashTails, active.lanes
+// half: the accumulator is binary16 (else float32).
+func flashTail(t gguf.TensorType, half bool, acc []float32, hd, done int, v []byte, vStride, n int, e []float32, eStride int, sum, tmp []float32) int {
+	tails, lanes := active.flashTails[0], active.lanes
+	if !half {
+		tails = active.flashTails[1]
+	}
 	if t != gguf.TypeF16 || len(tails) == 0 {
 		return done
 	}
@@ -169,8 +174,8 @@ func flashWeights(e float32) (ms, vs float32) {
 }
 
 // flashRest is FlashUpdate for one head's columns [done, hd) in Go, and
-// its sum when withSum.
-func flashRest(t gguf.TensorType, acc []float32, done int, v []byte, vStride int, e []float32, sum *float32, withSum bool, tmp []float32) {
+// its sum when withSum; half: a binary16 accumulator.
+func flashRest(t gguf.TensorType, half bool, acc []float32, done int, v []byte, vStride int, e []float32, sum *float32, withSum bool, tmp []float32) {
 	if done == len(acc) && !withSum {
 		return
 	}
@@ -188,7 +193,7 @@ func flashRest(t gguf.TensorType, acc []float32, done int, v []byte, vStride int
 			continue
 		}
 		if ms != 1 {
-			ref.FlashScale(rest, ms, f16)
+			ref.FlashScale(rest, ms, half)
 		}
 		src := v[j*vStride+int(off) : j*vStride+int(rb)]
 		if f16 {
@@ -196,18 +201,23 @@ func flashRest(t gguf.TensorType, acc []float32, done int, v []byte, vStride int
 		} else {
 			_ = quant.Dequantize(t, src, row)
 		}
-		ref.FlashMad(rest, row, vs, f16)
+		ref.FlashMad(rest, row, vs, half)
 	}
 	*sum = s
 }
 
-// flashKind indexes impl.flashTiles.
-func flashKind(t gguf.TensorType) int {
-	switch t {
-	case gguf.TypeQ8_0:
+// flashKinds is the kinds of tile kernels: a V type and accumulator.
+const flashKinds = 4
+
+// flashKind indexes impl.flashTiles: half, a binary16 accumulator.
+func flashKind(t gguf.TensorType, half bool) int {
+	switch {
+	case t == gguf.TypeQ8_0:
 		return 1
-	case gguf.TypeQ4_0:
+	case t == gguf.TypeQ4_0:
 		return 2
+	case !half:
+		return 3
 	}
 	return 0
 }

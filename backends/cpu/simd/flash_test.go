@@ -131,16 +131,17 @@ func TestFlashExpDense(t *testing.T) {
 }
 
 // flashUpdateRef is FlashUpdate as ops/ref's loop writes it, one head.
-func flashUpdateRef(typ gguf.TensorType, acc []float32, v []byte, vStride int, e []float32, sum *float32) {
+func flashUpdateRef(typ gguf.TensorType, f32Acc bool, acc []float32, v []byte, vStride int, e []float32, sum *float32) {
 	hd := len(acc)
 	rb, _ := typ.RowBytes(uint64(hd))
 	row := make([]float32, hd)
 	f16 := typ == gguf.TypeF16
+	half := f16 && !f32Acc
 	for j, ej := range e {
 		ms, vs := float32(1), -ej
 		if !math.Signbit(float64(ej)) { // raised the maximum
 			ms, vs = ej, 1
-			ref.FlashScale(acc, ms, f16)
+			ref.FlashScale(acc, ms, half)
 		}
 		src := v[j*vStride : j*vStride+int(rb)]
 		if f16 {
@@ -148,20 +149,28 @@ func flashUpdateRef(typ gguf.TensorType, acc []float32, v []byte, vStride int, e
 		} else {
 			_ = quant.Dequantize(typ, src, row)
 		}
-		ref.FlashMad(acc, row, vs, f16)
+		ref.FlashMad(acc, row, vs, half)
 		*sum = float32(*sum*ms) + vs // unfused, as ggml
 	}
 }
 
+// flashUpdateCase is a V type and an accumulator (FlashUpdate's f32Acc).
+type flashUpdateCase struct {
+	typ    gguf.TensorType
+	f32Acc bool
+}
+
 // TestFlashUpdate holds FlashUpdate to the reference's per-cell loop
-// bit for bit on every variant: F16, Q8_0 and Q4_0 V rows inside a
+// bit for bit on every variant: F16 (with binary16 and float32
+// accumulators), Q8_0 and Q4_0 V rows inside a
 // wider row (a KV head at an offset), head dims with and without a
 // scalar tail, 1 to 9 heads (the kernels take up to 4 at once), raises
 // (weights in (0, 1), 0 and exactly 1) at random cells.
 func TestFlashUpdate(t *testing.T) {
 	rng := newRand(t)
 	forEachVariant(t, func(t *testing.T) {
-		for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0} {
+		for _, c := range []flashUpdateCase{{gguf.TypeF16, false}, {gguf.TypeF16, true}, {gguf.TypeQ8_0, false}, {gguf.TypeQ4_0, false}} {
+			typ := c.typ
 			for _, hd := range []int{8, 24, 32, 64, 80, 96, 128, 192} {
 				if typ != gguf.TypeF16 && hd%32 != 0 {
 					continue // quantized rows are whole blocks of 32
@@ -199,14 +208,14 @@ func TestFlashUpdate(t *testing.T) {
 					}
 					want, wantSum := append([]float32{}, acc...), append([]float32{}, sum...)
 					for h := range nh {
-						flashUpdateRef(typ, want[h*hd:(h+1)*hd], v[off:], stride, e[h*eStride:h*eStride+n], &wantSum[h])
+						flashUpdateRef(typ, c.f32Acc, want[h*hd:(h+1)*hd], v[off:], stride, e[h*eStride:h*eStride+n], &wantSum[h])
 					}
-					FlashUpdate(typ, acc, hd, v[off:], stride, n, e, eStride, sum, make([]float32, hd))
+					FlashUpdate(typ, c.f32Acc, acc, hd, v[off:], stride, n, e, eStride, sum, make([]float32, hd))
 					for i := range acc {
-						require.Equal(t, math.Float32bits(want[i]), math.Float32bits(acc[i]), "%s hd=%d n=%d heads=%d element %d", typ, hd, n, nh, i)
+						require.Equal(t, math.Float32bits(want[i]), math.Float32bits(acc[i]), "%s f32Acc=%v hd=%d n=%d heads=%d element %d", typ, c.f32Acc, hd, n, nh, i)
 					}
 					for h := range sum {
-						require.Equal(t, math.Float32bits(wantSum[h]), math.Float32bits(sum[h]), "%s hd=%d n=%d heads=%d sum %d", typ, hd, n, nh, h)
+						require.Equal(t, math.Float32bits(wantSum[h]), math.Float32bits(sum[h]), "%s f32Acc=%v hd=%d n=%d heads=%d sum %d", typ, c.f32Acc, hd, n, nh, h)
 					}
 				}
 			}
@@ -321,34 +330,43 @@ func TestFlashScan(t *testing.T) {
 // V's multiply-add is unfused (x·vs rounded, then the add), and a fused one
 // gives another binary16 accumulator only rarely, so random inputs seldom
 // tell them apart. Each tail column here is searched for until the two
-// round differently, and FlashUpdate must give the unfused bits.
+// round differently, and FlashUpdate must give the unfused bits; the same
+// with a float32 accumulator (f32Acc), where they differ more often.
 func TestFlashUpdateTailUnfused(t *testing.T) {
 	rng := newRand(t)
 	half := func(x float64) float32 { return quant.FP16ToFP32(quant.FP32ToFP16(float32(x))) }
 	forEachVariant(t, func(t *testing.T) {
-		const hd, head = 80, 64 // one 64-value block, a 16-column tail
-		vs := float32(rng.Float64())
-		acc, x := make([]float32, hd), make([]float32, hd)
-		for i := range hd {
-			acc[i], x[i] = half(rng.NormFloat64()), half(rng.NormFloat64())
-			for i >= head {
-				fused := half(float64(acc[i]) + float64(x[i])*float64(vs)) // exact in float64, one rounding to float32 then binary16
-				p := float32(x[i] * vs)
-				unfused := half(float64(float32(p + acc[i])))
-				if fused != unfused {
-					break
+		for _, f32Acc := range []bool{false, true} {
+			acc := func(x float64) float32 { // the accumulator's rounding
+				if f32Acc {
+					return float32(x)
 				}
-				acc[i], x[i] = half(rng.NormFloat64()), half(rng.NormFloat64())
+				return half(x)
 			}
+			const hd, head = 80, 64 // one 64-value block, a 16-column tail
+			vs := float32(rng.Float64())
+			a, x := make([]float32, hd), make([]float32, hd)
+			for i := range hd {
+				a[i], x[i] = half(rng.NormFloat64()), half(rng.NormFloat64())
+				for i >= head {
+					fused := acc(float64(a[i]) + float64(x[i])*float64(vs)) // exact in float64, one rounding to float32 (then binary16)
+					p := float32(x[i] * vs)
+					unfused := acc(float64(float32(p + a[i])))
+					if fused != unfused {
+						break
+					}
+					a[i], x[i] = half(rng.NormFloat64()), half(rng.NormFloat64())
+				}
+			}
+			v := make([]byte, 2*hd)
+			quant.FP32ToFP16Row(x, v)
+			want, sum, wantSum := append([]float32{}, a...), []float32{1}, float32(1)
+			flashUpdateRef(gguf.TypeF16, f32Acc, want, v, len(v), []float32{-vs}, &wantSum)
+			FlashUpdate(gguf.TypeF16, f32Acc, a, hd, v, len(v), 1, []float32{-vs}, 1, sum, make([]float32, hd))
+			for i := range a {
+				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(a[i]), "f32Acc=%v column %d", f32Acc, i)
+			}
+			require.Equal(t, math.Float32bits(wantSum), math.Float32bits(sum[0]))
 		}
-		v := make([]byte, 2*hd)
-		quant.FP32ToFP16Row(x, v)
-		want, sum, wantSum := append([]float32{}, acc...), []float32{1}, float32(1)
-		flashUpdateRef(gguf.TypeF16, want, v, len(v), []float32{-vs}, &wantSum)
-		FlashUpdate(gguf.TypeF16, acc, hd, v, len(v), 1, []float32{-vs}, 1, sum, make([]float32, hd))
-		for i := range acc {
-			require.Equal(t, math.Float32bits(want[i]), math.Float32bits(acc[i]), "column %d", i)
-		}
-		require.Equal(t, math.Float32bits(wantSum), math.Float32bits(sum[0]))
 	})
 }

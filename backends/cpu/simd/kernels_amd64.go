@@ -162,6 +162,14 @@ func flashTileQ4_0x1AVX2(n int, acc *float32, accStride int, v *byte, vStride in
 // accumulators and the sums of 2 heads from Q4_0 V rows (ops/ref.FlashScale, FlashMad).
 func flashTileQ4_0x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
+// flashTileF16F32x1AVX2 applies n cells' online-softmax updates to 32 floats of the
+// accumulators and the sums of 1 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF16F32x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileF16F32x2AVX2 applies n cells' online-softmax updates to 32 floats of the
+// accumulators and the sums of 2 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF16F32x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
 // flashTailF16x1AVX2 applies n cells' online-softmax updates to 8 floats of the
 // accumulators and the sums of 1 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
 func flashTailF16x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
@@ -169,6 +177,14 @@ func flashTailF16x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int
 // flashTailF16x2AVX2 applies n cells' online-softmax updates to 8 floats of the
 // accumulators and the sums of 2 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
 func flashTailF16x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTailF16F32x1AVX2 applies n cells' online-softmax updates to 8 floats of the
+// accumulators and the sums of 1 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTailF16F32x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTailF16F32x2AVX2 applies n cells' online-softmax updates to 8 floats of the
+// accumulators and the sums of 2 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTailF16F32x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
 // flashScoresF16x1AVX2 sets the raw scores of 1 query heads against nc chunks of 32
 // cells of a transposed binary16 K panel (blocks of 16 cells blockStride bytes apart),
@@ -699,6 +715,22 @@ func flashTileQ4_0x3AVX512(n int, acc *float32, accStride int, v *byte, vStride 
 // accumulators and the sums of 4 heads from Q4_0 V rows (ops/ref.FlashScale, FlashMad).
 func flashTileQ4_0x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
+// flashTileF16F32x1AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 1 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF16F32x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileF16F32x2AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 2 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF16F32x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileF16F32x3AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 3 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF16F32x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileF16F32x4AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 4 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF16F32x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
 // flashTailF16x1AVX512 applies n cells' online-softmax updates to 16 floats of the
 // accumulators and the sums of 1 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
 func flashTailF16x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
@@ -714,6 +746,22 @@ func flashTailF16x3AVX512(n int, acc *float32, accStride int, v *byte, vStride i
 // flashTailF16x4AVX512 applies n cells' online-softmax updates to 16 floats of the
 // accumulators and the sums of 4 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
 func flashTailF16x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTailF16F32x1AVX512 applies n cells' online-softmax updates to 16 floats of the
+// accumulators and the sums of 1 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTailF16F32x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTailF16F32x2AVX512 applies n cells' online-softmax updates to 16 floats of the
+// accumulators and the sums of 2 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTailF16F32x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTailF16F32x3AVX512 applies n cells' online-softmax updates to 16 floats of the
+// accumulators and the sums of 3 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTailF16F32x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTailF16F32x4AVX512 applies n cells' online-softmax updates to 16 floats of the
+// accumulators and the sums of 4 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTailF16F32x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
 // flashScoresF16x1AVX512 sets the raw scores of 1 query heads against nc chunks of 64
 // cells of a transposed binary16 K panel (blocks of 16 cells blockStride bytes apart),

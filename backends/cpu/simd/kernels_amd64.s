@@ -6455,6 +6455,153 @@ done:
 	VZEROUPPER
 	RET
 
+// func flashTileF16F32x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, F16C, FMA3, MMX+
+TEXT ·flashTileF16F32x1AVX2(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    sum+56(FP), DI
+	MOVQ    accStride+16(FP), R8
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	VMOVUPS 64(CX), Y2
+	VMOVUPS 96(CX), Y3
+	VMOVSS  (DI), X4
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Y5
+	MOVL         (SI)(CX*4), R8
+	TESTL        R8, R8
+	JS           weighted0
+	VMULPS       Y5, Y0, Y0
+	VMULPS       Y5, Y1, Y1
+	VMULPS       Y5, Y2, Y2
+	VMULPS       Y5, Y3, Y3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Y5
+
+weighted0:
+	VSUBSS       X5, X4, X4
+	VCVTPH2PS    (DX), Y6
+	VFNMADD231PS Y5, Y6, Y0
+	VCVTPH2PS    16(DX), Y6
+	VFNMADD231PS Y5, Y6, Y1
+	VCVTPH2PS    32(DX), Y6
+	VFNMADD231PS Y5, Y6, Y2
+	VCVTPH2PS    48(DX), Y6
+	VFNMADD231PS Y5, Y6, Y3
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VMOVSS  X4, (DI)
+	VZEROUPPER
+	RET
+
+// func flashTileF16F32x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, F16C, FMA3, MMX+
+TEXT ·flashTileF16F32x2AVX2(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), DI
+	MOVQ    sum+56(FP), R8
+	MOVQ    accStride+16(FP), R9
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	VMOVUPS 64(CX), Y2
+	VMOVUPS 96(CX), Y3
+	VMOVSS  (R8), X4
+	ADDQ    R9, CX
+	VMOVUPS (CX), Y5
+	VMOVUPS 32(CX), Y6
+	VMOVUPS 64(CX), Y7
+	VMOVUPS 96(CX), Y8
+	VMOVSS  4(R8), X9
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Y10
+	MOVL         (SI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted0
+	VMULPS       Y10, Y0, Y0
+	VMULPS       Y10, Y1, Y1
+	VMULPS       Y10, Y2, Y2
+	VMULPS       Y10, Y3, Y3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Y10
+
+weighted0:
+	VSUBSS       X10, X4, X4
+	VBROADCASTSS (DI)(CX*4), Y11
+	MOVL         (DI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted1
+	VMULPS       Y11, Y5, Y5
+	VMULPS       Y11, Y6, Y6
+	VMULPS       Y11, Y7, Y7
+	VMULPS       Y11, Y8, Y8
+	VMULSS       (DI)(CX*4), X9, X9
+	VBROADCASTSS flashNegOne<>+0(SB), Y11
+
+weighted1:
+	VSUBSS       X11, X9, X9
+	VCVTPH2PS    (DX), Y12
+	VFNMADD231PS Y10, Y12, Y0
+	VFNMADD231PS Y11, Y12, Y5
+	VCVTPH2PS    16(DX), Y12
+	VFNMADD231PS Y10, Y12, Y1
+	VFNMADD231PS Y11, Y12, Y6
+	VCVTPH2PS    32(DX), Y12
+	VFNMADD231PS Y10, Y12, Y2
+	VFNMADD231PS Y11, Y12, Y7
+	VCVTPH2PS    48(DX), Y12
+	VFNMADD231PS Y10, Y12, Y3
+	VFNMADD231PS Y11, Y12, Y8
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VMOVSS  X4, (R8)
+	ADDQ    R9, AX
+	VMOVUPS Y5, (AX)
+	VMOVUPS Y6, 32(AX)
+	VMOVUPS Y7, 64(AX)
+	VMOVUPS Y8, 96(AX)
+	VMOVSS  X9, 4(R8)
+	VZEROUPPER
+	RET
+
 // func flashTailF16x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 // Requires: AVX, F16C, MMX+
 TEXT ·flashTailF16x1AVX2(SB), NOSPLIT, $0-64
@@ -6558,6 +6705,114 @@ weighted1:
 	VSUBPS     Y4, Y2, Y2
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVSS  X1, (R8)
+	ADDQ    R9, AX
+	VMOVUPS Y2, (AX)
+	VMOVSS  X3, 4(R8)
+	VZEROUPPER
+	RET
+
+// func flashTailF16F32x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, F16C, MMX+
+TEXT ·flashTailF16F32x1AVX2(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    sum+56(FP), DI
+	MOVQ    accStride+16(FP), R8
+	VMOVUPS (CX), Y0
+	VMOVSS  (DI), X1
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Y2
+	MOVL         (SI)(CX*4), R8
+	TESTL        R8, R8
+	JS           weighted0
+	VMULPS       Y2, Y0, Y0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Y2
+
+weighted0:
+	VSUBSS     X2, X1, X1
+	VCVTPH2PS  (DX), Y3
+	VMULPS     Y2, Y3, Y2
+	VSUBPS     Y2, Y0, Y0
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVSS  X1, (DI)
+	VZEROUPPER
+	RET
+
+// func flashTailF16F32x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, F16C, MMX+
+TEXT ·flashTailF16F32x2AVX2(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), DI
+	MOVQ    sum+56(FP), R8
+	MOVQ    accStride+16(FP), R9
+	VMOVUPS (CX), Y0
+	VMOVSS  (R8), X1
+	ADDQ    R9, CX
+	VMOVUPS (CX), Y2
+	VMOVSS  4(R8), X3
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Y4
+	MOVL         (SI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted0
+	VMULPS       Y4, Y0, Y0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Y4
+
+weighted0:
+	VSUBSS       X4, X1, X1
+	VBROADCASTSS (DI)(CX*4), Y5
+	MOVL         (DI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted1
+	VMULPS       Y5, Y2, Y2
+	VMULSS       (DI)(CX*4), X3, X3
+	VBROADCASTSS flashNegOne<>+0(SB), Y5
+
+weighted1:
+	VSUBSS     X5, X3, X3
+	VCVTPH2PS  (DX), Y6
+	VMULPS     Y4, Y6, Y4
+	VSUBPS     Y4, Y0, Y0
+	VMULPS     Y5, Y6, Y4
+	VSUBPS     Y4, Y2, Y2
 	PREFETCHT0 (DX)(BX*4)
 	PREFETCHT0 64(DX)(BX*4)
 	ADDQ       BX, DX
@@ -45449,6 +45704,421 @@ done:
 	VZEROUPPER
 	RET
 
+// func flashTileF16F32x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTileF16F32x1AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    sum+56(FP), DI
+	MOVQ    accStride+16(FP), R8
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS 128(CX), Z2
+	VMOVUPS 192(CX), Z3
+	VMOVSS  (DI), X4
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z5
+	MOVL         (SI)(CX*4), R8
+	TESTL        R8, R8
+	JS           weighted0
+	VMULPS       Z5, Z0, Z0
+	VMULPS       Z5, Z1, Z1
+	VMULPS       Z5, Z2, Z2
+	VMULPS       Z5, Z3, Z3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Z5
+
+weighted0:
+	VSUBSS       X5, X4, X4
+	VCVTPH2PS    (DX), Z6
+	VFNMADD231PS Z5, Z6, Z0
+	VCVTPH2PS    32(DX), Z6
+	VFNMADD231PS Z5, Z6, Z1
+	VCVTPH2PS    64(DX), Z6
+	VFNMADD231PS Z5, Z6, Z2
+	VCVTPH2PS    96(DX), Z6
+	VFNMADD231PS Z5, Z6, Z3
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVSS  X4, (DI)
+	VZEROUPPER
+	RET
+
+// func flashTileF16F32x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTileF16F32x2AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), DI
+	MOVQ    sum+56(FP), R8
+	MOVQ    accStride+16(FP), R9
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS 128(CX), Z2
+	VMOVUPS 192(CX), Z3
+	VMOVSS  (R8), X4
+	ADDQ    R9, CX
+	VMOVUPS (CX), Z5
+	VMOVUPS 64(CX), Z6
+	VMOVUPS 128(CX), Z7
+	VMOVUPS 192(CX), Z8
+	VMOVSS  4(R8), X9
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z10
+	MOVL         (SI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted0
+	VMULPS       Z10, Z0, Z0
+	VMULPS       Z10, Z1, Z1
+	VMULPS       Z10, Z2, Z2
+	VMULPS       Z10, Z3, Z3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Z10
+
+weighted0:
+	VSUBSS       X10, X4, X4
+	VBROADCASTSS (DI)(CX*4), Z11
+	MOVL         (DI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted1
+	VMULPS       Z11, Z5, Z5
+	VMULPS       Z11, Z6, Z6
+	VMULPS       Z11, Z7, Z7
+	VMULPS       Z11, Z8, Z8
+	VMULSS       (DI)(CX*4), X9, X9
+	VBROADCASTSS flashNegOne<>+0(SB), Z11
+
+weighted1:
+	VSUBSS       X11, X9, X9
+	VCVTPH2PS    (DX), Z12
+	VFNMADD231PS Z10, Z12, Z0
+	VFNMADD231PS Z11, Z12, Z5
+	VCVTPH2PS    32(DX), Z12
+	VFNMADD231PS Z10, Z12, Z1
+	VFNMADD231PS Z11, Z12, Z6
+	VCVTPH2PS    64(DX), Z12
+	VFNMADD231PS Z10, Z12, Z2
+	VFNMADD231PS Z11, Z12, Z7
+	VCVTPH2PS    96(DX), Z12
+	VFNMADD231PS Z10, Z12, Z3
+	VFNMADD231PS Z11, Z12, Z8
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVSS  X4, (R8)
+	ADDQ    R9, AX
+	VMOVUPS Z5, (AX)
+	VMOVUPS Z6, 64(AX)
+	VMOVUPS Z7, 128(AX)
+	VMOVUPS Z8, 192(AX)
+	VMOVSS  X9, 4(R8)
+	VZEROUPPER
+	RET
+
+// func flashTileF16F32x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTileF16F32x3AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), R8
+	LEAQ    (R8)(DI*1), DI
+	MOVQ    sum+56(FP), R9
+	MOVQ    accStride+16(FP), R10
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS 128(CX), Z2
+	VMOVUPS 192(CX), Z3
+	VMOVSS  (R9), X4
+	ADDQ    R10, CX
+	VMOVUPS (CX), Z5
+	VMOVUPS 64(CX), Z6
+	VMOVUPS 128(CX), Z7
+	VMOVUPS 192(CX), Z8
+	VMOVSS  4(R9), X9
+	ADDQ    R10, CX
+	VMOVUPS (CX), Z10
+	VMOVUPS 64(CX), Z11
+	VMOVUPS 128(CX), Z12
+	VMOVUPS 192(CX), Z13
+	VMOVSS  8(R9), X14
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z15
+	MOVL         (SI)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted0
+	VMULPS       Z15, Z0, Z0
+	VMULPS       Z15, Z1, Z1
+	VMULPS       Z15, Z2, Z2
+	VMULPS       Z15, Z3, Z3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Z15
+
+weighted0:
+	VSUBSS       X15, X4, X4
+	VBROADCASTSS (R8)(CX*4), Z16
+	MOVL         (R8)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted1
+	VMULPS       Z16, Z5, Z5
+	VMULPS       Z16, Z6, Z6
+	VMULPS       Z16, Z7, Z7
+	VMULPS       Z16, Z8, Z8
+	VMULSS       (R8)(CX*4), X9, X9
+	VBROADCASTSS flashNegOne<>+0(SB), Z16
+
+weighted1:
+	VSUBSS       X16, X9, X9
+	VBROADCASTSS (DI)(CX*4), Z17
+	MOVL         (DI)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted2
+	VMULPS       Z17, Z10, Z10
+	VMULPS       Z17, Z11, Z11
+	VMULPS       Z17, Z12, Z12
+	VMULPS       Z17, Z13, Z13
+	VMULSS       (DI)(CX*4), X14, X14
+	VBROADCASTSS flashNegOne<>+0(SB), Z17
+
+weighted2:
+	VSUBSS       X17, X14, X14
+	VCVTPH2PS    (DX), Z18
+	VFNMADD231PS Z15, Z18, Z0
+	VFNMADD231PS Z16, Z18, Z5
+	VFNMADD231PS Z17, Z18, Z10
+	VCVTPH2PS    32(DX), Z18
+	VFNMADD231PS Z15, Z18, Z1
+	VFNMADD231PS Z16, Z18, Z6
+	VFNMADD231PS Z17, Z18, Z11
+	VCVTPH2PS    64(DX), Z18
+	VFNMADD231PS Z15, Z18, Z2
+	VFNMADD231PS Z16, Z18, Z7
+	VFNMADD231PS Z17, Z18, Z12
+	VCVTPH2PS    96(DX), Z18
+	VFNMADD231PS Z15, Z18, Z3
+	VFNMADD231PS Z16, Z18, Z8
+	VFNMADD231PS Z17, Z18, Z13
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVSS  X4, (R9)
+	ADDQ    R10, AX
+	VMOVUPS Z5, (AX)
+	VMOVUPS Z6, 64(AX)
+	VMOVUPS Z7, 128(AX)
+	VMOVUPS Z8, 192(AX)
+	VMOVSS  X9, 4(R9)
+	ADDQ    R10, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	VMOVUPS Z12, 128(AX)
+	VMOVUPS Z13, 192(AX)
+	VMOVSS  X14, 8(R9)
+	VZEROUPPER
+	RET
+
+// func flashTileF16F32x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTileF16F32x4AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), R8
+	LEAQ    (R8)(DI*1), R9
+	LEAQ    (R9)(DI*1), DI
+	MOVQ    sum+56(FP), R10
+	MOVQ    accStride+16(FP), R11
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS 128(CX), Z2
+	VMOVUPS 192(CX), Z3
+	VMOVSS  (R10), X4
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z5
+	VMOVUPS 64(CX), Z6
+	VMOVUPS 128(CX), Z7
+	VMOVUPS 192(CX), Z8
+	VMOVSS  4(R10), X9
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z10
+	VMOVUPS 64(CX), Z11
+	VMOVUPS 128(CX), Z12
+	VMOVUPS 192(CX), Z13
+	VMOVSS  8(R10), X14
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z15
+	VMOVUPS 64(CX), Z16
+	VMOVUPS 128(CX), Z17
+	VMOVUPS 192(CX), Z18
+	VMOVSS  12(R10), X19
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z20
+	MOVL         (SI)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted0
+	VMULPS       Z20, Z0, Z0
+	VMULPS       Z20, Z1, Z1
+	VMULPS       Z20, Z2, Z2
+	VMULPS       Z20, Z3, Z3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Z20
+
+weighted0:
+	VSUBSS       X20, X4, X4
+	VBROADCASTSS (R8)(CX*4), Z21
+	MOVL         (R8)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted1
+	VMULPS       Z21, Z5, Z5
+	VMULPS       Z21, Z6, Z6
+	VMULPS       Z21, Z7, Z7
+	VMULPS       Z21, Z8, Z8
+	VMULSS       (R8)(CX*4), X9, X9
+	VBROADCASTSS flashNegOne<>+0(SB), Z21
+
+weighted1:
+	VSUBSS       X21, X9, X9
+	VBROADCASTSS (R9)(CX*4), Z22
+	MOVL         (R9)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted2
+	VMULPS       Z22, Z10, Z10
+	VMULPS       Z22, Z11, Z11
+	VMULPS       Z22, Z12, Z12
+	VMULPS       Z22, Z13, Z13
+	VMULSS       (R9)(CX*4), X14, X14
+	VBROADCASTSS flashNegOne<>+0(SB), Z22
+
+weighted2:
+	VSUBSS       X22, X14, X14
+	VBROADCASTSS (DI)(CX*4), Z23
+	MOVL         (DI)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted3
+	VMULPS       Z23, Z15, Z15
+	VMULPS       Z23, Z16, Z16
+	VMULPS       Z23, Z17, Z17
+	VMULPS       Z23, Z18, Z18
+	VMULSS       (DI)(CX*4), X19, X19
+	VBROADCASTSS flashNegOne<>+0(SB), Z23
+
+weighted3:
+	VSUBSS       X23, X19, X19
+	VCVTPH2PS    (DX), Z24
+	VFNMADD231PS Z20, Z24, Z0
+	VFNMADD231PS Z21, Z24, Z5
+	VFNMADD231PS Z22, Z24, Z10
+	VFNMADD231PS Z23, Z24, Z15
+	VCVTPH2PS    32(DX), Z24
+	VFNMADD231PS Z20, Z24, Z1
+	VFNMADD231PS Z21, Z24, Z6
+	VFNMADD231PS Z22, Z24, Z11
+	VFNMADD231PS Z23, Z24, Z16
+	VCVTPH2PS    64(DX), Z24
+	VFNMADD231PS Z20, Z24, Z2
+	VFNMADD231PS Z21, Z24, Z7
+	VFNMADD231PS Z22, Z24, Z12
+	VFNMADD231PS Z23, Z24, Z17
+	VCVTPH2PS    96(DX), Z24
+	VFNMADD231PS Z20, Z24, Z3
+	VFNMADD231PS Z21, Z24, Z8
+	VFNMADD231PS Z22, Z24, Z13
+	VFNMADD231PS Z23, Z24, Z18
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVSS  X4, (R10)
+	ADDQ    R11, AX
+	VMOVUPS Z5, (AX)
+	VMOVUPS Z6, 64(AX)
+	VMOVUPS Z7, 128(AX)
+	VMOVUPS Z8, 192(AX)
+	VMOVSS  X9, 4(R10)
+	ADDQ    R11, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	VMOVUPS Z12, 128(AX)
+	VMOVUPS Z13, 192(AX)
+	VMOVSS  X14, 8(R10)
+	ADDQ    R11, AX
+	VMOVUPS Z15, (AX)
+	VMOVUPS Z16, 64(AX)
+	VMOVUPS Z17, 128(AX)
+	VMOVUPS Z18, 192(AX)
+	VMOVSS  X19, 12(R10)
+	VZEROUPPER
+	RET
+
 // func flashTailF16x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·flashTailF16x1AVX512(SB), NOSPLIT, $0-64
@@ -45759,6 +46429,299 @@ weighted3:
 	VSUBPS     Z8, Z6, Z6
 	VCVTPS2PH  $0x00, Z6, Y6
 	VCVTPH2PS  Y6, Z6
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVSS  X1, (R10)
+	ADDQ    R11, AX
+	VMOVUPS Z2, (AX)
+	VMOVSS  X3, 4(R10)
+	ADDQ    R11, AX
+	VMOVUPS Z4, (AX)
+	VMOVSS  X5, 8(R10)
+	ADDQ    R11, AX
+	VMOVUPS Z6, (AX)
+	VMOVSS  X7, 12(R10)
+	VZEROUPPER
+	RET
+
+// func flashTailF16F32x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTailF16F32x1AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    sum+56(FP), DI
+	MOVQ    accStride+16(FP), R8
+	VMOVUPS (CX), Z0
+	VMOVSS  (DI), X1
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z2
+	MOVL         (SI)(CX*4), R8
+	TESTL        R8, R8
+	JS           weighted0
+	VMULPS       Z2, Z0, Z0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Z2
+
+weighted0:
+	VSUBSS     X2, X1, X1
+	VCVTPH2PS  (DX), Z3
+	VMULPS     Z2, Z3, Z2
+	VSUBPS     Z2, Z0, Z0
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVSS  X1, (DI)
+	VZEROUPPER
+	RET
+
+// func flashTailF16F32x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTailF16F32x2AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), DI
+	MOVQ    sum+56(FP), R8
+	MOVQ    accStride+16(FP), R9
+	VMOVUPS (CX), Z0
+	VMOVSS  (R8), X1
+	ADDQ    R9, CX
+	VMOVUPS (CX), Z2
+	VMOVSS  4(R8), X3
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z4
+	MOVL         (SI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted0
+	VMULPS       Z4, Z0, Z0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Z4
+
+weighted0:
+	VSUBSS       X4, X1, X1
+	VBROADCASTSS (DI)(CX*4), Z5
+	MOVL         (DI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted1
+	VMULPS       Z5, Z2, Z2
+	VMULSS       (DI)(CX*4), X3, X3
+	VBROADCASTSS flashNegOne<>+0(SB), Z5
+
+weighted1:
+	VSUBSS     X5, X3, X3
+	VCVTPH2PS  (DX), Z6
+	VMULPS     Z4, Z6, Z4
+	VSUBPS     Z4, Z0, Z0
+	VMULPS     Z5, Z6, Z4
+	VSUBPS     Z4, Z2, Z2
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVSS  X1, (R8)
+	ADDQ    R9, AX
+	VMOVUPS Z2, (AX)
+	VMOVSS  X3, 4(R8)
+	VZEROUPPER
+	RET
+
+// func flashTailF16F32x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTailF16F32x3AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), R8
+	LEAQ    (R8)(DI*1), DI
+	MOVQ    sum+56(FP), R9
+	MOVQ    accStride+16(FP), R10
+	VMOVUPS (CX), Z0
+	VMOVSS  (R9), X1
+	ADDQ    R10, CX
+	VMOVUPS (CX), Z2
+	VMOVSS  4(R9), X3
+	ADDQ    R10, CX
+	VMOVUPS (CX), Z4
+	VMOVSS  8(R9), X5
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z6
+	MOVL         (SI)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted0
+	VMULPS       Z6, Z0, Z0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Z6
+
+weighted0:
+	VSUBSS       X6, X1, X1
+	VBROADCASTSS (R8)(CX*4), Z7
+	MOVL         (R8)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted1
+	VMULPS       Z7, Z2, Z2
+	VMULSS       (R8)(CX*4), X3, X3
+	VBROADCASTSS flashNegOne<>+0(SB), Z7
+
+weighted1:
+	VSUBSS       X7, X3, X3
+	VBROADCASTSS (DI)(CX*4), Z8
+	MOVL         (DI)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted2
+	VMULPS       Z8, Z4, Z4
+	VMULSS       (DI)(CX*4), X5, X5
+	VBROADCASTSS flashNegOne<>+0(SB), Z8
+
+weighted2:
+	VSUBSS     X8, X5, X5
+	VCVTPH2PS  (DX), Z9
+	VMULPS     Z6, Z9, Z6
+	VSUBPS     Z6, Z0, Z0
+	VMULPS     Z7, Z9, Z6
+	VSUBPS     Z6, Z2, Z2
+	VMULPS     Z8, Z9, Z6
+	VSUBPS     Z6, Z4, Z4
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVSS  X1, (R9)
+	ADDQ    R10, AX
+	VMOVUPS Z2, (AX)
+	VMOVSS  X3, 4(R9)
+	ADDQ    R10, AX
+	VMOVUPS Z4, (AX)
+	VMOVSS  X5, 8(R9)
+	VZEROUPPER
+	RET
+
+// func flashTailF16F32x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTailF16F32x4AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), R8
+	LEAQ    (R8)(DI*1), R9
+	LEAQ    (R9)(DI*1), DI
+	MOVQ    sum+56(FP), R10
+	MOVQ    accStride+16(FP), R11
+	VMOVUPS (CX), Z0
+	VMOVSS  (R10), X1
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z2
+	VMOVSS  4(R10), X3
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z4
+	VMOVSS  8(R10), X5
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z6
+	VMOVSS  12(R10), X7
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z8
+	MOVL         (SI)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted0
+	VMULPS       Z8, Z0, Z0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Z8
+
+weighted0:
+	VSUBSS       X8, X1, X1
+	VBROADCASTSS (R8)(CX*4), Z9
+	MOVL         (R8)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted1
+	VMULPS       Z9, Z2, Z2
+	VMULSS       (R8)(CX*4), X3, X3
+	VBROADCASTSS flashNegOne<>+0(SB), Z9
+
+weighted1:
+	VSUBSS       X9, X3, X3
+	VBROADCASTSS (R9)(CX*4), Z10
+	MOVL         (R9)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted2
+	VMULPS       Z10, Z4, Z4
+	VMULSS       (R9)(CX*4), X5, X5
+	VBROADCASTSS flashNegOne<>+0(SB), Z10
+
+weighted2:
+	VSUBSS       X10, X5, X5
+	VBROADCASTSS (DI)(CX*4), Z11
+	MOVL         (DI)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted3
+	VMULPS       Z11, Z6, Z6
+	VMULSS       (DI)(CX*4), X7, X7
+	VBROADCASTSS flashNegOne<>+0(SB), Z11
+
+weighted3:
+	VSUBSS     X11, X7, X7
+	VCVTPH2PS  (DX), Z12
+	VMULPS     Z8, Z12, Z8
+	VSUBPS     Z8, Z0, Z0
+	VMULPS     Z9, Z12, Z8
+	VSUBPS     Z8, Z2, Z2
+	VMULPS     Z10, Z12, Z8
+	VSUBPS     Z8, Z4, Z4
+	VMULPS     Z11, Z12, Z8
+	VSUBPS     Z8, Z6, Z6
 	PREFETCHT0 (DX)(BX*4)
 	PREFETCHT0 64(DX)(BX*4)
 	ADDQ       BX, DX

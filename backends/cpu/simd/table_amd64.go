@@ -84,8 +84,8 @@ var asmKernels = []kernelSet{{
 	flashF16:    flashMadF16AVX2,
 	flashF32:    flashMadF32AVX2,
 	flashScores: []flashScoreTile{flashScoresF16x1AVX2, flashScoresF16x2AVX2},
-	flashTails:  []flashTile{flashTailF16x1AVX2, flashTailF16x2AVX2},
-	flashTiles:  [3][]flashTile{{flashTileF16x1AVX2, flashTileF16x2AVX2}, {flashTileQ8_0x1AVX2, flashTileQ8_0x2AVX2}, {flashTileQ4_0x1AVX2, flashTileQ4_0x2AVX2}},
+	flashTails:  [2][]flashTile{{flashTailF16x1AVX2, flashTailF16x2AVX2}, {flashTailF16F32x1AVX2, flashTailF16F32x2AVX2}},
+	flashTiles:  [4][]flashTile{{flashTileF16x1AVX2, flashTileF16x2AVX2}, {flashTileQ8_0x1AVX2, flashTileQ8_0x2AVX2}, {flashTileQ4_0x1AVX2, flashTileQ4_0x2AVX2}, {flashTileF16F32x1AVX2, flashTileF16F32x2AVX2}},
 	gelu:        geluF32AVX2,
 	gemms: []gemmKernel{{
 		chunk: 32,
@@ -199,8 +199,8 @@ var asmKernels = []kernelSet{{
 	flashF32:    flashMadF32AVX512,
 	flashScan:   flashScanAVX512,
 	flashScores: []flashScoreTile{flashScoresF16x1AVX512, flashScoresF16x2AVX512, flashScoresF16x3AVX512, flashScoresF16x4AVX512},
-	flashTails:  []flashTile{flashTailF16x1AVX512, flashTailF16x2AVX512, flashTailF16x3AVX512, flashTailF16x4AVX512},
-	flashTiles:  [3][]flashTile{{flashTileF16x1AVX512, flashTileF16x2AVX512, flashTileF16x3AVX512, flashTileF16x4AVX512}, {flashTileQ8_0x1AVX512, flashTileQ8_0x2AVX512, flashTileQ8_0x3AVX512, flashTileQ8_0x4AVX512}, {flashTileQ4_0x1AVX512, flashTileQ4_0x2AVX512, flashTileQ4_0x3AVX512, flashTileQ4_0x4AVX512}},
+	flashTails:  [2][]flashTile{{flashTailF16x1AVX512, flashTailF16x2AVX512, flashTailF16x3AVX512, flashTailF16x4AVX512}, {flashTailF16F32x1AVX512, flashTailF16F32x2AVX512, flashTailF16F32x3AVX512, flashTailF16F32x4AVX512}},
+	flashTiles:  [4][]flashTile{{flashTileF16x1AVX512, flashTileF16x2AVX512, flashTileF16x3AVX512, flashTileF16x4AVX512}, {flashTileQ8_0x1AVX512, flashTileQ8_0x2AVX512, flashTileQ8_0x3AVX512, flashTileQ8_0x4AVX512}, {flashTileQ4_0x1AVX512, flashTileQ4_0x2AVX512, flashTileQ4_0x3AVX512, flashTileQ4_0x4AVX512}, {flashTileF16F32x1AVX512, flashTileF16F32x2AVX512, flashTileF16F32x3AVX512, flashTileF16F32x4AVX512}},
 	gelu:        geluF32AVX512,
 	gemms: []gemmKernel{{
 		chunk: 32,

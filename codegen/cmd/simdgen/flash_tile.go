@@ -24,7 +24,9 @@ import (
 // (−1 or e): VFNMADD gives −(w·v) + acc, the same single rounding, and
 // sum − w is sum + vs exactly. Quantized V rows are widened as
 // quant.Dequantize does: d·q in float32, which is exact (an 11-bit
-// significand times an integer below 2⁸).
+// significand times an integer below 2⁸). Kind F16F32 reads a binary16 V
+// and keeps a float32 accumulator (ref.AttnOptions.F32Acc: no rounding
+// to binary16), as the quantized kinds do.
 //
 // flashExp is ±float32(exp(float64(−|x|))), the reference's expf of
 // −|x| carrying x's sign (the tiles' encoding of a cell weight, see
@@ -92,15 +94,17 @@ func fexpCoefs() Mem {
 func genFlashTiles(v variant, reg *registry) {
 	exp := fname("flashExp", v)
 	genFlashExp(v, exp)
-	var tiles [3][]string
-	for i, kind := range []string{"F16", "Q8_0", "Q4_0"} {
+	var tiles [4][]string
+	for i, kind := range []string{"F16", "Q8_0", "Q4_0", "F16F32"} {
 		for h := 1; h <= flashTileHeads(v); h++ {
 			tiles[i] = append(tiles[i], genFlashTile(v, kind, h, 4, true))
 		}
 	}
-	var tails []string
-	for h := 1; h <= flashTileHeads(v); h++ {
-		tails = append(tails, genFlashTile(v, "F16", h, 1, false))
+	var tails [2][]string
+	for i, kind := range []string{"F16", "F16F32"} {
+		for h := 1; h <= flashTileHeads(v); h++ {
+			tails[i] = append(tails[i], genFlashTile(v, kind, h, 1, false))
+		}
 	}
 	reg.flashTiles(v, exp, tiles)
 	reg.flashTails(v, tails)
@@ -361,7 +365,7 @@ func genFlashTile(v variant, kind string, heads, vecs int, fused bool) string {
 		x := vec()
 		col := lanes * i
 		switch kind {
-		case "F16":
+		case "F16", "F16F32":
 			VCVTPH2PS(Mem{Base: vp, Disp: 2 * col}, x)
 		default:
 			bb := 34

@@ -44,10 +44,10 @@ type elemEntry struct {
 	gelu                       string
 	flashF16, flashF32         string      // flash attention's accumulator updates
 	flashExp                   string      // flash attention's exact exponential
-	flashTiles                 [3][]string // tiled updates: F16, Q8_0, Q4_0 V; [h] takes h+1 heads
+	flashTiles                 [4][]string // tiled updates: F16, Q8_0, Q4_0 V, F16 V with a float32 accumulator; [h] takes h+1 heads
 	flashScores                []string    // F16 scores over transposed K: [h] takes h+1 heads
 	flashScan                  string      // the running maximum's scan ("": Go)
-	flashTails                 []string    // F16 V's unfused tail vectors: [h] takes h+1 heads
+	flashTails                 [2][]string // F16 V's unfused tail vectors, binary16 and float32 accumulators: [h] takes h+1 heads
 	widenF16                   string      // the wide F16 GEMM's activations to float32
 	f16Wide, f16WideIn         []string    // wide F16 GEMM tiles: [p] takes p+1 token pairs
 	f32Vec, f32Tiny            string      // float32 dot products in llama.cpp's two orders
@@ -117,7 +117,7 @@ func (r *registry) flash(v variant, f16, f32 string) {
 	r.elems[v.name] = e
 }
 
-func (r *registry) flashTiles(v variant, exp string, tiles [3][]string) {
+func (r *registry) flashTiles(v variant, exp string, tiles [4][]string) {
 	r.see(v)
 	e := r.elems[v.name]
 	e.flashExp, e.flashTiles = exp, tiles
@@ -136,7 +136,7 @@ func (r *registry) flashScores(v variant, scores []string) {
 	r.update(v, func(e *elemEntry) { e.flashScores = scores })
 }
 
-func (r *registry) flashTails(v variant, tails []string) {
+func (r *registry) flashTails(v variant, tails [2][]string) {
 	r.update(v, func(e *elemEntry) { e.flashTails = tails })
 }
 
@@ -274,17 +274,13 @@ func writeTable(path string, r *registry) error {
 		}
 		if e := r.elems[name]; e.flashExp != "" {
 			set[jen.Id("flashExp")] = jen.Id(e.flashExp)
-			var kinds []jen.Code
-			for _, ts := range e.flashTiles {
-				kinds = append(kinds, jen.Values(ids(ts)...))
-			}
-			set[jen.Id("flashTiles")] = jen.Index(jen.Lit(3)).Index().Id("flashTile").Values(kinds...)
+			set[jen.Id("flashTiles")] = flashTileTable(e.flashTiles[:])
 		}
 		if e := r.elems[name]; len(e.flashScores) > 0 {
 			set[jen.Id("flashScores")] = jen.Index().Id("flashScoreTile").Values(ids(e.flashScores)...)
 		}
-		if e := r.elems[name]; len(e.flashTails) > 0 {
-			set[jen.Id("flashTails")] = jen.Index().Id("flashTile").Values(ids(e.flashTails)...)
+		if e := r.elems[name]; len(e.flashTails[0]) > 0 {
+			set[jen.Id("flashTails")] = flashTileTable(e.flashTails[:])
 		}
 		if e := r.elems[name]; e.flashScan != "" {
 			set[jen.Id("flashScan")] = jen.Id(e.flashScan)
@@ -318,4 +314,14 @@ func writeTable(path string, r *registry) error {
 		return err
 	}
 	return out.Close()
+}
+
+// flashTileTable is the literal [len(kinds)][]flashTile{…} of the tile
+// kernels of each kind.
+func flashTileTable(kinds [][]string) jen.Code {
+	var lists []jen.Code
+	for _, ts := range kinds {
+		lists = append(lists, jen.Values(ids(ts)...))
+	}
+	return jen.Index(jen.Lit(len(kinds))).Index().Id("flashTile").Values(lists...)
 }
