@@ -276,7 +276,15 @@ func open(in *vk.Instance, index int) (*Device, error) {
 	fam, _, _ := pd.ComputeQueueFamily()
 	want := wanted(info.Features)
 	want.CooperativeMatrixNV = info.CoopInt8() || info.CoopF16()
-	dev, err := pd.CreateDevice(vk.DeviceOptions{QueueFamily: fam, Features: want})
+	opts := vk.DeviceOptions{QueueFamily: fam, Features: want}
+	if os.Getenv(PipelineStatsEnv) == "1" {
+		if exts, err := pd.Extensions(); err == nil && slices.Contains(exts, vk.ExtPipelineExecutableProperties) {
+			opts.PipelineStatistics = true
+		} else {
+			fmt.Fprintf(os.Stderr, "vulkan: %s: %s lacks %s: no pipeline statistics\n", PipelineStatsEnv, info.Name, vk.ExtPipelineExecutableProperties)
+		}
+	}
+	dev, err := pd.CreateDevice(opts)
 	if err != nil {
 		return nil, err
 	}

@@ -191,3 +191,22 @@ func TestDevicesListCoopMatrixShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelineStatistics opens the device with WEFT_VULKAN_PIPELINE_STATS=1
+// and reads a kernel's compile statistics; it skips where the driver lacks
+// VK_KHR_pipeline_executable_properties (lavapipe of Debian 12 does).
+func TestPipelineStatistics(t *testing.T) {
+	t.Setenv(vulkan.PipelineStatsEnv, "1")
+	d := vulkantest.Open(t)
+	if !d.VK().PipelineStatisticsEnabled() {
+		t.Skipf("skipping: %s offers no pipeline statistics", d.Info().Name)
+	}
+	k := kernel(t, d, "add_f32")
+	exes, err := k.Statistics()
+	require.NoError(t, err)
+	require.NotEmpty(t, exes, "a compute pipeline has an executable")
+	for _, e := range exes {
+		t.Logf("%s (%s), subgroup %d: %v", e.Name, e.Description, e.SubgroupSize, e.Statistics)
+		assert.NotEmpty(t, e.Statistics)
+	}
+}

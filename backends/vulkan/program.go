@@ -5,6 +5,9 @@ package vulkan
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"strings"
 
 	"github.com/weft-ml/weft/backends/vulkan/internal/vk"
 )
@@ -73,8 +76,45 @@ func (d *Device) NewKernel(s KernelSpec) (k *Kernel, err error) {
 	for i, v := range s.Spec {
 		spec = append(spec, vk.Specialization{ID: uint32(i + 1), Value: v})
 	}
-	k.pipeline, err = d.dev.CreateComputePipeline(vk.ComputePipelineInfo{Module: mod, Layout: k.layout, Cache: d.cache, Specialize: spec})
-	return k, err
+	info := vk.ComputePipelineInfo{Module: mod, Layout: k.layout, Cache: d.cache, Specialize: spec}
+	if d.dev.PipelineStatisticsEnabled() {
+		info.Flags |= vk.PipelineCreateCaptureStatistics
+	}
+	if k.pipeline, err = d.dev.CreateComputePipeline(info); err != nil {
+		return k, err
+	}
+	if d.dev.PipelineStatisticsEnabled() {
+		k.reportStatistics(os.Stderr)
+	}
+	return k, nil
+}
+
+// PipelineStatsEnv (=1) opens devices with VK_KHR_pipeline_executable_properties
+// where the driver has it and prints every kernel's compile statistics
+// (registers, shared and local memory, …) to stderr as it is created: one
+// line a pipeline executable, "vulkan pipeline NAME wg=N spec=[…] sg=N: stat=value …".
+const PipelineStatsEnv = "WEFT_VULKAN_PIPELINE_STATS"
+
+// Statistics returns the kernel's compile statistics; the device must have
+// been opened with PipelineStatsEnv=1 on a driver that offers them.
+func (k *Kernel) Statistics() ([]vk.PipelineExecutable, error) {
+	return k.d.dev.PipelineStatistics(k.pipeline)
+}
+
+func (k *Kernel) reportStatistics(w io.Writer) {
+	exes, err := k.Statistics()
+	if err != nil {
+		fmt.Fprintf(w, "vulkan pipeline %s: %v\n", k.spec.Name, err)
+		return
+	}
+	for _, e := range exes {
+		var b strings.Builder
+		fmt.Fprintf(&b, "vulkan pipeline %s wg=%d spec=%v sg=%d:", k.spec.Name, k.spec.Workgroup, k.spec.Spec, e.SubgroupSize)
+		for _, s := range e.Statistics {
+			b.WriteString(" " + strings.ReplaceAll(s.String(), " ", "_"))
+		}
+		fmt.Fprintln(w, b.String())
+	}
 }
 
 // Close destroys the kernel; no recorded program may still use it.

@@ -15,6 +15,9 @@ type DeviceOptions struct {
 	QueueFamily uint32   // from PhysicalDevice.ComputeQueueFamily
 	Features    Features // enabled; each must be supported
 	Extensions  []string // device extensions to enable
+	// PipelineStatistics enables VK_KHR_pipeline_executable_properties
+	// and its pipelineExecutableInfo feature, for PipelineStatistics.
+	PipelineStatistics bool
 }
 
 // Device is a VkDevice with one queue and its device-level commands.
@@ -87,6 +90,9 @@ type Device struct {
 	createQueryPool              uintptr
 	destroyQueryPool             uintptr
 	getQueryPoolResults          uintptr
+
+	getPipelineExecutableProperties uintptr // PipelineStatistics only
+	getPipelineExecutableStatistics uintptr
 }
 
 // CreateDevice creates a logical device with one queue of opts.QueueFamily.
@@ -100,6 +106,9 @@ func (p PhysicalDevice) CreateDevice(opts DeviceOptions) (*Device, error) {
 	}
 	if opts.Features.CooperativeMatrixNV && !slices.Contains(opts.Extensions, "VK_NV_cooperative_matrix") {
 		opts.Extensions = append(slices.Clone(opts.Extensions), "VK_NV_cooperative_matrix")
+	}
+	if opts.PipelineStatistics && !slices.Contains(opts.Extensions, ExtPipelineExecutableProperties) {
+		opts.Extensions = append(slices.Clone(opts.Extensions), ExtPipelineExecutableProperties)
 	}
 	if len(opts.Extensions) > 0 {
 		have, err := p.Extensions()
@@ -126,6 +135,11 @@ func (p PhysicalDevice) CreateDevice(opts DeviceOptions) (*Device, error) {
 	ci := newIn[deviceCreateInfo](a)
 	ci.sType = stDeviceCreateInfo
 	ci.pNext = ptrOf(chain.f2)
+	if opts.PipelineStatistics {
+		pe := newIn[pipelineExecutableFeatures](a)
+		pe.sType, pe.pNext, pe.pipelineExecutableInfo = stPipelineExecutableFeatures, ptrOf(chain.f2), 1
+		ci.pNext = ptrOf(pe)
+	}
 	ci.queueCreateInfoCount = 1
 	ci.pQueueCreateInfos = ptrOf(qi)
 	ci.enabledExtensionCount = uint32(len(opts.Extensions))
@@ -203,6 +217,12 @@ func (p PhysicalDevice) CreateDevice(opts DeviceOptions) (*Device, error) {
 		{"vkDestroyQueryPool", &d.destroyQueryPool, false},
 		{"vkGetQueryPoolResults", &d.getQueryPoolResults, false},
 	}, gdpa)
+	if err == nil && opts.PipelineStatistics {
+		err = resolve("the Vulkan device", []procEntry{
+			{"vkGetPipelineExecutablePropertiesKHR", &d.getPipelineExecutableProperties, false},
+			{"vkGetPipelineExecutableStatisticsKHR", &d.getPipelineExecutableStatistics, false},
+		}, gdpa)
+	}
 	if err != nil {
 		if d.destroyDevice != 0 {
 			callVoid(d.destroyDevice, uintptr(d.h), 0)
@@ -558,6 +578,8 @@ type ComputePipelineInfo struct {
 	// RequiredSubgroupSize pins the subgroup size (0: the driver's choice);
 	// it must lie in [MinSubgroupSize, MaxSubgroupSize].
 	RequiredSubgroupSize uint32
+	// Flags are VkPipelineCreateFlags (PipelineCreateCaptureStatistics).
+	Flags Flags
 }
 
 // CreateComputePipeline creates one compute pipeline.
@@ -570,6 +592,7 @@ func (d *Device) CreateComputePipeline(info ComputePipelineInfo) (Pipeline, erro
 	}
 	ci := newIn[computePipelineCreateInfo](a)
 	ci.sType = stComputePipelineCreateInfo
+	ci.flags = info.Flags
 	ci.layout = info.Layout
 	ci.basePipelineIndex = -1
 	st := &ci.stage

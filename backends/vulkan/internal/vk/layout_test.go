@@ -86,6 +86,14 @@ var cLayouts = []struct {
 	{"timelineSemaphoreSubmitInfo", 48, []field{{"sType", 0}, {"pNext", 8}, {"waitSemaphoreValueCount", 16}, {"pWaitSemaphoreValues", 24}, {"signalSemaphoreValueCount", 32}, {"pSignalSemaphoreValues", 40}}},
 	{"submitInfo", 72, []field{{"sType", 0}, {"pNext", 8}, {"waitSemaphoreCount", 16}, {"pWaitSemaphores", 24}, {"pWaitDstStageMask", 32}, {"commandBufferCount", 40}, {"pCommandBuffers", 48}, {"signalSemaphoreCount", 56}, {"pSignalSemaphores", 64}}},
 	{"queryPoolCreateInfo", 32, []field{{"sType", 0}, {"pNext", 8}, {"flags", 16}, {"queryType", 20}, {"queryCount", 24}, {"pipelineStatistics", 28}}},
+	// VK_KHR_pipeline_executable_properties (laid out by hand from the
+	// header's member lists, LP64: char[256] arrays, the statistic's value
+	// a union of 8 bytes aligned to 8).
+	{"pipelineExecutableFeatures", 24, []field{{"sType", 0}, {"pNext", 8}, {"pipelineExecutableInfo", 16}}},
+	{"pipelineInfoKHR", 24, []field{{"sType", 0}, {"pNext", 8}, {"pipeline", 16}}},
+	{"pipelineExecutableProperties", 536, []field{{"sType", 0}, {"pNext", 8}, {"stages", 16}, {"name", 20}, {"description", 276}, {"subgroupSize", 532}}},
+	{"pipelineExecutableInfo", 32, []field{{"sType", 0}, {"pNext", 8}, {"pipeline", 16}, {"executableIndex", 24}}},
+	{"pipelineExecutableStatistic", 544, []field{{"sType", 0}, {"pNext", 8}, {"name", 16}, {"description", 272}, {"format", 528}, {"value", 536}}},
 }
 
 var goTypes = map[string]reflect.Type{}
@@ -110,6 +118,8 @@ func init() {
 		memoryBarrier{}, bufferMemoryBarrier{}, BufferCopy{}, fenceCreateInfo{},
 		semaphoreTypeCreateInfo{}, semaphoreCreateInfo{}, semaphoreWaitInfo{}, semaphoreSignalInfo{},
 		timelineSemaphoreSubmitInfo{}, submitInfo{}, queryPoolCreateInfo{},
+		pipelineExecutableFeatures{}, pipelineInfoKHR{}, pipelineExecutableProperties{},
+		pipelineExecutableInfo{}, pipelineExecutableStatistic{},
 	} {
 		t := reflect.TypeOf(v)
 		goTypes[t.Name()] = t
