@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/weft-ml/weft/backends"
 	"github.com/weft-ml/weft/backends/cpu/simd"
@@ -144,6 +145,8 @@ type flashBuf struct {
 	maxv, sum []float32
 	scores    []float32 // [rows][flashTile], from the rows of one scoreTile
 	arg, ex   []float32 // [rows·n]: row i's cells at i·n… (see foldTile)
+	vf        []float32 // [flashTile][headDim]: a V tile widened (foldTile)
+	kf        []float32 // a K tile widened (scoreTile, simd.FlashWidenK)
 	pad       []byte    // 4 K head rows
 }
 
@@ -153,7 +156,7 @@ func flashQueryBytes(headDim int) int { return max(2*headDim, (headDim+31)/32*34
 // flashBufBytes is what newFlashBuf allocates.
 func flashBufBytes(rows, headDim int) int64 {
 	g, hd, qb, t := int64(rows), int64(headDim), int64(flashQueryBytes(headDim)), int64(flashTile)
-	return (g+4)*qb + 4*(2*g*hd+hd+2*g+3*g*t)
+	return (g+4)*qb + 4*(2*g*hd+hd+2*g+3*g*t+2*t*hd)
 }
 
 func newFlashBuf(rows, headDim int) flashBuf {
@@ -163,6 +166,7 @@ func newFlashBuf(rows, headDim int) flashBuf {
 		acc: make([]float32, rows*headDim), row: make([]float32, headDim),
 		maxv: make([]float32, rows), sum: make([]float32, rows),
 		scores: make([]float32, gt), arg: make([]float32, gt), ex: make([]float32, gt),
+		vf: make([]float32, flashTile*headDim), kf: make([]float32, flashTile*headDim),
 		pad: make([]byte, 4*qb),
 	}
 }
@@ -232,8 +236,12 @@ func (c *kvCache) flashScore(p, g int, q []byte) float32 {
 func (c *kvCache) scoreTile(g, p0, lo, hi, r0, nh int, b *flashBuf) {
 	hd, rb := c.headDim, c.rowBytes
 	if c.kt == KVF16 {
-		blockStride := simd.FlashKBlock * rb
-		simd.FlashScoresF16(hd, c.kq[c.kOffset(p0, g*hd):], blockStride, hi, b.qf[r0:], b.nq, nh, b.scores, flashTile)
+		blockStride, k := simd.FlashKBlock*rb, c.kq[c.kOffset(p0, g*hd):]
+		if nh >= flashWidenRows && simd.FlashWidenK(k, blockStride, hi, hd, b.kf) {
+			simd.FlashScoresF32(hd, b.kf, hi, b.qf[r0:], b.nq, nh, b.scores, flashTile)
+			return
+		}
+		simd.FlashScoresF16(hd, k, blockStride, hi, b.qf[r0:], b.nq, nh, b.scores, flashTile)
 		return
 	}
 	p0, n, dst := p0+lo, hi-lo, b.scores[lo:]
@@ -353,5 +361,25 @@ func (c *kvCache) foldTile(g, p0, lo, hi, r0, nh int, sh attnShape, b *flashBuf)
 	clear(b.arg[nh*n : m])
 	simd.FlashExp(b.arg[:m], b.ex[:m])
 	hd, hb := c.headDim, c.headBytes(g)
-	simd.FlashUpdate(kvElemType(c.kt), c.f32Acc, b.acc[r0*hd:(r0+nh)*hd], hd, c.vq[(p0+lo)*c.rowBytes+hb:], c.rowBytes, n, b.ex, n, b.sum[r0:r0+nh], b.row)
+	vt, v, vStride := kvElemType(c.kt), c.vq[(p0+lo)*c.rowBytes+hb:], c.rowBytes
+	if c.kt == KVF16 && nh >= flashWidenRows && simd.FlashWidenF16(v, vStride, n, hd, b.vf) {
+		vt, v, vStride = gguf.TypeF32, floatBytes(b.vf[:n*hd]), 4*hd
+	}
+	half := c.kt == KVF16 && !c.f32Acc // ggml's binary16 accumulator
+	simd.FlashUpdate(vt, half, b.acc[r0*hd:(r0+nh)*hd], hd, v, vStride, n, b.ex, n, b.sum[r0:r0+nh], b.row)
+}
+
+// flashWidenRows is the fewest rows for which scoreTile and foldTile
+// widen a binary16 K or V tile to float32 first (simd.FlashWidenK,
+// FlashWidenF16): the kernels take a few heads a call, each converting
+// the rows it reads, so for a block of tokens' heads (a prompt's: 16
+// tokens' worth) one conversion replaces dozens; for a decode token's
+// heads (two or three calls) it would not pay. The bits are the same
+// either way (the widening is exact).
+const flashWidenRows = 9
+
+// floatBytes is f's memory as bytes (the layout FlashUpdate's F32 V
+// rows have: little-endian float32).
+func floatBytes(f []float32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), 4*len(f))
 }

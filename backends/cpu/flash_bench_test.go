@@ -31,7 +31,7 @@ func benchAttention(b *testing.B, nTok, depth int) {
 	for _, cfg := range attnBenchConfigs {
 		name := fmt.Sprintf("%s/flash=%v", cfg.kt, cfg.flash)
 		if cfg.f32Acc {
-			name += "/f32acc"
+			name = fmt.Sprintf("%s/flash=f32acc", cfg.kt)
 		}
 		b.Run(name, func(b *testing.B) {
 			c := newKVCache(kvHeads, hd, ctx, cfg.kt)

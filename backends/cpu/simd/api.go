@@ -29,23 +29,25 @@ type impl struct {
 	gemms  map[gguf.TensorType]GemmFunc
 	packed map[gguf.TensorType]PackedGemmFunc
 	// element-wise kernels on groups of 16 floats; nil: pure Go
-	silu        func(ng int, x, dst *float32)
-	softmaxExp  func(ng int, row *float32, maxv float32) float64
-	mul, add    func(nc int, dst, a, b *float32) // nil: pure Go
-	scaleMax    func(nc int, row *float32, scale float32) (float32, bool)
-	scale       func(nc int, row *float32, s float32)
-	lanes       int // floats per chunk of mul, add, scaleMax, scale, gelu and flash
-	gelu        func(nc int, dst, x, table *float32)
-	flashF16    func(nc int, acc *float32, x *byte, vs float32)
-	flashF32    func(nc int, acc *float32, x *float32, vs float32)
-	flashExp    func(ng int, x, dst *float32) uint64                                // see FlashExp; nil: pure Go
-	flashTiles  [flashKinds][]flashTile                                             // F16, Q8_0, Q4_0 V, F16 V with a float32 accumulator; see FlashUpdate
-	flashScores []flashScoreTile                                                    // see FlashScoresF16; nil: pure Go
-	flashScan   func(ng int, s *float32, scale, maxv float32, arg *float32) float32 // see FlashScan; nil: Go
-	flashTails  [2][]flashTile                                                      // F16 V's unfused tail vectors, binary16 and float32 accumulators; see FlashUpdate
-	f32Vec      f32RowsKernel                                                       // see VecDotF32Rows; nil: ops/ref
-	f32Tiny     f32RowsKernel                                                       // see TinyDotF32Rows; nil: ops/ref
-	decode      map[gguf.TensorType]RowsFunc                                        // see DecodeRows; nil: one row at a time
+	silu           func(ng int, x, dst *float32)
+	softmaxExp     func(ng int, row *float32, maxv float32) float64
+	mul, add       func(nc int, dst, a, b *float32) // nil: pure Go
+	scaleMax       func(nc int, row *float32, scale float32) (float32, bool)
+	scale          func(nc int, row *float32, s float32)
+	lanes          int // floats per chunk of mul, add, scaleMax, scale, gelu and flash
+	gelu           func(nc int, dst, x, table *float32)
+	flashF16       func(nc int, acc *float32, x *byte, vs float32)
+	flashF32       func(nc int, acc *float32, x *float32, vs float32)
+	flashExp       func(ng int, x, dst *float32) uint64                                // see FlashExp; nil: pure Go
+	flashTiles     [flashKinds][]flashTile                                             // by flashKind; see FlashUpdate
+	flashScores    []flashScoreTile                                                    // see FlashScoresF16; nil: pure Go
+	flashScan      func(ng int, s *float32, scale, maxv float32, arg *float32) float32 // see FlashScan; nil: Go
+	flashTails     [flashKinds][]flashTile                                             // unfused tail vectors by flashKind; see FlashUpdate
+	flashWiden     func(ns int, src *byte, dst *float32, dstStride int)                // see FlashWidenF16; nil: none
+	flashScoresF32 []flashScoreTile                                                    // see FlashScoresF32; nil: pure Go
+	f32Vec         f32RowsKernel                                                       // see VecDotF32Rows; nil: ops/ref
+	f32Tiny        f32RowsKernel                                                       // see TinyDotF32Rows; nil: ops/ref
+	decode         map[gguf.TensorType]RowsFunc                                        // see DecodeRows; nil: one row at a time
 }
 
 const pureGo = "purego"

@@ -74,12 +74,14 @@ type kernelSet struct {
 	// flashScores: F16 scores over a transposed K (see FlashScoresF16),
 	// flashScores[k] taking k+1 query heads.
 	flashScores []flashScoreTile
+	// flashScoresF32: the same over a widened K (FlashScoresF32).
+	flashScoresF32 []flashScoreTile
 	// flashScan: the tiles' running maximum (see FlashScan); nil: Go.
 	flashScan func(ng int, s *float32, scale, maxv float32, arg *float32) float32
-	// flashTails: F16 V's unfused tail, one vector of columns (see
-	// FlashUpdate), with a binary16 ([0]) or float32 ([1]) accumulator;
-	// flashTails[a][k] takes k+1 heads.
-	flashTails [2][]flashTile
+	// flashTails: the unfused tail past whole 64-value blocks, one vector
+	// of columns (see FlashUpdate), by flashKind (none for the quantized
+	// kinds); flashTails[kind][k] takes k+1 heads.
+	flashTails [flashKinds][]flashTile
 	// widenF16, f16Wide and f16WideIn: the wide F16 GEMM
 	// (gemm_f16_amd64.go); nil where the variant has none.
 	widenF16           widenFunc
@@ -158,6 +160,7 @@ func wrapSet(s *kernelSet) *impl {
 	v.flashF16, v.flashF32 = s.flashF16, s.flashF32
 	v.flashExp, v.flashTiles = s.flashExp, s.flashTiles
 	v.flashScores, v.flashScan, v.flashTails = s.flashScores, s.flashScan, s.flashTails
+	v.flashWiden, v.flashScoresF32 = s.widenF16, s.flashScoresF32
 	v.f32Vec, v.f32Tiny = s.f32Vec, s.f32Tiny
 	v.decode = decodeFuncs(s, v)
 	return v

@@ -1,8 +1,10 @@
 package simd
 
 import (
+	"encoding/binary"
 	"math"
 	"math/bits"
+	"unsafe"
 
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/ops/ref"
@@ -97,14 +99,16 @@ func scalarExp(x, dst []float32) {
 // (ms, vs) = (e, 1); otherwise (ms, vs) = (1, −e). Then, as ref: with a
 // raise, ref.FlashScale(acc, ms) and sum·ms; ref.FlashMad(acc, V_j, vs)
 // and sum + vs, V_j the head's values of V row j, stored as t (F16, Q8_0
-// or Q4_0) at v[j·vStride:]. Every head reads the same V rows (the query
-// heads of one KV head). A binary16 V keeps a binary16 accumulator, as
-// ggml does, unless f32Acc (ref.AttnOptions.F32Acc: float32, as for the
-// quantized types, which ignore f32Acc). ggml's whole 64-value blocks go to the generated kernels,
-// several heads and cells per call with the accumulators in registers;
-// the tail, and everything without a kernel, to the reference's
-// functions. tmp holds hd floats.
-func FlashUpdate(t gguf.TensorType, f32Acc bool, acc []float32, hd int, v []byte, vStride, n int, e []float32, eStride int, sum, tmp []float32) {
+// or Q4_0; or F32: rows of one of them widened exactly, FlashWidenV) at
+// v[j·vStride:]. Every head reads the same V rows (the query heads of one
+// KV head). halfAcc keeps a binary16 accumulator, as ggml does with a
+// binary16 V (t F16, or F32 holding widened binary16 values); otherwise
+// it is float32, as ggml's with a quantized V (and ref.AttnOptions.F32Acc
+// with a binary16 one). ggml's whole 64-value blocks go to the generated
+// kernels, several heads and cells per call with the accumulators in
+// registers; the tail, and everything without a kernel, to the
+// reference's functions. tmp holds hd floats.
+func FlashUpdate(t gguf.TensorType, halfAcc bool, acc []float32, hd int, v []byte, vStride, n int, e []float32, eStride int, sum, tmp []float32) {
 	nh := len(sum)
 	if n <= 0 || nh == 0 {
 		return
@@ -113,7 +117,7 @@ func FlashUpdate(t gguf.TensorType, f32Acc bool, acc []float32, hd int, v []byte
 	_ = v[(n-1)*vStride+int(rb)-1]
 	_ = acc[nh*hd-1]
 	_ = e[(nh-1)*eStride+n-1]
-	done, half := 0, t == gguf.TypeF16 && !f32Acc
+	done, half := 0, halfAcc && (t == gguf.TypeF16 || t == gguf.TypeF32)
 	if tiles := active.flashTiles[flashKind(t, half)]; len(tiles) > 0 {
 		cols := 4 * active.lanes
 		blk, _ := t.RowBytes(uint64(cols))
@@ -137,28 +141,45 @@ func FlashUpdate(t gguf.TensorType, f32Acc bool, acc []float32, hd int, v []byte
 	}
 }
 
-// flashTail is FlashUpdate's binary16 columns past ggml's whole 64-value
-// blocks (ggml's unfused scalar tail, as ref.FlashMad computes it) in
-// whole vectors, from column done; it returns the columns done. The sums
-// are the tail kernel's only when no fused block took them (done = 0).
-// half: the accumulator is binary16 (else float32).
-func flashTail(t gguf.TensorType, half bool, acc []float32, hd, done int, v []byte, vStride, n int, e []float32, eStride int, sum, tmp []float32) int {
-	tails, lanes := active.flashTails[0], active.lanes
-	if !half {
-		tails = active.flashTails[1]
+// FlashWidenF16 widens n binary16 V rows of hd values, vStride bytes
+// apart, into dst (row j at dst[j·hd:]), exactly, for FlashUpdate's F32
+// kinds: a tile's rows converted once and read by many heads, instead of
+// converted again in each kernel call. It returns false, doing nothing,
+// where the CPU has no vector kernel for it or hd is not whole vectors of
+// 16: the caller then passes the binary16 rows as they are.
+func FlashWidenF16(v []byte, vStride, n, hd int, dst []float32) bool {
+	w := active.flashWiden
+	if w == nil || hd%16 != 0 || n <= 0 {
+		return w != nil && hd%16 == 0
 	}
-	if t != gguf.TypeF16 || len(tails) == 0 {
+	_ = v[(n-1)*vStride+2*hd-1]
+	_ = dst[n*hd-1]
+	for j := range n {
+		w(hd/16, &v[j*vStride], &dst[j*hd], 64)
+	}
+	return true
+}
+
+// flashTail is FlashUpdate's binary16 or float32 columns past ggml's
+// whole 64-value blocks (ggml's unfused scalar tail, as ref.FlashMad
+// computes it) in whole vectors, from column done; it returns the columns
+// done. The sums are the tail kernel's only when no fused block took them
+// (done = 0). half: the accumulator is binary16 (else float32).
+func flashTail(t gguf.TensorType, half bool, acc []float32, hd, done int, v []byte, vStride, n int, e []float32, eStride int, sum, tmp []float32) int {
+	tails, lanes := active.flashTails[flashKind(t, half)], active.lanes
+	if len(tails) == 0 {
 		return done
 	}
 	nh := len(sum)
 	for ; done+lanes <= hd; done += lanes {
+		off, _ := t.RowBytes(uint64(done))
 		for h0 := 0; h0 < nh; {
 			k := min(len(tails), nh-h0)
 			s := &sum[h0]
 			if done > 0 {
 				s = &tmp[0] // the sums are done: discard the repeats
 			}
-			tails[k-1](n, &acc[h0*hd+done], 4*hd, &v[2*done], vStride, &e[h0*eStride], 4*eStride, s)
+			tails[k-1](n, &acc[h0*hd+done], 4*hd, &v[off], vStride, &e[h0*eStride], 4*eStride, s)
 			h0 += k
 		}
 	}
@@ -199,23 +220,29 @@ func flashRest(t gguf.TensorType, half bool, acc []float32, done int, v []byte, 
 		if f16 {
 			quant.FP16ToFP32Row(src, row)
 		} else {
-			_ = quant.Dequantize(t, src, row)
+			_ = quant.Dequantize(t, src, row) // F32 included
 		}
 		ref.FlashMad(rest, row, vs, half)
 	}
 	*sum = s
 }
 
-// flashKinds is the kinds of tile kernels: a V type and accumulator.
-const flashKinds = 4
+// flashKinds is the kinds of tile kernels: a V type and accumulator
+// (codegen's flashKinds).
+const flashKinds = 6
 
-// flashKind indexes impl.flashTiles: half, a binary16 accumulator.
+// flashKind indexes impl.flashTiles and flashTails: half, a binary16
+// accumulator (F16 or F32 V only).
 func flashKind(t gguf.TensorType, half bool) int {
 	switch {
 	case t == gguf.TypeQ8_0:
 		return 1
 	case t == gguf.TypeQ4_0:
 		return 2
+	case t == gguf.TypeF32 && half:
+		return 5
+	case t == gguf.TypeF32:
+		return 4
 	case !half:
 		return 3
 	}
@@ -249,15 +276,34 @@ type flashScoreTile = func(nc, hd int, k *byte, blockStride int, q *float32, qSt
 // roundUp(n, FlashScoreChunk) cells are computed and written: K and dst
 // must have room for them (the extra scores are not meaningful).
 func FlashScoresF16(hd int, k []byte, blockStride, n int, q []float32, qStride, nh int, dst []float32, dstStride int) {
+	flashScores(active.flashScores, 2, hd, k, blockStride, n, q, qStride, nh, dst, dstStride)
+}
+
+// FlashScoresF32 is FlashScoresF16 over a K panel widened to float32 by
+// FlashWidenK (value d of cell j at k[(j/16)·16·hd + 16·d + j%16]), with
+// the same bits: every score sums the same exact products in the same
+// order. It pays where many query heads score one tile (a prompt's block
+// of tokens): the panel is converted once rather than in every call.
+// roundUp(n, FlashScoreChunk) cells are read and written, as there.
+func FlashScoresF32(hd int, k []float32, n int, q []float32, qStride, nh int, dst []float32, dstStride int) {
+	if len(k) == 0 {
+		return
+	}
+	kb := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(k))), 4*len(k))
+	flashScores(active.flashScoresF32, 4, hd, kb, 4*FlashKBlock*hd, n, q, qStride, nh, dst, dstStride)
+}
+
+// flashScores runs FlashScoresF16 or FlashScoresF32 (K elements of es
+// bytes) on tiles, or in Go without them.
+func flashScores(tiles []flashScoreTile, es, hd int, k []byte, blockStride, n int, q []float32, qStride, nh int, dst []float32, dstStride int) {
 	if n <= 0 || nh <= 0 || hd <= 0 {
 		return
 	}
 	_ = q[(hd-1)*qStride+nh-1]
-	tiles := active.flashScores
 	if len(tiles) == 0 {
 		for h := range nh {
 			for j := range n {
-				dst[h*dstStride+j] = flashScoreF16(hd, k, blockStride, j, q[h:], qStride)
+				dst[h*dstStride+j] = flashScoreGo(es, hd, k, blockStride, j, q[h:], qStride)
 			}
 		}
 		return
@@ -265,7 +311,7 @@ func FlashScoresF16(hd int, k []byte, blockStride, n int, q []float32, qStride, 
 	cells := 4 * active.lanes
 	nc := (n + cells - 1) / cells
 	last := nc*cells - 1
-	_ = k[last/FlashKBlock*blockStride+2*FlashKBlock*hd-1]
+	_ = k[last/FlashKBlock*blockStride+es*FlashKBlock*hd-1]
 	_ = dst[(nh-1)*dstStride+nc*cells-1]
 	for h0 := 0; h0 < nh; {
 		m := min(len(tiles), nh-h0)
@@ -274,14 +320,46 @@ func FlashScoresF16(hd int, k []byte, blockStride, n int, q []float32, qStride, 
 	}
 }
 
+// FlashWidenK widens the first n cells (rounded up to whole chunks of
+// FlashScoreChunk) of one KV head's binary16 K panel, in FlashScoresF16's
+// layout (blocks blockStride bytes apart, k at the head's first value),
+// into dst in FlashScoresF32's, exactly. It returns false, doing nothing,
+// where the CPU has no vector kernel for it: the caller then scores the
+// binary16 panel.
+func FlashWidenK(k []byte, blockStride, n, hd int, dst []float32) bool {
+	w := active.flashWiden
+	if w == nil || len(active.flashScoresF32) == 0 || n <= 0 {
+		return w != nil && len(active.flashScoresF32) > 0
+	}
+	blocks := (n + FlashScoreChunk - 1) / FlashScoreChunk * FlashScoreChunk / FlashKBlock
+	_ = k[(blocks-1)*blockStride+2*FlashKBlock*hd-1]
+	_ = dst[blocks*FlashKBlock*hd-1]
+	for b := range blocks {
+		w(hd, &k[b*blockStride], &dst[b*FlashKBlock*hd], 4*FlashKBlock)
+	}
+	return true
+}
+
 // flashScoreF16 is one score of FlashScoresF16 in Go: query values q[0],
 // q[qStride], q[2·qStride], … against cell j.
 func flashScoreF16(hd int, k []byte, blockStride, j int, q []float32, qStride int) float32 {
-	base := j/FlashKBlock*blockStride + 2*(j%FlashKBlock)
+	return flashScoreGo(2, hd, k, blockStride, j, q, qStride)
+}
+
+// flashScoreGo is flashScoreF16 over K elements of es bytes: binary16
+// (2) or float32 (4).
+func flashScoreGo(es, hd int, k []byte, blockStride, j int, q []float32, qStride int) float32 {
+	base := j/FlashKBlock*blockStride + es*(j%FlashKBlock)
 	var s float32
 	for d := range hd {
-		o := base + 2*FlashKBlock*d
-		s += q[d*qStride] * quant.FP16ToFP32(uint16(k[o])|uint16(k[o+1])<<8)
+		o := base + es*FlashKBlock*d
+		var x float32
+		if es == 2 {
+			x = quant.FP16ToFP32(uint16(k[o]) | uint16(k[o+1])<<8)
+		} else {
+			x = math.Float32frombits(binary.LittleEndian.Uint32(k[o:]))
+		}
+		s += q[d*qStride] * x
 	}
 	return s
 }

@@ -1,6 +1,7 @@
 package simd
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -131,12 +132,12 @@ func TestFlashExpDense(t *testing.T) {
 }
 
 // flashUpdateRef is FlashUpdate as ops/ref's loop writes it, one head.
-func flashUpdateRef(typ gguf.TensorType, f32Acc bool, acc []float32, v []byte, vStride int, e []float32, sum *float32) {
+func flashUpdateRef(typ gguf.TensorType, halfAcc bool, acc []float32, v []byte, vStride int, e []float32, sum *float32) {
 	hd := len(acc)
 	rb, _ := typ.RowBytes(uint64(hd))
 	row := make([]float32, hd)
 	f16 := typ == gguf.TypeF16
-	half := f16 && !f32Acc
+	half := halfAcc && (f16 || typ == gguf.TypeF32)
 	for j, ej := range e {
 		ms, vs := float32(1), -ej
 		if !math.Signbit(float64(ej)) { // raised the maximum
@@ -154,25 +155,25 @@ func flashUpdateRef(typ gguf.TensorType, f32Acc bool, acc []float32, v []byte, v
 	}
 }
 
-// flashUpdateCase is a V type and an accumulator (FlashUpdate's f32Acc).
+// flashUpdateCase is a V type and an accumulator (FlashUpdate's halfAcc).
 type flashUpdateCase struct {
-	typ    gguf.TensorType
-	f32Acc bool
+	typ     gguf.TensorType
+	halfAcc bool
 }
 
 // TestFlashUpdate holds FlashUpdate to the reference's per-cell loop
-// bit for bit on every variant: F16 (with binary16 and float32
-// accumulators), Q8_0 and Q4_0 V rows inside a
+// bit for bit on every variant: F16 and F32 (widened) V rows with
+// binary16 and float32 accumulators, Q8_0 and Q4_0 V rows inside a
 // wider row (a KV head at an offset), head dims with and without a
 // scalar tail, 1 to 9 heads (the kernels take up to 4 at once), raises
 // (weights in (0, 1), 0 and exactly 1) at random cells.
 func TestFlashUpdate(t *testing.T) {
 	rng := newRand(t)
 	forEachVariant(t, func(t *testing.T) {
-		for _, c := range []flashUpdateCase{{gguf.TypeF16, false}, {gguf.TypeF16, true}, {gguf.TypeQ8_0, false}, {gguf.TypeQ4_0, false}} {
+		for _, c := range []flashUpdateCase{{gguf.TypeF16, true}, {gguf.TypeF16, false}, {gguf.TypeQ8_0, false}, {gguf.TypeQ4_0, false}, {gguf.TypeF32, true}, {gguf.TypeF32, false}} {
 			typ := c.typ
 			for _, hd := range []int{8, 24, 32, 64, 80, 96, 128, 192} {
-				if typ != gguf.TypeF16 && hd%32 != 0 {
+				if (typ == gguf.TypeQ8_0 || typ == gguf.TypeQ4_0) && hd%32 != 0 {
 					continue // quantized rows are whole blocks of 32
 				}
 				for _, n := range []int{1, 7, 64, 131} {
@@ -181,7 +182,7 @@ func TestFlashUpdate(t *testing.T) {
 					stride := 3*int(hb) + 6 // not a multiple of any vector
 					v := quantized(t, rng, typ, (n*stride+int(hb))/int(hb)*hd)
 					off := int(hb) + 2
-					if typ != gguf.TypeF16 {
+					if typ == gguf.TypeQ8_0 || typ == gguf.TypeQ4_0 {
 						off = int(hb) // quantized heads start at a block
 					}
 					eStride := n + 3
@@ -208,14 +209,14 @@ func TestFlashUpdate(t *testing.T) {
 					}
 					want, wantSum := append([]float32{}, acc...), append([]float32{}, sum...)
 					for h := range nh {
-						flashUpdateRef(typ, c.f32Acc, want[h*hd:(h+1)*hd], v[off:], stride, e[h*eStride:h*eStride+n], &wantSum[h])
+						flashUpdateRef(typ, c.halfAcc, want[h*hd:(h+1)*hd], v[off:], stride, e[h*eStride:h*eStride+n], &wantSum[h])
 					}
-					FlashUpdate(typ, c.f32Acc, acc, hd, v[off:], stride, n, e, eStride, sum, make([]float32, hd))
+					FlashUpdate(typ, c.halfAcc, acc, hd, v[off:], stride, n, e, eStride, sum, make([]float32, hd))
 					for i := range acc {
-						require.Equal(t, math.Float32bits(want[i]), math.Float32bits(acc[i]), "%s f32Acc=%v hd=%d n=%d heads=%d element %d", typ, c.f32Acc, hd, n, nh, i)
+						require.Equal(t, math.Float32bits(want[i]), math.Float32bits(acc[i]), "%s halfAcc=%v hd=%d n=%d heads=%d element %d", typ, c.halfAcc, hd, n, nh, i)
 					}
 					for h := range sum {
-						require.Equal(t, math.Float32bits(wantSum[h]), math.Float32bits(sum[h]), "%s f32Acc=%v hd=%d n=%d heads=%d sum %d", typ, c.f32Acc, hd, n, nh, h)
+						require.Equal(t, math.Float32bits(wantSum[h]), math.Float32bits(sum[h]), "%s halfAcc=%v hd=%d n=%d heads=%d sum %d", typ, c.halfAcc, hd, n, nh, h)
 					}
 				}
 			}
@@ -223,7 +224,8 @@ func TestFlashUpdate(t *testing.T) {
 	})
 }
 
-// TestFlashScoresF16 holds FlashScoresF16 on every variant to its Go loop
+// TestFlashScoresF16 holds FlashScoresF16 (and FlashScoresF32 over the
+// panel widened by FlashWidenK) on every variant to its Go loop
 // bit for bit (a score sums exact products in dimension order), and the Go
 // loop to a float64 dot product of the same values read from the layout
 // independently, on awkward head dimensions, cell counts and head counts.
@@ -268,6 +270,23 @@ func TestFlashScoresF16(t *testing.T) {
 							mag += math.Abs(p)
 						}
 						require.InDelta(t, exact, float64(want), 1e-6*mag*float64(hd)+1e-30, "hd=%d head %d cell %d", hd, h, j)
+					}
+				}
+				// The widened panel: the same bits from FlashScoresF32,
+				// widened by FlashWidenK or, where it declines, in Go.
+				wide := make([]float32, blocks*FlashKBlock*hd+3)
+				wide[len(wide)-3] = 42 // past the panel: untouched
+				if !FlashWidenK(panel, blockStride, n, hd, wide) {
+					for b := range blocks {
+						quant.FP16ToFP32Row(panel[b*blockStride:], wide[b*FlashKBlock*hd:(b+1)*FlashKBlock*hd])
+					}
+				}
+				require.Equal(t, float32(42), wide[len(wide)-3])
+				dst32 := make([]float32, len(dst))
+				FlashScoresF32(hd, wide[:blocks*FlashKBlock*hd], n, q, qStride, nh, dst32, dstStride)
+				for h := range nh {
+					for j := range n {
+						require.Equal(t, math.Float32bits(dst[h*dstStride+j]), math.Float32bits(dst32[h*dstStride+j]), "F32: hd=%d n=%d heads=%d head %d cell %d", hd, n, nh, h, j)
 					}
 				}
 			}
@@ -331,12 +350,14 @@ func TestFlashScan(t *testing.T) {
 // gives another binary16 accumulator only rarely, so random inputs seldom
 // tell them apart. Each tail column here is searched for until the two
 // round differently, and FlashUpdate must give the unfused bits; the same
-// with a float32 accumulator (f32Acc), where they differ more often.
+// with a float32 accumulator, where they differ more often, and with the
+// V rows widened to float32 (the F32 kinds).
 func TestFlashUpdateTailUnfused(t *testing.T) {
 	rng := newRand(t)
 	half := func(x float64) float32 { return quant.FP16ToFP32(quant.FP32ToFP16(float32(x))) }
 	forEachVariant(t, func(t *testing.T) {
-		for _, f32Acc := range []bool{false, true} {
+		for _, c := range []flashUpdateCase{{gguf.TypeF16, true}, {gguf.TypeF16, false}, {gguf.TypeF32, true}, {gguf.TypeF32, false}} {
+			f32Acc := !c.halfAcc
 			acc := func(x float64) float32 { // the accumulator's rounding
 				if f32Acc {
 					return float32(x)
@@ -360,13 +381,44 @@ func TestFlashUpdateTailUnfused(t *testing.T) {
 			}
 			v := make([]byte, 2*hd)
 			quant.FP32ToFP16Row(x, v)
+			if c.typ == gguf.TypeF32 {
+				v = make([]byte, 4*hd)
+				for i, f := range x {
+					binary.LittleEndian.PutUint32(v[4*i:], math.Float32bits(f))
+				}
+			}
 			want, sum, wantSum := append([]float32{}, a...), []float32{1}, float32(1)
-			flashUpdateRef(gguf.TypeF16, f32Acc, want, v, len(v), []float32{-vs}, &wantSum)
-			FlashUpdate(gguf.TypeF16, f32Acc, a, hd, v, len(v), 1, []float32{-vs}, 1, sum, make([]float32, hd))
+			flashUpdateRef(c.typ, c.halfAcc, want, v, len(v), []float32{-vs}, &wantSum)
+			FlashUpdate(c.typ, c.halfAcc, a, hd, v, len(v), 1, []float32{-vs}, 1, sum, make([]float32, hd))
 			for i := range a {
-				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(a[i]), "f32Acc=%v column %d", f32Acc, i)
+				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(a[i]), "%s halfAcc=%v column %d", c.typ, c.halfAcc, i)
 			}
 			require.Equal(t, math.Float32bits(wantSum), math.Float32bits(sum[0]))
 		}
+	})
+}
+
+// TestFlashWidenF16 holds FlashWidenF16 to quant.FP16ToFP32Row on rows
+// inside wider rows, and checks when it declines.
+func TestFlashWidenF16(t *testing.T) {
+	rng := newRand(t)
+	forEachVariant(t, func(t *testing.T) {
+		for _, hd := range []int{16, 64, 80, 128} {
+			const n, stride = 37, 3*256 + 6
+			v := quantized(t, rng, gguf.TypeF16, (n*stride+2)/2)
+			dst := make([]float32, n*hd+1)
+			dst[n*hd] = 42 // past the rows: untouched
+			if !FlashWidenF16(v[2:], stride, n, hd, dst) {
+				require.Nil(t, active.flashWiden, "a kernel declined hd %d", hd)
+				continue
+			}
+			want := make([]float32, hd)
+			for j := range n {
+				quant.FP16ToFP32Row(v[2+j*stride:], want)
+				require.Equal(t, want, dst[j*hd:(j+1)*hd], "hd %d row %d", hd, j)
+			}
+			require.Equal(t, float32(42), dst[n*hd])
+		}
+		require.False(t, FlashWidenF16(make([]byte, 64), 64, 1, 24, make([]float32, 24)), "24 values are not whole vectors")
 	})
 }

@@ -142,9 +142,17 @@ func flashExpAVX2(ng int, x *float32, dst *float32) uint64
 // accumulators and the sums of 1 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
 func flashTileF16x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
+// flashTailF16x1AVX2 applies n cells' online-softmax updates to 8 floats of the
+// accumulators and the sums of 1 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
+func flashTailF16x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
 // flashTileF16x2AVX2 applies n cells' online-softmax updates to 32 floats of the
 // accumulators and the sums of 2 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
 func flashTileF16x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTailF16x2AVX2 applies n cells' online-softmax updates to 8 floats of the
+// accumulators and the sums of 2 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
+func flashTailF16x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
 // flashTileQ8_0x1AVX2 applies n cells' online-softmax updates to 32 floats of the
 // accumulators and the sums of 1 heads from Q8_0 V rows (ops/ref.FlashScale, FlashMad).
@@ -166,35 +174,69 @@ func flashTileQ4_0x2AVX2(n int, acc *float32, accStride int, v *byte, vStride in
 // accumulators and the sums of 1 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
 func flashTileF16F32x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
-// flashTileF16F32x2AVX2 applies n cells' online-softmax updates to 32 floats of the
-// accumulators and the sums of 2 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
-func flashTileF16F32x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-
-// flashTailF16x1AVX2 applies n cells' online-softmax updates to 8 floats of the
-// accumulators and the sums of 1 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
-func flashTailF16x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-
-// flashTailF16x2AVX2 applies n cells' online-softmax updates to 8 floats of the
-// accumulators and the sums of 2 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
-func flashTailF16x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-
 // flashTailF16F32x1AVX2 applies n cells' online-softmax updates to 8 floats of the
 // accumulators and the sums of 1 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
 func flashTailF16F32x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileF16F32x2AVX2 applies n cells' online-softmax updates to 32 floats of the
+// accumulators and the sums of 2 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF16F32x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
 // flashTailF16F32x2AVX2 applies n cells' online-softmax updates to 8 floats of the
 // accumulators and the sums of 2 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
 func flashTailF16F32x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
+// flashTileF32x1AVX2 applies n cells' online-softmax updates to 32 floats of the
+// accumulators and the sums of 1 heads from F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF32x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTailF32x1AVX2 applies n cells' online-softmax updates to 8 floats of the
+// accumulators and the sums of 1 heads from F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTailF32x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileF32x2AVX2 applies n cells' online-softmax updates to 32 floats of the
+// accumulators and the sums of 2 heads from F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF32x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTailF32x2AVX2 applies n cells' online-softmax updates to 8 floats of the
+// accumulators and the sums of 2 heads from F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTailF32x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileF32Hx1AVX2 applies n cells' online-softmax updates to 32 floats of the
+// accumulators and the sums of 1 heads from F32H V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF32Hx1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTailF32Hx1AVX2 applies n cells' online-softmax updates to 8 floats of the
+// accumulators and the sums of 1 heads from F32H V rows (ops/ref.FlashScale, FlashMad).
+func flashTailF32Hx1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileF32Hx2AVX2 applies n cells' online-softmax updates to 32 floats of the
+// accumulators and the sums of 2 heads from F32H V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF32Hx2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTailF32Hx2AVX2 applies n cells' online-softmax updates to 8 floats of the
+// accumulators and the sums of 2 heads from F32H V rows (ops/ref.FlashScale, FlashMad).
+func flashTailF32Hx2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
 // flashScoresF16x1AVX2 sets the raw scores of 1 query heads against nc chunks of 32
-// cells of a transposed binary16 K panel (blocks of 16 cells blockStride bytes apart),
+// cells of a transposed F16 K panel (blocks of 16 cells blockStride bytes apart),
 // each lane summing its exact products in dimension order.
 func flashScoresF16x1AVX2(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
 
+// flashScoresF32x1AVX2 sets the raw scores of 1 query heads against nc chunks of 32
+// cells of a transposed F32 K panel (blocks of 16 cells blockStride bytes apart),
+// each lane summing its exact products in dimension order.
+func flashScoresF32x1AVX2(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+
 // flashScoresF16x2AVX2 sets the raw scores of 2 query heads against nc chunks of 32
-// cells of a transposed binary16 K panel (blocks of 16 cells blockStride bytes apart),
+// cells of a transposed F16 K panel (blocks of 16 cells blockStride bytes apart),
 // each lane summing its exact products in dimension order.
 func flashScoresF16x2AVX2(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+
+// flashScoresF32x2AVX2 sets the raw scores of 2 query heads against nc chunks of 32
+// cells of a transposed F32 K panel (blocks of 16 cells blockStride bytes apart),
+// each lane summing its exact products in dimension order.
+func flashScoresF32x2AVX2(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
 
 // geluF32AVX2 sets dst = GELU(x) by table lookup for nc chunks of 8 floats,
 // bit-identical to ops/ref.GELU.
@@ -671,17 +713,33 @@ func flashExpAVX512(ng int, x *float32, dst *float32) uint64
 // accumulators and the sums of 1 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
 func flashTileF16x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
+// flashTailF16x1AVX512 applies n cells' online-softmax updates to 16 floats of the
+// accumulators and the sums of 1 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
+func flashTailF16x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
 // flashTileF16x2AVX512 applies n cells' online-softmax updates to 64 floats of the
 // accumulators and the sums of 2 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
 func flashTileF16x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTailF16x2AVX512 applies n cells' online-softmax updates to 16 floats of the
+// accumulators and the sums of 2 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
+func flashTailF16x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
 // flashTileF16x3AVX512 applies n cells' online-softmax updates to 64 floats of the
 // accumulators and the sums of 3 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
 func flashTileF16x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
+// flashTailF16x3AVX512 applies n cells' online-softmax updates to 16 floats of the
+// accumulators and the sums of 3 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
+func flashTailF16x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
 // flashTileF16x4AVX512 applies n cells' online-softmax updates to 64 floats of the
 // accumulators and the sums of 4 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
 func flashTileF16x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTailF16x4AVX512 applies n cells' online-softmax updates to 16 floats of the
+// accumulators and the sums of 4 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
+func flashTailF16x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
 // flashTileQ8_0x1AVX512 applies n cells' online-softmax updates to 64 floats of the
 // accumulators and the sums of 1 heads from Q8_0 V rows (ops/ref.FlashScale, FlashMad).
@@ -719,69 +777,137 @@ func flashTileQ4_0x4AVX512(n int, acc *float32, accStride int, v *byte, vStride 
 // accumulators and the sums of 1 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
 func flashTileF16F32x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
-// flashTileF16F32x2AVX512 applies n cells' online-softmax updates to 64 floats of the
-// accumulators and the sums of 2 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
-func flashTileF16F32x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-
-// flashTileF16F32x3AVX512 applies n cells' online-softmax updates to 64 floats of the
-// accumulators and the sums of 3 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
-func flashTileF16F32x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-
-// flashTileF16F32x4AVX512 applies n cells' online-softmax updates to 64 floats of the
-// accumulators and the sums of 4 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
-func flashTileF16F32x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-
-// flashTailF16x1AVX512 applies n cells' online-softmax updates to 16 floats of the
-// accumulators and the sums of 1 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
-func flashTailF16x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-
-// flashTailF16x2AVX512 applies n cells' online-softmax updates to 16 floats of the
-// accumulators and the sums of 2 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
-func flashTailF16x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-
-// flashTailF16x3AVX512 applies n cells' online-softmax updates to 16 floats of the
-// accumulators and the sums of 3 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
-func flashTailF16x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-
-// flashTailF16x4AVX512 applies n cells' online-softmax updates to 16 floats of the
-// accumulators and the sums of 4 heads from F16 V rows (ops/ref.FlashScale, FlashMad).
-func flashTailF16x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-
 // flashTailF16F32x1AVX512 applies n cells' online-softmax updates to 16 floats of the
 // accumulators and the sums of 1 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
 func flashTailF16F32x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileF16F32x2AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 2 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF16F32x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
 // flashTailF16F32x2AVX512 applies n cells' online-softmax updates to 16 floats of the
 // accumulators and the sums of 2 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
 func flashTailF16F32x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
+// flashTileF16F32x3AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 3 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF16F32x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
 // flashTailF16F32x3AVX512 applies n cells' online-softmax updates to 16 floats of the
 // accumulators and the sums of 3 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
 func flashTailF16F32x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileF16F32x4AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 4 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF16F32x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
 // flashTailF16F32x4AVX512 applies n cells' online-softmax updates to 16 floats of the
 // accumulators and the sums of 4 heads from F16F32 V rows (ops/ref.FlashScale, FlashMad).
 func flashTailF16F32x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 
+// flashTileF32x1AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 1 heads from F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF32x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTailF32x1AVX512 applies n cells' online-softmax updates to 16 floats of the
+// accumulators and the sums of 1 heads from F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTailF32x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileF32x2AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 2 heads from F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF32x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTailF32x2AVX512 applies n cells' online-softmax updates to 16 floats of the
+// accumulators and the sums of 2 heads from F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTailF32x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileF32x3AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 3 heads from F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF32x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTailF32x3AVX512 applies n cells' online-softmax updates to 16 floats of the
+// accumulators and the sums of 3 heads from F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTailF32x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileF32x4AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 4 heads from F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF32x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTailF32x4AVX512 applies n cells' online-softmax updates to 16 floats of the
+// accumulators and the sums of 4 heads from F32 V rows (ops/ref.FlashScale, FlashMad).
+func flashTailF32x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileF32Hx1AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 1 heads from F32H V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF32Hx1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTailF32Hx1AVX512 applies n cells' online-softmax updates to 16 floats of the
+// accumulators and the sums of 1 heads from F32H V rows (ops/ref.FlashScale, FlashMad).
+func flashTailF32Hx1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileF32Hx2AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 2 heads from F32H V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF32Hx2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTailF32Hx2AVX512 applies n cells' online-softmax updates to 16 floats of the
+// accumulators and the sums of 2 heads from F32H V rows (ops/ref.FlashScale, FlashMad).
+func flashTailF32Hx2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileF32Hx3AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 3 heads from F32H V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF32Hx3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTailF32Hx3AVX512 applies n cells' online-softmax updates to 16 floats of the
+// accumulators and the sums of 3 heads from F32H V rows (ops/ref.FlashScale, FlashMad).
+func flashTailF32Hx3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTileF32Hx4AVX512 applies n cells' online-softmax updates to 64 floats of the
+// accumulators and the sums of 4 heads from F32H V rows (ops/ref.FlashScale, FlashMad).
+func flashTileF32Hx4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
+// flashTailF32Hx4AVX512 applies n cells' online-softmax updates to 16 floats of the
+// accumulators and the sums of 4 heads from F32H V rows (ops/ref.FlashScale, FlashMad).
+func flashTailF32Hx4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+
 // flashScoresF16x1AVX512 sets the raw scores of 1 query heads against nc chunks of 64
-// cells of a transposed binary16 K panel (blocks of 16 cells blockStride bytes apart),
+// cells of a transposed F16 K panel (blocks of 16 cells blockStride bytes apart),
 // each lane summing its exact products in dimension order.
 func flashScoresF16x1AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
 
+// flashScoresF32x1AVX512 sets the raw scores of 1 query heads against nc chunks of 64
+// cells of a transposed F32 K panel (blocks of 16 cells blockStride bytes apart),
+// each lane summing its exact products in dimension order.
+func flashScoresF32x1AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+
 // flashScoresF16x2AVX512 sets the raw scores of 2 query heads against nc chunks of 64
-// cells of a transposed binary16 K panel (blocks of 16 cells blockStride bytes apart),
+// cells of a transposed F16 K panel (blocks of 16 cells blockStride bytes apart),
 // each lane summing its exact products in dimension order.
 func flashScoresF16x2AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
 
+// flashScoresF32x2AVX512 sets the raw scores of 2 query heads against nc chunks of 64
+// cells of a transposed F32 K panel (blocks of 16 cells blockStride bytes apart),
+// each lane summing its exact products in dimension order.
+func flashScoresF32x2AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+
 // flashScoresF16x3AVX512 sets the raw scores of 3 query heads against nc chunks of 64
-// cells of a transposed binary16 K panel (blocks of 16 cells blockStride bytes apart),
+// cells of a transposed F16 K panel (blocks of 16 cells blockStride bytes apart),
 // each lane summing its exact products in dimension order.
 func flashScoresF16x3AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
 
+// flashScoresF32x3AVX512 sets the raw scores of 3 query heads against nc chunks of 64
+// cells of a transposed F32 K panel (blocks of 16 cells blockStride bytes apart),
+// each lane summing its exact products in dimension order.
+func flashScoresF32x3AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+
 // flashScoresF16x4AVX512 sets the raw scores of 4 query heads against nc chunks of 64
-// cells of a transposed binary16 K panel (blocks of 16 cells blockStride bytes apart),
+// cells of a transposed F16 K panel (blocks of 16 cells blockStride bytes apart),
 // each lane summing its exact products in dimension order.
 func flashScoresF16x4AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+
+// flashScoresF32x4AVX512 sets the raw scores of 4 query heads against nc chunks of 64
+// cells of a transposed F32 K panel (blocks of 16 cells blockStride bytes apart),
+// each lane summing its exact products in dimension order.
+func flashScoresF32x4AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
 
 // flashScanAVX512 sets arg[j] = −(max_j − s[j]·scale) over ng groups of 16 scores, max_j the
 // running maximum of the scaled scores before j (maxv before the first), and returns

@@ -5984,6 +5984,54 @@ done:
 	VZEROUPPER
 	RET
 
+// func flashTailF16x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, F16C, MMX+
+TEXT ·flashTailF16x1AVX2(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    sum+56(FP), DI
+	MOVQ    accStride+16(FP), R8
+	VMOVUPS (CX), Y0
+	VMOVSS  (DI), X1
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Y2
+	MOVL         (SI)(CX*4), R8
+	TESTL        R8, R8
+	JS           weighted0
+	VMULPS       Y2, Y0, Y0
+	VCVTPS2PH    $0x00, Y0, X0
+	VCVTPH2PS    X0, Y0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Y2
+
+weighted0:
+	VSUBSS     X2, X1, X1
+	VCVTPH2PS  (DX), Y3
+	VMULPS     Y2, Y3, Y2
+	VSUBPS     Y2, Y0, Y0
+	VCVTPS2PH  $0x00, Y0, X0
+	VCVTPH2PS  X0, Y0
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVSS  X1, (DI)
+	VZEROUPPER
+	RET
+
 // func flashTileF16x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 // Requires: AVX, F16C, FMA3, MMX+
 TEXT ·flashTileF16x2AVX2(SB), NOSPLIT, $0-64
@@ -6102,6 +6150,78 @@ done:
 	VMOVUPS Y7, 64(AX)
 	VMOVUPS Y8, 96(AX)
 	VMOVSS  X9, 4(R8)
+	VZEROUPPER
+	RET
+
+// func flashTailF16x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, F16C, MMX+
+TEXT ·flashTailF16x2AVX2(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), DI
+	MOVQ    sum+56(FP), R8
+	MOVQ    accStride+16(FP), R9
+	VMOVUPS (CX), Y0
+	VMOVSS  (R8), X1
+	ADDQ    R9, CX
+	VMOVUPS (CX), Y2
+	VMOVSS  4(R8), X3
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Y4
+	MOVL         (SI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted0
+	VMULPS       Y4, Y0, Y0
+	VCVTPS2PH    $0x00, Y0, X0
+	VCVTPH2PS    X0, Y0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Y4
+
+weighted0:
+	VSUBSS       X4, X1, X1
+	VBROADCASTSS (DI)(CX*4), Y5
+	MOVL         (DI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted1
+	VMULPS       Y5, Y2, Y2
+	VCVTPS2PH    $0x00, Y2, X2
+	VCVTPH2PS    X2, Y2
+	VMULSS       (DI)(CX*4), X3, X3
+	VBROADCASTSS flashNegOne<>+0(SB), Y5
+
+weighted1:
+	VSUBSS     X5, X3, X3
+	VCVTPH2PS  (DX), Y6
+	VMULPS     Y4, Y6, Y4
+	VSUBPS     Y4, Y0, Y0
+	VCVTPS2PH  $0x00, Y0, X0
+	VCVTPH2PS  X0, Y0
+	VMULPS     Y5, Y6, Y4
+	VSUBPS     Y4, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVSS  X1, (R8)
+	ADDQ    R9, AX
+	VMOVUPS Y2, (AX)
+	VMOVSS  X3, 4(R8)
 	VZEROUPPER
 	RET
 
@@ -6513,6 +6633,50 @@ done:
 	VZEROUPPER
 	RET
 
+// func flashTailF16F32x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, F16C, MMX+
+TEXT ·flashTailF16F32x1AVX2(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    sum+56(FP), DI
+	MOVQ    accStride+16(FP), R8
+	VMOVUPS (CX), Y0
+	VMOVSS  (DI), X1
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Y2
+	MOVL         (SI)(CX*4), R8
+	TESTL        R8, R8
+	JS           weighted0
+	VMULPS       Y2, Y0, Y0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Y2
+
+weighted0:
+	VSUBSS     X2, X1, X1
+	VCVTPH2PS  (DX), Y3
+	VMULPS     Y2, Y3, Y2
+	VSUBPS     Y2, Y0, Y0
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVSS  X1, (DI)
+	VZEROUPPER
+	RET
+
 // func flashTileF16F32x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 // Requires: AVX, F16C, FMA3, MMX+
 TEXT ·flashTileF16F32x2AVX2(SB), NOSPLIT, $0-64
@@ -6602,170 +6766,6 @@ done:
 	VZEROUPPER
 	RET
 
-// func flashTailF16x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, F16C, MMX+
-TEXT ·flashTailF16x1AVX2(SB), NOSPLIT, $0-64
-	MOVQ    n+0(FP), AX
-	MOVQ    acc+8(FP), CX
-	MOVQ    v+24(FP), DX
-	MOVQ    vStride+32(FP), BX
-	MOVQ    e+40(FP), SI
-	MOVQ    sum+56(FP), DI
-	MOVQ    accStride+16(FP), R8
-	VMOVUPS (CX), Y0
-	VMOVSS  (DI), X1
-	XORQ    CX, CX
-	TESTQ   AX, AX
-	JZ      done
-
-cell:
-	VBROADCASTSS (SI)(CX*4), Y2
-	MOVL         (SI)(CX*4), R8
-	TESTL        R8, R8
-	JS           weighted0
-	VMULPS       Y2, Y0, Y0
-	VCVTPS2PH    $0x00, Y0, X0
-	VCVTPH2PS    X0, Y0
-	VMULSS       (SI)(CX*4), X1, X1
-	VBROADCASTSS flashNegOne<>+0(SB), Y2
-
-weighted0:
-	VSUBSS     X2, X1, X1
-	VCVTPH2PS  (DX), Y3
-	VMULPS     Y2, Y3, Y2
-	VSUBPS     Y2, Y0, Y0
-	VCVTPS2PH  $0x00, Y0, X0
-	VCVTPH2PS  X0, Y0
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
-	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
-	JNE        cell
-
-done:
-	MOVQ    acc+8(FP), AX
-	VMOVUPS Y0, (AX)
-	VMOVSS  X1, (DI)
-	VZEROUPPER
-	RET
-
-// func flashTailF16x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, F16C, MMX+
-TEXT ·flashTailF16x2AVX2(SB), NOSPLIT, $0-64
-	MOVQ    n+0(FP), AX
-	MOVQ    acc+8(FP), CX
-	MOVQ    v+24(FP), DX
-	MOVQ    vStride+32(FP), BX
-	MOVQ    e+40(FP), SI
-	MOVQ    eStride+48(FP), DI
-	LEAQ    (SI)(DI*1), DI
-	MOVQ    sum+56(FP), R8
-	MOVQ    accStride+16(FP), R9
-	VMOVUPS (CX), Y0
-	VMOVSS  (R8), X1
-	ADDQ    R9, CX
-	VMOVUPS (CX), Y2
-	VMOVSS  4(R8), X3
-	XORQ    CX, CX
-	TESTQ   AX, AX
-	JZ      done
-
-cell:
-	VBROADCASTSS (SI)(CX*4), Y4
-	MOVL         (SI)(CX*4), R10
-	TESTL        R10, R10
-	JS           weighted0
-	VMULPS       Y4, Y0, Y0
-	VCVTPS2PH    $0x00, Y0, X0
-	VCVTPH2PS    X0, Y0
-	VMULSS       (SI)(CX*4), X1, X1
-	VBROADCASTSS flashNegOne<>+0(SB), Y4
-
-weighted0:
-	VSUBSS       X4, X1, X1
-	VBROADCASTSS (DI)(CX*4), Y5
-	MOVL         (DI)(CX*4), R10
-	TESTL        R10, R10
-	JS           weighted1
-	VMULPS       Y5, Y2, Y2
-	VCVTPS2PH    $0x00, Y2, X2
-	VCVTPH2PS    X2, Y2
-	VMULSS       (DI)(CX*4), X3, X3
-	VBROADCASTSS flashNegOne<>+0(SB), Y5
-
-weighted1:
-	VSUBSS     X5, X3, X3
-	VCVTPH2PS  (DX), Y6
-	VMULPS     Y4, Y6, Y4
-	VSUBPS     Y4, Y0, Y0
-	VCVTPS2PH  $0x00, Y0, X0
-	VCVTPH2PS  X0, Y0
-	VMULPS     Y5, Y6, Y4
-	VSUBPS     Y4, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, X2
-	VCVTPH2PS  X2, Y2
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
-	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
-	JNE        cell
-
-done:
-	MOVQ    acc+8(FP), AX
-	VMOVUPS Y0, (AX)
-	VMOVSS  X1, (R8)
-	ADDQ    R9, AX
-	VMOVUPS Y2, (AX)
-	VMOVSS  X3, 4(R8)
-	VZEROUPPER
-	RET
-
-// func flashTailF16F32x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, F16C, MMX+
-TEXT ·flashTailF16F32x1AVX2(SB), NOSPLIT, $0-64
-	MOVQ    n+0(FP), AX
-	MOVQ    acc+8(FP), CX
-	MOVQ    v+24(FP), DX
-	MOVQ    vStride+32(FP), BX
-	MOVQ    e+40(FP), SI
-	MOVQ    sum+56(FP), DI
-	MOVQ    accStride+16(FP), R8
-	VMOVUPS (CX), Y0
-	VMOVSS  (DI), X1
-	XORQ    CX, CX
-	TESTQ   AX, AX
-	JZ      done
-
-cell:
-	VBROADCASTSS (SI)(CX*4), Y2
-	MOVL         (SI)(CX*4), R8
-	TESTL        R8, R8
-	JS           weighted0
-	VMULPS       Y2, Y0, Y0
-	VMULSS       (SI)(CX*4), X1, X1
-	VBROADCASTSS flashNegOne<>+0(SB), Y2
-
-weighted0:
-	VSUBSS     X2, X1, X1
-	VCVTPH2PS  (DX), Y3
-	VMULPS     Y2, Y3, Y2
-	VSUBPS     Y2, Y0, Y0
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
-	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
-	JNE        cell
-
-done:
-	MOVQ    acc+8(FP), AX
-	VMOVUPS Y0, (AX)
-	VMOVSS  X1, (DI)
-	VZEROUPPER
-	RET
-
 // func flashTailF16F32x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 // Requires: AVX, F16C, MMX+
 TEXT ·flashTailF16F32x2AVX2(SB), NOSPLIT, $0-64
@@ -6813,6 +6813,576 @@ weighted1:
 	VSUBPS     Y4, Y0, Y0
 	VMULPS     Y5, Y6, Y4
 	VSUBPS     Y4, Y2, Y2
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVSS  X1, (R8)
+	ADDQ    R9, AX
+	VMOVUPS Y2, (AX)
+	VMOVSS  X3, 4(R8)
+	VZEROUPPER
+	RET
+
+// func flashTileF32x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, FMA3, MMX+
+TEXT ·flashTileF32x1AVX2(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    sum+56(FP), DI
+	MOVQ    accStride+16(FP), R8
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	VMOVUPS 64(CX), Y2
+	VMOVUPS 96(CX), Y3
+	VMOVSS  (DI), X4
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Y5
+	MOVL         (SI)(CX*4), R8
+	TESTL        R8, R8
+	JS           weighted0
+	VMULPS       Y5, Y0, Y0
+	VMULPS       Y5, Y1, Y1
+	VMULPS       Y5, Y2, Y2
+	VMULPS       Y5, Y3, Y3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Y5
+
+weighted0:
+	VSUBSS       X5, X4, X4
+	VMOVUPS      (DX), Y6
+	VFNMADD231PS Y5, Y6, Y0
+	VMOVUPS      32(DX), Y6
+	VFNMADD231PS Y5, Y6, Y1
+	VMOVUPS      64(DX), Y6
+	VFNMADD231PS Y5, Y6, Y2
+	VMOVUPS      96(DX), Y6
+	VFNMADD231PS Y5, Y6, Y3
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VMOVSS  X4, (DI)
+	VZEROUPPER
+	RET
+
+// func flashTailF32x1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, MMX+
+TEXT ·flashTailF32x1AVX2(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    sum+56(FP), DI
+	MOVQ    accStride+16(FP), R8
+	VMOVUPS (CX), Y0
+	VMOVSS  (DI), X1
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Y2
+	MOVL         (SI)(CX*4), R8
+	TESTL        R8, R8
+	JS           weighted0
+	VMULPS       Y2, Y0, Y0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Y2
+
+weighted0:
+	VSUBSS     X2, X1, X1
+	VMOVUPS    (DX), Y3
+	VMULPS     Y2, Y3, Y2
+	VSUBPS     Y2, Y0, Y0
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVSS  X1, (DI)
+	VZEROUPPER
+	RET
+
+// func flashTileF32x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, FMA3, MMX+
+TEXT ·flashTileF32x2AVX2(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), DI
+	MOVQ    sum+56(FP), R8
+	MOVQ    accStride+16(FP), R9
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	VMOVUPS 64(CX), Y2
+	VMOVUPS 96(CX), Y3
+	VMOVSS  (R8), X4
+	ADDQ    R9, CX
+	VMOVUPS (CX), Y5
+	VMOVUPS 32(CX), Y6
+	VMOVUPS 64(CX), Y7
+	VMOVUPS 96(CX), Y8
+	VMOVSS  4(R8), X9
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Y10
+	MOVL         (SI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted0
+	VMULPS       Y10, Y0, Y0
+	VMULPS       Y10, Y1, Y1
+	VMULPS       Y10, Y2, Y2
+	VMULPS       Y10, Y3, Y3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Y10
+
+weighted0:
+	VSUBSS       X10, X4, X4
+	VBROADCASTSS (DI)(CX*4), Y11
+	MOVL         (DI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted1
+	VMULPS       Y11, Y5, Y5
+	VMULPS       Y11, Y6, Y6
+	VMULPS       Y11, Y7, Y7
+	VMULPS       Y11, Y8, Y8
+	VMULSS       (DI)(CX*4), X9, X9
+	VBROADCASTSS flashNegOne<>+0(SB), Y11
+
+weighted1:
+	VSUBSS       X11, X9, X9
+	VMOVUPS      (DX), Y12
+	VFNMADD231PS Y10, Y12, Y0
+	VFNMADD231PS Y11, Y12, Y5
+	VMOVUPS      32(DX), Y12
+	VFNMADD231PS Y10, Y12, Y1
+	VFNMADD231PS Y11, Y12, Y6
+	VMOVUPS      64(DX), Y12
+	VFNMADD231PS Y10, Y12, Y2
+	VFNMADD231PS Y11, Y12, Y7
+	VMOVUPS      96(DX), Y12
+	VFNMADD231PS Y10, Y12, Y3
+	VFNMADD231PS Y11, Y12, Y8
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VMOVSS  X4, (R8)
+	ADDQ    R9, AX
+	VMOVUPS Y5, (AX)
+	VMOVUPS Y6, 32(AX)
+	VMOVUPS Y7, 64(AX)
+	VMOVUPS Y8, 96(AX)
+	VMOVSS  X9, 4(R8)
+	VZEROUPPER
+	RET
+
+// func flashTailF32x2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, MMX+
+TEXT ·flashTailF32x2AVX2(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), DI
+	MOVQ    sum+56(FP), R8
+	MOVQ    accStride+16(FP), R9
+	VMOVUPS (CX), Y0
+	VMOVSS  (R8), X1
+	ADDQ    R9, CX
+	VMOVUPS (CX), Y2
+	VMOVSS  4(R8), X3
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Y4
+	MOVL         (SI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted0
+	VMULPS       Y4, Y0, Y0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Y4
+
+weighted0:
+	VSUBSS       X4, X1, X1
+	VBROADCASTSS (DI)(CX*4), Y5
+	MOVL         (DI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted1
+	VMULPS       Y5, Y2, Y2
+	VMULSS       (DI)(CX*4), X3, X3
+	VBROADCASTSS flashNegOne<>+0(SB), Y5
+
+weighted1:
+	VSUBSS     X5, X3, X3
+	VMOVUPS    (DX), Y6
+	VMULPS     Y4, Y6, Y4
+	VSUBPS     Y4, Y0, Y0
+	VMULPS     Y5, Y6, Y4
+	VSUBPS     Y4, Y2, Y2
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVSS  X1, (R8)
+	ADDQ    R9, AX
+	VMOVUPS Y2, (AX)
+	VMOVSS  X3, 4(R8)
+	VZEROUPPER
+	RET
+
+// func flashTileF32Hx1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, F16C, FMA3, MMX+
+TEXT ·flashTileF32Hx1AVX2(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    sum+56(FP), DI
+	MOVQ    accStride+16(FP), R8
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	VMOVUPS 64(CX), Y2
+	VMOVUPS 96(CX), Y3
+	VMOVSS  (DI), X4
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Y5
+	MOVL         (SI)(CX*4), R8
+	TESTL        R8, R8
+	JS           weighted0
+	VMULPS       Y5, Y0, Y0
+	VCVTPS2PH    $0x00, Y0, X0
+	VCVTPH2PS    X0, Y0
+	VMULPS       Y5, Y1, Y1
+	VCVTPS2PH    $0x00, Y1, X1
+	VCVTPH2PS    X1, Y1
+	VMULPS       Y5, Y2, Y2
+	VCVTPS2PH    $0x00, Y2, X2
+	VCVTPH2PS    X2, Y2
+	VMULPS       Y5, Y3, Y3
+	VCVTPS2PH    $0x00, Y3, X3
+	VCVTPH2PS    X3, Y3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Y5
+
+weighted0:
+	VSUBSS       X5, X4, X4
+	VMOVUPS      (DX), Y6
+	VFNMADD231PS Y5, Y6, Y0
+	VCVTPS2PH    $0x00, Y0, X0
+	VCVTPH2PS    X0, Y0
+	VMOVUPS      32(DX), Y6
+	VFNMADD231PS Y5, Y6, Y1
+	VCVTPS2PH    $0x00, Y1, X1
+	VCVTPH2PS    X1, Y1
+	VMOVUPS      64(DX), Y6
+	VFNMADD231PS Y5, Y6, Y2
+	VCVTPS2PH    $0x00, Y2, X2
+	VCVTPH2PS    X2, Y2
+	VMOVUPS      96(DX), Y6
+	VFNMADD231PS Y5, Y6, Y3
+	VCVTPS2PH    $0x00, Y3, X3
+	VCVTPH2PS    X3, Y3
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VMOVSS  X4, (DI)
+	VZEROUPPER
+	RET
+
+// func flashTailF32Hx1AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, F16C, MMX+
+TEXT ·flashTailF32Hx1AVX2(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    sum+56(FP), DI
+	MOVQ    accStride+16(FP), R8
+	VMOVUPS (CX), Y0
+	VMOVSS  (DI), X1
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Y2
+	MOVL         (SI)(CX*4), R8
+	TESTL        R8, R8
+	JS           weighted0
+	VMULPS       Y2, Y0, Y0
+	VCVTPS2PH    $0x00, Y0, X0
+	VCVTPH2PS    X0, Y0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Y2
+
+weighted0:
+	VSUBSS     X2, X1, X1
+	VMOVUPS    (DX), Y3
+	VMULPS     Y2, Y3, Y2
+	VSUBPS     Y2, Y0, Y0
+	VCVTPS2PH  $0x00, Y0, X0
+	VCVTPH2PS  X0, Y0
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVSS  X1, (DI)
+	VZEROUPPER
+	RET
+
+// func flashTileF32Hx2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, F16C, FMA3, MMX+
+TEXT ·flashTileF32Hx2AVX2(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), DI
+	MOVQ    sum+56(FP), R8
+	MOVQ    accStride+16(FP), R9
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	VMOVUPS 64(CX), Y2
+	VMOVUPS 96(CX), Y3
+	VMOVSS  (R8), X4
+	ADDQ    R9, CX
+	VMOVUPS (CX), Y5
+	VMOVUPS 32(CX), Y6
+	VMOVUPS 64(CX), Y7
+	VMOVUPS 96(CX), Y8
+	VMOVSS  4(R8), X9
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Y10
+	MOVL         (SI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted0
+	VMULPS       Y10, Y0, Y0
+	VCVTPS2PH    $0x00, Y0, X0
+	VCVTPH2PS    X0, Y0
+	VMULPS       Y10, Y1, Y1
+	VCVTPS2PH    $0x00, Y1, X1
+	VCVTPH2PS    X1, Y1
+	VMULPS       Y10, Y2, Y2
+	VCVTPS2PH    $0x00, Y2, X2
+	VCVTPH2PS    X2, Y2
+	VMULPS       Y10, Y3, Y3
+	VCVTPS2PH    $0x00, Y3, X3
+	VCVTPH2PS    X3, Y3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Y10
+
+weighted0:
+	VSUBSS       X10, X4, X4
+	VBROADCASTSS (DI)(CX*4), Y11
+	MOVL         (DI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted1
+	VMULPS       Y11, Y5, Y5
+	VCVTPS2PH    $0x00, Y5, X5
+	VCVTPH2PS    X5, Y5
+	VMULPS       Y11, Y6, Y6
+	VCVTPS2PH    $0x00, Y6, X6
+	VCVTPH2PS    X6, Y6
+	VMULPS       Y11, Y7, Y7
+	VCVTPS2PH    $0x00, Y7, X7
+	VCVTPH2PS    X7, Y7
+	VMULPS       Y11, Y8, Y8
+	VCVTPS2PH    $0x00, Y8, X8
+	VCVTPH2PS    X8, Y8
+	VMULSS       (DI)(CX*4), X9, X9
+	VBROADCASTSS flashNegOne<>+0(SB), Y11
+
+weighted1:
+	VSUBSS       X11, X9, X9
+	VMOVUPS      (DX), Y12
+	VFNMADD231PS Y10, Y12, Y0
+	VCVTPS2PH    $0x00, Y0, X0
+	VCVTPH2PS    X0, Y0
+	VFNMADD231PS Y11, Y12, Y5
+	VCVTPS2PH    $0x00, Y5, X5
+	VCVTPH2PS    X5, Y5
+	VMOVUPS      32(DX), Y12
+	VFNMADD231PS Y10, Y12, Y1
+	VCVTPS2PH    $0x00, Y1, X1
+	VCVTPH2PS    X1, Y1
+	VFNMADD231PS Y11, Y12, Y6
+	VCVTPS2PH    $0x00, Y6, X6
+	VCVTPH2PS    X6, Y6
+	VMOVUPS      64(DX), Y12
+	VFNMADD231PS Y10, Y12, Y2
+	VCVTPS2PH    $0x00, Y2, X2
+	VCVTPH2PS    X2, Y2
+	VFNMADD231PS Y11, Y12, Y7
+	VCVTPS2PH    $0x00, Y7, X7
+	VCVTPH2PS    X7, Y7
+	VMOVUPS      96(DX), Y12
+	VFNMADD231PS Y10, Y12, Y3
+	VCVTPS2PH    $0x00, Y3, X3
+	VCVTPH2PS    X3, Y3
+	VFNMADD231PS Y11, Y12, Y8
+	VCVTPS2PH    $0x00, Y8, X8
+	VCVTPH2PS    X8, Y8
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VMOVSS  X4, (R8)
+	ADDQ    R9, AX
+	VMOVUPS Y5, (AX)
+	VMOVUPS Y6, 32(AX)
+	VMOVUPS Y7, 64(AX)
+	VMOVUPS Y8, 96(AX)
+	VMOVSS  X9, 4(R8)
+	VZEROUPPER
+	RET
+
+// func flashTailF32Hx2AVX2(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, F16C, MMX+
+TEXT ·flashTailF32Hx2AVX2(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), DI
+	MOVQ    sum+56(FP), R8
+	MOVQ    accStride+16(FP), R9
+	VMOVUPS (CX), Y0
+	VMOVSS  (R8), X1
+	ADDQ    R9, CX
+	VMOVUPS (CX), Y2
+	VMOVSS  4(R8), X3
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Y4
+	MOVL         (SI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted0
+	VMULPS       Y4, Y0, Y0
+	VCVTPS2PH    $0x00, Y0, X0
+	VCVTPH2PS    X0, Y0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Y4
+
+weighted0:
+	VSUBSS       X4, X1, X1
+	VBROADCASTSS (DI)(CX*4), Y5
+	MOVL         (DI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted1
+	VMULPS       Y5, Y2, Y2
+	VCVTPS2PH    $0x00, Y2, X2
+	VCVTPH2PS    X2, Y2
+	VMULSS       (DI)(CX*4), X3, X3
+	VBROADCASTSS flashNegOne<>+0(SB), Y5
+
+weighted1:
+	VSUBSS     X5, X3, X3
+	VMOVUPS    (DX), Y6
+	VMULPS     Y4, Y6, Y4
+	VSUBPS     Y4, Y0, Y0
+	VCVTPS2PH  $0x00, Y0, X0
+	VCVTPH2PS  X0, Y0
+	VMULPS     Y5, Y6, Y4
+	VSUBPS     Y4, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
 	PREFETCHT0 (DX)(BX*4)
 	PREFETCHT0 64(DX)(BX*4)
 	ADDQ       BX, DX
@@ -6893,6 +7463,61 @@ done:
 	VZEROUPPER
 	RET
 
+// func flashScoresF32x1AVX2(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+// Requires: AVX, FMA3
+TEXT ·flashScoresF32x1AVX2(SB), NOSPLIT, $0-64
+	MOVQ  nc+0(FP), AX
+	MOVQ  k+16(FP), CX
+	MOVQ  blockStride+24(FP), DI
+	LEAQ  32(CX), DX
+	LEAQ  (CX)(DI*1), BX
+	LEAQ  32(BX), SI
+	SHLQ  $0x01, DI
+	MOVQ  dst+48(FP), R8
+	MOVQ  qStride+40(FP), R9
+	TESTQ AX, AX
+	JZ    done
+
+chunk:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ   hd+8(FP), R10
+	MOVQ   q+32(FP), R11
+	XORQ   R12, R12
+
+dim:
+	VMOVUPS      (CX)(R12*1), Y4
+	VMOVUPS      (DX)(R12*1), Y5
+	VMOVUPS      (BX)(R12*1), Y6
+	VMOVUPS      (SI)(R12*1), Y7
+	VBROADCASTSS (R11), Y8
+	VFMADD231PS  Y8, Y4, Y0
+	VFMADD231PS  Y8, Y5, Y1
+	VFMADD231PS  Y8, Y6, Y2
+	VFMADD231PS  Y8, Y7, Y3
+	ADDQ         $0x00000040, R12
+	ADDQ         R9, R11
+	DECQ         R10
+	JNZ          dim
+	MOVQ         R8, R10
+	VMOVUPS      Y0, (R10)
+	VMOVUPS      Y1, 32(R10)
+	VMOVUPS      Y2, 64(R10)
+	VMOVUPS      Y3, 96(R10)
+	ADDQ         $0x00000080, R8
+	ADDQ         DI, CX
+	ADDQ         DI, DX
+	ADDQ         DI, BX
+	ADDQ         DI, SI
+	DECQ         AX
+	JNZ          chunk
+
+done:
+	VZEROUPPER
+	RET
+
 // func flashScoresF16x2AVX2(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
 // Requires: AVX, F16C, FMA3, MMX+
 TEXT ·flashScoresF16x2AVX2(SB), NOSPLIT, $0-64
@@ -6945,6 +7570,76 @@ dim:
 	VFMADD231PS  Y12, Y10, Y6
 	VFMADD231PS  Y12, Y11, Y7
 	ADDQ         $0x00000020, R12
+	ADDQ         R9, R11
+	DECQ         R10
+	JNZ          dim
+	MOVQ         R8, R10
+	VMOVUPS      Y0, (R10)
+	VMOVUPS      Y1, 32(R10)
+	VMOVUPS      Y2, 64(R10)
+	VMOVUPS      Y3, 96(R10)
+	MOVQ         dstStride+56(FP), R11
+	ADDQ         R11, R10
+	VMOVUPS      Y4, (R10)
+	VMOVUPS      Y5, 32(R10)
+	VMOVUPS      Y6, 64(R10)
+	VMOVUPS      Y7, 96(R10)
+	ADDQ         $0x00000080, R8
+	ADDQ         DI, CX
+	ADDQ         DI, DX
+	ADDQ         DI, BX
+	ADDQ         DI, SI
+	DECQ         AX
+	JNZ          chunk
+
+done:
+	VZEROUPPER
+	RET
+
+// func flashScoresF32x2AVX2(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+// Requires: AVX, FMA3
+TEXT ·flashScoresF32x2AVX2(SB), NOSPLIT, $0-64
+	MOVQ  nc+0(FP), AX
+	MOVQ  k+16(FP), CX
+	MOVQ  blockStride+24(FP), DI
+	LEAQ  32(CX), DX
+	LEAQ  (CX)(DI*1), BX
+	LEAQ  32(BX), SI
+	SHLQ  $0x01, DI
+	MOVQ  dst+48(FP), R8
+	MOVQ  qStride+40(FP), R9
+	TESTQ AX, AX
+	JZ    done
+
+chunk:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ   hd+8(FP), R10
+	MOVQ   q+32(FP), R11
+	XORQ   R12, R12
+
+dim:
+	VMOVUPS      (CX)(R12*1), Y8
+	VMOVUPS      (DX)(R12*1), Y9
+	VMOVUPS      (BX)(R12*1), Y10
+	VMOVUPS      (SI)(R12*1), Y11
+	VBROADCASTSS (R11), Y12
+	VFMADD231PS  Y12, Y8, Y0
+	VFMADD231PS  Y12, Y9, Y1
+	VFMADD231PS  Y12, Y10, Y2
+	VFMADD231PS  Y12, Y11, Y3
+	VBROADCASTSS 4(R11), Y12
+	VFMADD231PS  Y12, Y8, Y4
+	VFMADD231PS  Y12, Y9, Y5
+	VFMADD231PS  Y12, Y10, Y6
+	VFMADD231PS  Y12, Y11, Y7
+	ADDQ         $0x00000040, R12
 	ADDQ         R9, R11
 	DECQ         R10
 	JNZ          dim
@@ -44237,6 +44932,54 @@ done:
 	VZEROUPPER
 	RET
 
+// func flashTailF16x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTailF16x1AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    sum+56(FP), DI
+	MOVQ    accStride+16(FP), R8
+	VMOVUPS (CX), Z0
+	VMOVSS  (DI), X1
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z2
+	MOVL         (SI)(CX*4), R8
+	TESTL        R8, R8
+	JS           weighted0
+	VMULPS       Z2, Z0, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Z2
+
+weighted0:
+	VSUBSS     X2, X1, X1
+	VCVTPH2PS  (DX), Z3
+	VMULPS     Z2, Z3, Z2
+	VSUBPS     Z2, Z0, Z0
+	VCVTPS2PH  $0x00, Z0, Y0
+	VCVTPH2PS  Y0, Z0
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVSS  X1, (DI)
+	VZEROUPPER
+	RET
+
 // func flashTileF16x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·flashTileF16x2AVX512(SB), NOSPLIT, $0-64
@@ -44355,6 +45098,78 @@ done:
 	VMOVUPS Z7, 128(AX)
 	VMOVUPS Z8, 192(AX)
 	VMOVSS  X9, 4(R8)
+	VZEROUPPER
+	RET
+
+// func flashTailF16x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTailF16x2AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), DI
+	MOVQ    sum+56(FP), R8
+	MOVQ    accStride+16(FP), R9
+	VMOVUPS (CX), Z0
+	VMOVSS  (R8), X1
+	ADDQ    R9, CX
+	VMOVUPS (CX), Z2
+	VMOVSS  4(R8), X3
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z4
+	MOVL         (SI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted0
+	VMULPS       Z4, Z0, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Z4
+
+weighted0:
+	VSUBSS       X4, X1, X1
+	VBROADCASTSS (DI)(CX*4), Z5
+	MOVL         (DI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted1
+	VMULPS       Z5, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULSS       (DI)(CX*4), X3, X3
+	VBROADCASTSS flashNegOne<>+0(SB), Z5
+
+weighted1:
+	VSUBSS     X5, X3, X3
+	VCVTPH2PS  (DX), Z6
+	VMULPS     Z4, Z6, Z4
+	VSUBPS     Z4, Z0, Z0
+	VCVTPS2PH  $0x00, Z0, Y0
+	VCVTPH2PS  Y0, Z0
+	VMULPS     Z5, Z6, Z4
+	VSUBPS     Z4, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVSS  X1, (R8)
+	ADDQ    R9, AX
+	VMOVUPS Z2, (AX)
+	VMOVSS  X3, 4(R8)
 	VZEROUPPER
 	RET
 
@@ -44522,6 +45337,101 @@ done:
 	VMOVUPS Z12, 128(AX)
 	VMOVUPS Z13, 192(AX)
 	VMOVSS  X14, 8(R9)
+	VZEROUPPER
+	RET
+
+// func flashTailF16x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTailF16x3AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), R8
+	LEAQ    (R8)(DI*1), DI
+	MOVQ    sum+56(FP), R9
+	MOVQ    accStride+16(FP), R10
+	VMOVUPS (CX), Z0
+	VMOVSS  (R9), X1
+	ADDQ    R10, CX
+	VMOVUPS (CX), Z2
+	VMOVSS  4(R9), X3
+	ADDQ    R10, CX
+	VMOVUPS (CX), Z4
+	VMOVSS  8(R9), X5
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z6
+	MOVL         (SI)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted0
+	VMULPS       Z6, Z0, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Z6
+
+weighted0:
+	VSUBSS       X6, X1, X1
+	VBROADCASTSS (R8)(CX*4), Z7
+	MOVL         (R8)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted1
+	VMULPS       Z7, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULSS       (R8)(CX*4), X3, X3
+	VBROADCASTSS flashNegOne<>+0(SB), Z7
+
+weighted1:
+	VSUBSS       X7, X3, X3
+	VBROADCASTSS (DI)(CX*4), Z8
+	MOVL         (DI)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted2
+	VMULPS       Z8, Z4, Z4
+	VCVTPS2PH    $0x00, Z4, Y4
+	VCVTPH2PS    Y4, Z4
+	VMULSS       (DI)(CX*4), X5, X5
+	VBROADCASTSS flashNegOne<>+0(SB), Z8
+
+weighted2:
+	VSUBSS     X8, X5, X5
+	VCVTPH2PS  (DX), Z9
+	VMULPS     Z6, Z9, Z6
+	VSUBPS     Z6, Z0, Z0
+	VCVTPS2PH  $0x00, Z0, Y0
+	VCVTPH2PS  Y0, Z0
+	VMULPS     Z7, Z9, Z6
+	VSUBPS     Z6, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VMULPS     Z8, Z9, Z6
+	VSUBPS     Z6, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVSS  X1, (R9)
+	ADDQ    R10, AX
+	VMOVUPS Z2, (AX)
+	VMOVSS  X3, 4(R9)
+	ADDQ    R10, AX
+	VMOVUPS Z4, (AX)
+	VMOVSS  X5, 8(R9)
 	VZEROUPPER
 	RET
 
@@ -44735,6 +45645,124 @@ done:
 	VMOVUPS Z17, 128(AX)
 	VMOVUPS Z18, 192(AX)
 	VMOVSS  X19, 12(R10)
+	VZEROUPPER
+	RET
+
+// func flashTailF16x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTailF16x4AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), R8
+	LEAQ    (R8)(DI*1), R9
+	LEAQ    (R9)(DI*1), DI
+	MOVQ    sum+56(FP), R10
+	MOVQ    accStride+16(FP), R11
+	VMOVUPS (CX), Z0
+	VMOVSS  (R10), X1
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z2
+	VMOVSS  4(R10), X3
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z4
+	VMOVSS  8(R10), X5
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z6
+	VMOVSS  12(R10), X7
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z8
+	MOVL         (SI)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted0
+	VMULPS       Z8, Z0, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Z8
+
+weighted0:
+	VSUBSS       X8, X1, X1
+	VBROADCASTSS (R8)(CX*4), Z9
+	MOVL         (R8)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted1
+	VMULPS       Z9, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULSS       (R8)(CX*4), X3, X3
+	VBROADCASTSS flashNegOne<>+0(SB), Z9
+
+weighted1:
+	VSUBSS       X9, X3, X3
+	VBROADCASTSS (R9)(CX*4), Z10
+	MOVL         (R9)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted2
+	VMULPS       Z10, Z4, Z4
+	VCVTPS2PH    $0x00, Z4, Y4
+	VCVTPH2PS    Y4, Z4
+	VMULSS       (R9)(CX*4), X5, X5
+	VBROADCASTSS flashNegOne<>+0(SB), Z10
+
+weighted2:
+	VSUBSS       X10, X5, X5
+	VBROADCASTSS (DI)(CX*4), Z11
+	MOVL         (DI)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted3
+	VMULPS       Z11, Z6, Z6
+	VCVTPS2PH    $0x00, Z6, Y6
+	VCVTPH2PS    Y6, Z6
+	VMULSS       (DI)(CX*4), X7, X7
+	VBROADCASTSS flashNegOne<>+0(SB), Z11
+
+weighted3:
+	VSUBSS     X11, X7, X7
+	VCVTPH2PS  (DX), Z12
+	VMULPS     Z8, Z12, Z8
+	VSUBPS     Z8, Z0, Z0
+	VCVTPS2PH  $0x00, Z0, Y0
+	VCVTPH2PS  Y0, Z0
+	VMULPS     Z9, Z12, Z8
+	VSUBPS     Z8, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VMULPS     Z10, Z12, Z8
+	VSUBPS     Z8, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VMULPS     Z11, Z12, Z8
+	VSUBPS     Z8, Z6, Z6
+	VCVTPS2PH  $0x00, Z6, Y6
+	VCVTPH2PS  Y6, Z6
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVSS  X1, (R10)
+	ADDQ    R11, AX
+	VMOVUPS Z2, (AX)
+	VMOVSS  X3, 4(R10)
+	ADDQ    R11, AX
+	VMOVUPS Z4, (AX)
+	VMOVSS  X5, 8(R10)
+	ADDQ    R11, AX
+	VMOVUPS Z6, (AX)
+	VMOVSS  X7, 12(R10)
 	VZEROUPPER
 	RET
 
@@ -45762,6 +46790,50 @@ done:
 	VZEROUPPER
 	RET
 
+// func flashTailF16F32x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTailF16F32x1AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    sum+56(FP), DI
+	MOVQ    accStride+16(FP), R8
+	VMOVUPS (CX), Z0
+	VMOVSS  (DI), X1
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z2
+	MOVL         (SI)(CX*4), R8
+	TESTL        R8, R8
+	JS           weighted0
+	VMULPS       Z2, Z0, Z0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Z2
+
+weighted0:
+	VSUBSS     X2, X1, X1
+	VCVTPH2PS  (DX), Z3
+	VMULPS     Z2, Z3, Z2
+	VSUBPS     Z2, Z0, Z0
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVSS  X1, (DI)
+	VZEROUPPER
+	RET
+
 // func flashTileF16F32x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·flashTileF16F32x2AVX512(SB), NOSPLIT, $0-64
@@ -45848,6 +46920,70 @@ done:
 	VMOVUPS Z7, 128(AX)
 	VMOVUPS Z8, 192(AX)
 	VMOVSS  X9, 4(R8)
+	VZEROUPPER
+	RET
+
+// func flashTailF16F32x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTailF16F32x2AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), DI
+	MOVQ    sum+56(FP), R8
+	MOVQ    accStride+16(FP), R9
+	VMOVUPS (CX), Z0
+	VMOVSS  (R8), X1
+	ADDQ    R9, CX
+	VMOVUPS (CX), Z2
+	VMOVSS  4(R8), X3
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z4
+	MOVL         (SI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted0
+	VMULPS       Z4, Z0, Z0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Z4
+
+weighted0:
+	VSUBSS       X4, X1, X1
+	VBROADCASTSS (DI)(CX*4), Z5
+	MOVL         (DI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted1
+	VMULPS       Z5, Z2, Z2
+	VMULSS       (DI)(CX*4), X3, X3
+	VBROADCASTSS flashNegOne<>+0(SB), Z5
+
+weighted1:
+	VSUBSS     X5, X3, X3
+	VCVTPH2PS  (DX), Z6
+	VMULPS     Z4, Z6, Z4
+	VSUBPS     Z4, Z0, Z0
+	VMULPS     Z5, Z6, Z4
+	VSUBPS     Z4, Z2, Z2
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVSS  X1, (R8)
+	ADDQ    R9, AX
+	VMOVUPS Z2, (AX)
+	VMOVSS  X3, 4(R8)
 	VZEROUPPER
 	RET
 
@@ -45967,6 +47103,89 @@ done:
 	VMOVUPS Z12, 128(AX)
 	VMOVUPS Z13, 192(AX)
 	VMOVSS  X14, 8(R9)
+	VZEROUPPER
+	RET
+
+// func flashTailF16F32x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTailF16F32x3AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), R8
+	LEAQ    (R8)(DI*1), DI
+	MOVQ    sum+56(FP), R9
+	MOVQ    accStride+16(FP), R10
+	VMOVUPS (CX), Z0
+	VMOVSS  (R9), X1
+	ADDQ    R10, CX
+	VMOVUPS (CX), Z2
+	VMOVSS  4(R9), X3
+	ADDQ    R10, CX
+	VMOVUPS (CX), Z4
+	VMOVSS  8(R9), X5
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z6
+	MOVL         (SI)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted0
+	VMULPS       Z6, Z0, Z0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Z6
+
+weighted0:
+	VSUBSS       X6, X1, X1
+	VBROADCASTSS (R8)(CX*4), Z7
+	MOVL         (R8)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted1
+	VMULPS       Z7, Z2, Z2
+	VMULSS       (R8)(CX*4), X3, X3
+	VBROADCASTSS flashNegOne<>+0(SB), Z7
+
+weighted1:
+	VSUBSS       X7, X3, X3
+	VBROADCASTSS (DI)(CX*4), Z8
+	MOVL         (DI)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted2
+	VMULPS       Z8, Z4, Z4
+	VMULSS       (DI)(CX*4), X5, X5
+	VBROADCASTSS flashNegOne<>+0(SB), Z8
+
+weighted2:
+	VSUBSS     X8, X5, X5
+	VCVTPH2PS  (DX), Z9
+	VMULPS     Z6, Z9, Z6
+	VSUBPS     Z6, Z0, Z0
+	VMULPS     Z7, Z9, Z6
+	VSUBPS     Z6, Z2, Z2
+	VMULPS     Z8, Z9, Z6
+	VSUBPS     Z6, Z4, Z4
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVSS  X1, (R9)
+	ADDQ    R10, AX
+	VMOVUPS Z2, (AX)
+	VMOVSS  X3, 4(R9)
+	ADDQ    R10, AX
+	VMOVUPS Z4, (AX)
+	VMOVSS  X5, 8(R9)
 	VZEROUPPER
 	RET
 
@@ -46119,530 +47338,6 @@ done:
 	VZEROUPPER
 	RET
 
-// func flashTailF16x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·flashTailF16x1AVX512(SB), NOSPLIT, $0-64
-	MOVQ    n+0(FP), AX
-	MOVQ    acc+8(FP), CX
-	MOVQ    v+24(FP), DX
-	MOVQ    vStride+32(FP), BX
-	MOVQ    e+40(FP), SI
-	MOVQ    sum+56(FP), DI
-	MOVQ    accStride+16(FP), R8
-	VMOVUPS (CX), Z0
-	VMOVSS  (DI), X1
-	XORQ    CX, CX
-	TESTQ   AX, AX
-	JZ      done
-
-cell:
-	VBROADCASTSS (SI)(CX*4), Z2
-	MOVL         (SI)(CX*4), R8
-	TESTL        R8, R8
-	JS           weighted0
-	VMULPS       Z2, Z0, Z0
-	VCVTPS2PH    $0x00, Z0, Y0
-	VCVTPH2PS    Y0, Z0
-	VMULSS       (SI)(CX*4), X1, X1
-	VBROADCASTSS flashNegOne<>+0(SB), Z2
-
-weighted0:
-	VSUBSS     X2, X1, X1
-	VCVTPH2PS  (DX), Z3
-	VMULPS     Z2, Z3, Z2
-	VSUBPS     Z2, Z0, Z0
-	VCVTPS2PH  $0x00, Z0, Y0
-	VCVTPH2PS  Y0, Z0
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
-	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
-	JNE        cell
-
-done:
-	MOVQ    acc+8(FP), AX
-	VMOVUPS Z0, (AX)
-	VMOVSS  X1, (DI)
-	VZEROUPPER
-	RET
-
-// func flashTailF16x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·flashTailF16x2AVX512(SB), NOSPLIT, $0-64
-	MOVQ    n+0(FP), AX
-	MOVQ    acc+8(FP), CX
-	MOVQ    v+24(FP), DX
-	MOVQ    vStride+32(FP), BX
-	MOVQ    e+40(FP), SI
-	MOVQ    eStride+48(FP), DI
-	LEAQ    (SI)(DI*1), DI
-	MOVQ    sum+56(FP), R8
-	MOVQ    accStride+16(FP), R9
-	VMOVUPS (CX), Z0
-	VMOVSS  (R8), X1
-	ADDQ    R9, CX
-	VMOVUPS (CX), Z2
-	VMOVSS  4(R8), X3
-	XORQ    CX, CX
-	TESTQ   AX, AX
-	JZ      done
-
-cell:
-	VBROADCASTSS (SI)(CX*4), Z4
-	MOVL         (SI)(CX*4), R10
-	TESTL        R10, R10
-	JS           weighted0
-	VMULPS       Z4, Z0, Z0
-	VCVTPS2PH    $0x00, Z0, Y0
-	VCVTPH2PS    Y0, Z0
-	VMULSS       (SI)(CX*4), X1, X1
-	VBROADCASTSS flashNegOne<>+0(SB), Z4
-
-weighted0:
-	VSUBSS       X4, X1, X1
-	VBROADCASTSS (DI)(CX*4), Z5
-	MOVL         (DI)(CX*4), R10
-	TESTL        R10, R10
-	JS           weighted1
-	VMULPS       Z5, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
-	VMULSS       (DI)(CX*4), X3, X3
-	VBROADCASTSS flashNegOne<>+0(SB), Z5
-
-weighted1:
-	VSUBSS     X5, X3, X3
-	VCVTPH2PS  (DX), Z6
-	VMULPS     Z4, Z6, Z4
-	VSUBPS     Z4, Z0, Z0
-	VCVTPS2PH  $0x00, Z0, Y0
-	VCVTPH2PS  Y0, Z0
-	VMULPS     Z5, Z6, Z4
-	VSUBPS     Z4, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, Y2
-	VCVTPH2PS  Y2, Z2
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
-	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
-	JNE        cell
-
-done:
-	MOVQ    acc+8(FP), AX
-	VMOVUPS Z0, (AX)
-	VMOVSS  X1, (R8)
-	ADDQ    R9, AX
-	VMOVUPS Z2, (AX)
-	VMOVSS  X3, 4(R8)
-	VZEROUPPER
-	RET
-
-// func flashTailF16x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·flashTailF16x3AVX512(SB), NOSPLIT, $0-64
-	MOVQ    n+0(FP), AX
-	MOVQ    acc+8(FP), CX
-	MOVQ    v+24(FP), DX
-	MOVQ    vStride+32(FP), BX
-	MOVQ    e+40(FP), SI
-	MOVQ    eStride+48(FP), DI
-	LEAQ    (SI)(DI*1), R8
-	LEAQ    (R8)(DI*1), DI
-	MOVQ    sum+56(FP), R9
-	MOVQ    accStride+16(FP), R10
-	VMOVUPS (CX), Z0
-	VMOVSS  (R9), X1
-	ADDQ    R10, CX
-	VMOVUPS (CX), Z2
-	VMOVSS  4(R9), X3
-	ADDQ    R10, CX
-	VMOVUPS (CX), Z4
-	VMOVSS  8(R9), X5
-	XORQ    CX, CX
-	TESTQ   AX, AX
-	JZ      done
-
-cell:
-	VBROADCASTSS (SI)(CX*4), Z6
-	MOVL         (SI)(CX*4), R11
-	TESTL        R11, R11
-	JS           weighted0
-	VMULPS       Z6, Z0, Z0
-	VCVTPS2PH    $0x00, Z0, Y0
-	VCVTPH2PS    Y0, Z0
-	VMULSS       (SI)(CX*4), X1, X1
-	VBROADCASTSS flashNegOne<>+0(SB), Z6
-
-weighted0:
-	VSUBSS       X6, X1, X1
-	VBROADCASTSS (R8)(CX*4), Z7
-	MOVL         (R8)(CX*4), R11
-	TESTL        R11, R11
-	JS           weighted1
-	VMULPS       Z7, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
-	VMULSS       (R8)(CX*4), X3, X3
-	VBROADCASTSS flashNegOne<>+0(SB), Z7
-
-weighted1:
-	VSUBSS       X7, X3, X3
-	VBROADCASTSS (DI)(CX*4), Z8
-	MOVL         (DI)(CX*4), R11
-	TESTL        R11, R11
-	JS           weighted2
-	VMULPS       Z8, Z4, Z4
-	VCVTPS2PH    $0x00, Z4, Y4
-	VCVTPH2PS    Y4, Z4
-	VMULSS       (DI)(CX*4), X5, X5
-	VBROADCASTSS flashNegOne<>+0(SB), Z8
-
-weighted2:
-	VSUBSS     X8, X5, X5
-	VCVTPH2PS  (DX), Z9
-	VMULPS     Z6, Z9, Z6
-	VSUBPS     Z6, Z0, Z0
-	VCVTPS2PH  $0x00, Z0, Y0
-	VCVTPH2PS  Y0, Z0
-	VMULPS     Z7, Z9, Z6
-	VSUBPS     Z6, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, Y2
-	VCVTPH2PS  Y2, Z2
-	VMULPS     Z8, Z9, Z6
-	VSUBPS     Z6, Z4, Z4
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
-	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
-	JNE        cell
-
-done:
-	MOVQ    acc+8(FP), AX
-	VMOVUPS Z0, (AX)
-	VMOVSS  X1, (R9)
-	ADDQ    R10, AX
-	VMOVUPS Z2, (AX)
-	VMOVSS  X3, 4(R9)
-	ADDQ    R10, AX
-	VMOVUPS Z4, (AX)
-	VMOVSS  X5, 8(R9)
-	VZEROUPPER
-	RET
-
-// func flashTailF16x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·flashTailF16x4AVX512(SB), NOSPLIT, $0-64
-	MOVQ    n+0(FP), AX
-	MOVQ    acc+8(FP), CX
-	MOVQ    v+24(FP), DX
-	MOVQ    vStride+32(FP), BX
-	MOVQ    e+40(FP), SI
-	MOVQ    eStride+48(FP), DI
-	LEAQ    (SI)(DI*1), R8
-	LEAQ    (R8)(DI*1), R9
-	LEAQ    (R9)(DI*1), DI
-	MOVQ    sum+56(FP), R10
-	MOVQ    accStride+16(FP), R11
-	VMOVUPS (CX), Z0
-	VMOVSS  (R10), X1
-	ADDQ    R11, CX
-	VMOVUPS (CX), Z2
-	VMOVSS  4(R10), X3
-	ADDQ    R11, CX
-	VMOVUPS (CX), Z4
-	VMOVSS  8(R10), X5
-	ADDQ    R11, CX
-	VMOVUPS (CX), Z6
-	VMOVSS  12(R10), X7
-	XORQ    CX, CX
-	TESTQ   AX, AX
-	JZ      done
-
-cell:
-	VBROADCASTSS (SI)(CX*4), Z8
-	MOVL         (SI)(CX*4), R12
-	TESTL        R12, R12
-	JS           weighted0
-	VMULPS       Z8, Z0, Z0
-	VCVTPS2PH    $0x00, Z0, Y0
-	VCVTPH2PS    Y0, Z0
-	VMULSS       (SI)(CX*4), X1, X1
-	VBROADCASTSS flashNegOne<>+0(SB), Z8
-
-weighted0:
-	VSUBSS       X8, X1, X1
-	VBROADCASTSS (R8)(CX*4), Z9
-	MOVL         (R8)(CX*4), R12
-	TESTL        R12, R12
-	JS           weighted1
-	VMULPS       Z9, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
-	VMULSS       (R8)(CX*4), X3, X3
-	VBROADCASTSS flashNegOne<>+0(SB), Z9
-
-weighted1:
-	VSUBSS       X9, X3, X3
-	VBROADCASTSS (R9)(CX*4), Z10
-	MOVL         (R9)(CX*4), R12
-	TESTL        R12, R12
-	JS           weighted2
-	VMULPS       Z10, Z4, Z4
-	VCVTPS2PH    $0x00, Z4, Y4
-	VCVTPH2PS    Y4, Z4
-	VMULSS       (R9)(CX*4), X5, X5
-	VBROADCASTSS flashNegOne<>+0(SB), Z10
-
-weighted2:
-	VSUBSS       X10, X5, X5
-	VBROADCASTSS (DI)(CX*4), Z11
-	MOVL         (DI)(CX*4), R12
-	TESTL        R12, R12
-	JS           weighted3
-	VMULPS       Z11, Z6, Z6
-	VCVTPS2PH    $0x00, Z6, Y6
-	VCVTPH2PS    Y6, Z6
-	VMULSS       (DI)(CX*4), X7, X7
-	VBROADCASTSS flashNegOne<>+0(SB), Z11
-
-weighted3:
-	VSUBSS     X11, X7, X7
-	VCVTPH2PS  (DX), Z12
-	VMULPS     Z8, Z12, Z8
-	VSUBPS     Z8, Z0, Z0
-	VCVTPS2PH  $0x00, Z0, Y0
-	VCVTPH2PS  Y0, Z0
-	VMULPS     Z9, Z12, Z8
-	VSUBPS     Z8, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, Y2
-	VCVTPH2PS  Y2, Z2
-	VMULPS     Z10, Z12, Z8
-	VSUBPS     Z8, Z4, Z4
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VMULPS     Z11, Z12, Z8
-	VSUBPS     Z8, Z6, Z6
-	VCVTPS2PH  $0x00, Z6, Y6
-	VCVTPH2PS  Y6, Z6
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
-	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
-	JNE        cell
-
-done:
-	MOVQ    acc+8(FP), AX
-	VMOVUPS Z0, (AX)
-	VMOVSS  X1, (R10)
-	ADDQ    R11, AX
-	VMOVUPS Z2, (AX)
-	VMOVSS  X3, 4(R10)
-	ADDQ    R11, AX
-	VMOVUPS Z4, (AX)
-	VMOVSS  X5, 8(R10)
-	ADDQ    R11, AX
-	VMOVUPS Z6, (AX)
-	VMOVSS  X7, 12(R10)
-	VZEROUPPER
-	RET
-
-// func flashTailF16F32x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·flashTailF16F32x1AVX512(SB), NOSPLIT, $0-64
-	MOVQ    n+0(FP), AX
-	MOVQ    acc+8(FP), CX
-	MOVQ    v+24(FP), DX
-	MOVQ    vStride+32(FP), BX
-	MOVQ    e+40(FP), SI
-	MOVQ    sum+56(FP), DI
-	MOVQ    accStride+16(FP), R8
-	VMOVUPS (CX), Z0
-	VMOVSS  (DI), X1
-	XORQ    CX, CX
-	TESTQ   AX, AX
-	JZ      done
-
-cell:
-	VBROADCASTSS (SI)(CX*4), Z2
-	MOVL         (SI)(CX*4), R8
-	TESTL        R8, R8
-	JS           weighted0
-	VMULPS       Z2, Z0, Z0
-	VMULSS       (SI)(CX*4), X1, X1
-	VBROADCASTSS flashNegOne<>+0(SB), Z2
-
-weighted0:
-	VSUBSS     X2, X1, X1
-	VCVTPH2PS  (DX), Z3
-	VMULPS     Z2, Z3, Z2
-	VSUBPS     Z2, Z0, Z0
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
-	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
-	JNE        cell
-
-done:
-	MOVQ    acc+8(FP), AX
-	VMOVUPS Z0, (AX)
-	VMOVSS  X1, (DI)
-	VZEROUPPER
-	RET
-
-// func flashTailF16F32x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·flashTailF16F32x2AVX512(SB), NOSPLIT, $0-64
-	MOVQ    n+0(FP), AX
-	MOVQ    acc+8(FP), CX
-	MOVQ    v+24(FP), DX
-	MOVQ    vStride+32(FP), BX
-	MOVQ    e+40(FP), SI
-	MOVQ    eStride+48(FP), DI
-	LEAQ    (SI)(DI*1), DI
-	MOVQ    sum+56(FP), R8
-	MOVQ    accStride+16(FP), R9
-	VMOVUPS (CX), Z0
-	VMOVSS  (R8), X1
-	ADDQ    R9, CX
-	VMOVUPS (CX), Z2
-	VMOVSS  4(R8), X3
-	XORQ    CX, CX
-	TESTQ   AX, AX
-	JZ      done
-
-cell:
-	VBROADCASTSS (SI)(CX*4), Z4
-	MOVL         (SI)(CX*4), R10
-	TESTL        R10, R10
-	JS           weighted0
-	VMULPS       Z4, Z0, Z0
-	VMULSS       (SI)(CX*4), X1, X1
-	VBROADCASTSS flashNegOne<>+0(SB), Z4
-
-weighted0:
-	VSUBSS       X4, X1, X1
-	VBROADCASTSS (DI)(CX*4), Z5
-	MOVL         (DI)(CX*4), R10
-	TESTL        R10, R10
-	JS           weighted1
-	VMULPS       Z5, Z2, Z2
-	VMULSS       (DI)(CX*4), X3, X3
-	VBROADCASTSS flashNegOne<>+0(SB), Z5
-
-weighted1:
-	VSUBSS     X5, X3, X3
-	VCVTPH2PS  (DX), Z6
-	VMULPS     Z4, Z6, Z4
-	VSUBPS     Z4, Z0, Z0
-	VMULPS     Z5, Z6, Z4
-	VSUBPS     Z4, Z2, Z2
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
-	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
-	JNE        cell
-
-done:
-	MOVQ    acc+8(FP), AX
-	VMOVUPS Z0, (AX)
-	VMOVSS  X1, (R8)
-	ADDQ    R9, AX
-	VMOVUPS Z2, (AX)
-	VMOVSS  X3, 4(R8)
-	VZEROUPPER
-	RET
-
-// func flashTailF16F32x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·flashTailF16F32x3AVX512(SB), NOSPLIT, $0-64
-	MOVQ    n+0(FP), AX
-	MOVQ    acc+8(FP), CX
-	MOVQ    v+24(FP), DX
-	MOVQ    vStride+32(FP), BX
-	MOVQ    e+40(FP), SI
-	MOVQ    eStride+48(FP), DI
-	LEAQ    (SI)(DI*1), R8
-	LEAQ    (R8)(DI*1), DI
-	MOVQ    sum+56(FP), R9
-	MOVQ    accStride+16(FP), R10
-	VMOVUPS (CX), Z0
-	VMOVSS  (R9), X1
-	ADDQ    R10, CX
-	VMOVUPS (CX), Z2
-	VMOVSS  4(R9), X3
-	ADDQ    R10, CX
-	VMOVUPS (CX), Z4
-	VMOVSS  8(R9), X5
-	XORQ    CX, CX
-	TESTQ   AX, AX
-	JZ      done
-
-cell:
-	VBROADCASTSS (SI)(CX*4), Z6
-	MOVL         (SI)(CX*4), R11
-	TESTL        R11, R11
-	JS           weighted0
-	VMULPS       Z6, Z0, Z0
-	VMULSS       (SI)(CX*4), X1, X1
-	VBROADCASTSS flashNegOne<>+0(SB), Z6
-
-weighted0:
-	VSUBSS       X6, X1, X1
-	VBROADCASTSS (R8)(CX*4), Z7
-	MOVL         (R8)(CX*4), R11
-	TESTL        R11, R11
-	JS           weighted1
-	VMULPS       Z7, Z2, Z2
-	VMULSS       (R8)(CX*4), X3, X3
-	VBROADCASTSS flashNegOne<>+0(SB), Z7
-
-weighted1:
-	VSUBSS       X7, X3, X3
-	VBROADCASTSS (DI)(CX*4), Z8
-	MOVL         (DI)(CX*4), R11
-	TESTL        R11, R11
-	JS           weighted2
-	VMULPS       Z8, Z4, Z4
-	VMULSS       (DI)(CX*4), X5, X5
-	VBROADCASTSS flashNegOne<>+0(SB), Z8
-
-weighted2:
-	VSUBSS     X8, X5, X5
-	VCVTPH2PS  (DX), Z9
-	VMULPS     Z6, Z9, Z6
-	VSUBPS     Z6, Z0, Z0
-	VMULPS     Z7, Z9, Z6
-	VSUBPS     Z6, Z2, Z2
-	VMULPS     Z8, Z9, Z6
-	VSUBPS     Z6, Z4, Z4
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
-	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
-	JNE        cell
-
-done:
-	MOVQ    acc+8(FP), AX
-	VMOVUPS Z0, (AX)
-	VMOVSS  X1, (R9)
-	ADDQ    R10, AX
-	VMOVUPS Z2, (AX)
-	VMOVSS  X3, 4(R9)
-	ADDQ    R10, AX
-	VMOVUPS Z4, (AX)
-	VMOVSS  X5, 8(R9)
-	VZEROUPPER
-	RET
-
 // func flashTailF16F32x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·flashTailF16F32x4AVX512(SB), NOSPLIT, $0-64
@@ -46745,6 +47440,1622 @@ done:
 	VZEROUPPER
 	RET
 
+// func flashTileF32x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTileF32x1AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    sum+56(FP), DI
+	MOVQ    accStride+16(FP), R8
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS 128(CX), Z2
+	VMOVUPS 192(CX), Z3
+	VMOVSS  (DI), X4
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z5
+	MOVL         (SI)(CX*4), R8
+	TESTL        R8, R8
+	JS           weighted0
+	VMULPS       Z5, Z0, Z0
+	VMULPS       Z5, Z1, Z1
+	VMULPS       Z5, Z2, Z2
+	VMULPS       Z5, Z3, Z3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Z5
+
+weighted0:
+	VSUBSS       X5, X4, X4
+	VMOVUPS      (DX), Z6
+	VFNMADD231PS Z5, Z6, Z0
+	VMOVUPS      64(DX), Z6
+	VFNMADD231PS Z5, Z6, Z1
+	VMOVUPS      128(DX), Z6
+	VFNMADD231PS Z5, Z6, Z2
+	VMOVUPS      192(DX), Z6
+	VFNMADD231PS Z5, Z6, Z3
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVSS  X4, (DI)
+	VZEROUPPER
+	RET
+
+// func flashTailF32x1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTailF32x1AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    sum+56(FP), DI
+	MOVQ    accStride+16(FP), R8
+	VMOVUPS (CX), Z0
+	VMOVSS  (DI), X1
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z2
+	MOVL         (SI)(CX*4), R8
+	TESTL        R8, R8
+	JS           weighted0
+	VMULPS       Z2, Z0, Z0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Z2
+
+weighted0:
+	VSUBSS     X2, X1, X1
+	VMOVUPS    (DX), Z3
+	VMULPS     Z2, Z3, Z2
+	VSUBPS     Z2, Z0, Z0
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVSS  X1, (DI)
+	VZEROUPPER
+	RET
+
+// func flashTileF32x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTileF32x2AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), DI
+	MOVQ    sum+56(FP), R8
+	MOVQ    accStride+16(FP), R9
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS 128(CX), Z2
+	VMOVUPS 192(CX), Z3
+	VMOVSS  (R8), X4
+	ADDQ    R9, CX
+	VMOVUPS (CX), Z5
+	VMOVUPS 64(CX), Z6
+	VMOVUPS 128(CX), Z7
+	VMOVUPS 192(CX), Z8
+	VMOVSS  4(R8), X9
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z10
+	MOVL         (SI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted0
+	VMULPS       Z10, Z0, Z0
+	VMULPS       Z10, Z1, Z1
+	VMULPS       Z10, Z2, Z2
+	VMULPS       Z10, Z3, Z3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Z10
+
+weighted0:
+	VSUBSS       X10, X4, X4
+	VBROADCASTSS (DI)(CX*4), Z11
+	MOVL         (DI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted1
+	VMULPS       Z11, Z5, Z5
+	VMULPS       Z11, Z6, Z6
+	VMULPS       Z11, Z7, Z7
+	VMULPS       Z11, Z8, Z8
+	VMULSS       (DI)(CX*4), X9, X9
+	VBROADCASTSS flashNegOne<>+0(SB), Z11
+
+weighted1:
+	VSUBSS       X11, X9, X9
+	VMOVUPS      (DX), Z12
+	VFNMADD231PS Z10, Z12, Z0
+	VFNMADD231PS Z11, Z12, Z5
+	VMOVUPS      64(DX), Z12
+	VFNMADD231PS Z10, Z12, Z1
+	VFNMADD231PS Z11, Z12, Z6
+	VMOVUPS      128(DX), Z12
+	VFNMADD231PS Z10, Z12, Z2
+	VFNMADD231PS Z11, Z12, Z7
+	VMOVUPS      192(DX), Z12
+	VFNMADD231PS Z10, Z12, Z3
+	VFNMADD231PS Z11, Z12, Z8
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVSS  X4, (R8)
+	ADDQ    R9, AX
+	VMOVUPS Z5, (AX)
+	VMOVUPS Z6, 64(AX)
+	VMOVUPS Z7, 128(AX)
+	VMOVUPS Z8, 192(AX)
+	VMOVSS  X9, 4(R8)
+	VZEROUPPER
+	RET
+
+// func flashTailF32x2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTailF32x2AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), DI
+	MOVQ    sum+56(FP), R8
+	MOVQ    accStride+16(FP), R9
+	VMOVUPS (CX), Z0
+	VMOVSS  (R8), X1
+	ADDQ    R9, CX
+	VMOVUPS (CX), Z2
+	VMOVSS  4(R8), X3
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z4
+	MOVL         (SI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted0
+	VMULPS       Z4, Z0, Z0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Z4
+
+weighted0:
+	VSUBSS       X4, X1, X1
+	VBROADCASTSS (DI)(CX*4), Z5
+	MOVL         (DI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted1
+	VMULPS       Z5, Z2, Z2
+	VMULSS       (DI)(CX*4), X3, X3
+	VBROADCASTSS flashNegOne<>+0(SB), Z5
+
+weighted1:
+	VSUBSS     X5, X3, X3
+	VMOVUPS    (DX), Z6
+	VMULPS     Z4, Z6, Z4
+	VSUBPS     Z4, Z0, Z0
+	VMULPS     Z5, Z6, Z4
+	VSUBPS     Z4, Z2, Z2
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVSS  X1, (R8)
+	ADDQ    R9, AX
+	VMOVUPS Z2, (AX)
+	VMOVSS  X3, 4(R8)
+	VZEROUPPER
+	RET
+
+// func flashTileF32x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTileF32x3AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), R8
+	LEAQ    (R8)(DI*1), DI
+	MOVQ    sum+56(FP), R9
+	MOVQ    accStride+16(FP), R10
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS 128(CX), Z2
+	VMOVUPS 192(CX), Z3
+	VMOVSS  (R9), X4
+	ADDQ    R10, CX
+	VMOVUPS (CX), Z5
+	VMOVUPS 64(CX), Z6
+	VMOVUPS 128(CX), Z7
+	VMOVUPS 192(CX), Z8
+	VMOVSS  4(R9), X9
+	ADDQ    R10, CX
+	VMOVUPS (CX), Z10
+	VMOVUPS 64(CX), Z11
+	VMOVUPS 128(CX), Z12
+	VMOVUPS 192(CX), Z13
+	VMOVSS  8(R9), X14
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z15
+	MOVL         (SI)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted0
+	VMULPS       Z15, Z0, Z0
+	VMULPS       Z15, Z1, Z1
+	VMULPS       Z15, Z2, Z2
+	VMULPS       Z15, Z3, Z3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Z15
+
+weighted0:
+	VSUBSS       X15, X4, X4
+	VBROADCASTSS (R8)(CX*4), Z16
+	MOVL         (R8)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted1
+	VMULPS       Z16, Z5, Z5
+	VMULPS       Z16, Z6, Z6
+	VMULPS       Z16, Z7, Z7
+	VMULPS       Z16, Z8, Z8
+	VMULSS       (R8)(CX*4), X9, X9
+	VBROADCASTSS flashNegOne<>+0(SB), Z16
+
+weighted1:
+	VSUBSS       X16, X9, X9
+	VBROADCASTSS (DI)(CX*4), Z17
+	MOVL         (DI)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted2
+	VMULPS       Z17, Z10, Z10
+	VMULPS       Z17, Z11, Z11
+	VMULPS       Z17, Z12, Z12
+	VMULPS       Z17, Z13, Z13
+	VMULSS       (DI)(CX*4), X14, X14
+	VBROADCASTSS flashNegOne<>+0(SB), Z17
+
+weighted2:
+	VSUBSS       X17, X14, X14
+	VMOVUPS      (DX), Z18
+	VFNMADD231PS Z15, Z18, Z0
+	VFNMADD231PS Z16, Z18, Z5
+	VFNMADD231PS Z17, Z18, Z10
+	VMOVUPS      64(DX), Z18
+	VFNMADD231PS Z15, Z18, Z1
+	VFNMADD231PS Z16, Z18, Z6
+	VFNMADD231PS Z17, Z18, Z11
+	VMOVUPS      128(DX), Z18
+	VFNMADD231PS Z15, Z18, Z2
+	VFNMADD231PS Z16, Z18, Z7
+	VFNMADD231PS Z17, Z18, Z12
+	VMOVUPS      192(DX), Z18
+	VFNMADD231PS Z15, Z18, Z3
+	VFNMADD231PS Z16, Z18, Z8
+	VFNMADD231PS Z17, Z18, Z13
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVSS  X4, (R9)
+	ADDQ    R10, AX
+	VMOVUPS Z5, (AX)
+	VMOVUPS Z6, 64(AX)
+	VMOVUPS Z7, 128(AX)
+	VMOVUPS Z8, 192(AX)
+	VMOVSS  X9, 4(R9)
+	ADDQ    R10, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	VMOVUPS Z12, 128(AX)
+	VMOVUPS Z13, 192(AX)
+	VMOVSS  X14, 8(R9)
+	VZEROUPPER
+	RET
+
+// func flashTailF32x3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTailF32x3AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), R8
+	LEAQ    (R8)(DI*1), DI
+	MOVQ    sum+56(FP), R9
+	MOVQ    accStride+16(FP), R10
+	VMOVUPS (CX), Z0
+	VMOVSS  (R9), X1
+	ADDQ    R10, CX
+	VMOVUPS (CX), Z2
+	VMOVSS  4(R9), X3
+	ADDQ    R10, CX
+	VMOVUPS (CX), Z4
+	VMOVSS  8(R9), X5
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z6
+	MOVL         (SI)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted0
+	VMULPS       Z6, Z0, Z0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Z6
+
+weighted0:
+	VSUBSS       X6, X1, X1
+	VBROADCASTSS (R8)(CX*4), Z7
+	MOVL         (R8)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted1
+	VMULPS       Z7, Z2, Z2
+	VMULSS       (R8)(CX*4), X3, X3
+	VBROADCASTSS flashNegOne<>+0(SB), Z7
+
+weighted1:
+	VSUBSS       X7, X3, X3
+	VBROADCASTSS (DI)(CX*4), Z8
+	MOVL         (DI)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted2
+	VMULPS       Z8, Z4, Z4
+	VMULSS       (DI)(CX*4), X5, X5
+	VBROADCASTSS flashNegOne<>+0(SB), Z8
+
+weighted2:
+	VSUBSS     X8, X5, X5
+	VMOVUPS    (DX), Z9
+	VMULPS     Z6, Z9, Z6
+	VSUBPS     Z6, Z0, Z0
+	VMULPS     Z7, Z9, Z6
+	VSUBPS     Z6, Z2, Z2
+	VMULPS     Z8, Z9, Z6
+	VSUBPS     Z6, Z4, Z4
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVSS  X1, (R9)
+	ADDQ    R10, AX
+	VMOVUPS Z2, (AX)
+	VMOVSS  X3, 4(R9)
+	ADDQ    R10, AX
+	VMOVUPS Z4, (AX)
+	VMOVSS  X5, 8(R9)
+	VZEROUPPER
+	RET
+
+// func flashTileF32x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTileF32x4AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), R8
+	LEAQ    (R8)(DI*1), R9
+	LEAQ    (R9)(DI*1), DI
+	MOVQ    sum+56(FP), R10
+	MOVQ    accStride+16(FP), R11
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS 128(CX), Z2
+	VMOVUPS 192(CX), Z3
+	VMOVSS  (R10), X4
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z5
+	VMOVUPS 64(CX), Z6
+	VMOVUPS 128(CX), Z7
+	VMOVUPS 192(CX), Z8
+	VMOVSS  4(R10), X9
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z10
+	VMOVUPS 64(CX), Z11
+	VMOVUPS 128(CX), Z12
+	VMOVUPS 192(CX), Z13
+	VMOVSS  8(R10), X14
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z15
+	VMOVUPS 64(CX), Z16
+	VMOVUPS 128(CX), Z17
+	VMOVUPS 192(CX), Z18
+	VMOVSS  12(R10), X19
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z20
+	MOVL         (SI)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted0
+	VMULPS       Z20, Z0, Z0
+	VMULPS       Z20, Z1, Z1
+	VMULPS       Z20, Z2, Z2
+	VMULPS       Z20, Z3, Z3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Z20
+
+weighted0:
+	VSUBSS       X20, X4, X4
+	VBROADCASTSS (R8)(CX*4), Z21
+	MOVL         (R8)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted1
+	VMULPS       Z21, Z5, Z5
+	VMULPS       Z21, Z6, Z6
+	VMULPS       Z21, Z7, Z7
+	VMULPS       Z21, Z8, Z8
+	VMULSS       (R8)(CX*4), X9, X9
+	VBROADCASTSS flashNegOne<>+0(SB), Z21
+
+weighted1:
+	VSUBSS       X21, X9, X9
+	VBROADCASTSS (R9)(CX*4), Z22
+	MOVL         (R9)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted2
+	VMULPS       Z22, Z10, Z10
+	VMULPS       Z22, Z11, Z11
+	VMULPS       Z22, Z12, Z12
+	VMULPS       Z22, Z13, Z13
+	VMULSS       (R9)(CX*4), X14, X14
+	VBROADCASTSS flashNegOne<>+0(SB), Z22
+
+weighted2:
+	VSUBSS       X22, X14, X14
+	VBROADCASTSS (DI)(CX*4), Z23
+	MOVL         (DI)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted3
+	VMULPS       Z23, Z15, Z15
+	VMULPS       Z23, Z16, Z16
+	VMULPS       Z23, Z17, Z17
+	VMULPS       Z23, Z18, Z18
+	VMULSS       (DI)(CX*4), X19, X19
+	VBROADCASTSS flashNegOne<>+0(SB), Z23
+
+weighted3:
+	VSUBSS       X23, X19, X19
+	VMOVUPS      (DX), Z24
+	VFNMADD231PS Z20, Z24, Z0
+	VFNMADD231PS Z21, Z24, Z5
+	VFNMADD231PS Z22, Z24, Z10
+	VFNMADD231PS Z23, Z24, Z15
+	VMOVUPS      64(DX), Z24
+	VFNMADD231PS Z20, Z24, Z1
+	VFNMADD231PS Z21, Z24, Z6
+	VFNMADD231PS Z22, Z24, Z11
+	VFNMADD231PS Z23, Z24, Z16
+	VMOVUPS      128(DX), Z24
+	VFNMADD231PS Z20, Z24, Z2
+	VFNMADD231PS Z21, Z24, Z7
+	VFNMADD231PS Z22, Z24, Z12
+	VFNMADD231PS Z23, Z24, Z17
+	VMOVUPS      192(DX), Z24
+	VFNMADD231PS Z20, Z24, Z3
+	VFNMADD231PS Z21, Z24, Z8
+	VFNMADD231PS Z22, Z24, Z13
+	VFNMADD231PS Z23, Z24, Z18
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVSS  X4, (R10)
+	ADDQ    R11, AX
+	VMOVUPS Z5, (AX)
+	VMOVUPS Z6, 64(AX)
+	VMOVUPS Z7, 128(AX)
+	VMOVUPS Z8, 192(AX)
+	VMOVSS  X9, 4(R10)
+	ADDQ    R11, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	VMOVUPS Z12, 128(AX)
+	VMOVUPS Z13, 192(AX)
+	VMOVSS  X14, 8(R10)
+	ADDQ    R11, AX
+	VMOVUPS Z15, (AX)
+	VMOVUPS Z16, 64(AX)
+	VMOVUPS Z17, 128(AX)
+	VMOVUPS Z18, 192(AX)
+	VMOVSS  X19, 12(R10)
+	VZEROUPPER
+	RET
+
+// func flashTailF32x4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTailF32x4AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), R8
+	LEAQ    (R8)(DI*1), R9
+	LEAQ    (R9)(DI*1), DI
+	MOVQ    sum+56(FP), R10
+	MOVQ    accStride+16(FP), R11
+	VMOVUPS (CX), Z0
+	VMOVSS  (R10), X1
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z2
+	VMOVSS  4(R10), X3
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z4
+	VMOVSS  8(R10), X5
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z6
+	VMOVSS  12(R10), X7
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z8
+	MOVL         (SI)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted0
+	VMULPS       Z8, Z0, Z0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Z8
+
+weighted0:
+	VSUBSS       X8, X1, X1
+	VBROADCASTSS (R8)(CX*4), Z9
+	MOVL         (R8)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted1
+	VMULPS       Z9, Z2, Z2
+	VMULSS       (R8)(CX*4), X3, X3
+	VBROADCASTSS flashNegOne<>+0(SB), Z9
+
+weighted1:
+	VSUBSS       X9, X3, X3
+	VBROADCASTSS (R9)(CX*4), Z10
+	MOVL         (R9)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted2
+	VMULPS       Z10, Z4, Z4
+	VMULSS       (R9)(CX*4), X5, X5
+	VBROADCASTSS flashNegOne<>+0(SB), Z10
+
+weighted2:
+	VSUBSS       X10, X5, X5
+	VBROADCASTSS (DI)(CX*4), Z11
+	MOVL         (DI)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted3
+	VMULPS       Z11, Z6, Z6
+	VMULSS       (DI)(CX*4), X7, X7
+	VBROADCASTSS flashNegOne<>+0(SB), Z11
+
+weighted3:
+	VSUBSS     X11, X7, X7
+	VMOVUPS    (DX), Z12
+	VMULPS     Z8, Z12, Z8
+	VSUBPS     Z8, Z0, Z0
+	VMULPS     Z9, Z12, Z8
+	VSUBPS     Z8, Z2, Z2
+	VMULPS     Z10, Z12, Z8
+	VSUBPS     Z8, Z4, Z4
+	VMULPS     Z11, Z12, Z8
+	VSUBPS     Z8, Z6, Z6
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVSS  X1, (R10)
+	ADDQ    R11, AX
+	VMOVUPS Z2, (AX)
+	VMOVSS  X3, 4(R10)
+	ADDQ    R11, AX
+	VMOVUPS Z4, (AX)
+	VMOVSS  X5, 8(R10)
+	ADDQ    R11, AX
+	VMOVUPS Z6, (AX)
+	VMOVSS  X7, 12(R10)
+	VZEROUPPER
+	RET
+
+// func flashTileF32Hx1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTileF32Hx1AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    sum+56(FP), DI
+	MOVQ    accStride+16(FP), R8
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS 128(CX), Z2
+	VMOVUPS 192(CX), Z3
+	VMOVSS  (DI), X4
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z5
+	MOVL         (SI)(CX*4), R8
+	TESTL        R8, R8
+	JS           weighted0
+	VMULPS       Z5, Z0, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VMULPS       Z5, Z1, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VMULPS       Z5, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULPS       Z5, Z3, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Z5
+
+weighted0:
+	VSUBSS       X5, X4, X4
+	VMOVUPS      (DX), Z6
+	VFNMADD231PS Z5, Z6, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VMOVUPS      64(DX), Z6
+	VFNMADD231PS Z5, Z6, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VMOVUPS      128(DX), Z6
+	VFNMADD231PS Z5, Z6, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMOVUPS      192(DX), Z6
+	VFNMADD231PS Z5, Z6, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVSS  X4, (DI)
+	VZEROUPPER
+	RET
+
+// func flashTailF32Hx1AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTailF32Hx1AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    sum+56(FP), DI
+	MOVQ    accStride+16(FP), R8
+	VMOVUPS (CX), Z0
+	VMOVSS  (DI), X1
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z2
+	MOVL         (SI)(CX*4), R8
+	TESTL        R8, R8
+	JS           weighted0
+	VMULPS       Z2, Z0, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Z2
+
+weighted0:
+	VSUBSS     X2, X1, X1
+	VMOVUPS    (DX), Z3
+	VMULPS     Z2, Z3, Z2
+	VSUBPS     Z2, Z0, Z0
+	VCVTPS2PH  $0x00, Z0, Y0
+	VCVTPH2PS  Y0, Z0
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVSS  X1, (DI)
+	VZEROUPPER
+	RET
+
+// func flashTileF32Hx2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTileF32Hx2AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), DI
+	MOVQ    sum+56(FP), R8
+	MOVQ    accStride+16(FP), R9
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS 128(CX), Z2
+	VMOVUPS 192(CX), Z3
+	VMOVSS  (R8), X4
+	ADDQ    R9, CX
+	VMOVUPS (CX), Z5
+	VMOVUPS 64(CX), Z6
+	VMOVUPS 128(CX), Z7
+	VMOVUPS 192(CX), Z8
+	VMOVSS  4(R8), X9
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z10
+	MOVL         (SI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted0
+	VMULPS       Z10, Z0, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VMULPS       Z10, Z1, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VMULPS       Z10, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULPS       Z10, Z3, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Z10
+
+weighted0:
+	VSUBSS       X10, X4, X4
+	VBROADCASTSS (DI)(CX*4), Z11
+	MOVL         (DI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted1
+	VMULPS       Z11, Z5, Z5
+	VCVTPS2PH    $0x00, Z5, Y5
+	VCVTPH2PS    Y5, Z5
+	VMULPS       Z11, Z6, Z6
+	VCVTPS2PH    $0x00, Z6, Y6
+	VCVTPH2PS    Y6, Z6
+	VMULPS       Z11, Z7, Z7
+	VCVTPS2PH    $0x00, Z7, Y7
+	VCVTPH2PS    Y7, Z7
+	VMULPS       Z11, Z8, Z8
+	VCVTPS2PH    $0x00, Z8, Y8
+	VCVTPH2PS    Y8, Z8
+	VMULSS       (DI)(CX*4), X9, X9
+	VBROADCASTSS flashNegOne<>+0(SB), Z11
+
+weighted1:
+	VSUBSS       X11, X9, X9
+	VMOVUPS      (DX), Z12
+	VFNMADD231PS Z10, Z12, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VFNMADD231PS Z11, Z12, Z5
+	VCVTPS2PH    $0x00, Z5, Y5
+	VCVTPH2PS    Y5, Z5
+	VMOVUPS      64(DX), Z12
+	VFNMADD231PS Z10, Z12, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VFNMADD231PS Z11, Z12, Z6
+	VCVTPS2PH    $0x00, Z6, Y6
+	VCVTPH2PS    Y6, Z6
+	VMOVUPS      128(DX), Z12
+	VFNMADD231PS Z10, Z12, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VFNMADD231PS Z11, Z12, Z7
+	VCVTPS2PH    $0x00, Z7, Y7
+	VCVTPH2PS    Y7, Z7
+	VMOVUPS      192(DX), Z12
+	VFNMADD231PS Z10, Z12, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VFNMADD231PS Z11, Z12, Z8
+	VCVTPS2PH    $0x00, Z8, Y8
+	VCVTPH2PS    Y8, Z8
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVSS  X4, (R8)
+	ADDQ    R9, AX
+	VMOVUPS Z5, (AX)
+	VMOVUPS Z6, 64(AX)
+	VMOVUPS Z7, 128(AX)
+	VMOVUPS Z8, 192(AX)
+	VMOVSS  X9, 4(R8)
+	VZEROUPPER
+	RET
+
+// func flashTailF32Hx2AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTailF32Hx2AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), DI
+	MOVQ    sum+56(FP), R8
+	MOVQ    accStride+16(FP), R9
+	VMOVUPS (CX), Z0
+	VMOVSS  (R8), X1
+	ADDQ    R9, CX
+	VMOVUPS (CX), Z2
+	VMOVSS  4(R8), X3
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z4
+	MOVL         (SI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted0
+	VMULPS       Z4, Z0, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Z4
+
+weighted0:
+	VSUBSS       X4, X1, X1
+	VBROADCASTSS (DI)(CX*4), Z5
+	MOVL         (DI)(CX*4), R10
+	TESTL        R10, R10
+	JS           weighted1
+	VMULPS       Z5, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULSS       (DI)(CX*4), X3, X3
+	VBROADCASTSS flashNegOne<>+0(SB), Z5
+
+weighted1:
+	VSUBSS     X5, X3, X3
+	VMOVUPS    (DX), Z6
+	VMULPS     Z4, Z6, Z4
+	VSUBPS     Z4, Z0, Z0
+	VCVTPS2PH  $0x00, Z0, Y0
+	VCVTPH2PS  Y0, Z0
+	VMULPS     Z5, Z6, Z4
+	VSUBPS     Z4, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVSS  X1, (R8)
+	ADDQ    R9, AX
+	VMOVUPS Z2, (AX)
+	VMOVSS  X3, 4(R8)
+	VZEROUPPER
+	RET
+
+// func flashTileF32Hx3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTileF32Hx3AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), R8
+	LEAQ    (R8)(DI*1), DI
+	MOVQ    sum+56(FP), R9
+	MOVQ    accStride+16(FP), R10
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS 128(CX), Z2
+	VMOVUPS 192(CX), Z3
+	VMOVSS  (R9), X4
+	ADDQ    R10, CX
+	VMOVUPS (CX), Z5
+	VMOVUPS 64(CX), Z6
+	VMOVUPS 128(CX), Z7
+	VMOVUPS 192(CX), Z8
+	VMOVSS  4(R9), X9
+	ADDQ    R10, CX
+	VMOVUPS (CX), Z10
+	VMOVUPS 64(CX), Z11
+	VMOVUPS 128(CX), Z12
+	VMOVUPS 192(CX), Z13
+	VMOVSS  8(R9), X14
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z15
+	MOVL         (SI)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted0
+	VMULPS       Z15, Z0, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VMULPS       Z15, Z1, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VMULPS       Z15, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULPS       Z15, Z3, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Z15
+
+weighted0:
+	VSUBSS       X15, X4, X4
+	VBROADCASTSS (R8)(CX*4), Z16
+	MOVL         (R8)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted1
+	VMULPS       Z16, Z5, Z5
+	VCVTPS2PH    $0x00, Z5, Y5
+	VCVTPH2PS    Y5, Z5
+	VMULPS       Z16, Z6, Z6
+	VCVTPS2PH    $0x00, Z6, Y6
+	VCVTPH2PS    Y6, Z6
+	VMULPS       Z16, Z7, Z7
+	VCVTPS2PH    $0x00, Z7, Y7
+	VCVTPH2PS    Y7, Z7
+	VMULPS       Z16, Z8, Z8
+	VCVTPS2PH    $0x00, Z8, Y8
+	VCVTPH2PS    Y8, Z8
+	VMULSS       (R8)(CX*4), X9, X9
+	VBROADCASTSS flashNegOne<>+0(SB), Z16
+
+weighted1:
+	VSUBSS       X16, X9, X9
+	VBROADCASTSS (DI)(CX*4), Z17
+	MOVL         (DI)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted2
+	VMULPS       Z17, Z10, Z10
+	VCVTPS2PH    $0x00, Z10, Y10
+	VCVTPH2PS    Y10, Z10
+	VMULPS       Z17, Z11, Z11
+	VCVTPS2PH    $0x00, Z11, Y11
+	VCVTPH2PS    Y11, Z11
+	VMULPS       Z17, Z12, Z12
+	VCVTPS2PH    $0x00, Z12, Y12
+	VCVTPH2PS    Y12, Z12
+	VMULPS       Z17, Z13, Z13
+	VCVTPS2PH    $0x00, Z13, Y13
+	VCVTPH2PS    Y13, Z13
+	VMULSS       (DI)(CX*4), X14, X14
+	VBROADCASTSS flashNegOne<>+0(SB), Z17
+
+weighted2:
+	VSUBSS       X17, X14, X14
+	VMOVUPS      (DX), Z18
+	VFNMADD231PS Z15, Z18, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VFNMADD231PS Z16, Z18, Z5
+	VCVTPS2PH    $0x00, Z5, Y5
+	VCVTPH2PS    Y5, Z5
+	VFNMADD231PS Z17, Z18, Z10
+	VCVTPS2PH    $0x00, Z10, Y10
+	VCVTPH2PS    Y10, Z10
+	VMOVUPS      64(DX), Z18
+	VFNMADD231PS Z15, Z18, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VFNMADD231PS Z16, Z18, Z6
+	VCVTPS2PH    $0x00, Z6, Y6
+	VCVTPH2PS    Y6, Z6
+	VFNMADD231PS Z17, Z18, Z11
+	VCVTPS2PH    $0x00, Z11, Y11
+	VCVTPH2PS    Y11, Z11
+	VMOVUPS      128(DX), Z18
+	VFNMADD231PS Z15, Z18, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VFNMADD231PS Z16, Z18, Z7
+	VCVTPS2PH    $0x00, Z7, Y7
+	VCVTPH2PS    Y7, Z7
+	VFNMADD231PS Z17, Z18, Z12
+	VCVTPS2PH    $0x00, Z12, Y12
+	VCVTPH2PS    Y12, Z12
+	VMOVUPS      192(DX), Z18
+	VFNMADD231PS Z15, Z18, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VFNMADD231PS Z16, Z18, Z8
+	VCVTPS2PH    $0x00, Z8, Y8
+	VCVTPH2PS    Y8, Z8
+	VFNMADD231PS Z17, Z18, Z13
+	VCVTPS2PH    $0x00, Z13, Y13
+	VCVTPH2PS    Y13, Z13
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVSS  X4, (R9)
+	ADDQ    R10, AX
+	VMOVUPS Z5, (AX)
+	VMOVUPS Z6, 64(AX)
+	VMOVUPS Z7, 128(AX)
+	VMOVUPS Z8, 192(AX)
+	VMOVSS  X9, 4(R9)
+	ADDQ    R10, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	VMOVUPS Z12, 128(AX)
+	VMOVUPS Z13, 192(AX)
+	VMOVSS  X14, 8(R9)
+	VZEROUPPER
+	RET
+
+// func flashTailF32Hx3AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTailF32Hx3AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), R8
+	LEAQ    (R8)(DI*1), DI
+	MOVQ    sum+56(FP), R9
+	MOVQ    accStride+16(FP), R10
+	VMOVUPS (CX), Z0
+	VMOVSS  (R9), X1
+	ADDQ    R10, CX
+	VMOVUPS (CX), Z2
+	VMOVSS  4(R9), X3
+	ADDQ    R10, CX
+	VMOVUPS (CX), Z4
+	VMOVSS  8(R9), X5
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z6
+	MOVL         (SI)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted0
+	VMULPS       Z6, Z0, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Z6
+
+weighted0:
+	VSUBSS       X6, X1, X1
+	VBROADCASTSS (R8)(CX*4), Z7
+	MOVL         (R8)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted1
+	VMULPS       Z7, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULSS       (R8)(CX*4), X3, X3
+	VBROADCASTSS flashNegOne<>+0(SB), Z7
+
+weighted1:
+	VSUBSS       X7, X3, X3
+	VBROADCASTSS (DI)(CX*4), Z8
+	MOVL         (DI)(CX*4), R11
+	TESTL        R11, R11
+	JS           weighted2
+	VMULPS       Z8, Z4, Z4
+	VCVTPS2PH    $0x00, Z4, Y4
+	VCVTPH2PS    Y4, Z4
+	VMULSS       (DI)(CX*4), X5, X5
+	VBROADCASTSS flashNegOne<>+0(SB), Z8
+
+weighted2:
+	VSUBSS     X8, X5, X5
+	VMOVUPS    (DX), Z9
+	VMULPS     Z6, Z9, Z6
+	VSUBPS     Z6, Z0, Z0
+	VCVTPS2PH  $0x00, Z0, Y0
+	VCVTPH2PS  Y0, Z0
+	VMULPS     Z7, Z9, Z6
+	VSUBPS     Z6, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VMULPS     Z8, Z9, Z6
+	VSUBPS     Z6, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVSS  X1, (R9)
+	ADDQ    R10, AX
+	VMOVUPS Z2, (AX)
+	VMOVSS  X3, 4(R9)
+	ADDQ    R10, AX
+	VMOVUPS Z4, (AX)
+	VMOVSS  X5, 8(R9)
+	VZEROUPPER
+	RET
+
+// func flashTileF32Hx4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTileF32Hx4AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), R8
+	LEAQ    (R8)(DI*1), R9
+	LEAQ    (R9)(DI*1), DI
+	MOVQ    sum+56(FP), R10
+	MOVQ    accStride+16(FP), R11
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS 128(CX), Z2
+	VMOVUPS 192(CX), Z3
+	VMOVSS  (R10), X4
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z5
+	VMOVUPS 64(CX), Z6
+	VMOVUPS 128(CX), Z7
+	VMOVUPS 192(CX), Z8
+	VMOVSS  4(R10), X9
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z10
+	VMOVUPS 64(CX), Z11
+	VMOVUPS 128(CX), Z12
+	VMOVUPS 192(CX), Z13
+	VMOVSS  8(R10), X14
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z15
+	VMOVUPS 64(CX), Z16
+	VMOVUPS 128(CX), Z17
+	VMOVUPS 192(CX), Z18
+	VMOVSS  12(R10), X19
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z20
+	MOVL         (SI)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted0
+	VMULPS       Z20, Z0, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VMULPS       Z20, Z1, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VMULPS       Z20, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULPS       Z20, Z3, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VMULSS       (SI)(CX*4), X4, X4
+	VBROADCASTSS flashNegOne<>+0(SB), Z20
+
+weighted0:
+	VSUBSS       X20, X4, X4
+	VBROADCASTSS (R8)(CX*4), Z21
+	MOVL         (R8)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted1
+	VMULPS       Z21, Z5, Z5
+	VCVTPS2PH    $0x00, Z5, Y5
+	VCVTPH2PS    Y5, Z5
+	VMULPS       Z21, Z6, Z6
+	VCVTPS2PH    $0x00, Z6, Y6
+	VCVTPH2PS    Y6, Z6
+	VMULPS       Z21, Z7, Z7
+	VCVTPS2PH    $0x00, Z7, Y7
+	VCVTPH2PS    Y7, Z7
+	VMULPS       Z21, Z8, Z8
+	VCVTPS2PH    $0x00, Z8, Y8
+	VCVTPH2PS    Y8, Z8
+	VMULSS       (R8)(CX*4), X9, X9
+	VBROADCASTSS flashNegOne<>+0(SB), Z21
+
+weighted1:
+	VSUBSS       X21, X9, X9
+	VBROADCASTSS (R9)(CX*4), Z22
+	MOVL         (R9)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted2
+	VMULPS       Z22, Z10, Z10
+	VCVTPS2PH    $0x00, Z10, Y10
+	VCVTPH2PS    Y10, Z10
+	VMULPS       Z22, Z11, Z11
+	VCVTPS2PH    $0x00, Z11, Y11
+	VCVTPH2PS    Y11, Z11
+	VMULPS       Z22, Z12, Z12
+	VCVTPS2PH    $0x00, Z12, Y12
+	VCVTPH2PS    Y12, Z12
+	VMULPS       Z22, Z13, Z13
+	VCVTPS2PH    $0x00, Z13, Y13
+	VCVTPH2PS    Y13, Z13
+	VMULSS       (R9)(CX*4), X14, X14
+	VBROADCASTSS flashNegOne<>+0(SB), Z22
+
+weighted2:
+	VSUBSS       X22, X14, X14
+	VBROADCASTSS (DI)(CX*4), Z23
+	MOVL         (DI)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted3
+	VMULPS       Z23, Z15, Z15
+	VCVTPS2PH    $0x00, Z15, Y15
+	VCVTPH2PS    Y15, Z15
+	VMULPS       Z23, Z16, Z16
+	VCVTPS2PH    $0x00, Z16, Y16
+	VCVTPH2PS    Y16, Z16
+	VMULPS       Z23, Z17, Z17
+	VCVTPS2PH    $0x00, Z17, Y17
+	VCVTPH2PS    Y17, Z17
+	VMULPS       Z23, Z18, Z18
+	VCVTPS2PH    $0x00, Z18, Y18
+	VCVTPH2PS    Y18, Z18
+	VMULSS       (DI)(CX*4), X19, X19
+	VBROADCASTSS flashNegOne<>+0(SB), Z23
+
+weighted3:
+	VSUBSS       X23, X19, X19
+	VMOVUPS      (DX), Z24
+	VFNMADD231PS Z20, Z24, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VFNMADD231PS Z21, Z24, Z5
+	VCVTPS2PH    $0x00, Z5, Y5
+	VCVTPH2PS    Y5, Z5
+	VFNMADD231PS Z22, Z24, Z10
+	VCVTPS2PH    $0x00, Z10, Y10
+	VCVTPH2PS    Y10, Z10
+	VFNMADD231PS Z23, Z24, Z15
+	VCVTPS2PH    $0x00, Z15, Y15
+	VCVTPH2PS    Y15, Z15
+	VMOVUPS      64(DX), Z24
+	VFNMADD231PS Z20, Z24, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VFNMADD231PS Z21, Z24, Z6
+	VCVTPS2PH    $0x00, Z6, Y6
+	VCVTPH2PS    Y6, Z6
+	VFNMADD231PS Z22, Z24, Z11
+	VCVTPS2PH    $0x00, Z11, Y11
+	VCVTPH2PS    Y11, Z11
+	VFNMADD231PS Z23, Z24, Z16
+	VCVTPS2PH    $0x00, Z16, Y16
+	VCVTPH2PS    Y16, Z16
+	VMOVUPS      128(DX), Z24
+	VFNMADD231PS Z20, Z24, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VFNMADD231PS Z21, Z24, Z7
+	VCVTPS2PH    $0x00, Z7, Y7
+	VCVTPH2PS    Y7, Z7
+	VFNMADD231PS Z22, Z24, Z12
+	VCVTPS2PH    $0x00, Z12, Y12
+	VCVTPH2PS    Y12, Z12
+	VFNMADD231PS Z23, Z24, Z17
+	VCVTPS2PH    $0x00, Z17, Y17
+	VCVTPH2PS    Y17, Z17
+	VMOVUPS      192(DX), Z24
+	VFNMADD231PS Z20, Z24, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VFNMADD231PS Z21, Z24, Z8
+	VCVTPS2PH    $0x00, Z8, Y8
+	VCVTPH2PS    Y8, Z8
+	VFNMADD231PS Z22, Z24, Z13
+	VCVTPS2PH    $0x00, Z13, Y13
+	VCVTPH2PS    Y13, Z13
+	VFNMADD231PS Z23, Z24, Z18
+	VCVTPS2PH    $0x00, Z18, Y18
+	VCVTPH2PS    Y18, Z18
+	PREFETCHT0   (DX)(BX*4)
+	PREFETCHT0   64(DX)(BX*4)
+	ADDQ         BX, DX
+	INCQ         CX
+	CMPQ         CX, AX
+	JNE          cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVSS  X4, (R10)
+	ADDQ    R11, AX
+	VMOVUPS Z5, (AX)
+	VMOVUPS Z6, 64(AX)
+	VMOVUPS Z7, 128(AX)
+	VMOVUPS Z8, 192(AX)
+	VMOVSS  X9, 4(R10)
+	ADDQ    R11, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	VMOVUPS Z12, 128(AX)
+	VMOVUPS Z13, 192(AX)
+	VMOVSS  X14, 8(R10)
+	ADDQ    R11, AX
+	VMOVUPS Z15, (AX)
+	VMOVUPS Z16, 64(AX)
+	VMOVUPS Z17, 128(AX)
+	VMOVUPS Z18, 192(AX)
+	VMOVSS  X19, 12(R10)
+	VZEROUPPER
+	RET
+
+// func flashTailF32Hx4AVX512(n int, acc *float32, accStride int, v *byte, vStride int, e *float32, eStride int, sum *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·flashTailF32Hx4AVX512(SB), NOSPLIT, $0-64
+	MOVQ    n+0(FP), AX
+	MOVQ    acc+8(FP), CX
+	MOVQ    v+24(FP), DX
+	MOVQ    vStride+32(FP), BX
+	MOVQ    e+40(FP), SI
+	MOVQ    eStride+48(FP), DI
+	LEAQ    (SI)(DI*1), R8
+	LEAQ    (R8)(DI*1), R9
+	LEAQ    (R9)(DI*1), DI
+	MOVQ    sum+56(FP), R10
+	MOVQ    accStride+16(FP), R11
+	VMOVUPS (CX), Z0
+	VMOVSS  (R10), X1
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z2
+	VMOVSS  4(R10), X3
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z4
+	VMOVSS  8(R10), X5
+	ADDQ    R11, CX
+	VMOVUPS (CX), Z6
+	VMOVSS  12(R10), X7
+	XORQ    CX, CX
+	TESTQ   AX, AX
+	JZ      done
+
+cell:
+	VBROADCASTSS (SI)(CX*4), Z8
+	MOVL         (SI)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted0
+	VMULPS       Z8, Z0, Z0
+	VCVTPS2PH    $0x00, Z0, Y0
+	VCVTPH2PS    Y0, Z0
+	VMULSS       (SI)(CX*4), X1, X1
+	VBROADCASTSS flashNegOne<>+0(SB), Z8
+
+weighted0:
+	VSUBSS       X8, X1, X1
+	VBROADCASTSS (R8)(CX*4), Z9
+	MOVL         (R8)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted1
+	VMULPS       Z9, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULSS       (R8)(CX*4), X3, X3
+	VBROADCASTSS flashNegOne<>+0(SB), Z9
+
+weighted1:
+	VSUBSS       X9, X3, X3
+	VBROADCASTSS (R9)(CX*4), Z10
+	MOVL         (R9)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted2
+	VMULPS       Z10, Z4, Z4
+	VCVTPS2PH    $0x00, Z4, Y4
+	VCVTPH2PS    Y4, Z4
+	VMULSS       (R9)(CX*4), X5, X5
+	VBROADCASTSS flashNegOne<>+0(SB), Z10
+
+weighted2:
+	VSUBSS       X10, X5, X5
+	VBROADCASTSS (DI)(CX*4), Z11
+	MOVL         (DI)(CX*4), R12
+	TESTL        R12, R12
+	JS           weighted3
+	VMULPS       Z11, Z6, Z6
+	VCVTPS2PH    $0x00, Z6, Y6
+	VCVTPH2PS    Y6, Z6
+	VMULSS       (DI)(CX*4), X7, X7
+	VBROADCASTSS flashNegOne<>+0(SB), Z11
+
+weighted3:
+	VSUBSS     X11, X7, X7
+	VMOVUPS    (DX), Z12
+	VMULPS     Z8, Z12, Z8
+	VSUBPS     Z8, Z0, Z0
+	VCVTPS2PH  $0x00, Z0, Y0
+	VCVTPH2PS  Y0, Z0
+	VMULPS     Z9, Z12, Z8
+	VSUBPS     Z8, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VMULPS     Z10, Z12, Z8
+	VSUBPS     Z8, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VMULPS     Z11, Z12, Z8
+	VSUBPS     Z8, Z6, Z6
+	VCVTPS2PH  $0x00, Z6, Y6
+	VCVTPH2PS  Y6, Z6
+	PREFETCHT0 (DX)(BX*4)
+	PREFETCHT0 64(DX)(BX*4)
+	ADDQ       BX, DX
+	INCQ       CX
+	CMPQ       CX, AX
+	JNE        cell
+
+done:
+	MOVQ    acc+8(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVSS  X1, (R10)
+	ADDQ    R11, AX
+	VMOVUPS Z2, (AX)
+	VMOVSS  X3, 4(R10)
+	ADDQ    R11, AX
+	VMOVUPS Z4, (AX)
+	VMOVSS  X5, 8(R10)
+	ADDQ    R11, AX
+	VMOVUPS Z6, (AX)
+	VMOVSS  X7, 12(R10)
+	VZEROUPPER
+	RET
+
 // func flashScoresF16x1AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
 // Requires: AVX, AVX512DQ, AVX512F, MMX+
 TEXT ·flashScoresF16x1AVX512(SB), NOSPLIT, $0-64
@@ -46788,6 +49099,61 @@ dim:
 	VFMADD231PS  Z8, Z6, Z2
 	VFMADD231PS  Z8, Z7, Z3
 	ADDQ         $0x00000020, R12
+	ADDQ         R9, R11
+	DECQ         R10
+	JNZ          dim
+	MOVQ         R8, R10
+	VMOVUPS      Z0, (R10)
+	VMOVUPS      Z1, 64(R10)
+	VMOVUPS      Z2, 128(R10)
+	VMOVUPS      Z3, 192(R10)
+	ADDQ         $0x00000100, R8
+	ADDQ         DI, CX
+	ADDQ         DI, DX
+	ADDQ         DI, BX
+	ADDQ         DI, SI
+	DECQ         AX
+	JNZ          chunk
+
+done:
+	VZEROUPPER
+	RET
+
+// func flashScoresF32x1AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·flashScoresF32x1AVX512(SB), NOSPLIT, $0-64
+	MOVQ  nc+0(FP), AX
+	MOVQ  k+16(FP), CX
+	MOVQ  blockStride+24(FP), DI
+	LEAQ  (CX)(DI*1), DX
+	LEAQ  (CX)(DI*2), BX
+	LEAQ  (DX)(DI*2), SI
+	SHLQ  $0x02, DI
+	MOVQ  dst+48(FP), R8
+	MOVQ  qStride+40(FP), R9
+	TESTQ AX, AX
+	JZ    done
+
+chunk:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	MOVQ   hd+8(FP), R10
+	MOVQ   q+32(FP), R11
+	XORQ   R12, R12
+
+dim:
+	VMOVUPS      (CX)(R12*1), Z4
+	VMOVUPS      (DX)(R12*1), Z5
+	VMOVUPS      (BX)(R12*1), Z6
+	VMOVUPS      (SI)(R12*1), Z7
+	VBROADCASTSS (R11), Z8
+	VFMADD231PS  Z8, Z4, Z0
+	VFMADD231PS  Z8, Z5, Z1
+	VFMADD231PS  Z8, Z6, Z2
+	VFMADD231PS  Z8, Z7, Z3
+	ADDQ         $0x00000040, R12
 	ADDQ         R9, R11
 	DECQ         R10
 	JNZ          dim
@@ -46860,6 +49226,76 @@ dim:
 	VFMADD231PS  Z12, Z10, Z6
 	VFMADD231PS  Z12, Z11, Z7
 	ADDQ         $0x00000020, R12
+	ADDQ         R9, R11
+	DECQ         R10
+	JNZ          dim
+	MOVQ         R8, R10
+	VMOVUPS      Z0, (R10)
+	VMOVUPS      Z1, 64(R10)
+	VMOVUPS      Z2, 128(R10)
+	VMOVUPS      Z3, 192(R10)
+	MOVQ         dstStride+56(FP), R11
+	ADDQ         R11, R10
+	VMOVUPS      Z4, (R10)
+	VMOVUPS      Z5, 64(R10)
+	VMOVUPS      Z6, 128(R10)
+	VMOVUPS      Z7, 192(R10)
+	ADDQ         $0x00000100, R8
+	ADDQ         DI, CX
+	ADDQ         DI, DX
+	ADDQ         DI, BX
+	ADDQ         DI, SI
+	DECQ         AX
+	JNZ          chunk
+
+done:
+	VZEROUPPER
+	RET
+
+// func flashScoresF32x2AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·flashScoresF32x2AVX512(SB), NOSPLIT, $0-64
+	MOVQ  nc+0(FP), AX
+	MOVQ  k+16(FP), CX
+	MOVQ  blockStride+24(FP), DI
+	LEAQ  (CX)(DI*1), DX
+	LEAQ  (CX)(DI*2), BX
+	LEAQ  (DX)(DI*2), SI
+	SHLQ  $0x02, DI
+	MOVQ  dst+48(FP), R8
+	MOVQ  qStride+40(FP), R9
+	TESTQ AX, AX
+	JZ    done
+
+chunk:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	MOVQ   hd+8(FP), R10
+	MOVQ   q+32(FP), R11
+	XORQ   R12, R12
+
+dim:
+	VMOVUPS      (CX)(R12*1), Z8
+	VMOVUPS      (DX)(R12*1), Z9
+	VMOVUPS      (BX)(R12*1), Z10
+	VMOVUPS      (SI)(R12*1), Z11
+	VBROADCASTSS (R11), Z12
+	VFMADD231PS  Z12, Z8, Z0
+	VFMADD231PS  Z12, Z9, Z1
+	VFMADD231PS  Z12, Z10, Z2
+	VFMADD231PS  Z12, Z11, Z3
+	VBROADCASTSS 4(R11), Z12
+	VFMADD231PS  Z12, Z8, Z4
+	VFMADD231PS  Z12, Z9, Z5
+	VFMADD231PS  Z12, Z10, Z6
+	VFMADD231PS  Z12, Z11, Z7
+	ADDQ         $0x00000040, R12
 	ADDQ         R9, R11
 	DECQ         R10
 	JNZ          dim
@@ -46979,6 +49415,91 @@ done:
 	VZEROUPPER
 	RET
 
+// func flashScoresF32x3AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·flashScoresF32x3AVX512(SB), NOSPLIT, $0-64
+	MOVQ  nc+0(FP), AX
+	MOVQ  k+16(FP), CX
+	MOVQ  blockStride+24(FP), DI
+	LEAQ  (CX)(DI*1), DX
+	LEAQ  (CX)(DI*2), BX
+	LEAQ  (DX)(DI*2), SI
+	SHLQ  $0x02, DI
+	MOVQ  dst+48(FP), R8
+	MOVQ  qStride+40(FP), R9
+	TESTQ AX, AX
+	JZ    done
+
+chunk:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	MOVQ   hd+8(FP), R10
+	MOVQ   q+32(FP), R11
+	XORQ   R12, R12
+
+dim:
+	VMOVUPS      (CX)(R12*1), Z12
+	VMOVUPS      (DX)(R12*1), Z13
+	VMOVUPS      (BX)(R12*1), Z14
+	VMOVUPS      (SI)(R12*1), Z15
+	VBROADCASTSS (R11), Z16
+	VFMADD231PS  Z16, Z12, Z0
+	VFMADD231PS  Z16, Z13, Z1
+	VFMADD231PS  Z16, Z14, Z2
+	VFMADD231PS  Z16, Z15, Z3
+	VBROADCASTSS 4(R11), Z16
+	VFMADD231PS  Z16, Z12, Z4
+	VFMADD231PS  Z16, Z13, Z5
+	VFMADD231PS  Z16, Z14, Z6
+	VFMADD231PS  Z16, Z15, Z7
+	VBROADCASTSS 8(R11), Z16
+	VFMADD231PS  Z16, Z12, Z8
+	VFMADD231PS  Z16, Z13, Z9
+	VFMADD231PS  Z16, Z14, Z10
+	VFMADD231PS  Z16, Z15, Z11
+	ADDQ         $0x00000040, R12
+	ADDQ         R9, R11
+	DECQ         R10
+	JNZ          dim
+	MOVQ         R8, R10
+	VMOVUPS      Z0, (R10)
+	VMOVUPS      Z1, 64(R10)
+	VMOVUPS      Z2, 128(R10)
+	VMOVUPS      Z3, 192(R10)
+	MOVQ         dstStride+56(FP), R11
+	ADDQ         R11, R10
+	VMOVUPS      Z4, (R10)
+	VMOVUPS      Z5, 64(R10)
+	VMOVUPS      Z6, 128(R10)
+	VMOVUPS      Z7, 192(R10)
+	MOVQ         dstStride+56(FP), R11
+	ADDQ         R11, R10
+	VMOVUPS      Z8, (R10)
+	VMOVUPS      Z9, 64(R10)
+	VMOVUPS      Z10, 128(R10)
+	VMOVUPS      Z11, 192(R10)
+	ADDQ         $0x00000100, R8
+	ADDQ         DI, CX
+	ADDQ         DI, DX
+	ADDQ         DI, BX
+	ADDQ         DI, SI
+	DECQ         AX
+	JNZ          chunk
+
+done:
+	VZEROUPPER
+	RET
+
 // func flashScoresF16x4AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
 // Requires: AVX, AVX512DQ, AVX512F, MMX+
 TEXT ·flashScoresF16x4AVX512(SB), NOSPLIT, $0-64
@@ -47049,6 +49570,106 @@ dim:
 	VFMADD231PS  Z20, Z18, Z14
 	VFMADD231PS  Z20, Z19, Z15
 	ADDQ         $0x00000020, R12
+	ADDQ         R9, R11
+	DECQ         R10
+	JNZ          dim
+	MOVQ         R8, R10
+	VMOVUPS      Z0, (R10)
+	VMOVUPS      Z1, 64(R10)
+	VMOVUPS      Z2, 128(R10)
+	VMOVUPS      Z3, 192(R10)
+	MOVQ         dstStride+56(FP), R11
+	ADDQ         R11, R10
+	VMOVUPS      Z4, (R10)
+	VMOVUPS      Z5, 64(R10)
+	VMOVUPS      Z6, 128(R10)
+	VMOVUPS      Z7, 192(R10)
+	MOVQ         dstStride+56(FP), R11
+	ADDQ         R11, R10
+	VMOVUPS      Z8, (R10)
+	VMOVUPS      Z9, 64(R10)
+	VMOVUPS      Z10, 128(R10)
+	VMOVUPS      Z11, 192(R10)
+	MOVQ         dstStride+56(FP), R11
+	ADDQ         R11, R10
+	VMOVUPS      Z12, (R10)
+	VMOVUPS      Z13, 64(R10)
+	VMOVUPS      Z14, 128(R10)
+	VMOVUPS      Z15, 192(R10)
+	ADDQ         $0x00000100, R8
+	ADDQ         DI, CX
+	ADDQ         DI, DX
+	ADDQ         DI, BX
+	ADDQ         DI, SI
+	DECQ         AX
+	JNZ          chunk
+
+done:
+	VZEROUPPER
+	RET
+
+// func flashScoresF32x4AVX512(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·flashScoresF32x4AVX512(SB), NOSPLIT, $0-64
+	MOVQ  nc+0(FP), AX
+	MOVQ  k+16(FP), CX
+	MOVQ  blockStride+24(FP), DI
+	LEAQ  (CX)(DI*1), DX
+	LEAQ  (CX)(DI*2), BX
+	LEAQ  (DX)(DI*2), SI
+	SHLQ  $0x02, DI
+	MOVQ  dst+48(FP), R8
+	MOVQ  qStride+40(FP), R9
+	TESTQ AX, AX
+	JZ    done
+
+chunk:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	MOVQ   hd+8(FP), R10
+	MOVQ   q+32(FP), R11
+	XORQ   R12, R12
+
+dim:
+	VMOVUPS      (CX)(R12*1), Z16
+	VMOVUPS      (DX)(R12*1), Z17
+	VMOVUPS      (BX)(R12*1), Z18
+	VMOVUPS      (SI)(R12*1), Z19
+	VBROADCASTSS (R11), Z20
+	VFMADD231PS  Z20, Z16, Z0
+	VFMADD231PS  Z20, Z17, Z1
+	VFMADD231PS  Z20, Z18, Z2
+	VFMADD231PS  Z20, Z19, Z3
+	VBROADCASTSS 4(R11), Z20
+	VFMADD231PS  Z20, Z16, Z4
+	VFMADD231PS  Z20, Z17, Z5
+	VFMADD231PS  Z20, Z18, Z6
+	VFMADD231PS  Z20, Z19, Z7
+	VBROADCASTSS 8(R11), Z20
+	VFMADD231PS  Z20, Z16, Z8
+	VFMADD231PS  Z20, Z17, Z9
+	VFMADD231PS  Z20, Z18, Z10
+	VFMADD231PS  Z20, Z19, Z11
+	VBROADCASTSS 12(R11), Z20
+	VFMADD231PS  Z20, Z16, Z12
+	VFMADD231PS  Z20, Z17, Z13
+	VFMADD231PS  Z20, Z18, Z14
+	VFMADD231PS  Z20, Z19, Z15
+	ADDQ         $0x00000040, R12
 	ADDQ         R9, R11
 	DECQ         R10
 	JNZ          dim

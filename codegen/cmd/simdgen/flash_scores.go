@@ -35,26 +35,35 @@ func flashScoreHeads(v variant) int {
 	return 2
 }
 
-// genFlashScores emits flashScoresF16x<h> for h = 1…flashScoreHeads(v).
+// genFlashScores emits flashScoresF16x<h> and flashScoresF32x<h> for h =
+// 1…flashScoreHeads(v).
 func genFlashScores(v variant, reg *registry) {
-	var names []string
+	var f16, f32 []string
 	for h := 1; h <= flashScoreHeads(v); h++ {
-		names = append(names, genFlashScore(v, h))
+		f16 = append(f16, genFlashScore(v, h, false))
+		f32 = append(f32, genFlashScore(v, h, true))
 	}
-	reg.flashScores(v, names)
+	reg.flashScores(v, f16, f32)
 }
 
 // genFlashScore emits one score kernel: nc chunks of 4 vectors of cells
 // (64 cells on AVX-512, 32 on AVX2) for heads query heads of hd ≥ 1
 // values. The queries are transposed, q[d·qStride/4 + h] (the heads of
 // one dimension side by side), so that one pointer walks them; head h's
-// scores go to dst + h·dstStride.
-func genFlashScore(v variant, heads int) string {
-	name := fname(fmt.Sprintf("flashScoresF16x%d", heads), v)
+// scores go to dst + h·dstStride. wide: the K panel holds float32 values
+// (a tile's binary16 K widened once for many heads, simd.FlashWidenK), in
+// the same layout, read without conversions and without prefetching (it
+// sits in L1).
+func genFlashScore(v variant, heads int, wide bool) string {
+	kind, es := "F16", 2 // the K element and its bytes
+	if wide {
+		kind, es = "F32", 4
+	}
+	name := fname(fmt.Sprintf("flashScores%sx%d", kind, heads), v)
 	lanes := flashTileLanes(v)
 	TEXT(name, NOSPLIT, "func(nc int, hd int, k *byte, blockStride int, q *float32, qStride int, dst *float32, dstStride int)")
 	Doc(fmt.Sprintf("%s sets the raw scores of %d query heads against nc chunks of %d", name, heads, 4*lanes),
-		"cells of a transposed binary16 K panel (blocks of 16 cells blockStride bytes apart),",
+		fmt.Sprintf("cells of a transposed %s K panel (blocks of 16 cells blockStride bytes apart),", kind),
 		"each lane summing its exact products in dimension order.")
 	nc := Load(Param("nc"), GP64())
 	// The four vectors' addresses at dimension 0: AVX-512 reads four
@@ -71,9 +80,9 @@ func genFlashScore(v variant, heads int) string {
 		LEAQ(Mem{Base: kv[1], Index: step, Scale: 2}, kv[3])
 		SHLQ(U8(2), step) // 4 blocks
 	} else {
-		LEAQ(Mem{Base: kv[0], Disp: 16}, kv[1])
+		LEAQ(Mem{Base: kv[0], Disp: 8 * es}, kv[1])
 		LEAQ(Mem{Base: kv[0], Index: step, Scale: 1}, kv[2])
-		LEAQ(Mem{Base: kv[2], Disp: 16}, kv[3])
+		LEAQ(Mem{Base: kv[2], Disp: 8 * es}, kv[3])
 		SHLQ(U8(1), step) // 2 blocks
 	}
 	dst := Load(Param("dst"), GP64())
@@ -106,14 +115,20 @@ func genFlashScore(v variant, heads int) string {
 	kx := make([]VecVirtual, 4)
 	for i := range kx {
 		kx[i] = vec()
-		VCVTPH2PS(Mem{Base: kv[i], Index: koff, Scale: 1}, kx[i])
+		if wide {
+			VMOVUPS(Mem{Base: kv[i], Index: koff, Scale: 1}, kx[i])
+		} else {
+			VCVTPH2PS(Mem{Base: kv[i], Index: koff, Scale: 1}, kx[i])
+		}
 	}
-	// The next chunk's K: at depth a decode token reads every layer's
-	// cache once, from memory.
-	next := GP64()
-	for i := range kv {
-		LEAQ(Mem{Base: kv[i], Index: step, Scale: 1}, next)
-		PREFETCHT0(Mem{Base: next, Index: koff, Scale: 1})
+	if !wide {
+		// The next chunk's K: at depth a decode token reads every
+		// layer's cache once, from memory.
+		next := GP64()
+		for i := range kv {
+			LEAQ(Mem{Base: kv[i], Index: step, Scale: 1}, next)
+			PREFETCHT0(Mem{Base: next, Index: koff, Scale: 1})
+		}
 	}
 	for h := range acc {
 		b := vec()
@@ -122,7 +137,7 @@ func genFlashScore(v variant, heads int) string {
 			VFMADD231PS(b, kx[i], acc[h][i])
 		}
 	}
-	ADDQ(U32(2*flashKBlock), koff)
+	ADDQ(U32(es*flashKBlock), koff)
 	ADDQ(qs, qp)
 	DECQ(d)
 	JNZ(LabelRef("dim"))

@@ -26,7 +26,9 @@ import (
 // quant.Dequantize does: d·q in float32, which is exact (an 11-bit
 // significand times an integer below 2⁸). Kind F16F32 reads a binary16 V
 // and keeps a float32 accumulator (ref.AttnOptions.F32Acc: no rounding
-// to binary16), as the quantized kinds do.
+// to binary16), as the quantized kinds do; F32 and F32H read float32 V
+// rows (binary16 or quantized rows widened exactly beforehand) into
+// float32 and binary16 accumulators.
 //
 // flashExp is ±float32(exp(float64(−|x|))), the reference's expf of
 // −|x| carrying x's sign (the tiles' encoding of a cell weight, see
@@ -90,20 +92,25 @@ func fexpCoefs() Mem {
 	return m
 }
 
+// flashKinds are the tile kernels' kinds, in simd's flashKind order: the
+// V row type and the accumulator. F16, Q8_0, Q4_0 as ggml (a binary16
+// accumulator with a binary16 V, float32 with a quantized one); F16F32, a
+// binary16 V and a float32 accumulator (ref.AttnOptions.F32Acc); F32 and
+// F32H, V rows already widened to float32 (a tile's rows converted once
+// for many heads) with a float32 or a binary16 accumulator.
+var flashKinds = [...]string{"F16", "Q8_0", "Q4_0", "F16F32", "F32", "F32H"}
+
 // genFlashTiles emits the tile kernels of variant v and, once, flashExp.
 func genFlashTiles(v variant, reg *registry) {
 	exp := fname("flashExp", v)
 	genFlashExp(v, exp)
-	var tiles [4][]string
-	for i, kind := range []string{"F16", "Q8_0", "Q4_0", "F16F32"} {
+	var tiles, tails [len(flashKinds)][]string
+	for i, kind := range flashKinds {
 		for h := 1; h <= flashTileHeads(v); h++ {
 			tiles[i] = append(tiles[i], genFlashTile(v, kind, h, 4, true))
-		}
-	}
-	var tails [2][]string
-	for i, kind := range []string{"F16", "F16F32"} {
-		for h := 1; h <= flashTileHeads(v); h++ {
-			tails[i] = append(tails[i], genFlashTile(v, kind, h, 1, false))
+			if kind != "Q8_0" && kind != "Q4_0" { // whole 32-value blocks: no tail
+				tails[i] = append(tails[i], genFlashTile(v, kind, h, 1, false))
+			}
 		}
 	}
 	reg.flashTiles(v, exp, tiles)
@@ -316,9 +323,9 @@ func genFlashTile(v variant, kind string, heads, vecs int, fused bool) string {
 		sums[h] = XMM()
 		VMOVSS(Mem{Base: sumP, Disp: 4 * h}, sums[h])
 	}
-	f16 := kind == "F16"
+	half := kind == "F16" || kind == "F32H" // a binary16 accumulator
 	round := func(a VecVirtual) {
-		if !f16 {
+		if !half {
 			return
 		}
 		var hv VecVirtual
@@ -367,6 +374,8 @@ func genFlashTile(v variant, kind string, heads, vecs int, fused bool) string {
 		switch kind {
 		case "F16", "F16F32":
 			VCVTPH2PS(Mem{Base: vp, Disp: 2 * col}, x)
+		case "F32", "F32H":
+			VMOVUPS(Mem{Base: vp, Disp: 4 * col}, x)
 		default:
 			bb := 34
 			if kind == "Q4_0" {

@@ -42,17 +42,18 @@ type elemEntry struct {
 	scaleMax, scale            string
 	lanes                      int // floats per chunk of mul, add, scaleMax, scale and gelu
 	gelu                       string
-	flashF16, flashF32         string      // flash attention's accumulator updates
-	flashExp                   string      // flash attention's exact exponential
-	flashTiles                 [4][]string // tiled updates: F16, Q8_0, Q4_0 V, F16 V with a float32 accumulator; [h] takes h+1 heads
-	flashScores                []string    // F16 scores over transposed K: [h] takes h+1 heads
-	flashScan                  string      // the running maximum's scan ("": Go)
-	flashTails                 [2][]string // F16 V's unfused tail vectors, binary16 and float32 accumulators: [h] takes h+1 heads
-	widenF16                   string      // the wide F16 GEMM's activations to float32
-	f16Wide, f16WideIn         []string    // wide F16 GEMM tiles: [p] takes p+1 token pairs
-	f32Vec, f32Tiny            string      // float32 dot products in llama.cpp's two orders
-	bf16DP                     []string    // BF16 GEMM tiles by VDPBF16PS: [k] takes k+1 tokens
-	decodeF16, decodeBF16      string      // decode kernels (decode_float.go)
+	flashF16, flashF32         string                    // flash attention's accumulator updates
+	flashExp                   string                    // flash attention's exact exponential
+	flashTiles                 [len(flashKinds)][]string // tiled updates of each of flashKinds: [h] takes h+1 heads
+	flashScores                []string                  // F16 scores over transposed K: [h] takes h+1 heads
+	flashScoresF32             []string                  // the same over a widened (float32) K
+	flashScan                  string                    // the running maximum's scan ("": Go)
+	flashTails                 [len(flashKinds)][]string // unfused tail vectors of flashKinds (none for the quantized): [h] takes h+1 heads
+	widenF16                   string                    // the wide F16 GEMM's activations to float32
+	f16Wide, f16WideIn         []string                  // wide F16 GEMM tiles: [p] takes p+1 token pairs
+	f32Vec, f32Tiny            string                    // float32 dot products in llama.cpp's two orders
+	bf16DP                     []string                  // BF16 GEMM tiles by VDPBF16PS: [k] takes k+1 tokens
+	decodeF16, decodeBF16      string                    // decode kernels (decode_float.go)
 }
 
 func (r *registry) see(v variant) {
@@ -117,7 +118,7 @@ func (r *registry) flash(v variant, f16, f32 string) {
 	r.elems[v.name] = e
 }
 
-func (r *registry) flashTiles(v variant, exp string, tiles [4][]string) {
+func (r *registry) flashTiles(v variant, exp string, tiles [len(flashKinds)][]string) {
 	r.see(v)
 	e := r.elems[v.name]
 	e.flashExp, e.flashTiles = exp, tiles
@@ -132,11 +133,11 @@ func (r *registry) update(v variant, set func(e *elemEntry)) {
 	r.elems[v.name] = e
 }
 
-func (r *registry) flashScores(v variant, scores []string) {
-	r.update(v, func(e *elemEntry) { e.flashScores = scores })
+func (r *registry) flashScores(v variant, f16, f32 []string) {
+	r.update(v, func(e *elemEntry) { e.flashScores, e.flashScoresF32 = f16, f32 })
 }
 
-func (r *registry) flashTails(v variant, tails [2][]string) {
+func (r *registry) flashTails(v variant, tails [len(flashKinds)][]string) {
 	r.update(v, func(e *elemEntry) { e.flashTails = tails })
 }
 
@@ -278,6 +279,7 @@ func writeTable(path string, r *registry) error {
 		}
 		if e := r.elems[name]; len(e.flashScores) > 0 {
 			set[jen.Id("flashScores")] = jen.Index().Id("flashScoreTile").Values(ids(e.flashScores)...)
+			set[jen.Id("flashScoresF32")] = jen.Index().Id("flashScoreTile").Values(ids(e.flashScoresF32)...)
 		}
 		if e := r.elems[name]; len(e.flashTails[0]) > 0 {
 			set[jen.Id("flashTails")] = flashTileTable(e.flashTails[:])
