@@ -46,6 +46,11 @@ var weftModes = map[string]bench{
 	"f16-as-bf16": {typ: "f16", weftFlags: []string{"--f16-as-bf16"}},
 }
 
+// f32AccSuffix on a -benches type (q4_0+f32acc) runs that type's file
+// with flash attention's float32 accumulator (--flash-attn --flash-acc
+// f32, ik_llama.cpp's numerics) on every row, beside the peers' -fa 1.
+const f32AccSuffix = "+f32acc"
+
 // label names a bench in the report: the weight type, prefixed with the
 // shape's architecture for the shapes beside the TinyLlama one.
 func (b bench) label() string {
@@ -77,6 +82,9 @@ func parseBenches(list string) ([]bench, error) {
 		if m, ok := weftModes[typ]; ok {
 			b.typ, b.weftFlags = m.typ, m.weftFlags
 		}
+		if t, ok := strings.CutSuffix(typ, f32AccSuffix); ok && t != "" {
+			b.typ, b.weftFlags = t, []string{"--flash-attn", "--flash-acc", "f32"}
+		}
 		out = append(out, b)
 	}
 	return out, nil
@@ -98,7 +106,7 @@ func main() {
 // come from the environment: LLAMA_BENCH, IK_BENCH, …).
 func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) (config, error) {
 	var c config
-	benches := fs.String("benches", defaultBenches, "models to measure, SHAPE:TYPE[,…] (graphc synth shapes and types; TYPE f16-as-bf16: the F16 file, weft with --f16-as-bf16)")
+	benches := fs.String("benches", defaultBenches, "models to measure, SHAPE:TYPE[,…] (graphc synth shapes and types; TYPE f16-as-bf16: the F16 file, weft with --f16-as-bf16; TYPE+f32acc: weft with --flash-attn --flash-acc f32)")
 	fs.StringVar(&c.bin, "bin", "bin", "folder holding graphc and graphrun")
 	fs.StringVar(&c.models, "models", "out/bench", "folder for the synthesised models")
 	fs.StringVar(&c.out, "out", "docs/benchmarks.md", "markdown report (an .svg chart is written beside it)")

@@ -335,6 +335,10 @@ func TestWeftModeBench(t *testing.T) {
 	r := report{when: time.Unix(0, 0), cfg: config{p: 512, n: 128, r: 2, threads: 2, bandwidth: 47}, rows: []row{{bench: b[0], bytes: 2200 << 20, weftPP: stat{Median: 100}, weftTG: stat{Median: 20}}}}
 	assert.Contains(t, r.markdown(), "| F16 --f16-as-bf16 |")
 	assert.Contains(t, r.svg(), ">--f16-as-bf16</text>")
+	b, err = parseBenches("tinyllama-1.1b:q4_0+f32acc")
+	require.NoError(t, err)
+	require.Equal(t, []bench{{shape: defaultShape, typ: "q4_0", weftFlags: []string{"--flash-attn", "--flash-acc", "f32"}}}, b)
+	assert.Equal(t, "Q4_0 --flash-attn --flash-acc f32", b[0].title())
 }
 
 // TestSVGMarksPeersNotRun: a peer without figures on a row gets a dash,
