@@ -211,6 +211,13 @@ uvec4 wquad(uint s, uint i) {
 #define SB 2u // shared memory: 4 would need 50 KiB with two weights
 #endif
 #endif
+#if !defined(AW) && defined(COOP) && !(defined(TWO_WEIGHTS) && !defined(Q8_K_ACT))
+// The tensor-core tiles of 64 tokens stage a token's chunk in 12 words
+// (8, then 4 unused), as the weights' blocks (WS): on the H200 (session
+// 18, pp512) Q8_0 30.8k → 31.5k, Q4_0 33.8k → 34.5k, Q4_K_M 26.5k → 26.7k.
+// The gate·up tiles of 128 tokens keep 8: 12 would need 50 KiB.
+#define AW 12u
+#endif
 #ifndef AW
 #define AW 8u // words per staged activation chunk
 #endif
@@ -218,14 +225,23 @@ uvec4 wquad(uint s, uint i) {
 #define SB 4u
 #endif
 #ifdef COOP
+// A staged weight block takes WS = 12 words (its 8, then 4 unused): rows
+// of 48 bytes spread a warp's stores, and the tensor cores' fragment loads
+// of 16 rows, over twice the banks that rows of 32 bytes reach. Measured
+// on the H200 (session 18, pp512): Q8_0 30.0k → 30.8k, Q4_K_M 26.1k →
+// 26.5k, Q4_0 33.1k → 33.4k; taking the rows rather than the blocks of a
+// row in neighbouring invocations as well lost 12% (the loads from memory
+// no longer coalesce).
+#define WS 12u
 // The sums go out through sw after the last stage (a subgroup's 16 rows ×
 // 32 tokens, CS words a row, odd: a row per bank): an array of their own
 // does not fit beside two weights' 64 rows and 128 tokens in 48 KiB.
 #define CS 33u
-#define Q_SW (NW * SB * TR * 8u > 8u * 16u * CS ? NW * SB * TR * 8u : 8u * 16u * CS)
+#define Q_SW (NW * SB * TR * WS > 8u * 16u * CS ? NW * SB * TR * WS : 8u * 16u * CS)
 shared uint sw[Q_SW]; // a block: 32 int8 weights in 8 words
 #else
-shared uint sw[NW * SB * TR * 8]; // a block: 32 int8 weights in 8 words
+#define WS 8u
+shared uint sw[NW * SB * TR * WS]; // a block: 32 int8 weights in 8 words
 #endif
 #ifdef Q8_K_ACT
 #if defined(W_Q6_K) || defined(W_Q3_K) || defined(W_Q2_K)
@@ -472,7 +488,7 @@ void main() {
 #endif
             const uint at = (s * SB + bb) * TR + r;
             for (uint k = 0u; k < 8u; k++) {
-                sw[at * 8u + k] = q[k];
+                sw[at * WS + k] = q[k];
             }
 #ifdef Q8_K_ACT
             sf[at] = f;
@@ -573,7 +589,7 @@ void main() {
                 [[unroll]] for (uint i = 0u; i < Q_FR; i++) {
                     icoopmatNV<8, gl_ScopeSubgroup, 16, 32> ma;
                     const uint wat = (s * SB + bb) * TR + srow + 16u * i;
-                    coopMatLoadNV(ma, sw, wat * 8u, 8u, false);
+                    coopMatLoadNV(ma, sw, wat * WS, WS, false);
                     // The block's row scales: a stride of 0 repeats the
                     // row's scale along its row (column-major).
 #ifdef Q8_K_ACT
@@ -636,7 +652,7 @@ void main() {
                     const uint g = k / (8u / KGROUPS);
                     uint wv[4], av[4];
                     for (uint i = 0u; i < 4u; i++) {
-                        wv[i] = sw[((s * SB + bb) * TR + tr + 16u * i) * 8u + k];
+                        wv[i] = sw[((s * SB + bb) * TR + tr + 16u * i) * WS + k];
                         av[i] = sa[(bb * TT + tt + 16u * i) * AW + k];
                     }
                     for (uint i = 0u; i < 4u; i++) {
@@ -685,7 +701,7 @@ void main() {
                 for (uint k = 0u; k < 8u; k++) {
                     uint wv[4], av[4]; // four signed bytes of a row, of a token
                     for (uint i = 0u; i < 4u; i++) {
-                        wv[i] = sw[((s * SB + bb) * TR + tr + 16u * i) * 8u + k];
+                        wv[i] = sw[((s * SB + bb) * TR + tr + 16u * i) * WS + k];
                         av[i] = sa[(bb * TT + tt + 16u * i) * AW + k];
                     }
                     for (uint i = 0u; i < 4u; i++) {
