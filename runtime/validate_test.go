@@ -116,6 +116,8 @@ func TestPlanFieldsAreValidated(t *testing.T) {
 		{"run.batch and memory.tokens huge", func(p *Plan) { p.Run.Batch, p.Graph.Memory.Tokens = 1<<31-1, 1<<31-1 }, `buffer \[0, \+\d+\) does not hold 137438953408 values inside the \d+-element arena`},
 		{"run.kv_type", func(p *Plan) { p.Run.KVType = "q3" }, `plan field run\.kv_type = "q3": want "f16", "f32", "q8_0" or "q4_0"`},
 		{"run.kv_type", func(p *Plan) { p.Run.KVType = "q8_0" }, `plan field run\.kv_type = "q8_0": a q8_0 KV cache quantizes V, which needs flash attention`},
+		{"run.flash_acc unknown", func(p *Plan) { p.Run.FlashAttn, p.Run.FlashAcc = true, "bf16" }, `plan field run\.flash_acc = "bf16": flash attention accumulator "bf16": want f16`},
+		{"run.flash_acc without flash", func(p *Plan) { p.Run.FlashAcc = "f32" }, `plan field run\.flash_acc = "f32": .*add --flash-attn`},
 		{"arena 0", func(p *Plan) { p.Graph.Memory.Arenas["cpu"] = 0 }, `does not hold \d+ values inside the 0-element arena`},
 		{"arena negative", func(p *Plan) { p.Graph.Memory.Arenas["cpu"] = -4 }, `plan field graph\.memory\.arenas\.cpu = -4: want a size in bytes`},
 		{"arena not whole floats", func(p *Plan) { p.Graph.Memory.Arenas["cpu"] += 2 }, `the cpu arena of \d+ bytes must be a multiple of 4 bytes`},
@@ -310,6 +312,9 @@ func TestCompileOptionsBounds(t *testing.T) {
 		{o: CompileOptions{Ctx: 1_000_000_000}, ctx: 1_000_000_000, batc: 512}, // beyond the training context, as llama.cpp allows
 		{o: CompileOptions{Ctx: 1_000_000_000, Batch: 1_000_000_000}, ctx: 1_000_000_000, batc: 1_000_000_000},
 		{o: CompileOptions{}, ctx: 2048, batc: 512},
+		{o: CompileOptions{FlashAcc: "f32"}, want: `add --flash-attn`},
+		{o: CompileOptions{FlashAttn: true, FlashAcc: "f64"}, want: `accumulator "f64": want f16`},
+		{o: CompileOptions{FlashAttn: true, FlashAcc: "f32"}, ctx: 2048, batc: 512},
 	} {
 		p, err := Compile(stories(t), c.o)
 		if c.want != "" {
@@ -320,6 +325,7 @@ func TestCompileOptionsBounds(t *testing.T) {
 		require.NoError(t, err, "%+v", c.o)
 		assert.Equal(t, c.ctx, p.Run.Ctx, "%+v", c.o)
 		assert.Equal(t, c.batc, p.Run.Batch, "%+v", c.o)
+		assert.Equal(t, c.o.FlashAcc, p.Run.FlashAcc, "%+v", c.o)
 		p.Close()
 	}
 
