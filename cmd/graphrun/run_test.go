@@ -217,8 +217,8 @@ func TestBenchFlashAttn(t *testing.T) {
 }
 
 // TestFlashAccFlag: --flash-acc f32 reaches the bench and labels it; a
-// bad value, or f32 without --flash-attn, is refused with what to do;
-// graphc's plan setting is validated as the flag is.
+// bad value, or f32 without --flash-attn, is refused with what to do, in
+// bench and in run (the plan's run.flash_acc: runtime's validate tests).
 func TestFlashAccFlag(t *testing.T) {
 	var out, errOut bytes.Buffer
 	require.NoError(t, runBench(context.Background(), []string{stories(t), "-p", "8", "-n", "2", "-r", "1", "--flash-attn", "--flash-acc", "f32", "--json"}, &out, &errOut))

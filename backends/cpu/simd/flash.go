@@ -99,7 +99,7 @@ func scalarExp(x, dst []float32) {
 // (ms, vs) = (e, 1); otherwise (ms, vs) = (1, −e). Then, as ref: with a
 // raise, ref.FlashScale(acc, ms) and sum·ms; ref.FlashMad(acc, V_j, vs)
 // and sum + vs, V_j the head's values of V row j, stored as t (F16, Q8_0
-// or Q4_0; or F32: rows of one of them widened exactly, FlashWidenV) at
+// or Q4_0; or F32: rows of one of them widened exactly, FlashWidenF16) at
 // v[j·vStride:]. Every head reads the same V rows (the query heads of one
 // KV head). halfAcc keeps a binary16 accumulator, as ggml does with a
 // binary16 V (t F16, or F32 holding widened binary16 values); otherwise
