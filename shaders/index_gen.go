@@ -408,6 +408,21 @@ var spvMatvecGegluQ80 []byte
 //go:embed spv/matvec_qkv_q8_0.spv
 var spvMatvecQkvQ80 []byte
 
+//go:embed spv/matvec_add_q8_0_nq.spv
+var spvMatvecAddQ80Nq []byte
+
+//go:embed spv/matvec_nq_q8_0.spv
+var spvMatvecNqQ80 []byte
+
+//go:embed spv/matvec_qkv_nq_q8_0.spv
+var spvMatvecQkvNqQ80 []byte
+
+//go:embed spv/matvec_gateup_nq_q8_0.spv
+var spvMatvecGateupNqQ80 []byte
+
+//go:embed spv/matvec_gateup_nq_q8_0_q8_0.spv
+var spvMatvecGateupNqQ80Q80 []byte
+
 //go:embed spv/matvec_gateup_q8_0_q8_0.spv
 var spvMatvecGateupQ80Q80 []byte
 
@@ -480,6 +495,21 @@ var spvMatvecGegluQ40 []byte
 //go:embed spv/matvec_qkv_q4_0.spv
 var spvMatvecQkvQ40 []byte
 
+//go:embed spv/matvec_add_q4_0_nq.spv
+var spvMatvecAddQ40Nq []byte
+
+//go:embed spv/matvec_nq_q4_0.spv
+var spvMatvecNqQ40 []byte
+
+//go:embed spv/matvec_qkv_nq_q4_0.spv
+var spvMatvecQkvNqQ40 []byte
+
+//go:embed spv/matvec_gateup_nq_q4_0.spv
+var spvMatvecGateupNqQ40 []byte
+
+//go:embed spv/matvec_gateup_nq_q4_0_q8_0.spv
+var spvMatvecGateupNqQ40Q80 []byte
+
 //go:embed spv/matvec_gateup_q4_0_q8_0.spv
 var spvMatvecGateupQ40Q80 []byte
 
@@ -551,6 +581,21 @@ var spvMatvecGegluQ50 []byte
 
 //go:embed spv/matvec_qkv_q5_0.spv
 var spvMatvecQkvQ50 []byte
+
+//go:embed spv/matvec_add_q5_0_nq.spv
+var spvMatvecAddQ50Nq []byte
+
+//go:embed spv/matvec_nq_q5_0.spv
+var spvMatvecNqQ50 []byte
+
+//go:embed spv/matvec_qkv_nq_q5_0.spv
+var spvMatvecQkvNqQ50 []byte
+
+//go:embed spv/matvec_gateup_nq_q5_0.spv
+var spvMatvecGateupNqQ50 []byte
+
+//go:embed spv/matvec_gateup_nq_q5_0_q8_0.spv
+var spvMatvecGateupNqQ50Q80 []byte
 
 //go:embed spv/matvec_gateup_q5_0_q8_0.spv
 var spvMatvecGateupQ50Q80 []byte
@@ -2309,6 +2354,46 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
+	Bindings:  7,
+	Defines:   []string{"W_Q8_0", "ADD", "NORM_OUT"},
+	Name:      "matvec_add_q8_0_nq",
+	PushBytes: 36,
+	SPIRV:     spvMatvecAddQ80Nq,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q8_0", "NORM_IN"},
+	Name:      "matvec_nq_q8_0",
+	PushBytes: 32,
+	SPIRV:     spvMatvecNqQ80,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q8_0", "QKV", "NORM_IN"},
+	Name:      "matvec_qkv_nq_q8_0",
+	PushBytes: 52,
+	SPIRV:     spvMatvecQkvNqQ80,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q8_0", "GATEUP", "NORM_IN"},
+	Name:      "matvec_gateup_nq_q8_0",
+	PushBytes: 32,
+	SPIRV:     spvMatvecGateupNqQ80,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"W_Q8_0", "GATEUP", "OUT_Q8_0", "NORM_IN"},
+	Name:      "matvec_gateup_nq_q8_0_q8_0",
+	PushBytes: 32,
+	SPIRV:     spvMatvecGateupNqQ80Q80,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
 	Bindings:  6,
 	Defines:   []string{"W_Q8_0", "GATEUP", "OUT_Q8_0"},
 	Name:      "matvec_gateup_q8_0_q8_0",
@@ -2501,6 +2586,46 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
+	Bindings:  7,
+	Defines:   []string{"W_Q4_0", "ADD", "NORM_OUT"},
+	Name:      "matvec_add_q4_0_nq",
+	PushBytes: 36,
+	SPIRV:     spvMatvecAddQ40Nq,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q4_0", "NORM_IN"},
+	Name:      "matvec_nq_q4_0",
+	PushBytes: 32,
+	SPIRV:     spvMatvecNqQ40,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q4_0", "QKV", "NORM_IN"},
+	Name:      "matvec_qkv_nq_q4_0",
+	PushBytes: 52,
+	SPIRV:     spvMatvecQkvNqQ40,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_0", "GATEUP", "NORM_IN"},
+	Name:      "matvec_gateup_nq_q4_0",
+	PushBytes: 32,
+	SPIRV:     spvMatvecGateupNqQ40,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"W_Q4_0", "GATEUP", "OUT_Q8_0", "NORM_IN"},
+	Name:      "matvec_gateup_nq_q4_0_q8_0",
+	PushBytes: 32,
+	SPIRV:     spvMatvecGateupNqQ40Q80,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
 	Bindings:  6,
 	Defines:   []string{"W_Q4_0", "GATEUP", "OUT_Q8_0"},
 	Name:      "matvec_gateup_q4_0_q8_0",
@@ -2690,6 +2815,46 @@ var kernels = []Kernel{{
 	Name:      "matvec_qkv_q5_0",
 	PushBytes: 48,
 	SPIRV:     spvMatvecQkvQ50,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  7,
+	Defines:   []string{"W_Q5_0", "ADD", "NORM_OUT"},
+	Name:      "matvec_add_q5_0_nq",
+	PushBytes: 36,
+	SPIRV:     spvMatvecAddQ50Nq,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q5_0", "NORM_IN"},
+	Name:      "matvec_nq_q5_0",
+	PushBytes: 32,
+	SPIRV:     spvMatvecNqQ50,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q5_0", "QKV", "NORM_IN"},
+	Name:      "matvec_qkv_nq_q5_0",
+	PushBytes: 52,
+	SPIRV:     spvMatvecQkvNqQ50,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_0", "GATEUP", "NORM_IN"},
+	Name:      "matvec_gateup_nq_q5_0",
+	PushBytes: 32,
+	SPIRV:     spvMatvecGateupNqQ50,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"W_Q5_0", "GATEUP", "OUT_Q8_0", "NORM_IN"},
+	Name:      "matvec_gateup_nq_q5_0_q8_0",
+	PushBytes: 32,
+	SPIRV:     spvMatvecGateupNqQ50Q80,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {

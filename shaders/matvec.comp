@@ -67,6 +67,12 @@ layout(push_constant) uniform Push {
     // d holds the parts one after another, each mtok tokens of its rows.
     uint nq, kstart, nk, vstart, mtok;
 #endif
+#ifdef NORM_OUT
+    uint qoff, nwoff; // the next norm's blocks: word offset in qa; its weight's element offset
+#endif
+#ifdef NORM_IN
+    float eps; // the folded norm's
+#endif
 } pc;
 
 layout(binding = 0) readonly buffer Wt { uint w[]; };
@@ -93,7 +99,7 @@ layout(binding = 1) readonly buffer Xq { uint xq[]; };
 #else
 layout(binding = 1) readonly buffer X { float x[]; };
 #endif
-#if defined(OUT_Q8_0) || defined(OUT_Q8_1) || defined(OUT_Q8_K)
+#if defined(OUT_Q8_0) || defined(OUT_Q8_1) || defined(OUT_Q8_K) || defined(NORM_OUT)
 layout(binding = 2) coherent buffer D { float d[]; };
 #else
 layout(binding = 2) buffer D { float d[]; };
@@ -117,6 +123,34 @@ layout(binding = 3) readonly buffer Ut { uint u[]; };
 #include "half.glsl"
 #ifdef GEGLU
 #include "gelu.glsl"
+#endif
+
+#if defined(NORM_OUT)
+// Variant NORM_OUT (with ADD: a decode step's matmul writing the residual
+// stream, whose next RMSNormMul's dispatch is folded into the matvecs
+// reading it, which take NORM_IN): the workgroup that finishes a block of
+// 32 rows last also writes, from word qoff of qa, the block of u = h·nw
+// (h the rows just written, nw the norm's weight) as Q8_0 (q8_lanes, the
+// scale as a float32, not rounded) and, after the row's blocks, the
+// block's sum of squares Σh² in index order. The norm's factor
+// 1/sqrt(Σ/n + eps) is common to the row: u's levels are those of
+// RMSNorm(h)·nw's (up to the rounding of the products), and the readers
+// (NORM_IN) sum the blocks' Σh² and multiply each block's scale by the
+// factor. Counters count rows (ROWS a workgroup) modulo 32, so producers
+// with one and two rows a workgroup share them. (A last tail per row
+// computing the factor once cost the producer 4 µs a dispatch on the
+// H200, twice the block tails alone: session 19.)
+#define Q8_LANES
+#define QBLOCK 32u
+#define BW 9u
+#define Q8_STORE_D(d) (d)
+#define QOUT qa
+layout(binding = 4) writeonly buffer QA { uint qa[]; };
+layout(binding = 5) coherent buffer Cnt { uint cnt[]; };
+layout(binding = 6) readonly buffer NWt { float nw[]; };
+#include "quantize.glsl"
+shared bool tail;
+shared float hs[QBLOCK];
 #endif
 
 #if defined(OUT_Q8_0) || defined(OUT_Q8_1) || defined(OUT_Q8_K)
@@ -154,6 +188,9 @@ shared bool tail;
 #endif
 
 shared float red[NT * NW * WG];
+#ifdef NORM_IN
+shared float nred[WG]; // NORM_IN: the row's subgroups' sums of Σh²
+#endif
 
 // word i of weight s (0: W, 1: U).
 uint wword(uint s, uint i) {
@@ -242,6 +279,43 @@ void main() {
     }
 #if defined(Q8_0_ACT)
     const uint nb = live ? pc.ncols / 32u : 0u;
+#ifdef NORM_IN
+    // Variant NORM_IN (a decode step, Q8_0 activations): the activations
+    // are a folded RMSNormMul's, written by the matmul before as blocks of
+    // h·nw with float32 scales followed by each block's Σh² (NORM_OUT);
+    // each block's scale times the norm's factor 1/sqrt(Σh²/n + eps),
+    // rounded to binary16, is the normalised block's. A row's lanes load
+    // the blocks' sums together (a lane's blocks l, l + LANES, … in order)
+    // and add them by subgroups, then across the row's subgroups in order
+    // where a subgroup is narrower than the row (not on NVIDIA): every row
+    // of the dispatch gets the same factor. These loads do not wait for
+    // the weights'.
+    float nscale;
+    {
+        const uint nbx = pc.ncols / 32u, so = pc.xoff + nbx * 9u;
+        precise float p = 0.0;
+        for (uint i = l; i < nbx; i += LANES) {
+            p += uintBitsToFloat(xq[so + i]);
+        }
+        p = subgroupAdd(p);
+        if (gl_SubgroupSize < LANES) { // uniform
+            const uint spr = LANES / gl_SubgroupSize;
+            if (subgroupElect()) {
+                nred[gl_SubgroupID] = p;
+            }
+            barrier();
+            p = nred[rsub * spr];
+            for (uint k = 1u; k < spr; k++) {
+                p += nred[rsub * spr + k];
+            }
+        }
+        precise const float sc = 1.0 / sqrt(p / float(pc.ncols) + pc.eps);
+        nscale = sc;
+    }
+#define ACT_D(word) round_f16(uintBitsToFloat(word) * nscale) // binary16, as quantize_q8_0 stores it
+#else
+#define ACT_D(word) uintBitsToFloat(word)
+#endif
     for (uint b = l; b < nb; b += LANES) {
         for (uint s = 0u; s < NW; s++) {
             // The block's bytes as whole words, each loaded once (bw.glsl).
@@ -298,7 +372,7 @@ void main() {
 #endif
             for (uint j = 0u; j < nt; j++) {
                 const uint ab = pc.xoff + ((t0 + j) * nb + b) * ABW;
-                const float da = uintBitsToFloat(xq[ab]);
+                const float da = ACT_D(xq[ab]);
                 int isum = 0;
 #if defined(W_Q8_0)
                 for (uint k = 0u; k < 8u; k++) {
@@ -586,19 +660,39 @@ void main() {
         d[pc.doff + o] = v;
 #endif
     }
-#if defined(OUT_Q8_0) || defined(OUT_Q8_1) || defined(OUT_Q8_K)
+#if defined(OUT_Q8_0) || defined(OUT_Q8_1) || defined(OUT_Q8_K) || defined(NORM_OUT)
     // One token (a decode step): rows row0 … are elements of its row.
     memoryBarrierBuffer();
     barrier(); // the workgroup's rows are written and visible
     const uint blk = row0 / QBLOCK;
     if (gl_LocalInvocationID.x == 0u) {
+#ifdef NORM_OUT
+        tail = atomicAdd(cnt[blk], ROWS) % QBLOCK == QBLOCK - ROWS; // rows, modulo a block
+#else
         const uint per = QBLOCK / ROWS; // workgroups a block
         tail = atomicAdd(cnt[blk], 1u) % per == per - 1u;
+#endif
     }
     barrier();
     if (tail) { // uniform: the whole workgroup
         memoryBarrierBuffer();
-#ifdef OUT_Q8_K
+#if defined(NORM_OUT)
+        const uint t = gl_LocalInvocationID.x;
+        const bool live32 = t < 32u && 32u * blk + t < pc.nrows;
+        const float h = live32 ? d[pc.doff + 32u * blk + t] : 0.0;
+        if (t < 32u) {
+            hs[t] = h;
+        }
+        q8_lanes(live32 ? h * nw[pc.nwoff + 32u * blk + t] : 0.0, live32, t, pc.qoff + blk * BW); // ends with a barrier
+        const uint nbr = pc.nrows / 32u, so = pc.qoff + nbr * BW; // the blocks' sums from word so
+        if (t == 0u) {
+            precise float ss = 0.0;
+            for (uint j = 0u; j < 32u; j++) {
+                ss += hs[j] * hs[j];
+            }
+            qa[so + blk] = floatBitsToUint(ss);
+        }
+#elif defined(OUT_Q8_K)
         q8k_quads(pc.doff + QBLOCK * blk, pc.eoff + blk * QWORDS);
 #else
         const uint t = gl_LocalInvocationID.x;

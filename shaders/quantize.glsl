@@ -42,6 +42,9 @@ void store_q8_block(uint o, float v[32]) {
 #endif
 
 #if defined(BW) && defined(Q8_LANES)
+#ifndef Q8_STORE_D
+#define Q8_STORE_D(d) round_f16(d) // the block's scale as stored: binary16-rounded
+#endif
 // q8_lanes quantizes one value per invocation, as store_q8_block would
 // its block: the includer defines Q8_LANES and a workgroup of WG
 // invocations (a multiple of 32) whose values are whole blocks, block
@@ -96,7 +99,7 @@ void q8_lanes(float v, bool live, uint t, uint o) {
         }
         QOUT[o + BW - 8u + lane / 4u] = word;
         if (lane == 0u) {
-            QOUT[o] = floatBitsToUint(round_f16(dv));
+            QOUT[o] = floatBitsToUint(Q8_STORE_D(dv));
             if (BW == 10u) {
                 int sum = qsum;
                 if (gl_SubgroupSize != 32u) {

@@ -47,6 +47,7 @@ func TestFusedDispatchesBitIdentical(t *testing.T) {
 			path := filepath.Join(t.TempDir(), c.typ+".gguf")
 			require.NoError(t, synth.WriteFile(path, synth.Options{Shape: c.shape, Type: ft, Seed: 5, Vocab: vocab}))
 			g, f := compileFor(t, path, 64)
+			defer vulkan.DisableNormFold()() // other numerics: TestFoldedNorms
 			fused := load(t, d, g, f, 64)
 			restore := vulkan.DisableFusion()
 			plain := load(t, d, g, f, 64)

@@ -47,6 +47,10 @@ type Executable struct {
 	// taking one kind of activations, that kind: the norm writes them
 	// itself (fusedNormQuant).
 	normQuant map[int]string
+	// normFold maps the RMSNormMul nodes whose decode-step dispatch is
+	// folded into the matvecs around them to the MatMulAdd writing their
+	// input (foldNorms).
+	normFold map[int]int
 	// ropeKV holds, per Attention node, the RoPE nodes its KV store
 	// dispatch runs itself (fuseRoPEKV); deferred marks those RoPE nodes,
 	// which record no dispatch of their own.
@@ -161,6 +165,7 @@ func LoadOn(d *Device, g *graph.Graph, w backends.Weights, o backends.LoadOption
 	e.fuseRoPEKV()
 	e.planArena()
 	e.normQuant = fusedNormQuant(g, e.order, func(id int) bool { return e.vals[id].active && !e.vals[id].import_ })
+	e.foldNorms()
 	// Weights stream through the staging ring: the last copies may still
 	// be running, and their errors are Load's.
 	return e, e.d.WaitUploads()
@@ -265,7 +270,8 @@ func (e *Executable) prepare(n *graph.Node, w backends.Weights) error {
 		// Room for two tokens' worth too: a decode step's gate·up writes
 		// the FFN down's activations beside its own (gateUpTail), also
 		// when the session runs one token at a time.
-		e.q8Words = max(e.q8Words, int64(e.maxTokens)*words, 2*words+64)
+		// And for a folded norm's blocks beside the down's (normOut).
+		e.q8Words = max(e.q8Words, int64(e.maxTokens)*words, 3*words+128)
 	}
 	return nil
 }
@@ -374,6 +380,10 @@ func (e *Executable) weightLimit() int64 {
 // activations and the packed QKV weights, so tests can compare both ways
 // bit for bit.
 var testNoFusion bool
+
+// testNoNormFold turns off foldNorms alone (its numerics differ from the
+// norm dispatch's, so the bit-for-bit fusion test keeps it off).
+var testNoNormFold bool
 
 // testWeightLimit, when positive, replaces the storage-buffer range for
 // weights, so tests split small models' weights.
@@ -725,6 +735,79 @@ func fusedNormQuant(g *graph.Graph, order []int, here func(int) bool) map[int]st
 	return out
 }
 
+// normFoldTypes are the weight types with matvec.comp's NORM_OUT and
+// NORM_IN variants (Q8_0 activations).
+var normFoldTypes = []graph.DType{gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ5_0}
+
+// foldNorms finds the RMSNormMul nodes whose decode-step dispatch the
+// matvecs around them do (matvec.comp NORM_OUT, NORM_IN): the norm, over
+// whole rows of blocks of 32, writes Q8_0 activations (normQuant) for one
+// reader, a MatMul, a packed MatMulQKV or a MatMulGateUpSwiGLU writing
+// no activations or Q8_0 ones for its down; its input is a MatMulAdd's
+// (the residual stream); all of these take Q8_0 activations, and the
+// three run one after another. The MatMulAdd's last workgroup of each 32
+// rows then writes the block of h·w as Q8_0 and its Σh², and the reader
+// scales the blocks by the norm's factor: a decode step saves the norm's
+// dispatch and barrier (about 5 µs; session 19, docs/benchmarks-vulkan.md).
+func (e *Executable) foldNorms() {
+	e.normFold = map[int]int{}
+	if testNoFusion || testNoNormFold || e.placed {
+		return
+	}
+	g := e.g
+	users := g.Users()
+	// next is the node recorded after position i (deferred and
+	// inactive nodes record nothing), or -1.
+	pos := map[int]int{}
+	for i, id := range e.order {
+		pos[id] = i
+	}
+	next := func(id int) int {
+		for _, n := range e.order[pos[id]+1:] {
+			if v := &e.vals[n]; v.active && !v.import_ && !e.deferred[n] {
+				return n
+			}
+		}
+		return -1
+	}
+	types := func(n *graph.Node) bool {
+		for _, w := range ops.MatMulWeights(n) {
+			if !slices.Contains(normFoldTypes, g.Nodes[w].Type.DType) {
+				return false
+			}
+		}
+		return len(ops.MatMulWeights(n)) > 0
+	}
+	folded := 0 // the width of the norms folded (one counter region)
+	for _, id := range e.order {
+		kind := e.normQuant[id]
+		n := g.Nodes[id]
+		width := int(n.Type.Shape.Inner().N)
+		if n.Op != ops.RMSNormMul || kind != "q8_0" || ops.NormGroup(n.Attrs, width) != width || width%32 != 0 || len(users[id]) != 1 || folded != 0 && width != folded {
+			continue
+		}
+		p, u := g.Nodes[n.Inputs[0]], g.Nodes[users[id][0]]
+		if p.Op != ops.MatMulAdd || !types(p) || !e.vals[p.ID].active || e.vals[p.ID].import_ || next(p.ID) != id || next(id) != u.ID || !types(u) {
+			continue
+		}
+		switch u.Op {
+		case ops.MatMul:
+		case ops.MatMulQKV:
+			if e.packs[u.ID] == nil {
+				continue
+			}
+		case ops.MatMulGateUpSwiGLU:
+			if k := e.normQuant[u.ID]; k != "" && k != "q8_0" {
+				continue
+			}
+		default:
+			continue
+		}
+		e.normFold[id] = p.ID
+		folded = width
+	}
+}
+
 // tailCounters is the words of counters, per region, the nodes that
 // write their readers' activations from a last workgroup need: a gate·up
 // writing the FFN down's Q8_0/Q8_1 (a block of 32 rows each) or Q8_K (a
@@ -742,6 +825,9 @@ func (e *Executable) tailCounters() (words [tailKinds]int64) {
 			words[tailAttention] = max(words[tailAttention], node.Type.Shape.Inner().N/256)
 		}
 	}
+	for id := range e.normFold {
+		words[tailNorm] = max(words[tailNorm], e.g.Nodes[id].Type.Shape.Inner().N/32)
+	}
 	return words
 }
 
@@ -751,6 +837,7 @@ const (
 	tailGateUp    = iota // gate·up, Q8_0/Q8_1 blocks of 32 rows
 	tailGateUpK          // gate·up, Q8_K super-blocks of 256 rows
 	tailAttention        // attention, Q8_K super-blocks of 256/hd heads
+	tailNorm             // a folded norm's producer, Q8_0 blocks of 32 rows (counting rows)
 	tailKinds
 )
 

@@ -28,6 +28,19 @@ func DisableFusion() (restore func()) {
 	return func() { testNoFusion = old }
 }
 
+// DisableNormFold keeps a decode step's norms as dispatches of their own
+// (foldNorms), whose numerics differ from the folded ones; it returns a
+// function restoring the folding.
+func DisableNormFold() (restore func()) {
+	old := testNoNormFold
+	testNoNormFold = true
+	return func() { testNoNormFold = old }
+}
+
+// FoldedNorms returns how many norms a decode step folds into the
+// matvecs around them.
+func FoldedNorms(e *Executable) int { return len(e.normFold) }
+
 // StepCounts returns the dispatches and barriers recorded for the step
 // shape of tokens tokens and rows rows of the whole graph (0, 0 when it
 // was not run yet).

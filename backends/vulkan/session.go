@@ -415,6 +415,12 @@ type recorder struct {
 	scratch      int
 	scratchOff   uint32
 	scratchPairs bool
+	// pendingNorm is the folded RMSNormMul (foldNorms) whose blocks the
+	// dispatch just recorded wrote from scratch word pendingOff (normOut),
+	// or -1; normIn is the one whose blocks the scratch holds for its
+	// reader (NORM_IN), or -1.
+	pendingNorm, normIn int
+	pendingOff          uint32
 }
 
 // record records every dispatch of a step shape (the whole graph, or one
@@ -430,7 +436,7 @@ func (s *Session) record(key stepKey) (*Program, error) {
 			return nil, err
 		}
 	}
-	r := &recorder{s: s, p: p, T: key.tokens, R: key.rows, scratch: -1}
+	r := &recorder{s: s, p: p, T: key.tokens, R: key.rows, scratch: -1, pendingNorm: -1, normIn: -1}
 	nodes := s.e.order
 	if key.split >= 0 {
 		nodes = s.e.g.Splits[key.split].Nodes
@@ -440,6 +446,13 @@ func (s *Session) record(key stepKey) (*Program, error) {
 		if !v.active || v.import_ || s.e.deferred[id] {
 			continue // deferred: its Attention's dispatch computes it
 		}
+		if id == r.pendingNorm {
+			// A folded norm: the dispatch before wrote its blocks, its
+			// reader (next) scales them (foldNorms).
+			r.scratch, r.scratchOff, r.scratchPairs, r.normIn, r.pendingNorm = id, r.pendingOff, false, id, -1
+			continue
+		}
+		r.pendingNorm = -1
 		if err := r.node(v); err != nil {
 			p.Close()
 			return nil, fmt.Errorf("node %d (%s %q): %w", id, v.n.Op, v.n.Name, err)
@@ -904,6 +917,15 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		r.p.Barrier()
 		r.scratch, r.scratchOff, r.scratchPairs = n.Inputs[0], 0, pairs
 	}
+	// A folded norm's blocks (foldNorms): its reader's NORM_IN variant
+	// (matvec_…nq…) scales them, the norm's eps after the push constants.
+	nq, eps := "", []uint32(nil)
+	if r.normIn >= 0 && r.normIn == n.Inputs[0] && r.scratch == n.Inputs[0] {
+		if shader != "matvec" || perGroup != 1 {
+			return fmt.Errorf("a folded norm's blocks read by a %s of %d tokens", shader, ntok)
+		}
+		nq, eps = "nq_", []uint32{f32bits(r.s.e.g.Nodes[r.normIn].Attrs.Float("eps"))}
+	}
 	groups := func(rowsW int) [3]uint32 {
 		n := (rowsW + matmulWG - 1) / matmulWG // matmul: 64 rows a workgroup, as matmul_tiled
 		if vec {
@@ -928,7 +950,7 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 			case res.Buf != nil:
 				bufs = append(bufs, res)
 			}
-			push := []uint32{uint32(cols), uint32(rows), uint32(ntok), xaoff, doff + uint32(row0), roff + uint32(row0), uint32(rowsW)}
+			push := append([]uint32{uint32(cols), uint32(rows), uint32(ntok), xaoff, doff + uint32(row0), roff + uint32(row0), uint32(rowsW)}, eps...)
 			if err := r.dispatch(kernel+spec, groups(rows), push, r.s.e.withGrid(w.n.Type.DType, bufs...)...); err != nil {
 				return err
 			}
@@ -942,19 +964,22 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	}
 	switch n.Op {
 	case ops.MatMul:
-		return chunked(shader+"_"+kind, w(0), nil, dst, doff, Range{}, 0)
+		return chunked(shader+"_"+nq+kind, w(0), nil, dst, doff, Range{}, 0)
 	case ops.MatMulAdd:
 		res, roff := r.operand(n.Inputs[2])
+		if out := r.normOut(v, w(0), spec, groups, dst, doff, res, roff, cols, shader == "matvec" && perGroup == 1 && nq == ""); out != nil {
+			return out()
+		}
 		return chunked(shader+"_add_"+kind, w(0), nil, dst, doff, res, roff)
 	case ops.MatMulGateUpSwiGLU:
 		g, u := w(0), w(1)
 		if g.n.Type.DType != u.n.Type.DType || !g.n.Type.Shape.Equal(u.n.Type.Shape) {
 			return fmt.Errorf("gate %s and up %s differ", g.n.Type, u.n.Type)
 		}
-		if tail := r.gateUpTail(n, g, u, spec, groups, dst, doff, ntok, cols); tail != nil {
+		if tail := r.gateUpTail(n, g, u, spec, groups, dst, doff, ntok, cols, nq, eps); tail != nil {
 			return tail()
 		}
-		return chunked(shader+"_gateup_"+kind, g, u, dst, doff, Range{}, 0)
+		return chunked(shader+"_gateup_"+nq+kind, g, u, dst, doff, Range{}, 0)
 	case ops.MatMulBias:
 		// The bias row's element offset goes where the residual's would;
 		// each chunk adds its own rows' biases (eoff + row0).
@@ -970,16 +995,16 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		if p := r.s.e.packs[n.ID]; p != nil && vec {
 			// One dispatch over the packed weights (packQKV).
 			rows := p.start[2] + p.rows[2]
-			push := []uint32{uint32(cols), uint32(rows), uint32(ntok), xoff, doff, 0, 0,
-				uint32(p.rows[0]), uint32(p.start[1]), uint32(p.rows[1]), uint32(p.start[2]), uint32(r.s.e.maxTokens)}
+			push := append([]uint32{uint32(cols), uint32(rows), uint32(ntok), xoff, doff, 0, 0,
+				uint32(p.rows[0]), uint32(p.start[1]), uint32(p.rows[1]), uint32(p.start[2]), uint32(r.s.e.maxTokens)}, eps...)
 			xa, xaoff := act(wt0)
 			push[3] = xaoff
-			return r.dispatch(shader+"_qkv_"+kind+spec, groups(rows), push, r.s.e.withGrid(wt0, Whole(p.buf), xa, dst)...)
+			return r.dispatch(shader+"_qkv_"+nq+kind+spec, groups(rows), push, r.s.e.withGrid(wt0, Whole(p.buf), xa, dst)...)
 		}
 		// Part i is [maxTokens, rows_i] after the parts before it.
 		off := doff
 		for i := range ws {
-			if err := chunked(shader+"_"+weightKernel[w(i).n.Type.DType], w(i), nil, dst, off, Range{}, 0); err != nil {
+			if err := chunked(shader+"_"+nq+weightKernel[w(i).n.Type.DType], w(i), nil, dst, off, Range{}, 0); err != nil {
 				return err
 			}
 			off += uint32(int(w(i).n.Type.Shape[0].N) * r.s.e.maxTokens)
@@ -997,10 +1022,10 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 // for the type, room in the scratch beside n's own activations (which
 // its other workgroups are still reading) for the down's. A decode step
 // saves the down's quantize dispatch and barrier.
-func (r *recorder) gateUpTail(n *graph.Node, g, u *value, spec string, groups func(int) [3]uint32, dst Range, doff uint32, ntok, cols int) func() error {
+func (r *recorder) gateUpTail(n *graph.Node, g, u *value, spec string, groups func(int) [3]uint32, dst Range, doff uint32, ntok, cols int, nq string, eps []uint32) func() error {
 	kind := r.s.e.normQuant[n.ID]
 	rows := int(g.n.Type.Shape[0].N)
-	name := "matvec_gateup_" + weightKernel[g.n.Type.DType] + "_" + kind
+	name := "matvec_gateup_" + nq + weightKernel[g.n.Type.DType] + "_" + kind
 	if kind == "" || ntok != 1 || len(g.w) != 1 || len(u.w) != 1 || r.s.tails == nil {
 		return nil
 	}
@@ -1008,6 +1033,9 @@ func (r *recorder) gateUpTail(n *graph.Node, g, u *value, spec string, groups fu
 		return nil
 	}
 	own := actWords(actKind(g.n.Type.DType), int64(cols))
+	if nq != "" {
+		own += int64(cols / 32) // a folded norm's blocks are followed by their Σh² (normOut)
+	}
 	off := (r.scratchOff + uint32(own) + 63) &^ 63 // words, past n's own activations
 	if int64(off)+actWords(kind, int64(rows)) > r.s.e.q8Words {
 		return nil
@@ -1018,12 +1046,50 @@ func (r *recorder) gateUpTail(n *graph.Node, g, u *value, spec string, groups fu
 	}
 	return func() error {
 		xoff := r.scratchOff
-		push := []uint32{uint32(cols), uint32(rows), 1, xoff, doff, off, uint32(rows)}
+		push := append([]uint32{uint32(cols), uint32(rows), 1, xoff, doff, off, uint32(rows)}, eps...)
 		bufs := []Range{weightRange(g, 0), Whole(r.s.scratch), dst, weightRange(u, 0), Whole(r.s.scratch), {Buf: r.s.tails, Offset: region}}
 		if err := r.dispatch(name+spec, groups(rows), push, bufs...); err != nil {
 			return err
 		}
 		r.scratch, r.scratchOff, r.scratchPairs = n.ID, off, false
+		return nil
+	}
+}
+
+// normOut returns the recording of a decode step's MatMulAdd v (weight
+// w) that also writes its folded norm's blocks (foldNorms; matvec.comp
+// NORM_OUT: the last workgroup of each 32 rows writes their block of h·w
+// as Q8_0 and their Σh²) into the scratch beside v's own activations
+// (which its other workgroups are still reading), or nil where that does
+// not apply: no folded norm reads v, not a decode matvec, weights in
+// chunks, no room. The norm then records nothing and its reader takes
+// its NORM_IN variant (pendingNorm).
+func (r *recorder) normOut(v, w *value, spec string, groups func(int) [3]uint32, dst Range, doff uint32, res Range, roff uint32, cols int, decode bool) func() error {
+	e := r.s.e
+	norm := -1
+	for id, p := range e.normFold {
+		if p == v.n.ID {
+			norm = id
+		}
+	}
+	if norm < 0 || !decode || r.T != 1 || len(w.w) != 1 || r.s.tails == nil {
+		return nil
+	}
+	rows := int(w.n.Type.Shape[0].N)
+	own := actWords("q8_0", int64(cols))
+	off := (r.scratchOff + uint32(own) + 63) &^ 63 // words, past v's own activations
+	if int64(off)+int64(rows/32*10) > e.q8Words {
+		return nil
+	}
+	nn := e.g.Nodes[norm]
+	nw, nwoff := r.operand(nn.Inputs[1])
+	return func() error {
+		push := []uint32{uint32(cols), uint32(rows), 1, r.scratchOff, doff, roff, uint32(rows), off, nwoff}
+		bufs := []Range{weightRange(w, 0), Whole(r.s.scratch), dst, res, Whole(r.s.scratch), {Buf: r.s.tails, Offset: r.s.tailOff[tailNorm]}, nw}
+		if err := r.dispatch("matvec_add_"+weightKernel[w.n.Type.DType]+"_nq"+spec, groups(rows), push, bufs...); err != nil {
+			return err
+		}
+		r.pendingNorm, r.pendingOff = norm, off
 		return nil
 	}
 }

@@ -189,6 +189,19 @@ func init() {
 			variant{"matvec_geglu_" + w.name, "matvec.comp", []string{w.define, "GEGLU"}, 4 + grid, 28, 64},
 			variant{"matvec_qkv_" + w.name, "matvec.comp", []string{w.define, "QKV"}, 3 + grid, 48, 64},
 		)
+		if w.name == "q8_0" || w.name == "q4_0" || w.name == "q5_0" {
+			// A decode step's RMSNormMul folded into the matvecs around
+			// it: the residual's matmul writes the norm's blocks
+			// (NORM_OUT, the norm's weight and the counters after its
+			// bindings), its readers scale them (NORM_IN).
+			variants = append(variants,
+				variant{"matvec_add_" + w.name + "_nq", "matvec.comp", []string{w.define, "ADD", "NORM_OUT"}, 7, 36, 64},
+				variant{"matvec_nq_" + w.name, "matvec.comp", []string{w.define, "NORM_IN"}, 3, 32, 64},
+				variant{"matvec_qkv_nq_" + w.name, "matvec.comp", []string{w.define, "QKV", "NORM_IN"}, 3, 52, 64},
+				variant{"matvec_gateup_nq_" + w.name, "matvec.comp", []string{w.define, "GATEUP", "NORM_IN"}, 4, 32, 64},
+				variant{"matvec_gateup_nq_" + w.name + "_q8_0", "matvec.comp", []string{w.define, "GATEUP", "OUT_Q8_0", "NORM_IN"}, 6, 32, 64},
+			)
+		}
 		acts := []string{"q8_0", "q8_1"} // the legacy block types' files
 		if w.tiled && !w.rowMatmul {
 			acts = []string{"q8_k"} // the K-quants' (and IQ4_XS's)
