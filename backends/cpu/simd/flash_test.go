@@ -422,3 +422,21 @@ func TestFlashWidenF16(t *testing.T) {
 		require.False(t, FlashWidenF16(make([]byte, 64), 64, 1, 24, make([]float32, 24)), "24 values are not whole vectors")
 	})
 }
+
+// BenchmarkFlashExp measures the cell weights of 1 024 arguments like a
+// tile's (mostly small, both signs, no edges); ns/op over 1 024 values.
+func BenchmarkFlashExp(b *testing.B) {
+	rng := newRand(b)
+	x, dst := make([]float32, 1024), make([]float32, 1024)
+	for i := range x {
+		x[i] = float32(rng.ExpFloat64() * 3)
+		if rng.IntN(8) == 0 {
+			x[i] = -x[i]
+		}
+	}
+	benchVariants(b, func(b *testing.B) {
+		for range b.N {
+			FlashExp(x, dst)
+		}
+	})
+}

@@ -958,6 +958,60 @@ DATA fexpCoef<>+368(SB)/8, $0x3e5ae64567f544e4
 DATA fexpCoef<>+376(SB)/8, $0x3e5ae64567f544e4
 GLOBL fexpCoef<>(SB), RODATA|NOPTR, $384
 
+DATA fexpLog2e16<>+0(SB)/8, $0x40371547652b82fe
+DATA fexpLog2e16<>+8(SB)/8, $0x40371547652b82fe
+DATA fexpLog2e16<>+16(SB)/8, $0x40371547652b82fe
+DATA fexpLog2e16<>+24(SB)/8, $0x40371547652b82fe
+GLOBL fexpLog2e16<>(SB), RODATA|NOPTR, $32
+
+DATA fexpLn2Hi16<>+0(SB)/8, $0x3fa62e42fee00000
+DATA fexpLn2Hi16<>+8(SB)/8, $0x3fa62e42fee00000
+DATA fexpLn2Hi16<>+16(SB)/8, $0x3fa62e42fee00000
+DATA fexpLn2Hi16<>+24(SB)/8, $0x3fa62e42fee00000
+GLOBL fexpLn2Hi16<>(SB), RODATA|NOPTR, $32
+
+DATA fexpLn2Lo16<>+0(SB)/8, $0x3daa39ef35793c76
+DATA fexpLn2Lo16<>+8(SB)/8, $0x3daa39ef35793c76
+DATA fexpLn2Lo16<>+16(SB)/8, $0x3daa39ef35793c76
+DATA fexpLn2Lo16<>+24(SB)/8, $0x3daa39ef35793c76
+GLOBL fexpLn2Lo16<>(SB), RODATA|NOPTR, $32
+
+DATA fexp2Table<>+0(SB)/8, $0x3ff0000000000000
+DATA fexp2Table<>+8(SB)/8, $0x3ff0b5586cf9890f
+DATA fexp2Table<>+16(SB)/8, $0x3ff172b83c7d517b
+DATA fexp2Table<>+24(SB)/8, $0x3ff2387a6e756238
+DATA fexp2Table<>+32(SB)/8, $0x3ff306fe0a31b715
+DATA fexp2Table<>+40(SB)/8, $0x3ff3dea64c123422
+DATA fexp2Table<>+48(SB)/8, $0x3ff4bfdad5362a27
+DATA fexp2Table<>+56(SB)/8, $0x3ff5ab07dd485429
+DATA fexp2Table<>+64(SB)/8, $0x3ff6a09e667f3bcc
+DATA fexp2Table<>+72(SB)/8, $0x3ff7a11473eb0187
+DATA fexp2Table<>+80(SB)/8, $0x3ff8ace5422aa0dc
+DATA fexp2Table<>+88(SB)/8, $0x3ff9c49182a3f090
+DATA fexp2Table<>+96(SB)/8, $0x3ffae89f995ad3ae
+DATA fexp2Table<>+104(SB)/8, $0x3ffc199bdd85529c
+DATA fexp2Table<>+112(SB)/8, $0x3ffd5818dcfba487
+DATA fexp2Table<>+120(SB)/8, $0x3ffea4afa2a490da
+GLOBL fexp2Table<>(SB), RODATA|NOPTR, $128
+
+DATA fexpHighMask<>+0(SB)/8, $0xfff0000000000000
+DATA fexpHighMask<>+8(SB)/8, $0xfff0000000000000
+DATA fexpHighMask<>+16(SB)/8, $0xfff0000000000000
+DATA fexpHighMask<>+24(SB)/8, $0xfff0000000000000
+GLOBL fexpHighMask<>(SB), RODATA|NOPTR, $32
+
+DATA fexpBandAdd<>+0(SB)/8, $0x0000000010000400
+DATA fexpBandAdd<>+8(SB)/8, $0x0000000010000400
+DATA fexpBandAdd<>+16(SB)/8, $0x0000000010000400
+DATA fexpBandAdd<>+24(SB)/8, $0x0000000010000400
+GLOBL fexpBandAdd<>(SB), RODATA|NOPTR, $32
+
+DATA fexpBandMask<>+0(SB)/8, $0x000000001ffff800
+DATA fexpBandMask<>+8(SB)/8, $0x000000001ffff800
+DATA fexpBandMask<>+16(SB)/8, $0x000000001ffff800
+DATA fexpBandMask<>+24(SB)/8, $0x000000001ffff800
+GLOBL fexpBandMask<>(SB), RODATA|NOPTR, $32
+
 DATA fexpLow29<>+0(SB)/8, $0x000000001fffffff
 DATA fexpLow29<>+8(SB)/8, $0x000000001fffffff
 DATA fexpLow29<>+16(SB)/8, $0x000000001fffffff
@@ -44754,93 +44808,71 @@ done:
 // func flashExpAVX512(ng int, x *float32, dst *float32) uint64
 // Requires: AVX, AVX512DQ, AVX512F
 TEXT ·flashExpAVX512(SB), NOSPLIT, $0-32
-	MOVQ  ng+0(FP), AX
-	MOVQ  x+8(FP), CX
-	MOVQ  dst+16(FP), DX
-	XORQ  BX, BX
-	MOVQ  $0x00000001, SI
-	TESTQ AX, AX
-	JZ    done
+	MOVQ    ng+0(FP), AX
+	MOVQ    x+8(FP), CX
+	MOVQ    dst+16(FP), DX
+	XORQ    BX, BX
+	MOVQ    $0x00000001, SI
+	VMOVUPD fexp2Table<>+0(SB), Z0
+	TESTQ   AX, AX
+	JZ      done
 
 loop:
 	XORL              DI, DI
-	VMOVUPS           (CX), Y0
-	VANDPS            fexpSign<>+0(SB), Y0, Y1
-	VORPS             fexpSign<>+0(SB), Y0, Y0
-	VCMPPS            $0x1d, fexpMin<>+0(SB), Y0, Y2
-	VCMPPS            $0x00, fexpNegInf<>+0(SB), Y0, Y3
-	VORPS             Y3, Y2, Y3
-	VMOVMSKPS         Y3, R8
-	XORL              $0x000000ff, R8
-	ORL               R8, DI
-	VCVTPS2PD         Y0, Z0
+	VMOVUPS           (CX), Z1
+	VPORD.BCST        fexpSign<>+0(SB), Z1, Z2
+	VCMPPS.BCST       $0x1d, fexpMin<>+0(SB), Z2, K1
+	VCMPPS.BCST       $0x04, fexpNegInf<>+0(SB), Z2, K2
+	KANDNW            K2, K1, K2
+	VEXTRACTF32X8     $0x01, Z2, Y3
+	VCVTPS2PD         Y2, Z2
+	VBROADCASTSD      fexpShift<>+0(SB), Z5
+	VFMADD231PD.BCST  fexpLog2e16<>+0(SB), Z2, Z5
+	VSUBPD.BCST       fexpShift<>+0(SB), Z5, Z6
+	VFNMADD231PD.BCST fexpLn2Hi16<>+0(SB), Z6, Z2
+	VFNMADD231PD.BCST fexpLn2Lo16<>+0(SB), Z6, Z2
+	VBROADCASTSD      fexpCoef<>+192(SB), Z6
+	VFMADD213PD.BCST  fexpCoef<>+160(SB), Z2, Z6
+	VFMADD213PD.BCST  fexpCoef<>+128(SB), Z2, Z6
+	VFMADD213PD.BCST  fexpCoef<>+96(SB), Z2, Z6
+	VFMADD213PD.BCST  fexpCoef<>+64(SB), Z2, Z6
+	VFMADD213PD.BCST  fexpCoef<>+32(SB), Z2, Z6
+	VFMADD213PD.BCST  fexpCoef<>+0(SB), Z2, Z6
+	VPSLLQ            $0x30, Z5, Z2
+	VPANDQ.BCST       fexpHighMask<>+0(SB), Z2, Z2
+	VPERMI2PD         fexp2Table<>+64(SB), Z0, Z5
+	VMULPD            Z5, Z6, Z6
+	VPADDQ            Z2, Z6, Z6
+	VCVTPD2PS         Z6, Y4
+	VPADDQ.BCST       fexpBandAdd<>+0(SB), Z6, Z2
+	VPTESTNMQ.BCST    fexpBandMask<>+0(SB), Z2, K3
+	KORW              K3, K2, K2
+	VCVTPS2PD         Y3, Z2
 	VBROADCASTSD      fexpShift<>+0(SB), Z3
-	VFMADD231PD.BCST  fexpLog2e<>+0(SB), Z0, Z3
-	VSUBPD.BCST       fexpShift<>+0(SB), Z3, Z4
-	VMOVAPD           Z0, Z0
-	VFNMADD231PD.BCST fexpLn2Hi<>+0(SB), Z4, Z0
-	VFNMADD231PD.BCST fexpLn2Lo<>+0(SB), Z4, Z0
-	VBROADCASTSD      fexpCoef<>+352(SB), Z4
-	VFMADD213PD.BCST  fexpCoef<>+320(SB), Z0, Z4
-	VFMADD213PD.BCST  fexpCoef<>+288(SB), Z0, Z4
-	VFMADD213PD.BCST  fexpCoef<>+256(SB), Z0, Z4
-	VFMADD213PD.BCST  fexpCoef<>+224(SB), Z0, Z4
-	VFMADD213PD.BCST  fexpCoef<>+192(SB), Z0, Z4
-	VFMADD213PD.BCST  fexpCoef<>+160(SB), Z0, Z4
-	VFMADD213PD.BCST  fexpCoef<>+128(SB), Z0, Z4
-	VFMADD213PD.BCST  fexpCoef<>+96(SB), Z0, Z4
-	VFMADD213PD.BCST  fexpCoef<>+64(SB), Z0, Z4
-	VFMADD213PD.BCST  fexpCoef<>+32(SB), Z0, Z4
-	VFMADD213PD.BCST  fexpCoef<>+0(SB), Z0, Z4
-	VPSLLQ            $0x34, Z3, Z0
-	VPADDQ            Z0, Z4, Z4
-	VCVTPD2PS         Z4, Y0
-	VANDPS            Y2, Y0, Y0
-	VORPS             Y1, Y0, Y0
-	VMOVUPS           Y0, (DX)
-	VPANDQ.BCST       fexpLow29<>+0(SB), Z4, Z0
-	VPSUBQ.BCST       fexpBandLo<>+0(SB), Z0, Z0
-	VPCMPUQ.BCST      $0x01, fexpBandW<>+0(SB), Z0, K1
-	KMOVB             K1, R8
-	ORL               R8, DI
-	VMOVUPS           32(CX), Y0
-	VANDPS            fexpSign<>+0(SB), Y0, Y1
-	VORPS             fexpSign<>+0(SB), Y0, Y0
-	VCMPPS            $0x1d, fexpMin<>+0(SB), Y0, Y2
-	VCMPPS            $0x00, fexpNegInf<>+0(SB), Y0, Y3
-	VORPS             Y3, Y2, Y3
-	VMOVMSKPS         Y3, R8
-	XORL              $0x000000ff, R8
-	ORL               R8, DI
-	VCVTPS2PD         Y0, Z0
-	VBROADCASTSD      fexpShift<>+0(SB), Z3
-	VFMADD231PD.BCST  fexpLog2e<>+0(SB), Z0, Z3
-	VSUBPD.BCST       fexpShift<>+0(SB), Z3, Z4
-	VMOVAPD           Z0, Z0
-	VFNMADD231PD.BCST fexpLn2Hi<>+0(SB), Z4, Z0
-	VFNMADD231PD.BCST fexpLn2Lo<>+0(SB), Z4, Z0
-	VBROADCASTSD      fexpCoef<>+352(SB), Z4
-	VFMADD213PD.BCST  fexpCoef<>+320(SB), Z0, Z4
-	VFMADD213PD.BCST  fexpCoef<>+288(SB), Z0, Z4
-	VFMADD213PD.BCST  fexpCoef<>+256(SB), Z0, Z4
-	VFMADD213PD.BCST  fexpCoef<>+224(SB), Z0, Z4
-	VFMADD213PD.BCST  fexpCoef<>+192(SB), Z0, Z4
-	VFMADD213PD.BCST  fexpCoef<>+160(SB), Z0, Z4
-	VFMADD213PD.BCST  fexpCoef<>+128(SB), Z0, Z4
-	VFMADD213PD.BCST  fexpCoef<>+96(SB), Z0, Z4
-	VFMADD213PD.BCST  fexpCoef<>+64(SB), Z0, Z4
-	VFMADD213PD.BCST  fexpCoef<>+32(SB), Z0, Z4
-	VFMADD213PD.BCST  fexpCoef<>+0(SB), Z0, Z4
-	VPSLLQ            $0x34, Z3, Z0
-	VPADDQ            Z0, Z4, Z4
-	VCVTPD2PS         Z4, Y0
-	VANDPS            Y2, Y0, Y0
-	VORPS             Y1, Y0, Y0
-	VMOVUPS           Y0, 32(DX)
-	VPANDQ.BCST       fexpLow29<>+0(SB), Z4, Z0
-	VPSUBQ.BCST       fexpBandLo<>+0(SB), Z0, Z0
-	VPCMPUQ.BCST      $0x01, fexpBandW<>+0(SB), Z0, K1
-	KMOVB             K1, R8
+	VFMADD231PD.BCST  fexpLog2e16<>+0(SB), Z2, Z3
+	VSUBPD.BCST       fexpShift<>+0(SB), Z3, Z5
+	VFNMADD231PD.BCST fexpLn2Hi16<>+0(SB), Z5, Z2
+	VFNMADD231PD.BCST fexpLn2Lo16<>+0(SB), Z5, Z2
+	VBROADCASTSD      fexpCoef<>+192(SB), Z5
+	VFMADD213PD.BCST  fexpCoef<>+160(SB), Z2, Z5
+	VFMADD213PD.BCST  fexpCoef<>+128(SB), Z2, Z5
+	VFMADD213PD.BCST  fexpCoef<>+96(SB), Z2, Z5
+	VFMADD213PD.BCST  fexpCoef<>+64(SB), Z2, Z5
+	VFMADD213PD.BCST  fexpCoef<>+32(SB), Z2, Z5
+	VFMADD213PD.BCST  fexpCoef<>+0(SB), Z2, Z5
+	VPSLLQ            $0x30, Z3, Z2
+	VPANDQ.BCST       fexpHighMask<>+0(SB), Z2, Z2
+	VPERMI2PD         fexp2Table<>+64(SB), Z0, Z3
+	VMULPD            Z3, Z5, Z5
+	VPADDQ            Z2, Z5, Z5
+	VCVTPD2PS         Z5, Y2
+	VPADDQ.BCST       fexpBandAdd<>+0(SB), Z5, Z3
+	VPTESTNMQ.BCST    fexpBandMask<>+0(SB), Z3, K3
+	KORW              K3, K2, K2
+	VINSERTF32X8.Z    $0x01, Y2, Z4, K1, Z2
+	VPTERNLOGD.BCST   $0xf8, fexpSign<>+0(SB), Z1, Z2
+	VMOVUPS           Z2, (DX)
+	KMOVW             K2, R8
 	ORL               R8, DI
 	TESTL             DI, DI
 	JZ                clean

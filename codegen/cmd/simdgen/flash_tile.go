@@ -48,21 +48,30 @@ import (
 const fexpGuard = 1 << 10
 
 var (
-	cFExpLog2e   = constF64("fexpLog2e", 0x1.71547652b82fep0)
-	cFExpShift   = constF64("fexpShift", 0x1.8p52)
-	cFExpLn2Hi   = constF64("fexpLn2Hi", 0x1.62e42feep-1)
-	cFExpLn2Lo   = constF64("fexpLn2Lo", 0x1.a39ef35793c76p-33)
-	cFExpCoef    = fexpCoefs()
-	cFExpLow29   = constU64("fexpLow29", 1<<29-1)
-	cFExpBandLo  = constU64("fexpBandLo", 1<<28-fexpGuard)
-	cFExpMinus1  = constU64("fexpMinus1", math.MaxUint64)
-	cFExpBandW   = constU64("fexpBandW", 2*fexpGuard+1)
-	cFExpMin     = constF32("fexpMin", -87)
-	cFExpSign    = constVec("fexpSign", 0x80000000)
-	cFExpNegInf  = constF32("fexpNegInf", float32(math.Inf(-1)))
-	cFlashNegOne = constF32("flashNegOne", -1)
-	cNibMask     = constVec("flashNibMask", 0x0f)
-	cEightD      = constVec("flashEightD", 8)
+	cFExpLog2e = constF64("fexpLog2e", 0x1.71547652b82fep0)
+	cFExpShift = constF64("fexpShift", 0x1.8p52)
+	cFExpLn2Hi = constF64("fexpLn2Hi", 0x1.62e42feep-1)
+	cFExpLn2Lo = constF64("fexpLn2Lo", 0x1.a39ef35793c76p-33)
+	cFExpCoef  = fexpCoefs()
+	// fexpSixteen's: the reduction by ln2/16, the table, the exponent
+	// field and the band test's add and mask (bits 11–28).
+	cFExpLog2e16  = constF64("fexpLog2e16", 0x1.71547652b82fep4)
+	cFExpLn2Hi16  = constF64("fexpLn2Hi16", 0x1.62e42feep-5)
+	cFExpLn2Lo16  = constF64("fexpLn2Lo16", 0x1.a39ef35793c76p-37)
+	cFExp2Table   = fexp2Table()
+	cFExpHighMask = constU64("fexpHighMask", 0xfff0000000000000)
+	cFExpBandAdd  = constU64("fexpBandAdd", 1<<28+fexpGuard)
+	cFExpBandMask = constU64("fexpBandMask", (1<<29-1)&^(2*fexpGuard-1))
+	cFExpLow29    = constU64("fexpLow29", 1<<29-1)
+	cFExpBandLo   = constU64("fexpBandLo", 1<<28-fexpGuard)
+	cFExpMinus1   = constU64("fexpMinus1", math.MaxUint64)
+	cFExpBandW    = constU64("fexpBandW", 2*fexpGuard+1)
+	cFExpMin      = constF32("fexpMin", -87)
+	cFExpSign     = constVec("fexpSign", 0x80000000)
+	cFExpNegInf   = constF32("fexpNegInf", float32(math.Inf(-1)))
+	cFlashNegOne  = constF32("flashNegOne", -1)
+	cNibMask      = constVec("flashNibMask", 0x0f)
+	cEightD       = constVec("flashEightD", 8)
 )
 
 // constF64 emits four copies of v.
@@ -88,6 +97,15 @@ func fexpCoefs() Mem {
 		for i := 0; i < 4; i++ {
 			DATA(32*k+8*i, U64(math.Float64bits(1/f)))
 		}
+	}
+	return m
+}
+
+// fexp2Table emits 2^(j/16) for j = 0…15, each the double nearest it.
+func fexp2Table() Mem {
+	m := GLOBL("fexp2Table", RODATA|NOPTR)
+	for j := 0; j < 16; j++ {
+		DATA(8*j, U64(math.Float64bits(math.Exp2(float64(j)/16))))
 	}
 	return m
 }
@@ -128,13 +146,16 @@ func genFlashExp(v variant, name string) {
 	res, bit := GP64(), GP64()
 	XORQ(res, res)
 	MOVQ(U32(1), bit)
+	var tbl VecVirtual
+	if v.vnni {
+		tbl = ZMM()
+		VMOVUPD(cFExp2Table, tbl) // 2^(j/16), j < 8 (j ≥ 8 read from memory)
+	}
 	loopBlocks(ng, func() {
 		flags := GP32()
 		XORL(flags, flags)
 		if v.vnni {
-			for q := 0; q < 2; q++ {
-				fexpHalf(Mem{Base: x, Disp: 32 * q}, Mem{Base: dst, Disp: 32 * q}, flags)
-			}
+			fexpSixteen(Mem{Base: x}, Mem{Base: dst}, flags, tbl)
 		} else {
 			for q := 0; q < 4; q++ {
 				fexpQuarter(Mem{Base: x, Disp: 16 * q}, Mem{Base: dst, Disp: 16 * q}, flags)
@@ -207,55 +228,70 @@ func fexpQuarter(src, dst Mem, flags Register) {
 	ORL(m2, flags)
 }
 
-// fexpHalf is fexpQuarter for eight lanes on AVX-512: the doubles in a
-// zmm, the band test into a mask register. The float32 lanes stay in ymm
-// with VEX forms; the kernel needs few registers, so they stay below 16.
-func fexpHalf(src, dst Mem, flags Register) {
-	in, sign, xf := YMM(), YMM(), YMM()
-	VMOVUPS(src, in)
-	VANDPS(cFExpSign, in, sign)
-	VORPS(cFExpSign, in, xf) // −|x|
-	ge, inf := YMM(), YMM()
-	VCMPPS(U8(0x1d), cFExpMin, xf, ge)     // −|x| ≥ −87 (false for NaN)
-	VCMPPS(U8(0x00), cFExpNegInf, xf, inf) // −|x| = −∞: exp is 0
-	VORPS(inf, ge, inf)
+// fexpSixteen is fexpQuarter for a group of 16 lanes on AVX-512, with a
+// shorter polynomial: x = m·ln2/16 + r, |r| ≤ ln2/32, exp(x) = 2^⌊m/16⌋ ·
+// 2^((m mod 16)/16) · exp(r), the sixteen powers 2^(j/16) a two-register
+// table (VPERMI2PD indexes it by m's low four bits, which the shifted
+// product leaves in the double's low bits), exp(r) by its Taylor
+// polynomial to r⁶ (truncation below 2⁻⁵¹: with the table's and the
+// products' roundings a few double ulps, far inside the 2¹⁰-ulp guard
+// band). The range test runs on all 16 floats at once into a mask, which
+// also zeroes the −∞ lanes, and the band test is one add and one test
+// under a mask: (low29 + 2²⁸ + guard) mod 2²⁹ < 2·guard ⇔ |low29 − 2²⁸|
+// within the guard (its upper end excluded: the band stays far wider than
+// the error). tbl holds the table's first eight entries.
+func fexpSixteen(src, dst Mem, flags Register, tbl VecVirtual) {
+	x, xf := ZMM(), ZMM()
+	VMOVUPS(src, x)
+	VPORD_BCST(cFExpSign, x, xf) // −|x|
+	ge, ninf, bad := K(), K(), K()
+	VCMPPS_BCST(U8(0x1d), cFExpMin, xf, ge)      // −|x| ≥ −87 (false for NaN)
+	VCMPPS_BCST(U8(0x04), cFExpNegInf, xf, ninf) // −|x| ≠ −∞ (true for NaN)
+	KANDNW(ninf, ge, bad)                        // out of range, not −∞
+	hi := YMM()
+	VEXTRACTF32X8(U8(1), xf, hi)
+	lo, out := fexpEight(xf.AsY(), bad, tbl), ZMM()
+	f := fexpEight(hi, bad, tbl)
+	VINSERTF32X8_Z(U8(1), f.AsY(), lo, ge, out)  // −∞ (and flagged) lanes 0
+	VPTERNLOGD_BCST(U8(0xf8), cFExpSign, x, out) // out | (x & sign)
+	VMOVUPS(out, dst)
 	m := GP32()
-	VMOVMSKPS(inf, m)
-	XORL(U32(0xff), m)
+	KMOVW(bad, m)
 	ORL(m, flags)
+}
 
+// fexpEight computes eight lanes of fexpSixteen from the floats y (−|x|),
+// returning the float32 results in the low half of a zmm and ORing the
+// lanes near a rounding boundary into the mask bad.
+func fexpEight(y, bad Register, tbl VecVirtual) VecVirtual {
 	xd := ZMM()
-	VCVTPS2PD(xf, xd)
+	VCVTPS2PD(y, xd)
 	z := ZMM()
 	VBROADCASTSD(cFExpShift, z)
-	VFMADD231PD_BCST(cFExpLog2e, xd, z)
+	VFMADD231PD_BCST(cFExpLog2e16, xd, z) // z = x·16·log2e + shift: m in its low bits
 	n := ZMM()
 	VSUBPD_BCST(cFExpShift, z, n)
-	r := ZMM()
-	VMOVAPD(xd, r)
-	VFNMADD231PD_BCST(cFExpLn2Hi, n, r)
-	VFNMADD231PD_BCST(cFExpLn2Lo, n, r)
+	VFNMADD231PD_BCST(cFExpLn2Hi16, n, xd) // r, in xd
+	VFNMADD231PD_BCST(cFExpLn2Lo16, n, xd)
 	p := ZMM()
-	VBROADCASTSD(cFExpCoef.Offset(32*11), p)
-	for k := 10; k >= 0; k-- {
-		VFMADD213PD_BCST(cFExpCoef.Offset(32*k), r, p)
+	VBROADCASTSD(cFExpCoef.Offset(32*6), p)
+	for k := 5; k >= 0; k-- {
+		VFMADD213PD_BCST(cFExpCoef.Offset(32*k), xd, p) // p = p·r + 1/k!
 	}
 	e := ZMM()
-	VPSLLQ(U8(52), z, e)
+	VPSLLQ(U8(48), z, e) // m's low 16 bits at the top
+	VPANDQ_BCST(cFExpHighMask, e, e)
+	// ⌊m/16⌋ in the exponent field (mod 2¹²; the result stays normal)
+	VPERMI2PD(cFExp2Table.Offset(64), tbl, z) // z = 2^((m mod 16)/16)
+	VMULPD(z, p, p)
 	VPADDQ(e, p, p)
-	f := YMM()
-	VCVTPD2PS(p, f)
-	VANDPS(ge, f, f)
-	VORPS(sign, f, f)
-	VMOVUPS(f, dst)
-	w := ZMM()
-	VPANDQ_BCST(cFExpLow29, p, w)
-	VPSUBQ_BCST(cFExpBandLo, w, w)
-	k := K()
-	VPCMPUQ_BCST(U8(1), cFExpBandW, w, k) // w < 2·guard+1, unsigned
-	m2 := GP32()
-	KMOVB(k, m2)
-	ORL(m2, flags)
+	f := ZMM()
+	VCVTPD2PS(p, f.AsY())
+	w, k := ZMM(), K()
+	VPADDQ_BCST(cFExpBandAdd, p, w)
+	VPTESTNMQ_BCST(cFExpBandMask, w, k)
+	KORW(k, bad, bad)
+	return f
 }
 
 // flashTileLanes is the float count of one vector of variant v.
