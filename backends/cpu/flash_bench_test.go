@@ -62,3 +62,40 @@ func BenchmarkPrefillAttention(b *testing.B) {
 		b.Run(fmt.Sprintf("depth%d", depth), func(b *testing.B) { benchAttention(b, 512, depth) })
 	}
 }
+
+// BenchmarkDecodeAttentionDeep measures a decode token's attention over
+// 22 layers' caches at depth 16383 (TinyLlama's shape: 352 MiB of
+// binary16 K and V, more than this machine's caches hold, so the cells
+// come from memory as in a real decode step), on one worker; ns/op is a
+// whole token's (22 layers). Flash attention only (F16 cache, both
+// accumulators).
+func BenchmarkDecodeAttentionDeep(b *testing.B) {
+	const heads, kvHeads, hd, layers, depth = 32, 4, 64, 22, 16383
+	ctx, w := depth+1, kvHeads*hd
+	rng := rand.New(rand.NewPCG(1, 2))
+	k, v := randVec(rng, 4096*w, 1.5), randVec(rng, 4096*w, 1)
+	q := randVec(rng, heads*hd, 1)
+	sh := attnShape{heads: heads, kvHeads: kvHeads, headDim: hd, scale: 0.125}
+	caches := make([]*kvCache, layers)
+	for l := range caches {
+		caches[l] = newFlashKVCache(kvHeads, hd, ctx, KVF16)
+		for p := range ctx {
+			r := (p*7 + l) % 4096
+			caches[l].store(p, k[r*w:(r+1)*w], v[r*w:(r+1)*w])
+		}
+	}
+	out, bufs := make([]float32, heads*hd), newAttnBufs(1, heads/kvHeads, hd, ctx, true)
+	for _, f32Acc := range []bool{false, true} {
+		b.Run(fmt.Sprintf("f32acc=%v", f32Acc), func(b *testing.B) {
+			for _, c := range caches {
+				c.f32Acc = f32Acc
+			}
+			b.ResetTimer()
+			for range b.N {
+				for _, c := range caches {
+					c.attend(out, q, 1, depth, sh, bufs)
+				}
+			}
+		})
+	}
+}

@@ -5979,14 +5979,16 @@ TEXT ·flashTileF16x1AVX2(SB), NOSPLIT, $0-64
 	VMOVUPS 64(CX), Y2
 	VMOVUPS 96(CX), Y3
 	VMOVSS  (DI), X4
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R8, R8
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Y5
-	MOVL         (SI)(CX*4), R8
-	TESTL        R8, R8
+	VBROADCASTSS (SI)(R8*4), Y5
+	MOVL         (SI)(R8*4), R9
+	TESTL        R9, R9
 	JS           weighted0
 	VMULPS       Y5, Y0, Y0
 	VCVTPS2PH    $0x00, Y0, X0
@@ -6000,7 +6002,7 @@ cell:
 	VMULPS       Y5, Y3, Y3
 	VCVTPS2PH    $0x00, Y3, X3
 	VCVTPH2PS    X3, Y3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R8*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Y5
 
 weighted0:
@@ -6021,11 +6023,12 @@ weighted0:
 	VFNMADD231PS Y5, Y6, Y3
 	VCVTPS2PH    $0x00, Y3, X3
 	VCVTPH2PS    X3, Y3
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R8
+	CMPQ         R8, AX
 	JNE          cell
 
 done:
@@ -6050,19 +6053,21 @@ TEXT ·flashTailF16x1AVX2(SB), NOSPLIT, $0-64
 	MOVQ    accStride+16(FP), R8
 	VMOVUPS (CX), Y0
 	VMOVSS  (DI), X1
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R8, R8
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Y2
-	MOVL         (SI)(CX*4), R8
-	TESTL        R8, R8
+	VBROADCASTSS (SI)(R8*4), Y2
+	MOVL         (SI)(R8*4), R9
+	TESTL        R9, R9
 	JS           weighted0
 	VMULPS       Y2, Y0, Y0
 	VCVTPS2PH    $0x00, Y0, X0
 	VCVTPH2PS    X0, Y0
-	VMULSS       (SI)(CX*4), X1, X1
+	VMULSS       (SI)(R8*4), X1, X1
 	VBROADCASTSS flashNegOne<>+0(SB), Y2
 
 weighted0:
@@ -6072,11 +6077,12 @@ weighted0:
 	VSUBPS     Y2, Y0, Y0
 	VCVTPS2PH  $0x00, Y0, X0
 	VCVTPH2PS  X0, Y0
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ       BX, CX
 	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
+	INCQ       R8
+	CMPQ       R8, AX
 	JNE        cell
 
 done:
@@ -6109,14 +6115,16 @@ TEXT ·flashTileF16x2AVX2(SB), NOSPLIT, $0-64
 	VMOVUPS 64(CX), Y7
 	VMOVUPS 96(CX), Y8
 	VMOVSS  4(R8), X9
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R10, R10
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Y10
-	MOVL         (SI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (SI)(R10*4), Y10
+	MOVL         (SI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted0
 	VMULPS       Y10, Y0, Y0
 	VCVTPS2PH    $0x00, Y0, X0
@@ -6130,14 +6138,14 @@ cell:
 	VMULPS       Y10, Y3, Y3
 	VCVTPS2PH    $0x00, Y3, X3
 	VCVTPH2PS    X3, Y3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R10*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Y10
 
 weighted0:
 	VSUBSS       X10, X4, X4
-	VBROADCASTSS (DI)(CX*4), Y11
-	MOVL         (DI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (DI)(R10*4), Y11
+	MOVL         (DI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted1
 	VMULPS       Y11, Y5, Y5
 	VCVTPS2PH    $0x00, Y5, X5
@@ -6151,7 +6159,7 @@ weighted0:
 	VMULPS       Y11, Y8, Y8
 	VCVTPS2PH    $0x00, Y8, X8
 	VCVTPH2PS    X8, Y8
-	VMULSS       (DI)(CX*4), X9, X9
+	VMULSS       (DI)(R10*4), X9, X9
 	VBROADCASTSS flashNegOne<>+0(SB), Y11
 
 weighted1:
@@ -6184,11 +6192,12 @@ weighted1:
 	VFNMADD231PS Y11, Y12, Y8
 	VCVTPS2PH    $0x00, Y8, X8
 	VCVTPH2PS    X8, Y8
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R10
+	CMPQ         R10, AX
 	JNE          cell
 
 done:
@@ -6224,31 +6233,33 @@ TEXT ·flashTailF16x2AVX2(SB), NOSPLIT, $0-64
 	ADDQ    R9, CX
 	VMOVUPS (CX), Y2
 	VMOVSS  4(R8), X3
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R10, R10
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Y4
-	MOVL         (SI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (SI)(R10*4), Y4
+	MOVL         (SI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted0
 	VMULPS       Y4, Y0, Y0
 	VCVTPS2PH    $0x00, Y0, X0
 	VCVTPH2PS    X0, Y0
-	VMULSS       (SI)(CX*4), X1, X1
+	VMULSS       (SI)(R10*4), X1, X1
 	VBROADCASTSS flashNegOne<>+0(SB), Y4
 
 weighted0:
 	VSUBSS       X4, X1, X1
-	VBROADCASTSS (DI)(CX*4), Y5
-	MOVL         (DI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (DI)(R10*4), Y5
+	MOVL         (DI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted1
 	VMULPS       Y5, Y2, Y2
 	VCVTPS2PH    $0x00, Y2, X2
 	VCVTPH2PS    X2, Y2
-	VMULSS       (DI)(CX*4), X3, X3
+	VMULSS       (DI)(R10*4), X3, X3
 	VBROADCASTSS flashNegOne<>+0(SB), Y5
 
 weighted1:
@@ -6262,11 +6273,12 @@ weighted1:
 	VSUBPS     Y4, Y2, Y2
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ       BX, CX
 	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
+	INCQ       R10
+	CMPQ       R10, AX
 	JNE        cell
 
 done:
@@ -6294,20 +6306,22 @@ TEXT ·flashTileQ8_0x1AVX2(SB), NOSPLIT, $0-64
 	VMOVUPS 64(CX), Y2
 	VMOVUPS 96(CX), Y3
 	VMOVSS  (DI), X4
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R8, R8
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Y5
-	MOVL         (SI)(CX*4), R8
-	TESTL        R8, R8
+	VBROADCASTSS (SI)(R8*4), Y5
+	MOVL         (SI)(R8*4), R9
+	TESTL        R9, R9
 	JS           weighted0
 	VMULPS       Y5, Y0, Y0
 	VMULPS       Y5, Y1, Y1
 	VMULPS       Y5, Y2, Y2
 	VMULPS       Y5, Y3, Y3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R8*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Y5
 
 weighted0:
@@ -6330,11 +6344,12 @@ weighted0:
 	VCVTDQ2PS    Y6, Y6
 	VMULPS       Y7, Y6, Y6
 	VFNMADD231PS Y5, Y6, Y3
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R8
+	CMPQ         R8, AX
 	JNE          cell
 
 done:
@@ -6370,33 +6385,35 @@ TEXT ·flashTileQ8_0x2AVX2(SB), NOSPLIT, $0-64
 	VMOVUPS 64(CX), Y7
 	VMOVUPS 96(CX), Y8
 	VMOVSS  4(R8), X9
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R10, R10
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Y10
-	MOVL         (SI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (SI)(R10*4), Y10
+	MOVL         (SI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted0
 	VMULPS       Y10, Y0, Y0
 	VMULPS       Y10, Y1, Y1
 	VMULPS       Y10, Y2, Y2
 	VMULPS       Y10, Y3, Y3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R10*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Y10
 
 weighted0:
 	VSUBSS       X10, X4, X4
-	VBROADCASTSS (DI)(CX*4), Y11
-	MOVL         (DI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (DI)(R10*4), Y11
+	MOVL         (DI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted1
 	VMULPS       Y11, Y5, Y5
 	VMULPS       Y11, Y6, Y6
 	VMULPS       Y11, Y7, Y7
 	VMULPS       Y11, Y8, Y8
-	VMULSS       (DI)(CX*4), X9, X9
+	VMULSS       (DI)(R10*4), X9, X9
 	VBROADCASTSS flashNegOne<>+0(SB), Y11
 
 weighted1:
@@ -6423,11 +6440,12 @@ weighted1:
 	VMULPS       Y13, Y12, Y12
 	VFNMADD231PS Y10, Y12, Y3
 	VFNMADD231PS Y11, Y12, Y8
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R10
+	CMPQ         R10, AX
 	JNE          cell
 
 done:
@@ -6461,20 +6479,22 @@ TEXT ·flashTileQ4_0x1AVX2(SB), NOSPLIT, $0-64
 	VMOVUPS 64(CX), Y2
 	VMOVUPS 96(CX), Y3
 	VMOVSS  (DI), X4
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R8, R8
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Y5
-	MOVL         (SI)(CX*4), R8
-	TESTL        R8, R8
+	VBROADCASTSS (SI)(R8*4), Y5
+	MOVL         (SI)(R8*4), R9
+	TESTL        R9, R9
 	JS           weighted0
 	VMULPS       Y5, Y0, Y0
 	VMULPS       Y5, Y1, Y1
 	VMULPS       Y5, Y2, Y2
 	VMULPS       Y5, Y3, Y3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R8*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Y5
 
 weighted0:
@@ -6505,11 +6525,12 @@ weighted0:
 	VCVTDQ2PS    Y6, Y6
 	VMULPS       Y7, Y6, Y6
 	VFNMADD231PS Y5, Y6, Y3
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R8
+	CMPQ         R8, AX
 	JNE          cell
 
 done:
@@ -6545,33 +6566,35 @@ TEXT ·flashTileQ4_0x2AVX2(SB), NOSPLIT, $0-64
 	VMOVUPS 64(CX), Y7
 	VMOVUPS 96(CX), Y8
 	VMOVSS  4(R8), X9
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R10, R10
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Y10
-	MOVL         (SI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (SI)(R10*4), Y10
+	MOVL         (SI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted0
 	VMULPS       Y10, Y0, Y0
 	VMULPS       Y10, Y1, Y1
 	VMULPS       Y10, Y2, Y2
 	VMULPS       Y10, Y3, Y3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R10*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Y10
 
 weighted0:
 	VSUBSS       X10, X4, X4
-	VBROADCASTSS (DI)(CX*4), Y11
-	MOVL         (DI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (DI)(R10*4), Y11
+	MOVL         (DI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted1
 	VMULPS       Y11, Y5, Y5
 	VMULPS       Y11, Y6, Y6
 	VMULPS       Y11, Y7, Y7
 	VMULPS       Y11, Y8, Y8
-	VMULSS       (DI)(CX*4), X9, X9
+	VMULSS       (DI)(R10*4), X9, X9
 	VBROADCASTSS flashNegOne<>+0(SB), Y11
 
 weighted1:
@@ -6606,11 +6629,12 @@ weighted1:
 	VMULPS       Y13, Y12, Y12
 	VFNMADD231PS Y10, Y12, Y3
 	VFNMADD231PS Y11, Y12, Y8
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R10
+	CMPQ         R10, AX
 	JNE          cell
 
 done:
@@ -6644,20 +6668,22 @@ TEXT ·flashTileF16F32x1AVX2(SB), NOSPLIT, $0-64
 	VMOVUPS 64(CX), Y2
 	VMOVUPS 96(CX), Y3
 	VMOVSS  (DI), X4
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R8, R8
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Y5
-	MOVL         (SI)(CX*4), R8
-	TESTL        R8, R8
+	VBROADCASTSS (SI)(R8*4), Y5
+	MOVL         (SI)(R8*4), R9
+	TESTL        R9, R9
 	JS           weighted0
 	VMULPS       Y5, Y0, Y0
 	VMULPS       Y5, Y1, Y1
 	VMULPS       Y5, Y2, Y2
 	VMULPS       Y5, Y3, Y3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R8*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Y5
 
 weighted0:
@@ -6670,11 +6696,12 @@ weighted0:
 	VFNMADD231PS Y5, Y6, Y2
 	VCVTPH2PS    48(DX), Y6
 	VFNMADD231PS Y5, Y6, Y3
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R8
+	CMPQ         R8, AX
 	JNE          cell
 
 done:
@@ -6699,17 +6726,19 @@ TEXT ·flashTailF16F32x1AVX2(SB), NOSPLIT, $0-64
 	MOVQ    accStride+16(FP), R8
 	VMOVUPS (CX), Y0
 	VMOVSS  (DI), X1
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R8, R8
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Y2
-	MOVL         (SI)(CX*4), R8
-	TESTL        R8, R8
+	VBROADCASTSS (SI)(R8*4), Y2
+	MOVL         (SI)(R8*4), R9
+	TESTL        R9, R9
 	JS           weighted0
 	VMULPS       Y2, Y0, Y0
-	VMULSS       (SI)(CX*4), X1, X1
+	VMULSS       (SI)(R8*4), X1, X1
 	VBROADCASTSS flashNegOne<>+0(SB), Y2
 
 weighted0:
@@ -6717,11 +6746,12 @@ weighted0:
 	VCVTPH2PS  (DX), Y3
 	VMULPS     Y2, Y3, Y2
 	VSUBPS     Y2, Y0, Y0
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ       BX, CX
 	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
+	INCQ       R8
+	CMPQ       R8, AX
 	JNE        cell
 
 done:
@@ -6754,33 +6784,35 @@ TEXT ·flashTileF16F32x2AVX2(SB), NOSPLIT, $0-64
 	VMOVUPS 64(CX), Y7
 	VMOVUPS 96(CX), Y8
 	VMOVSS  4(R8), X9
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R10, R10
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Y10
-	MOVL         (SI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (SI)(R10*4), Y10
+	MOVL         (SI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted0
 	VMULPS       Y10, Y0, Y0
 	VMULPS       Y10, Y1, Y1
 	VMULPS       Y10, Y2, Y2
 	VMULPS       Y10, Y3, Y3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R10*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Y10
 
 weighted0:
 	VSUBSS       X10, X4, X4
-	VBROADCASTSS (DI)(CX*4), Y11
-	MOVL         (DI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (DI)(R10*4), Y11
+	MOVL         (DI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted1
 	VMULPS       Y11, Y5, Y5
 	VMULPS       Y11, Y6, Y6
 	VMULPS       Y11, Y7, Y7
 	VMULPS       Y11, Y8, Y8
-	VMULSS       (DI)(CX*4), X9, X9
+	VMULSS       (DI)(R10*4), X9, X9
 	VBROADCASTSS flashNegOne<>+0(SB), Y11
 
 weighted1:
@@ -6797,11 +6829,12 @@ weighted1:
 	VCVTPH2PS    48(DX), Y12
 	VFNMADD231PS Y10, Y12, Y3
 	VFNMADD231PS Y11, Y12, Y8
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R10
+	CMPQ         R10, AX
 	JNE          cell
 
 done:
@@ -6837,27 +6870,29 @@ TEXT ·flashTailF16F32x2AVX2(SB), NOSPLIT, $0-64
 	ADDQ    R9, CX
 	VMOVUPS (CX), Y2
 	VMOVSS  4(R8), X3
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R10, R10
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Y4
-	MOVL         (SI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (SI)(R10*4), Y4
+	MOVL         (SI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted0
 	VMULPS       Y4, Y0, Y0
-	VMULSS       (SI)(CX*4), X1, X1
+	VMULSS       (SI)(R10*4), X1, X1
 	VBROADCASTSS flashNegOne<>+0(SB), Y4
 
 weighted0:
 	VSUBSS       X4, X1, X1
-	VBROADCASTSS (DI)(CX*4), Y5
-	MOVL         (DI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (DI)(R10*4), Y5
+	MOVL         (DI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted1
 	VMULPS       Y5, Y2, Y2
-	VMULSS       (DI)(CX*4), X3, X3
+	VMULSS       (DI)(R10*4), X3, X3
 	VBROADCASTSS flashNegOne<>+0(SB), Y5
 
 weighted1:
@@ -6867,11 +6902,12 @@ weighted1:
 	VSUBPS     Y4, Y0, Y0
 	VMULPS     Y5, Y6, Y4
 	VSUBPS     Y4, Y2, Y2
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ       BX, CX
 	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
+	INCQ       R10
+	CMPQ       R10, AX
 	JNE        cell
 
 done:
@@ -6899,20 +6935,22 @@ TEXT ·flashTileF32x1AVX2(SB), NOSPLIT, $0-64
 	VMOVUPS 64(CX), Y2
 	VMOVUPS 96(CX), Y3
 	VMOVSS  (DI), X4
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R8, R8
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Y5
-	MOVL         (SI)(CX*4), R8
-	TESTL        R8, R8
+	VBROADCASTSS (SI)(R8*4), Y5
+	MOVL         (SI)(R8*4), R9
+	TESTL        R9, R9
 	JS           weighted0
 	VMULPS       Y5, Y0, Y0
 	VMULPS       Y5, Y1, Y1
 	VMULPS       Y5, Y2, Y2
 	VMULPS       Y5, Y3, Y3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R8*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Y5
 
 weighted0:
@@ -6925,11 +6963,12 @@ weighted0:
 	VFNMADD231PS Y5, Y6, Y2
 	VMOVUPS      96(DX), Y6
 	VFNMADD231PS Y5, Y6, Y3
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R8
+	CMPQ         R8, AX
 	JNE          cell
 
 done:
@@ -6954,17 +6993,19 @@ TEXT ·flashTailF32x1AVX2(SB), NOSPLIT, $0-64
 	MOVQ    accStride+16(FP), R8
 	VMOVUPS (CX), Y0
 	VMOVSS  (DI), X1
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R8, R8
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Y2
-	MOVL         (SI)(CX*4), R8
-	TESTL        R8, R8
+	VBROADCASTSS (SI)(R8*4), Y2
+	MOVL         (SI)(R8*4), R9
+	TESTL        R9, R9
 	JS           weighted0
 	VMULPS       Y2, Y0, Y0
-	VMULSS       (SI)(CX*4), X1, X1
+	VMULSS       (SI)(R8*4), X1, X1
 	VBROADCASTSS flashNegOne<>+0(SB), Y2
 
 weighted0:
@@ -6972,11 +7013,12 @@ weighted0:
 	VMOVUPS    (DX), Y3
 	VMULPS     Y2, Y3, Y2
 	VSUBPS     Y2, Y0, Y0
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ       BX, CX
 	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
+	INCQ       R8
+	CMPQ       R8, AX
 	JNE        cell
 
 done:
@@ -7009,33 +7051,35 @@ TEXT ·flashTileF32x2AVX2(SB), NOSPLIT, $0-64
 	VMOVUPS 64(CX), Y7
 	VMOVUPS 96(CX), Y8
 	VMOVSS  4(R8), X9
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R10, R10
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Y10
-	MOVL         (SI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (SI)(R10*4), Y10
+	MOVL         (SI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted0
 	VMULPS       Y10, Y0, Y0
 	VMULPS       Y10, Y1, Y1
 	VMULPS       Y10, Y2, Y2
 	VMULPS       Y10, Y3, Y3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R10*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Y10
 
 weighted0:
 	VSUBSS       X10, X4, X4
-	VBROADCASTSS (DI)(CX*4), Y11
-	MOVL         (DI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (DI)(R10*4), Y11
+	MOVL         (DI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted1
 	VMULPS       Y11, Y5, Y5
 	VMULPS       Y11, Y6, Y6
 	VMULPS       Y11, Y7, Y7
 	VMULPS       Y11, Y8, Y8
-	VMULSS       (DI)(CX*4), X9, X9
+	VMULSS       (DI)(R10*4), X9, X9
 	VBROADCASTSS flashNegOne<>+0(SB), Y11
 
 weighted1:
@@ -7052,11 +7096,12 @@ weighted1:
 	VMOVUPS      96(DX), Y12
 	VFNMADD231PS Y10, Y12, Y3
 	VFNMADD231PS Y11, Y12, Y8
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R10
+	CMPQ         R10, AX
 	JNE          cell
 
 done:
@@ -7092,27 +7137,29 @@ TEXT ·flashTailF32x2AVX2(SB), NOSPLIT, $0-64
 	ADDQ    R9, CX
 	VMOVUPS (CX), Y2
 	VMOVSS  4(R8), X3
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R10, R10
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Y4
-	MOVL         (SI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (SI)(R10*4), Y4
+	MOVL         (SI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted0
 	VMULPS       Y4, Y0, Y0
-	VMULSS       (SI)(CX*4), X1, X1
+	VMULSS       (SI)(R10*4), X1, X1
 	VBROADCASTSS flashNegOne<>+0(SB), Y4
 
 weighted0:
 	VSUBSS       X4, X1, X1
-	VBROADCASTSS (DI)(CX*4), Y5
-	MOVL         (DI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (DI)(R10*4), Y5
+	MOVL         (DI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted1
 	VMULPS       Y5, Y2, Y2
-	VMULSS       (DI)(CX*4), X3, X3
+	VMULSS       (DI)(R10*4), X3, X3
 	VBROADCASTSS flashNegOne<>+0(SB), Y5
 
 weighted1:
@@ -7122,11 +7169,12 @@ weighted1:
 	VSUBPS     Y4, Y0, Y0
 	VMULPS     Y5, Y6, Y4
 	VSUBPS     Y4, Y2, Y2
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ       BX, CX
 	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
+	INCQ       R10
+	CMPQ       R10, AX
 	JNE        cell
 
 done:
@@ -7154,14 +7202,16 @@ TEXT ·flashTileF32Hx1AVX2(SB), NOSPLIT, $0-64
 	VMOVUPS 64(CX), Y2
 	VMOVUPS 96(CX), Y3
 	VMOVSS  (DI), X4
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R8, R8
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Y5
-	MOVL         (SI)(CX*4), R8
-	TESTL        R8, R8
+	VBROADCASTSS (SI)(R8*4), Y5
+	MOVL         (SI)(R8*4), R9
+	TESTL        R9, R9
 	JS           weighted0
 	VMULPS       Y5, Y0, Y0
 	VCVTPS2PH    $0x00, Y0, X0
@@ -7175,7 +7225,7 @@ cell:
 	VMULPS       Y5, Y3, Y3
 	VCVTPS2PH    $0x00, Y3, X3
 	VCVTPH2PS    X3, Y3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R8*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Y5
 
 weighted0:
@@ -7196,11 +7246,12 @@ weighted0:
 	VFNMADD231PS Y5, Y6, Y3
 	VCVTPS2PH    $0x00, Y3, X3
 	VCVTPH2PS    X3, Y3
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R8
+	CMPQ         R8, AX
 	JNE          cell
 
 done:
@@ -7225,19 +7276,21 @@ TEXT ·flashTailF32Hx1AVX2(SB), NOSPLIT, $0-64
 	MOVQ    accStride+16(FP), R8
 	VMOVUPS (CX), Y0
 	VMOVSS  (DI), X1
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R8, R8
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Y2
-	MOVL         (SI)(CX*4), R8
-	TESTL        R8, R8
+	VBROADCASTSS (SI)(R8*4), Y2
+	MOVL         (SI)(R8*4), R9
+	TESTL        R9, R9
 	JS           weighted0
 	VMULPS       Y2, Y0, Y0
 	VCVTPS2PH    $0x00, Y0, X0
 	VCVTPH2PS    X0, Y0
-	VMULSS       (SI)(CX*4), X1, X1
+	VMULSS       (SI)(R8*4), X1, X1
 	VBROADCASTSS flashNegOne<>+0(SB), Y2
 
 weighted0:
@@ -7247,11 +7300,12 @@ weighted0:
 	VSUBPS     Y2, Y0, Y0
 	VCVTPS2PH  $0x00, Y0, X0
 	VCVTPH2PS  X0, Y0
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ       BX, CX
 	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
+	INCQ       R8
+	CMPQ       R8, AX
 	JNE        cell
 
 done:
@@ -7284,14 +7338,16 @@ TEXT ·flashTileF32Hx2AVX2(SB), NOSPLIT, $0-64
 	VMOVUPS 64(CX), Y7
 	VMOVUPS 96(CX), Y8
 	VMOVSS  4(R8), X9
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R10, R10
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Y10
-	MOVL         (SI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (SI)(R10*4), Y10
+	MOVL         (SI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted0
 	VMULPS       Y10, Y0, Y0
 	VCVTPS2PH    $0x00, Y0, X0
@@ -7305,14 +7361,14 @@ cell:
 	VMULPS       Y10, Y3, Y3
 	VCVTPS2PH    $0x00, Y3, X3
 	VCVTPH2PS    X3, Y3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R10*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Y10
 
 weighted0:
 	VSUBSS       X10, X4, X4
-	VBROADCASTSS (DI)(CX*4), Y11
-	MOVL         (DI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (DI)(R10*4), Y11
+	MOVL         (DI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted1
 	VMULPS       Y11, Y5, Y5
 	VCVTPS2PH    $0x00, Y5, X5
@@ -7326,7 +7382,7 @@ weighted0:
 	VMULPS       Y11, Y8, Y8
 	VCVTPS2PH    $0x00, Y8, X8
 	VCVTPH2PS    X8, Y8
-	VMULSS       (DI)(CX*4), X9, X9
+	VMULSS       (DI)(R10*4), X9, X9
 	VBROADCASTSS flashNegOne<>+0(SB), Y11
 
 weighted1:
@@ -7359,11 +7415,12 @@ weighted1:
 	VFNMADD231PS Y11, Y12, Y8
 	VCVTPS2PH    $0x00, Y8, X8
 	VCVTPH2PS    X8, Y8
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R10
+	CMPQ         R10, AX
 	JNE          cell
 
 done:
@@ -7399,31 +7456,33 @@ TEXT ·flashTailF32Hx2AVX2(SB), NOSPLIT, $0-64
 	ADDQ    R9, CX
 	VMOVUPS (CX), Y2
 	VMOVSS  4(R8), X3
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R10, R10
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Y4
-	MOVL         (SI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (SI)(R10*4), Y4
+	MOVL         (SI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted0
 	VMULPS       Y4, Y0, Y0
 	VCVTPS2PH    $0x00, Y0, X0
 	VCVTPH2PS    X0, Y0
-	VMULSS       (SI)(CX*4), X1, X1
+	VMULSS       (SI)(R10*4), X1, X1
 	VBROADCASTSS flashNegOne<>+0(SB), Y4
 
 weighted0:
 	VSUBSS       X4, X1, X1
-	VBROADCASTSS (DI)(CX*4), Y5
-	MOVL         (DI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (DI)(R10*4), Y5
+	MOVL         (DI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted1
 	VMULPS       Y5, Y2, Y2
 	VCVTPS2PH    $0x00, Y2, X2
 	VCVTPH2PS    X2, Y2
-	VMULSS       (DI)(CX*4), X3, X3
+	VMULSS       (DI)(R10*4), X3, X3
 	VBROADCASTSS flashNegOne<>+0(SB), Y5
 
 weighted1:
@@ -7437,11 +7496,12 @@ weighted1:
 	VSUBPS     Y4, Y2, Y2
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ       BX, CX
 	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
+	INCQ       R10
+	CMPQ       R10, AX
 	JNE        cell
 
 done:
@@ -44905,14 +44965,16 @@ TEXT ·flashTileF16x1AVX512(SB), NOSPLIT, $0-64
 	VMOVUPS 128(CX), Z2
 	VMOVUPS 192(CX), Z3
 	VMOVSS  (DI), X4
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R8, R8
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z5
-	MOVL         (SI)(CX*4), R8
-	TESTL        R8, R8
+	VBROADCASTSS (SI)(R8*4), Z5
+	MOVL         (SI)(R8*4), R9
+	TESTL        R9, R9
 	JS           weighted0
 	VMULPS       Z5, Z0, Z0
 	VCVTPS2PH    $0x00, Z0, Y0
@@ -44926,7 +44988,7 @@ cell:
 	VMULPS       Z5, Z3, Z3
 	VCVTPS2PH    $0x00, Z3, Y3
 	VCVTPH2PS    Y3, Z3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R8*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Z5
 
 weighted0:
@@ -44947,11 +45009,12 @@ weighted0:
 	VFNMADD231PS Z5, Z6, Z3
 	VCVTPS2PH    $0x00, Z3, Y3
 	VCVTPH2PS    Y3, Z3
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R8
+	CMPQ         R8, AX
 	JNE          cell
 
 done:
@@ -44976,19 +45039,21 @@ TEXT ·flashTailF16x1AVX512(SB), NOSPLIT, $0-64
 	MOVQ    accStride+16(FP), R8
 	VMOVUPS (CX), Z0
 	VMOVSS  (DI), X1
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R8, R8
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z2
-	MOVL         (SI)(CX*4), R8
-	TESTL        R8, R8
+	VBROADCASTSS (SI)(R8*4), Z2
+	MOVL         (SI)(R8*4), R9
+	TESTL        R9, R9
 	JS           weighted0
 	VMULPS       Z2, Z0, Z0
 	VCVTPS2PH    $0x00, Z0, Y0
 	VCVTPH2PS    Y0, Z0
-	VMULSS       (SI)(CX*4), X1, X1
+	VMULSS       (SI)(R8*4), X1, X1
 	VBROADCASTSS flashNegOne<>+0(SB), Z2
 
 weighted0:
@@ -44998,11 +45063,12 @@ weighted0:
 	VSUBPS     Z2, Z0, Z0
 	VCVTPS2PH  $0x00, Z0, Y0
 	VCVTPH2PS  Y0, Z0
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ       BX, CX
 	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
+	INCQ       R8
+	CMPQ       R8, AX
 	JNE        cell
 
 done:
@@ -45035,14 +45101,16 @@ TEXT ·flashTileF16x2AVX512(SB), NOSPLIT, $0-64
 	VMOVUPS 128(CX), Z7
 	VMOVUPS 192(CX), Z8
 	VMOVSS  4(R8), X9
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R10, R10
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z10
-	MOVL         (SI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (SI)(R10*4), Z10
+	MOVL         (SI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted0
 	VMULPS       Z10, Z0, Z0
 	VCVTPS2PH    $0x00, Z0, Y0
@@ -45056,14 +45124,14 @@ cell:
 	VMULPS       Z10, Z3, Z3
 	VCVTPS2PH    $0x00, Z3, Y3
 	VCVTPH2PS    Y3, Z3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R10*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Z10
 
 weighted0:
 	VSUBSS       X10, X4, X4
-	VBROADCASTSS (DI)(CX*4), Z11
-	MOVL         (DI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (DI)(R10*4), Z11
+	MOVL         (DI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted1
 	VMULPS       Z11, Z5, Z5
 	VCVTPS2PH    $0x00, Z5, Y5
@@ -45077,7 +45145,7 @@ weighted0:
 	VMULPS       Z11, Z8, Z8
 	VCVTPS2PH    $0x00, Z8, Y8
 	VCVTPH2PS    Y8, Z8
-	VMULSS       (DI)(CX*4), X9, X9
+	VMULSS       (DI)(R10*4), X9, X9
 	VBROADCASTSS flashNegOne<>+0(SB), Z11
 
 weighted1:
@@ -45110,11 +45178,12 @@ weighted1:
 	VFNMADD231PS Z11, Z12, Z8
 	VCVTPS2PH    $0x00, Z8, Y8
 	VCVTPH2PS    Y8, Z8
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R10
+	CMPQ         R10, AX
 	JNE          cell
 
 done:
@@ -45150,31 +45219,33 @@ TEXT ·flashTailF16x2AVX512(SB), NOSPLIT, $0-64
 	ADDQ    R9, CX
 	VMOVUPS (CX), Z2
 	VMOVSS  4(R8), X3
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R10, R10
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z4
-	MOVL         (SI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (SI)(R10*4), Z4
+	MOVL         (SI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted0
 	VMULPS       Z4, Z0, Z0
 	VCVTPS2PH    $0x00, Z0, Y0
 	VCVTPH2PS    Y0, Z0
-	VMULSS       (SI)(CX*4), X1, X1
+	VMULSS       (SI)(R10*4), X1, X1
 	VBROADCASTSS flashNegOne<>+0(SB), Z4
 
 weighted0:
 	VSUBSS       X4, X1, X1
-	VBROADCASTSS (DI)(CX*4), Z5
-	MOVL         (DI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (DI)(R10*4), Z5
+	MOVL         (DI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted1
 	VMULPS       Z5, Z2, Z2
 	VCVTPS2PH    $0x00, Z2, Y2
 	VCVTPH2PS    Y2, Z2
-	VMULSS       (DI)(CX*4), X3, X3
+	VMULSS       (DI)(R10*4), X3, X3
 	VBROADCASTSS flashNegOne<>+0(SB), Z5
 
 weighted1:
@@ -45188,11 +45259,12 @@ weighted1:
 	VSUBPS     Z4, Z2, Z2
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ       BX, CX
 	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
+	INCQ       R10
+	CMPQ       R10, AX
 	JNE        cell
 
 done:
@@ -45235,14 +45307,16 @@ TEXT ·flashTileF16x3AVX512(SB), NOSPLIT, $0-64
 	VMOVUPS 128(CX), Z12
 	VMOVUPS 192(CX), Z13
 	VMOVSS  8(R9), X14
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R11, R11
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z15
-	MOVL         (SI)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (SI)(R11*4), Z15
+	MOVL         (SI)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted0
 	VMULPS       Z15, Z0, Z0
 	VCVTPS2PH    $0x00, Z0, Y0
@@ -45256,14 +45330,14 @@ cell:
 	VMULPS       Z15, Z3, Z3
 	VCVTPS2PH    $0x00, Z3, Y3
 	VCVTPH2PS    Y3, Z3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R11*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Z15
 
 weighted0:
 	VSUBSS       X15, X4, X4
-	VBROADCASTSS (R8)(CX*4), Z16
-	MOVL         (R8)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (R8)(R11*4), Z16
+	MOVL         (R8)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted1
 	VMULPS       Z16, Z5, Z5
 	VCVTPS2PH    $0x00, Z5, Y5
@@ -45277,14 +45351,14 @@ weighted0:
 	VMULPS       Z16, Z8, Z8
 	VCVTPS2PH    $0x00, Z8, Y8
 	VCVTPH2PS    Y8, Z8
-	VMULSS       (R8)(CX*4), X9, X9
+	VMULSS       (R8)(R11*4), X9, X9
 	VBROADCASTSS flashNegOne<>+0(SB), Z16
 
 weighted1:
 	VSUBSS       X16, X9, X9
-	VBROADCASTSS (DI)(CX*4), Z17
-	MOVL         (DI)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (DI)(R11*4), Z17
+	MOVL         (DI)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted2
 	VMULPS       Z17, Z10, Z10
 	VCVTPS2PH    $0x00, Z10, Y10
@@ -45298,7 +45372,7 @@ weighted1:
 	VMULPS       Z17, Z13, Z13
 	VCVTPS2PH    $0x00, Z13, Y13
 	VCVTPH2PS    Y13, Z13
-	VMULSS       (DI)(CX*4), X14, X14
+	VMULSS       (DI)(R11*4), X14, X14
 	VBROADCASTSS flashNegOne<>+0(SB), Z17
 
 weighted2:
@@ -45343,11 +45417,12 @@ weighted2:
 	VFNMADD231PS Z17, Z18, Z13
 	VCVTPS2PH    $0x00, Z13, Y13
 	VCVTPH2PS    Y13, Z13
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R11
+	CMPQ         R11, AX
 	JNE          cell
 
 done:
@@ -45393,43 +45468,45 @@ TEXT ·flashTailF16x3AVX512(SB), NOSPLIT, $0-64
 	ADDQ    R10, CX
 	VMOVUPS (CX), Z4
 	VMOVSS  8(R9), X5
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R11, R11
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z6
-	MOVL         (SI)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (SI)(R11*4), Z6
+	MOVL         (SI)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted0
 	VMULPS       Z6, Z0, Z0
 	VCVTPS2PH    $0x00, Z0, Y0
 	VCVTPH2PS    Y0, Z0
-	VMULSS       (SI)(CX*4), X1, X1
+	VMULSS       (SI)(R11*4), X1, X1
 	VBROADCASTSS flashNegOne<>+0(SB), Z6
 
 weighted0:
 	VSUBSS       X6, X1, X1
-	VBROADCASTSS (R8)(CX*4), Z7
-	MOVL         (R8)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (R8)(R11*4), Z7
+	MOVL         (R8)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted1
 	VMULPS       Z7, Z2, Z2
 	VCVTPS2PH    $0x00, Z2, Y2
 	VCVTPH2PS    Y2, Z2
-	VMULSS       (R8)(CX*4), X3, X3
+	VMULSS       (R8)(R11*4), X3, X3
 	VBROADCASTSS flashNegOne<>+0(SB), Z7
 
 weighted1:
 	VSUBSS       X7, X3, X3
-	VBROADCASTSS (DI)(CX*4), Z8
-	MOVL         (DI)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (DI)(R11*4), Z8
+	MOVL         (DI)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted2
 	VMULPS       Z8, Z4, Z4
 	VCVTPS2PH    $0x00, Z4, Y4
 	VCVTPH2PS    Y4, Z4
-	VMULSS       (DI)(CX*4), X5, X5
+	VMULSS       (DI)(R11*4), X5, X5
 	VBROADCASTSS flashNegOne<>+0(SB), Z8
 
 weighted2:
@@ -45447,11 +45524,12 @@ weighted2:
 	VSUBPS     Z6, Z4, Z4
 	VCVTPS2PH  $0x00, Z4, Y4
 	VCVTPH2PS  Y4, Z4
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ       BX, CX
 	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
+	INCQ       R11
+	CMPQ       R11, AX
 	JNE        cell
 
 done:
@@ -45504,14 +45582,16 @@ TEXT ·flashTileF16x4AVX512(SB), NOSPLIT, $0-64
 	VMOVUPS 128(CX), Z17
 	VMOVUPS 192(CX), Z18
 	VMOVSS  12(R10), X19
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R12, R12
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z20
-	MOVL         (SI)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (SI)(R12*4), Z20
+	MOVL         (SI)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted0
 	VMULPS       Z20, Z0, Z0
 	VCVTPS2PH    $0x00, Z0, Y0
@@ -45525,14 +45605,14 @@ cell:
 	VMULPS       Z20, Z3, Z3
 	VCVTPS2PH    $0x00, Z3, Y3
 	VCVTPH2PS    Y3, Z3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R12*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Z20
 
 weighted0:
 	VSUBSS       X20, X4, X4
-	VBROADCASTSS (R8)(CX*4), Z21
-	MOVL         (R8)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (R8)(R12*4), Z21
+	MOVL         (R8)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted1
 	VMULPS       Z21, Z5, Z5
 	VCVTPS2PH    $0x00, Z5, Y5
@@ -45546,14 +45626,14 @@ weighted0:
 	VMULPS       Z21, Z8, Z8
 	VCVTPS2PH    $0x00, Z8, Y8
 	VCVTPH2PS    Y8, Z8
-	VMULSS       (R8)(CX*4), X9, X9
+	VMULSS       (R8)(R12*4), X9, X9
 	VBROADCASTSS flashNegOne<>+0(SB), Z21
 
 weighted1:
 	VSUBSS       X21, X9, X9
-	VBROADCASTSS (R9)(CX*4), Z22
-	MOVL         (R9)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (R9)(R12*4), Z22
+	MOVL         (R9)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted2
 	VMULPS       Z22, Z10, Z10
 	VCVTPS2PH    $0x00, Z10, Y10
@@ -45567,14 +45647,14 @@ weighted1:
 	VMULPS       Z22, Z13, Z13
 	VCVTPS2PH    $0x00, Z13, Y13
 	VCVTPH2PS    Y13, Z13
-	VMULSS       (R9)(CX*4), X14, X14
+	VMULSS       (R9)(R12*4), X14, X14
 	VBROADCASTSS flashNegOne<>+0(SB), Z22
 
 weighted2:
 	VSUBSS       X22, X14, X14
-	VBROADCASTSS (DI)(CX*4), Z23
-	MOVL         (DI)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (DI)(R12*4), Z23
+	MOVL         (DI)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted3
 	VMULPS       Z23, Z15, Z15
 	VCVTPS2PH    $0x00, Z15, Y15
@@ -45588,7 +45668,7 @@ weighted2:
 	VMULPS       Z23, Z18, Z18
 	VCVTPS2PH    $0x00, Z18, Y18
 	VCVTPH2PS    Y18, Z18
-	VMULSS       (DI)(CX*4), X19, X19
+	VMULSS       (DI)(R12*4), X19, X19
 	VBROADCASTSS flashNegOne<>+0(SB), Z23
 
 weighted3:
@@ -45645,11 +45725,12 @@ weighted3:
 	VFNMADD231PS Z23, Z24, Z18
 	VCVTPS2PH    $0x00, Z18, Y18
 	VCVTPH2PS    Y18, Z18
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R12
+	CMPQ         R12, AX
 	JNE          cell
 
 done:
@@ -45705,55 +45786,57 @@ TEXT ·flashTailF16x4AVX512(SB), NOSPLIT, $0-64
 	ADDQ    R11, CX
 	VMOVUPS (CX), Z6
 	VMOVSS  12(R10), X7
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R12, R12
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z8
-	MOVL         (SI)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (SI)(R12*4), Z8
+	MOVL         (SI)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted0
 	VMULPS       Z8, Z0, Z0
 	VCVTPS2PH    $0x00, Z0, Y0
 	VCVTPH2PS    Y0, Z0
-	VMULSS       (SI)(CX*4), X1, X1
+	VMULSS       (SI)(R12*4), X1, X1
 	VBROADCASTSS flashNegOne<>+0(SB), Z8
 
 weighted0:
 	VSUBSS       X8, X1, X1
-	VBROADCASTSS (R8)(CX*4), Z9
-	MOVL         (R8)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (R8)(R12*4), Z9
+	MOVL         (R8)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted1
 	VMULPS       Z9, Z2, Z2
 	VCVTPS2PH    $0x00, Z2, Y2
 	VCVTPH2PS    Y2, Z2
-	VMULSS       (R8)(CX*4), X3, X3
+	VMULSS       (R8)(R12*4), X3, X3
 	VBROADCASTSS flashNegOne<>+0(SB), Z9
 
 weighted1:
 	VSUBSS       X9, X3, X3
-	VBROADCASTSS (R9)(CX*4), Z10
-	MOVL         (R9)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (R9)(R12*4), Z10
+	MOVL         (R9)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted2
 	VMULPS       Z10, Z4, Z4
 	VCVTPS2PH    $0x00, Z4, Y4
 	VCVTPH2PS    Y4, Z4
-	VMULSS       (R9)(CX*4), X5, X5
+	VMULSS       (R9)(R12*4), X5, X5
 	VBROADCASTSS flashNegOne<>+0(SB), Z10
 
 weighted2:
 	VSUBSS       X10, X5, X5
-	VBROADCASTSS (DI)(CX*4), Z11
-	MOVL         (DI)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (DI)(R12*4), Z11
+	MOVL         (DI)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted3
 	VMULPS       Z11, Z6, Z6
 	VCVTPS2PH    $0x00, Z6, Y6
 	VCVTPH2PS    Y6, Z6
-	VMULSS       (DI)(CX*4), X7, X7
+	VMULSS       (DI)(R12*4), X7, X7
 	VBROADCASTSS flashNegOne<>+0(SB), Z11
 
 weighted3:
@@ -45775,11 +45858,12 @@ weighted3:
 	VSUBPS     Z8, Z6, Z6
 	VCVTPS2PH  $0x00, Z6, Y6
 	VCVTPH2PS  Y6, Z6
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ       BX, CX
 	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
+	INCQ       R12
+	CMPQ       R12, AX
 	JNE        cell
 
 done:
@@ -45813,20 +45897,22 @@ TEXT ·flashTileQ8_0x1AVX512(SB), NOSPLIT, $0-64
 	VMOVUPS 128(CX), Z2
 	VMOVUPS 192(CX), Z3
 	VMOVSS  (DI), X4
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R8, R8
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z5
-	MOVL         (SI)(CX*4), R8
-	TESTL        R8, R8
+	VBROADCASTSS (SI)(R8*4), Z5
+	MOVL         (SI)(R8*4), R9
+	TESTL        R9, R9
 	JS           weighted0
 	VMULPS       Z5, Z0, Z0
 	VMULPS       Z5, Z1, Z1
 	VMULPS       Z5, Z2, Z2
 	VMULPS       Z5, Z3, Z3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R8*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Z5
 
 weighted0:
@@ -45851,11 +45937,12 @@ weighted0:
 	VCVTDQ2PS    Z6, Z6
 	VMULPS       Z7, Z6, Z6
 	VFNMADD231PS Z5, Z6, Z3
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R8
+	CMPQ         R8, AX
 	JNE          cell
 
 done:
@@ -45891,33 +45978,35 @@ TEXT ·flashTileQ8_0x2AVX512(SB), NOSPLIT, $0-64
 	VMOVUPS 128(CX), Z7
 	VMOVUPS 192(CX), Z8
 	VMOVSS  4(R8), X9
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R10, R10
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z10
-	MOVL         (SI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (SI)(R10*4), Z10
+	MOVL         (SI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted0
 	VMULPS       Z10, Z0, Z0
 	VMULPS       Z10, Z1, Z1
 	VMULPS       Z10, Z2, Z2
 	VMULPS       Z10, Z3, Z3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R10*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Z10
 
 weighted0:
 	VSUBSS       X10, X4, X4
-	VBROADCASTSS (DI)(CX*4), Z11
-	MOVL         (DI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (DI)(R10*4), Z11
+	MOVL         (DI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted1
 	VMULPS       Z11, Z5, Z5
 	VMULPS       Z11, Z6, Z6
 	VMULPS       Z11, Z7, Z7
 	VMULPS       Z11, Z8, Z8
-	VMULSS       (DI)(CX*4), X9, X9
+	VMULSS       (DI)(R10*4), X9, X9
 	VBROADCASTSS flashNegOne<>+0(SB), Z11
 
 weighted1:
@@ -45946,11 +46035,12 @@ weighted1:
 	VMULPS       Z13, Z12, Z12
 	VFNMADD231PS Z10, Z12, Z3
 	VFNMADD231PS Z11, Z12, Z8
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R10
+	CMPQ         R10, AX
 	JNE          cell
 
 done:
@@ -45999,46 +46089,48 @@ TEXT ·flashTileQ8_0x3AVX512(SB), NOSPLIT, $0-64
 	VMOVUPS 128(CX), Z12
 	VMOVUPS 192(CX), Z13
 	VMOVSS  8(R9), X14
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R11, R11
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z15
-	MOVL         (SI)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (SI)(R11*4), Z15
+	MOVL         (SI)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted0
 	VMULPS       Z15, Z0, Z0
 	VMULPS       Z15, Z1, Z1
 	VMULPS       Z15, Z2, Z2
 	VMULPS       Z15, Z3, Z3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R11*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Z15
 
 weighted0:
 	VSUBSS       X15, X4, X4
-	VBROADCASTSS (R8)(CX*4), Z16
-	MOVL         (R8)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (R8)(R11*4), Z16
+	MOVL         (R8)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted1
 	VMULPS       Z16, Z5, Z5
 	VMULPS       Z16, Z6, Z6
 	VMULPS       Z16, Z7, Z7
 	VMULPS       Z16, Z8, Z8
-	VMULSS       (R8)(CX*4), X9, X9
+	VMULSS       (R8)(R11*4), X9, X9
 	VBROADCASTSS flashNegOne<>+0(SB), Z16
 
 weighted1:
 	VSUBSS       X16, X9, X9
-	VBROADCASTSS (DI)(CX*4), Z17
-	MOVL         (DI)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (DI)(R11*4), Z17
+	MOVL         (DI)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted2
 	VMULPS       Z17, Z10, Z10
 	VMULPS       Z17, Z11, Z11
 	VMULPS       Z17, Z12, Z12
 	VMULPS       Z17, Z13, Z13
-	VMULSS       (DI)(CX*4), X14, X14
+	VMULSS       (DI)(R11*4), X14, X14
 	VBROADCASTSS flashNegOne<>+0(SB), Z17
 
 weighted2:
@@ -46071,11 +46163,12 @@ weighted2:
 	VFNMADD231PS Z15, Z18, Z3
 	VFNMADD231PS Z16, Z18, Z8
 	VFNMADD231PS Z17, Z18, Z13
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R11
+	CMPQ         R11, AX
 	JNE          cell
 
 done:
@@ -46137,59 +46230,61 @@ TEXT ·flashTileQ8_0x4AVX512(SB), NOSPLIT, $0-64
 	VMOVUPS 128(CX), Z17
 	VMOVUPS 192(CX), Z18
 	VMOVSS  12(R10), X19
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R12, R12
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z20
-	MOVL         (SI)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (SI)(R12*4), Z20
+	MOVL         (SI)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted0
 	VMULPS       Z20, Z0, Z0
 	VMULPS       Z20, Z1, Z1
 	VMULPS       Z20, Z2, Z2
 	VMULPS       Z20, Z3, Z3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R12*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Z20
 
 weighted0:
 	VSUBSS       X20, X4, X4
-	VBROADCASTSS (R8)(CX*4), Z21
-	MOVL         (R8)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (R8)(R12*4), Z21
+	MOVL         (R8)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted1
 	VMULPS       Z21, Z5, Z5
 	VMULPS       Z21, Z6, Z6
 	VMULPS       Z21, Z7, Z7
 	VMULPS       Z21, Z8, Z8
-	VMULSS       (R8)(CX*4), X9, X9
+	VMULSS       (R8)(R12*4), X9, X9
 	VBROADCASTSS flashNegOne<>+0(SB), Z21
 
 weighted1:
 	VSUBSS       X21, X9, X9
-	VBROADCASTSS (R9)(CX*4), Z22
-	MOVL         (R9)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (R9)(R12*4), Z22
+	MOVL         (R9)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted2
 	VMULPS       Z22, Z10, Z10
 	VMULPS       Z22, Z11, Z11
 	VMULPS       Z22, Z12, Z12
 	VMULPS       Z22, Z13, Z13
-	VMULSS       (R9)(CX*4), X14, X14
+	VMULSS       (R9)(R12*4), X14, X14
 	VBROADCASTSS flashNegOne<>+0(SB), Z22
 
 weighted2:
 	VSUBSS       X22, X14, X14
-	VBROADCASTSS (DI)(CX*4), Z23
-	MOVL         (DI)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (DI)(R12*4), Z23
+	MOVL         (DI)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted3
 	VMULPS       Z23, Z15, Z15
 	VMULPS       Z23, Z16, Z16
 	VMULPS       Z23, Z17, Z17
 	VMULPS       Z23, Z18, Z18
-	VMULSS       (DI)(CX*4), X19, X19
+	VMULSS       (DI)(R12*4), X19, X19
 	VBROADCASTSS flashNegOne<>+0(SB), Z23
 
 weighted3:
@@ -46226,11 +46321,12 @@ weighted3:
 	VFNMADD231PS Z21, Z24, Z8
 	VFNMADD231PS Z22, Z24, Z13
 	VFNMADD231PS Z23, Z24, Z18
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R12
+	CMPQ         R12, AX
 	JNE          cell
 
 done:
@@ -46278,20 +46374,22 @@ TEXT ·flashTileQ4_0x1AVX512(SB), NOSPLIT, $0-64
 	VMOVSS       (DI), X4
 	VPBROADCASTD flashNibMask<>+0(SB), Z5
 	VPBROADCASTD flashEightD<>+0(SB), Z6
-	XORQ         CX, CX
+	IMUL3Q       $0x00000020, BX, CX
+	ADDQ         DX, CX
+	XORQ         R8, R8
 	TESTQ        AX, AX
 	JZ           done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z7
-	MOVL         (SI)(CX*4), R8
-	TESTL        R8, R8
+	VBROADCASTSS (SI)(R8*4), Z7
+	MOVL         (SI)(R8*4), R9
+	TESTL        R9, R9
 	JS           weighted0
 	VMULPS       Z7, Z0, Z0
 	VMULPS       Z7, Z1, Z1
 	VMULPS       Z7, Z2, Z2
 	VMULPS       Z7, Z3, Z3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R8*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Z7
 
 weighted0:
@@ -46324,11 +46422,12 @@ weighted0:
 	VCVTDQ2PS    Z8, Z8
 	VMULPS       Z9, Z8, Z8
 	VFNMADD231PS Z7, Z8, Z3
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R8
+	CMPQ         R8, AX
 	JNE          cell
 
 done:
@@ -46366,33 +46465,35 @@ TEXT ·flashTileQ4_0x2AVX512(SB), NOSPLIT, $0-64
 	VMOVSS       4(R8), X9
 	VPBROADCASTD flashNibMask<>+0(SB), Z10
 	VPBROADCASTD flashEightD<>+0(SB), Z11
-	XORQ         CX, CX
+	IMUL3Q       $0x00000020, BX, CX
+	ADDQ         DX, CX
+	XORQ         R10, R10
 	TESTQ        AX, AX
 	JZ           done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z12
-	MOVL         (SI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (SI)(R10*4), Z12
+	MOVL         (SI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted0
 	VMULPS       Z12, Z0, Z0
 	VMULPS       Z12, Z1, Z1
 	VMULPS       Z12, Z2, Z2
 	VMULPS       Z12, Z3, Z3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R10*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Z12
 
 weighted0:
 	VSUBSS       X12, X4, X4
-	VBROADCASTSS (DI)(CX*4), Z13
-	MOVL         (DI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (DI)(R10*4), Z13
+	MOVL         (DI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted1
 	VMULPS       Z13, Z5, Z5
 	VMULPS       Z13, Z6, Z6
 	VMULPS       Z13, Z7, Z7
 	VMULPS       Z13, Z8, Z8
-	VMULSS       (DI)(CX*4), X9, X9
+	VMULSS       (DI)(R10*4), X9, X9
 	VBROADCASTSS flashNegOne<>+0(SB), Z13
 
 weighted1:
@@ -46429,11 +46530,12 @@ weighted1:
 	VMULPS       Z15, Z14, Z14
 	VFNMADD231PS Z12, Z14, Z3
 	VFNMADD231PS Z13, Z14, Z8
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R10
+	CMPQ         R10, AX
 	JNE          cell
 
 done:
@@ -46484,46 +46586,48 @@ TEXT ·flashTileQ4_0x3AVX512(SB), NOSPLIT, $0-64
 	VMOVSS       8(R9), X14
 	VPBROADCASTD flashNibMask<>+0(SB), Z15
 	VPBROADCASTD flashEightD<>+0(SB), Z16
-	XORQ         CX, CX
+	IMUL3Q       $0x00000020, BX, CX
+	ADDQ         DX, CX
+	XORQ         R11, R11
 	TESTQ        AX, AX
 	JZ           done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z17
-	MOVL         (SI)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (SI)(R11*4), Z17
+	MOVL         (SI)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted0
 	VMULPS       Z17, Z0, Z0
 	VMULPS       Z17, Z1, Z1
 	VMULPS       Z17, Z2, Z2
 	VMULPS       Z17, Z3, Z3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R11*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Z17
 
 weighted0:
 	VSUBSS       X17, X4, X4
-	VBROADCASTSS (R8)(CX*4), Z18
-	MOVL         (R8)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (R8)(R11*4), Z18
+	MOVL         (R8)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted1
 	VMULPS       Z18, Z5, Z5
 	VMULPS       Z18, Z6, Z6
 	VMULPS       Z18, Z7, Z7
 	VMULPS       Z18, Z8, Z8
-	VMULSS       (R8)(CX*4), X9, X9
+	VMULSS       (R8)(R11*4), X9, X9
 	VBROADCASTSS flashNegOne<>+0(SB), Z18
 
 weighted1:
 	VSUBSS       X18, X9, X9
-	VBROADCASTSS (DI)(CX*4), Z19
-	MOVL         (DI)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (DI)(R11*4), Z19
+	MOVL         (DI)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted2
 	VMULPS       Z19, Z10, Z10
 	VMULPS       Z19, Z11, Z11
 	VMULPS       Z19, Z12, Z12
 	VMULPS       Z19, Z13, Z13
-	VMULSS       (DI)(CX*4), X14, X14
+	VMULSS       (DI)(R11*4), X14, X14
 	VBROADCASTSS flashNegOne<>+0(SB), Z19
 
 weighted2:
@@ -46564,11 +46668,12 @@ weighted2:
 	VFNMADD231PS Z17, Z20, Z3
 	VFNMADD231PS Z18, Z20, Z8
 	VFNMADD231PS Z19, Z20, Z13
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R11
+	CMPQ         R11, AX
 	JNE          cell
 
 done:
@@ -46632,59 +46737,61 @@ TEXT ·flashTileQ4_0x4AVX512(SB), NOSPLIT, $0-64
 	VMOVSS       12(R10), X19
 	VPBROADCASTD flashNibMask<>+0(SB), Z20
 	VPBROADCASTD flashEightD<>+0(SB), Z21
-	XORQ         CX, CX
+	IMUL3Q       $0x00000020, BX, CX
+	ADDQ         DX, CX
+	XORQ         R12, R12
 	TESTQ        AX, AX
 	JZ           done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z22
-	MOVL         (SI)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (SI)(R12*4), Z22
+	MOVL         (SI)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted0
 	VMULPS       Z22, Z0, Z0
 	VMULPS       Z22, Z1, Z1
 	VMULPS       Z22, Z2, Z2
 	VMULPS       Z22, Z3, Z3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R12*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Z22
 
 weighted0:
 	VSUBSS       X22, X4, X4
-	VBROADCASTSS (R8)(CX*4), Z23
-	MOVL         (R8)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (R8)(R12*4), Z23
+	MOVL         (R8)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted1
 	VMULPS       Z23, Z5, Z5
 	VMULPS       Z23, Z6, Z6
 	VMULPS       Z23, Z7, Z7
 	VMULPS       Z23, Z8, Z8
-	VMULSS       (R8)(CX*4), X9, X9
+	VMULSS       (R8)(R12*4), X9, X9
 	VBROADCASTSS flashNegOne<>+0(SB), Z23
 
 weighted1:
 	VSUBSS       X23, X9, X9
-	VBROADCASTSS (R9)(CX*4), Z24
-	MOVL         (R9)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (R9)(R12*4), Z24
+	MOVL         (R9)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted2
 	VMULPS       Z24, Z10, Z10
 	VMULPS       Z24, Z11, Z11
 	VMULPS       Z24, Z12, Z12
 	VMULPS       Z24, Z13, Z13
-	VMULSS       (R9)(CX*4), X14, X14
+	VMULSS       (R9)(R12*4), X14, X14
 	VBROADCASTSS flashNegOne<>+0(SB), Z24
 
 weighted2:
 	VSUBSS       X24, X14, X14
-	VBROADCASTSS (DI)(CX*4), Z25
-	MOVL         (DI)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (DI)(R12*4), Z25
+	MOVL         (DI)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted3
 	VMULPS       Z25, Z15, Z15
 	VMULPS       Z25, Z16, Z16
 	VMULPS       Z25, Z17, Z17
 	VMULPS       Z25, Z18, Z18
-	VMULSS       (DI)(CX*4), X19, X19
+	VMULSS       (DI)(R12*4), X19, X19
 	VBROADCASTSS flashNegOne<>+0(SB), Z25
 
 weighted3:
@@ -46729,11 +46836,12 @@ weighted3:
 	VFNMADD231PS Z23, Z26, Z8
 	VFNMADD231PS Z24, Z26, Z13
 	VFNMADD231PS Z25, Z26, Z18
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R12
+	CMPQ         R12, AX
 	JNE          cell
 
 done:
@@ -46779,20 +46887,22 @@ TEXT ·flashTileF16F32x1AVX512(SB), NOSPLIT, $0-64
 	VMOVUPS 128(CX), Z2
 	VMOVUPS 192(CX), Z3
 	VMOVSS  (DI), X4
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R8, R8
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z5
-	MOVL         (SI)(CX*4), R8
-	TESTL        R8, R8
+	VBROADCASTSS (SI)(R8*4), Z5
+	MOVL         (SI)(R8*4), R9
+	TESTL        R9, R9
 	JS           weighted0
 	VMULPS       Z5, Z0, Z0
 	VMULPS       Z5, Z1, Z1
 	VMULPS       Z5, Z2, Z2
 	VMULPS       Z5, Z3, Z3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R8*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Z5
 
 weighted0:
@@ -46805,11 +46915,12 @@ weighted0:
 	VFNMADD231PS Z5, Z6, Z2
 	VCVTPH2PS    96(DX), Z6
 	VFNMADD231PS Z5, Z6, Z3
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R8
+	CMPQ         R8, AX
 	JNE          cell
 
 done:
@@ -46834,17 +46945,19 @@ TEXT ·flashTailF16F32x1AVX512(SB), NOSPLIT, $0-64
 	MOVQ    accStride+16(FP), R8
 	VMOVUPS (CX), Z0
 	VMOVSS  (DI), X1
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R8, R8
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z2
-	MOVL         (SI)(CX*4), R8
-	TESTL        R8, R8
+	VBROADCASTSS (SI)(R8*4), Z2
+	MOVL         (SI)(R8*4), R9
+	TESTL        R9, R9
 	JS           weighted0
 	VMULPS       Z2, Z0, Z0
-	VMULSS       (SI)(CX*4), X1, X1
+	VMULSS       (SI)(R8*4), X1, X1
 	VBROADCASTSS flashNegOne<>+0(SB), Z2
 
 weighted0:
@@ -46852,11 +46965,12 @@ weighted0:
 	VCVTPH2PS  (DX), Z3
 	VMULPS     Z2, Z3, Z2
 	VSUBPS     Z2, Z0, Z0
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ       BX, CX
 	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
+	INCQ       R8
+	CMPQ       R8, AX
 	JNE        cell
 
 done:
@@ -46889,33 +47003,35 @@ TEXT ·flashTileF16F32x2AVX512(SB), NOSPLIT, $0-64
 	VMOVUPS 128(CX), Z7
 	VMOVUPS 192(CX), Z8
 	VMOVSS  4(R8), X9
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R10, R10
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z10
-	MOVL         (SI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (SI)(R10*4), Z10
+	MOVL         (SI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted0
 	VMULPS       Z10, Z0, Z0
 	VMULPS       Z10, Z1, Z1
 	VMULPS       Z10, Z2, Z2
 	VMULPS       Z10, Z3, Z3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R10*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Z10
 
 weighted0:
 	VSUBSS       X10, X4, X4
-	VBROADCASTSS (DI)(CX*4), Z11
-	MOVL         (DI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (DI)(R10*4), Z11
+	MOVL         (DI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted1
 	VMULPS       Z11, Z5, Z5
 	VMULPS       Z11, Z6, Z6
 	VMULPS       Z11, Z7, Z7
 	VMULPS       Z11, Z8, Z8
-	VMULSS       (DI)(CX*4), X9, X9
+	VMULSS       (DI)(R10*4), X9, X9
 	VBROADCASTSS flashNegOne<>+0(SB), Z11
 
 weighted1:
@@ -46932,11 +47048,12 @@ weighted1:
 	VCVTPH2PS    96(DX), Z12
 	VFNMADD231PS Z10, Z12, Z3
 	VFNMADD231PS Z11, Z12, Z8
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R10
+	CMPQ         R10, AX
 	JNE          cell
 
 done:
@@ -46972,27 +47089,29 @@ TEXT ·flashTailF16F32x2AVX512(SB), NOSPLIT, $0-64
 	ADDQ    R9, CX
 	VMOVUPS (CX), Z2
 	VMOVSS  4(R8), X3
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R10, R10
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z4
-	MOVL         (SI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (SI)(R10*4), Z4
+	MOVL         (SI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted0
 	VMULPS       Z4, Z0, Z0
-	VMULSS       (SI)(CX*4), X1, X1
+	VMULSS       (SI)(R10*4), X1, X1
 	VBROADCASTSS flashNegOne<>+0(SB), Z4
 
 weighted0:
 	VSUBSS       X4, X1, X1
-	VBROADCASTSS (DI)(CX*4), Z5
-	MOVL         (DI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (DI)(R10*4), Z5
+	MOVL         (DI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted1
 	VMULPS       Z5, Z2, Z2
-	VMULSS       (DI)(CX*4), X3, X3
+	VMULSS       (DI)(R10*4), X3, X3
 	VBROADCASTSS flashNegOne<>+0(SB), Z5
 
 weighted1:
@@ -47002,11 +47121,12 @@ weighted1:
 	VSUBPS     Z4, Z0, Z0
 	VMULPS     Z5, Z6, Z4
 	VSUBPS     Z4, Z2, Z2
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ       BX, CX
 	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
+	INCQ       R10
+	CMPQ       R10, AX
 	JNE        cell
 
 done:
@@ -47049,46 +47169,48 @@ TEXT ·flashTileF16F32x3AVX512(SB), NOSPLIT, $0-64
 	VMOVUPS 128(CX), Z12
 	VMOVUPS 192(CX), Z13
 	VMOVSS  8(R9), X14
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R11, R11
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z15
-	MOVL         (SI)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (SI)(R11*4), Z15
+	MOVL         (SI)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted0
 	VMULPS       Z15, Z0, Z0
 	VMULPS       Z15, Z1, Z1
 	VMULPS       Z15, Z2, Z2
 	VMULPS       Z15, Z3, Z3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R11*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Z15
 
 weighted0:
 	VSUBSS       X15, X4, X4
-	VBROADCASTSS (R8)(CX*4), Z16
-	MOVL         (R8)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (R8)(R11*4), Z16
+	MOVL         (R8)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted1
 	VMULPS       Z16, Z5, Z5
 	VMULPS       Z16, Z6, Z6
 	VMULPS       Z16, Z7, Z7
 	VMULPS       Z16, Z8, Z8
-	VMULSS       (R8)(CX*4), X9, X9
+	VMULSS       (R8)(R11*4), X9, X9
 	VBROADCASTSS flashNegOne<>+0(SB), Z16
 
 weighted1:
 	VSUBSS       X16, X9, X9
-	VBROADCASTSS (DI)(CX*4), Z17
-	MOVL         (DI)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (DI)(R11*4), Z17
+	MOVL         (DI)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted2
 	VMULPS       Z17, Z10, Z10
 	VMULPS       Z17, Z11, Z11
 	VMULPS       Z17, Z12, Z12
 	VMULPS       Z17, Z13, Z13
-	VMULSS       (DI)(CX*4), X14, X14
+	VMULSS       (DI)(R11*4), X14, X14
 	VBROADCASTSS flashNegOne<>+0(SB), Z17
 
 weighted2:
@@ -47109,11 +47231,12 @@ weighted2:
 	VFNMADD231PS Z15, Z18, Z3
 	VFNMADD231PS Z16, Z18, Z8
 	VFNMADD231PS Z17, Z18, Z13
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R11
+	CMPQ         R11, AX
 	JNE          cell
 
 done:
@@ -47159,37 +47282,39 @@ TEXT ·flashTailF16F32x3AVX512(SB), NOSPLIT, $0-64
 	ADDQ    R10, CX
 	VMOVUPS (CX), Z4
 	VMOVSS  8(R9), X5
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R11, R11
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z6
-	MOVL         (SI)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (SI)(R11*4), Z6
+	MOVL         (SI)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted0
 	VMULPS       Z6, Z0, Z0
-	VMULSS       (SI)(CX*4), X1, X1
+	VMULSS       (SI)(R11*4), X1, X1
 	VBROADCASTSS flashNegOne<>+0(SB), Z6
 
 weighted0:
 	VSUBSS       X6, X1, X1
-	VBROADCASTSS (R8)(CX*4), Z7
-	MOVL         (R8)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (R8)(R11*4), Z7
+	MOVL         (R8)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted1
 	VMULPS       Z7, Z2, Z2
-	VMULSS       (R8)(CX*4), X3, X3
+	VMULSS       (R8)(R11*4), X3, X3
 	VBROADCASTSS flashNegOne<>+0(SB), Z7
 
 weighted1:
 	VSUBSS       X7, X3, X3
-	VBROADCASTSS (DI)(CX*4), Z8
-	MOVL         (DI)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (DI)(R11*4), Z8
+	MOVL         (DI)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted2
 	VMULPS       Z8, Z4, Z4
-	VMULSS       (DI)(CX*4), X5, X5
+	VMULSS       (DI)(R11*4), X5, X5
 	VBROADCASTSS flashNegOne<>+0(SB), Z8
 
 weighted2:
@@ -47201,11 +47326,12 @@ weighted2:
 	VSUBPS     Z6, Z2, Z2
 	VMULPS     Z8, Z9, Z6
 	VSUBPS     Z6, Z4, Z4
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ       BX, CX
 	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
+	INCQ       R11
+	CMPQ       R11, AX
 	JNE        cell
 
 done:
@@ -47258,59 +47384,61 @@ TEXT ·flashTileF16F32x4AVX512(SB), NOSPLIT, $0-64
 	VMOVUPS 128(CX), Z17
 	VMOVUPS 192(CX), Z18
 	VMOVSS  12(R10), X19
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R12, R12
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z20
-	MOVL         (SI)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (SI)(R12*4), Z20
+	MOVL         (SI)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted0
 	VMULPS       Z20, Z0, Z0
 	VMULPS       Z20, Z1, Z1
 	VMULPS       Z20, Z2, Z2
 	VMULPS       Z20, Z3, Z3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R12*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Z20
 
 weighted0:
 	VSUBSS       X20, X4, X4
-	VBROADCASTSS (R8)(CX*4), Z21
-	MOVL         (R8)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (R8)(R12*4), Z21
+	MOVL         (R8)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted1
 	VMULPS       Z21, Z5, Z5
 	VMULPS       Z21, Z6, Z6
 	VMULPS       Z21, Z7, Z7
 	VMULPS       Z21, Z8, Z8
-	VMULSS       (R8)(CX*4), X9, X9
+	VMULSS       (R8)(R12*4), X9, X9
 	VBROADCASTSS flashNegOne<>+0(SB), Z21
 
 weighted1:
 	VSUBSS       X21, X9, X9
-	VBROADCASTSS (R9)(CX*4), Z22
-	MOVL         (R9)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (R9)(R12*4), Z22
+	MOVL         (R9)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted2
 	VMULPS       Z22, Z10, Z10
 	VMULPS       Z22, Z11, Z11
 	VMULPS       Z22, Z12, Z12
 	VMULPS       Z22, Z13, Z13
-	VMULSS       (R9)(CX*4), X14, X14
+	VMULSS       (R9)(R12*4), X14, X14
 	VBROADCASTSS flashNegOne<>+0(SB), Z22
 
 weighted2:
 	VSUBSS       X22, X14, X14
-	VBROADCASTSS (DI)(CX*4), Z23
-	MOVL         (DI)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (DI)(R12*4), Z23
+	MOVL         (DI)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted3
 	VMULPS       Z23, Z15, Z15
 	VMULPS       Z23, Z16, Z16
 	VMULPS       Z23, Z17, Z17
 	VMULPS       Z23, Z18, Z18
-	VMULSS       (DI)(CX*4), X19, X19
+	VMULSS       (DI)(R12*4), X19, X19
 	VBROADCASTSS flashNegOne<>+0(SB), Z23
 
 weighted3:
@@ -47335,11 +47463,12 @@ weighted3:
 	VFNMADD231PS Z21, Z24, Z8
 	VFNMADD231PS Z22, Z24, Z13
 	VFNMADD231PS Z23, Z24, Z18
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R12
+	CMPQ         R12, AX
 	JNE          cell
 
 done:
@@ -47395,47 +47524,49 @@ TEXT ·flashTailF16F32x4AVX512(SB), NOSPLIT, $0-64
 	ADDQ    R11, CX
 	VMOVUPS (CX), Z6
 	VMOVSS  12(R10), X7
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R12, R12
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z8
-	MOVL         (SI)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (SI)(R12*4), Z8
+	MOVL         (SI)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted0
 	VMULPS       Z8, Z0, Z0
-	VMULSS       (SI)(CX*4), X1, X1
+	VMULSS       (SI)(R12*4), X1, X1
 	VBROADCASTSS flashNegOne<>+0(SB), Z8
 
 weighted0:
 	VSUBSS       X8, X1, X1
-	VBROADCASTSS (R8)(CX*4), Z9
-	MOVL         (R8)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (R8)(R12*4), Z9
+	MOVL         (R8)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted1
 	VMULPS       Z9, Z2, Z2
-	VMULSS       (R8)(CX*4), X3, X3
+	VMULSS       (R8)(R12*4), X3, X3
 	VBROADCASTSS flashNegOne<>+0(SB), Z9
 
 weighted1:
 	VSUBSS       X9, X3, X3
-	VBROADCASTSS (R9)(CX*4), Z10
-	MOVL         (R9)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (R9)(R12*4), Z10
+	MOVL         (R9)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted2
 	VMULPS       Z10, Z4, Z4
-	VMULSS       (R9)(CX*4), X5, X5
+	VMULSS       (R9)(R12*4), X5, X5
 	VBROADCASTSS flashNegOne<>+0(SB), Z10
 
 weighted2:
 	VSUBSS       X10, X5, X5
-	VBROADCASTSS (DI)(CX*4), Z11
-	MOVL         (DI)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (DI)(R12*4), Z11
+	MOVL         (DI)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted3
 	VMULPS       Z11, Z6, Z6
-	VMULSS       (DI)(CX*4), X7, X7
+	VMULSS       (DI)(R12*4), X7, X7
 	VBROADCASTSS flashNegOne<>+0(SB), Z11
 
 weighted3:
@@ -47449,11 +47580,12 @@ weighted3:
 	VSUBPS     Z8, Z4, Z4
 	VMULPS     Z11, Z12, Z8
 	VSUBPS     Z8, Z6, Z6
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ       BX, CX
 	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
+	INCQ       R12
+	CMPQ       R12, AX
 	JNE        cell
 
 done:
@@ -47487,20 +47619,22 @@ TEXT ·flashTileF32x1AVX512(SB), NOSPLIT, $0-64
 	VMOVUPS 128(CX), Z2
 	VMOVUPS 192(CX), Z3
 	VMOVSS  (DI), X4
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R8, R8
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z5
-	MOVL         (SI)(CX*4), R8
-	TESTL        R8, R8
+	VBROADCASTSS (SI)(R8*4), Z5
+	MOVL         (SI)(R8*4), R9
+	TESTL        R9, R9
 	JS           weighted0
 	VMULPS       Z5, Z0, Z0
 	VMULPS       Z5, Z1, Z1
 	VMULPS       Z5, Z2, Z2
 	VMULPS       Z5, Z3, Z3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R8*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Z5
 
 weighted0:
@@ -47513,11 +47647,12 @@ weighted0:
 	VFNMADD231PS Z5, Z6, Z2
 	VMOVUPS      192(DX), Z6
 	VFNMADD231PS Z5, Z6, Z3
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R8
+	CMPQ         R8, AX
 	JNE          cell
 
 done:
@@ -47542,17 +47677,19 @@ TEXT ·flashTailF32x1AVX512(SB), NOSPLIT, $0-64
 	MOVQ    accStride+16(FP), R8
 	VMOVUPS (CX), Z0
 	VMOVSS  (DI), X1
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R8, R8
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z2
-	MOVL         (SI)(CX*4), R8
-	TESTL        R8, R8
+	VBROADCASTSS (SI)(R8*4), Z2
+	MOVL         (SI)(R8*4), R9
+	TESTL        R9, R9
 	JS           weighted0
 	VMULPS       Z2, Z0, Z0
-	VMULSS       (SI)(CX*4), X1, X1
+	VMULSS       (SI)(R8*4), X1, X1
 	VBROADCASTSS flashNegOne<>+0(SB), Z2
 
 weighted0:
@@ -47560,11 +47697,12 @@ weighted0:
 	VMOVUPS    (DX), Z3
 	VMULPS     Z2, Z3, Z2
 	VSUBPS     Z2, Z0, Z0
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ       BX, CX
 	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
+	INCQ       R8
+	CMPQ       R8, AX
 	JNE        cell
 
 done:
@@ -47597,33 +47735,35 @@ TEXT ·flashTileF32x2AVX512(SB), NOSPLIT, $0-64
 	VMOVUPS 128(CX), Z7
 	VMOVUPS 192(CX), Z8
 	VMOVSS  4(R8), X9
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R10, R10
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z10
-	MOVL         (SI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (SI)(R10*4), Z10
+	MOVL         (SI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted0
 	VMULPS       Z10, Z0, Z0
 	VMULPS       Z10, Z1, Z1
 	VMULPS       Z10, Z2, Z2
 	VMULPS       Z10, Z3, Z3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R10*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Z10
 
 weighted0:
 	VSUBSS       X10, X4, X4
-	VBROADCASTSS (DI)(CX*4), Z11
-	MOVL         (DI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (DI)(R10*4), Z11
+	MOVL         (DI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted1
 	VMULPS       Z11, Z5, Z5
 	VMULPS       Z11, Z6, Z6
 	VMULPS       Z11, Z7, Z7
 	VMULPS       Z11, Z8, Z8
-	VMULSS       (DI)(CX*4), X9, X9
+	VMULSS       (DI)(R10*4), X9, X9
 	VBROADCASTSS flashNegOne<>+0(SB), Z11
 
 weighted1:
@@ -47640,11 +47780,12 @@ weighted1:
 	VMOVUPS      192(DX), Z12
 	VFNMADD231PS Z10, Z12, Z3
 	VFNMADD231PS Z11, Z12, Z8
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R10
+	CMPQ         R10, AX
 	JNE          cell
 
 done:
@@ -47680,27 +47821,29 @@ TEXT ·flashTailF32x2AVX512(SB), NOSPLIT, $0-64
 	ADDQ    R9, CX
 	VMOVUPS (CX), Z2
 	VMOVSS  4(R8), X3
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R10, R10
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z4
-	MOVL         (SI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (SI)(R10*4), Z4
+	MOVL         (SI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted0
 	VMULPS       Z4, Z0, Z0
-	VMULSS       (SI)(CX*4), X1, X1
+	VMULSS       (SI)(R10*4), X1, X1
 	VBROADCASTSS flashNegOne<>+0(SB), Z4
 
 weighted0:
 	VSUBSS       X4, X1, X1
-	VBROADCASTSS (DI)(CX*4), Z5
-	MOVL         (DI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (DI)(R10*4), Z5
+	MOVL         (DI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted1
 	VMULPS       Z5, Z2, Z2
-	VMULSS       (DI)(CX*4), X3, X3
+	VMULSS       (DI)(R10*4), X3, X3
 	VBROADCASTSS flashNegOne<>+0(SB), Z5
 
 weighted1:
@@ -47710,11 +47853,12 @@ weighted1:
 	VSUBPS     Z4, Z0, Z0
 	VMULPS     Z5, Z6, Z4
 	VSUBPS     Z4, Z2, Z2
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ       BX, CX
 	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
+	INCQ       R10
+	CMPQ       R10, AX
 	JNE        cell
 
 done:
@@ -47757,46 +47901,48 @@ TEXT ·flashTileF32x3AVX512(SB), NOSPLIT, $0-64
 	VMOVUPS 128(CX), Z12
 	VMOVUPS 192(CX), Z13
 	VMOVSS  8(R9), X14
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R11, R11
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z15
-	MOVL         (SI)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (SI)(R11*4), Z15
+	MOVL         (SI)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted0
 	VMULPS       Z15, Z0, Z0
 	VMULPS       Z15, Z1, Z1
 	VMULPS       Z15, Z2, Z2
 	VMULPS       Z15, Z3, Z3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R11*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Z15
 
 weighted0:
 	VSUBSS       X15, X4, X4
-	VBROADCASTSS (R8)(CX*4), Z16
-	MOVL         (R8)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (R8)(R11*4), Z16
+	MOVL         (R8)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted1
 	VMULPS       Z16, Z5, Z5
 	VMULPS       Z16, Z6, Z6
 	VMULPS       Z16, Z7, Z7
 	VMULPS       Z16, Z8, Z8
-	VMULSS       (R8)(CX*4), X9, X9
+	VMULSS       (R8)(R11*4), X9, X9
 	VBROADCASTSS flashNegOne<>+0(SB), Z16
 
 weighted1:
 	VSUBSS       X16, X9, X9
-	VBROADCASTSS (DI)(CX*4), Z17
-	MOVL         (DI)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (DI)(R11*4), Z17
+	MOVL         (DI)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted2
 	VMULPS       Z17, Z10, Z10
 	VMULPS       Z17, Z11, Z11
 	VMULPS       Z17, Z12, Z12
 	VMULPS       Z17, Z13, Z13
-	VMULSS       (DI)(CX*4), X14, X14
+	VMULSS       (DI)(R11*4), X14, X14
 	VBROADCASTSS flashNegOne<>+0(SB), Z17
 
 weighted2:
@@ -47817,11 +47963,12 @@ weighted2:
 	VFNMADD231PS Z15, Z18, Z3
 	VFNMADD231PS Z16, Z18, Z8
 	VFNMADD231PS Z17, Z18, Z13
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R11
+	CMPQ         R11, AX
 	JNE          cell
 
 done:
@@ -47867,37 +48014,39 @@ TEXT ·flashTailF32x3AVX512(SB), NOSPLIT, $0-64
 	ADDQ    R10, CX
 	VMOVUPS (CX), Z4
 	VMOVSS  8(R9), X5
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R11, R11
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z6
-	MOVL         (SI)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (SI)(R11*4), Z6
+	MOVL         (SI)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted0
 	VMULPS       Z6, Z0, Z0
-	VMULSS       (SI)(CX*4), X1, X1
+	VMULSS       (SI)(R11*4), X1, X1
 	VBROADCASTSS flashNegOne<>+0(SB), Z6
 
 weighted0:
 	VSUBSS       X6, X1, X1
-	VBROADCASTSS (R8)(CX*4), Z7
-	MOVL         (R8)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (R8)(R11*4), Z7
+	MOVL         (R8)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted1
 	VMULPS       Z7, Z2, Z2
-	VMULSS       (R8)(CX*4), X3, X3
+	VMULSS       (R8)(R11*4), X3, X3
 	VBROADCASTSS flashNegOne<>+0(SB), Z7
 
 weighted1:
 	VSUBSS       X7, X3, X3
-	VBROADCASTSS (DI)(CX*4), Z8
-	MOVL         (DI)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (DI)(R11*4), Z8
+	MOVL         (DI)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted2
 	VMULPS       Z8, Z4, Z4
-	VMULSS       (DI)(CX*4), X5, X5
+	VMULSS       (DI)(R11*4), X5, X5
 	VBROADCASTSS flashNegOne<>+0(SB), Z8
 
 weighted2:
@@ -47909,11 +48058,12 @@ weighted2:
 	VSUBPS     Z6, Z2, Z2
 	VMULPS     Z8, Z9, Z6
 	VSUBPS     Z6, Z4, Z4
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ       BX, CX
 	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
+	INCQ       R11
+	CMPQ       R11, AX
 	JNE        cell
 
 done:
@@ -47966,59 +48116,61 @@ TEXT ·flashTileF32x4AVX512(SB), NOSPLIT, $0-64
 	VMOVUPS 128(CX), Z17
 	VMOVUPS 192(CX), Z18
 	VMOVSS  12(R10), X19
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R12, R12
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z20
-	MOVL         (SI)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (SI)(R12*4), Z20
+	MOVL         (SI)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted0
 	VMULPS       Z20, Z0, Z0
 	VMULPS       Z20, Z1, Z1
 	VMULPS       Z20, Z2, Z2
 	VMULPS       Z20, Z3, Z3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R12*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Z20
 
 weighted0:
 	VSUBSS       X20, X4, X4
-	VBROADCASTSS (R8)(CX*4), Z21
-	MOVL         (R8)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (R8)(R12*4), Z21
+	MOVL         (R8)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted1
 	VMULPS       Z21, Z5, Z5
 	VMULPS       Z21, Z6, Z6
 	VMULPS       Z21, Z7, Z7
 	VMULPS       Z21, Z8, Z8
-	VMULSS       (R8)(CX*4), X9, X9
+	VMULSS       (R8)(R12*4), X9, X9
 	VBROADCASTSS flashNegOne<>+0(SB), Z21
 
 weighted1:
 	VSUBSS       X21, X9, X9
-	VBROADCASTSS (R9)(CX*4), Z22
-	MOVL         (R9)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (R9)(R12*4), Z22
+	MOVL         (R9)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted2
 	VMULPS       Z22, Z10, Z10
 	VMULPS       Z22, Z11, Z11
 	VMULPS       Z22, Z12, Z12
 	VMULPS       Z22, Z13, Z13
-	VMULSS       (R9)(CX*4), X14, X14
+	VMULSS       (R9)(R12*4), X14, X14
 	VBROADCASTSS flashNegOne<>+0(SB), Z22
 
 weighted2:
 	VSUBSS       X22, X14, X14
-	VBROADCASTSS (DI)(CX*4), Z23
-	MOVL         (DI)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (DI)(R12*4), Z23
+	MOVL         (DI)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted3
 	VMULPS       Z23, Z15, Z15
 	VMULPS       Z23, Z16, Z16
 	VMULPS       Z23, Z17, Z17
 	VMULPS       Z23, Z18, Z18
-	VMULSS       (DI)(CX*4), X19, X19
+	VMULSS       (DI)(R12*4), X19, X19
 	VBROADCASTSS flashNegOne<>+0(SB), Z23
 
 weighted3:
@@ -48043,11 +48195,12 @@ weighted3:
 	VFNMADD231PS Z21, Z24, Z8
 	VFNMADD231PS Z22, Z24, Z13
 	VFNMADD231PS Z23, Z24, Z18
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R12
+	CMPQ         R12, AX
 	JNE          cell
 
 done:
@@ -48103,47 +48256,49 @@ TEXT ·flashTailF32x4AVX512(SB), NOSPLIT, $0-64
 	ADDQ    R11, CX
 	VMOVUPS (CX), Z6
 	VMOVSS  12(R10), X7
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R12, R12
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z8
-	MOVL         (SI)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (SI)(R12*4), Z8
+	MOVL         (SI)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted0
 	VMULPS       Z8, Z0, Z0
-	VMULSS       (SI)(CX*4), X1, X1
+	VMULSS       (SI)(R12*4), X1, X1
 	VBROADCASTSS flashNegOne<>+0(SB), Z8
 
 weighted0:
 	VSUBSS       X8, X1, X1
-	VBROADCASTSS (R8)(CX*4), Z9
-	MOVL         (R8)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (R8)(R12*4), Z9
+	MOVL         (R8)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted1
 	VMULPS       Z9, Z2, Z2
-	VMULSS       (R8)(CX*4), X3, X3
+	VMULSS       (R8)(R12*4), X3, X3
 	VBROADCASTSS flashNegOne<>+0(SB), Z9
 
 weighted1:
 	VSUBSS       X9, X3, X3
-	VBROADCASTSS (R9)(CX*4), Z10
-	MOVL         (R9)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (R9)(R12*4), Z10
+	MOVL         (R9)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted2
 	VMULPS       Z10, Z4, Z4
-	VMULSS       (R9)(CX*4), X5, X5
+	VMULSS       (R9)(R12*4), X5, X5
 	VBROADCASTSS flashNegOne<>+0(SB), Z10
 
 weighted2:
 	VSUBSS       X10, X5, X5
-	VBROADCASTSS (DI)(CX*4), Z11
-	MOVL         (DI)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (DI)(R12*4), Z11
+	MOVL         (DI)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted3
 	VMULPS       Z11, Z6, Z6
-	VMULSS       (DI)(CX*4), X7, X7
+	VMULSS       (DI)(R12*4), X7, X7
 	VBROADCASTSS flashNegOne<>+0(SB), Z11
 
 weighted3:
@@ -48157,11 +48312,12 @@ weighted3:
 	VSUBPS     Z8, Z4, Z4
 	VMULPS     Z11, Z12, Z8
 	VSUBPS     Z8, Z6, Z6
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ       BX, CX
 	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
+	INCQ       R12
+	CMPQ       R12, AX
 	JNE        cell
 
 done:
@@ -48195,14 +48351,16 @@ TEXT ·flashTileF32Hx1AVX512(SB), NOSPLIT, $0-64
 	VMOVUPS 128(CX), Z2
 	VMOVUPS 192(CX), Z3
 	VMOVSS  (DI), X4
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R8, R8
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z5
-	MOVL         (SI)(CX*4), R8
-	TESTL        R8, R8
+	VBROADCASTSS (SI)(R8*4), Z5
+	MOVL         (SI)(R8*4), R9
+	TESTL        R9, R9
 	JS           weighted0
 	VMULPS       Z5, Z0, Z0
 	VCVTPS2PH    $0x00, Z0, Y0
@@ -48216,7 +48374,7 @@ cell:
 	VMULPS       Z5, Z3, Z3
 	VCVTPS2PH    $0x00, Z3, Y3
 	VCVTPH2PS    Y3, Z3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R8*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Z5
 
 weighted0:
@@ -48237,11 +48395,12 @@ weighted0:
 	VFNMADD231PS Z5, Z6, Z3
 	VCVTPS2PH    $0x00, Z3, Y3
 	VCVTPH2PS    Y3, Z3
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R8
+	CMPQ         R8, AX
 	JNE          cell
 
 done:
@@ -48266,19 +48425,21 @@ TEXT ·flashTailF32Hx1AVX512(SB), NOSPLIT, $0-64
 	MOVQ    accStride+16(FP), R8
 	VMOVUPS (CX), Z0
 	VMOVSS  (DI), X1
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R8, R8
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z2
-	MOVL         (SI)(CX*4), R8
-	TESTL        R8, R8
+	VBROADCASTSS (SI)(R8*4), Z2
+	MOVL         (SI)(R8*4), R9
+	TESTL        R9, R9
 	JS           weighted0
 	VMULPS       Z2, Z0, Z0
 	VCVTPS2PH    $0x00, Z0, Y0
 	VCVTPH2PS    Y0, Z0
-	VMULSS       (SI)(CX*4), X1, X1
+	VMULSS       (SI)(R8*4), X1, X1
 	VBROADCASTSS flashNegOne<>+0(SB), Z2
 
 weighted0:
@@ -48288,11 +48449,12 @@ weighted0:
 	VSUBPS     Z2, Z0, Z0
 	VCVTPS2PH  $0x00, Z0, Y0
 	VCVTPH2PS  Y0, Z0
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ       BX, CX
 	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
+	INCQ       R8
+	CMPQ       R8, AX
 	JNE        cell
 
 done:
@@ -48325,14 +48487,16 @@ TEXT ·flashTileF32Hx2AVX512(SB), NOSPLIT, $0-64
 	VMOVUPS 128(CX), Z7
 	VMOVUPS 192(CX), Z8
 	VMOVSS  4(R8), X9
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R10, R10
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z10
-	MOVL         (SI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (SI)(R10*4), Z10
+	MOVL         (SI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted0
 	VMULPS       Z10, Z0, Z0
 	VCVTPS2PH    $0x00, Z0, Y0
@@ -48346,14 +48510,14 @@ cell:
 	VMULPS       Z10, Z3, Z3
 	VCVTPS2PH    $0x00, Z3, Y3
 	VCVTPH2PS    Y3, Z3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R10*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Z10
 
 weighted0:
 	VSUBSS       X10, X4, X4
-	VBROADCASTSS (DI)(CX*4), Z11
-	MOVL         (DI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (DI)(R10*4), Z11
+	MOVL         (DI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted1
 	VMULPS       Z11, Z5, Z5
 	VCVTPS2PH    $0x00, Z5, Y5
@@ -48367,7 +48531,7 @@ weighted0:
 	VMULPS       Z11, Z8, Z8
 	VCVTPS2PH    $0x00, Z8, Y8
 	VCVTPH2PS    Y8, Z8
-	VMULSS       (DI)(CX*4), X9, X9
+	VMULSS       (DI)(R10*4), X9, X9
 	VBROADCASTSS flashNegOne<>+0(SB), Z11
 
 weighted1:
@@ -48400,11 +48564,12 @@ weighted1:
 	VFNMADD231PS Z11, Z12, Z8
 	VCVTPS2PH    $0x00, Z8, Y8
 	VCVTPH2PS    Y8, Z8
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R10
+	CMPQ         R10, AX
 	JNE          cell
 
 done:
@@ -48440,31 +48605,33 @@ TEXT ·flashTailF32Hx2AVX512(SB), NOSPLIT, $0-64
 	ADDQ    R9, CX
 	VMOVUPS (CX), Z2
 	VMOVSS  4(R8), X3
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R10, R10
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z4
-	MOVL         (SI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (SI)(R10*4), Z4
+	MOVL         (SI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted0
 	VMULPS       Z4, Z0, Z0
 	VCVTPS2PH    $0x00, Z0, Y0
 	VCVTPH2PS    Y0, Z0
-	VMULSS       (SI)(CX*4), X1, X1
+	VMULSS       (SI)(R10*4), X1, X1
 	VBROADCASTSS flashNegOne<>+0(SB), Z4
 
 weighted0:
 	VSUBSS       X4, X1, X1
-	VBROADCASTSS (DI)(CX*4), Z5
-	MOVL         (DI)(CX*4), R10
-	TESTL        R10, R10
+	VBROADCASTSS (DI)(R10*4), Z5
+	MOVL         (DI)(R10*4), R11
+	TESTL        R11, R11
 	JS           weighted1
 	VMULPS       Z5, Z2, Z2
 	VCVTPS2PH    $0x00, Z2, Y2
 	VCVTPH2PS    Y2, Z2
-	VMULSS       (DI)(CX*4), X3, X3
+	VMULSS       (DI)(R10*4), X3, X3
 	VBROADCASTSS flashNegOne<>+0(SB), Z5
 
 weighted1:
@@ -48478,11 +48645,12 @@ weighted1:
 	VSUBPS     Z4, Z2, Z2
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ       BX, CX
 	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
+	INCQ       R10
+	CMPQ       R10, AX
 	JNE        cell
 
 done:
@@ -48525,14 +48693,16 @@ TEXT ·flashTileF32Hx3AVX512(SB), NOSPLIT, $0-64
 	VMOVUPS 128(CX), Z12
 	VMOVUPS 192(CX), Z13
 	VMOVSS  8(R9), X14
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R11, R11
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z15
-	MOVL         (SI)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (SI)(R11*4), Z15
+	MOVL         (SI)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted0
 	VMULPS       Z15, Z0, Z0
 	VCVTPS2PH    $0x00, Z0, Y0
@@ -48546,14 +48716,14 @@ cell:
 	VMULPS       Z15, Z3, Z3
 	VCVTPS2PH    $0x00, Z3, Y3
 	VCVTPH2PS    Y3, Z3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R11*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Z15
 
 weighted0:
 	VSUBSS       X15, X4, X4
-	VBROADCASTSS (R8)(CX*4), Z16
-	MOVL         (R8)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (R8)(R11*4), Z16
+	MOVL         (R8)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted1
 	VMULPS       Z16, Z5, Z5
 	VCVTPS2PH    $0x00, Z5, Y5
@@ -48567,14 +48737,14 @@ weighted0:
 	VMULPS       Z16, Z8, Z8
 	VCVTPS2PH    $0x00, Z8, Y8
 	VCVTPH2PS    Y8, Z8
-	VMULSS       (R8)(CX*4), X9, X9
+	VMULSS       (R8)(R11*4), X9, X9
 	VBROADCASTSS flashNegOne<>+0(SB), Z16
 
 weighted1:
 	VSUBSS       X16, X9, X9
-	VBROADCASTSS (DI)(CX*4), Z17
-	MOVL         (DI)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (DI)(R11*4), Z17
+	MOVL         (DI)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted2
 	VMULPS       Z17, Z10, Z10
 	VCVTPS2PH    $0x00, Z10, Y10
@@ -48588,7 +48758,7 @@ weighted1:
 	VMULPS       Z17, Z13, Z13
 	VCVTPS2PH    $0x00, Z13, Y13
 	VCVTPH2PS    Y13, Z13
-	VMULSS       (DI)(CX*4), X14, X14
+	VMULSS       (DI)(R11*4), X14, X14
 	VBROADCASTSS flashNegOne<>+0(SB), Z17
 
 weighted2:
@@ -48633,11 +48803,12 @@ weighted2:
 	VFNMADD231PS Z17, Z18, Z13
 	VCVTPS2PH    $0x00, Z13, Y13
 	VCVTPH2PS    Y13, Z13
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R11
+	CMPQ         R11, AX
 	JNE          cell
 
 done:
@@ -48683,43 +48854,45 @@ TEXT ·flashTailF32Hx3AVX512(SB), NOSPLIT, $0-64
 	ADDQ    R10, CX
 	VMOVUPS (CX), Z4
 	VMOVSS  8(R9), X5
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R11, R11
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z6
-	MOVL         (SI)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (SI)(R11*4), Z6
+	MOVL         (SI)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted0
 	VMULPS       Z6, Z0, Z0
 	VCVTPS2PH    $0x00, Z0, Y0
 	VCVTPH2PS    Y0, Z0
-	VMULSS       (SI)(CX*4), X1, X1
+	VMULSS       (SI)(R11*4), X1, X1
 	VBROADCASTSS flashNegOne<>+0(SB), Z6
 
 weighted0:
 	VSUBSS       X6, X1, X1
-	VBROADCASTSS (R8)(CX*4), Z7
-	MOVL         (R8)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (R8)(R11*4), Z7
+	MOVL         (R8)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted1
 	VMULPS       Z7, Z2, Z2
 	VCVTPS2PH    $0x00, Z2, Y2
 	VCVTPH2PS    Y2, Z2
-	VMULSS       (R8)(CX*4), X3, X3
+	VMULSS       (R8)(R11*4), X3, X3
 	VBROADCASTSS flashNegOne<>+0(SB), Z7
 
 weighted1:
 	VSUBSS       X7, X3, X3
-	VBROADCASTSS (DI)(CX*4), Z8
-	MOVL         (DI)(CX*4), R11
-	TESTL        R11, R11
+	VBROADCASTSS (DI)(R11*4), Z8
+	MOVL         (DI)(R11*4), R12
+	TESTL        R12, R12
 	JS           weighted2
 	VMULPS       Z8, Z4, Z4
 	VCVTPS2PH    $0x00, Z4, Y4
 	VCVTPH2PS    Y4, Z4
-	VMULSS       (DI)(CX*4), X5, X5
+	VMULSS       (DI)(R11*4), X5, X5
 	VBROADCASTSS flashNegOne<>+0(SB), Z8
 
 weighted2:
@@ -48737,11 +48910,12 @@ weighted2:
 	VSUBPS     Z6, Z4, Z4
 	VCVTPS2PH  $0x00, Z4, Y4
 	VCVTPH2PS  Y4, Z4
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ       BX, CX
 	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
+	INCQ       R11
+	CMPQ       R11, AX
 	JNE        cell
 
 done:
@@ -48794,14 +48968,16 @@ TEXT ·flashTileF32Hx4AVX512(SB), NOSPLIT, $0-64
 	VMOVUPS 128(CX), Z17
 	VMOVUPS 192(CX), Z18
 	VMOVSS  12(R10), X19
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R12, R12
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z20
-	MOVL         (SI)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (SI)(R12*4), Z20
+	MOVL         (SI)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted0
 	VMULPS       Z20, Z0, Z0
 	VCVTPS2PH    $0x00, Z0, Y0
@@ -48815,14 +48991,14 @@ cell:
 	VMULPS       Z20, Z3, Z3
 	VCVTPS2PH    $0x00, Z3, Y3
 	VCVTPH2PS    Y3, Z3
-	VMULSS       (SI)(CX*4), X4, X4
+	VMULSS       (SI)(R12*4), X4, X4
 	VBROADCASTSS flashNegOne<>+0(SB), Z20
 
 weighted0:
 	VSUBSS       X20, X4, X4
-	VBROADCASTSS (R8)(CX*4), Z21
-	MOVL         (R8)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (R8)(R12*4), Z21
+	MOVL         (R8)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted1
 	VMULPS       Z21, Z5, Z5
 	VCVTPS2PH    $0x00, Z5, Y5
@@ -48836,14 +49012,14 @@ weighted0:
 	VMULPS       Z21, Z8, Z8
 	VCVTPS2PH    $0x00, Z8, Y8
 	VCVTPH2PS    Y8, Z8
-	VMULSS       (R8)(CX*4), X9, X9
+	VMULSS       (R8)(R12*4), X9, X9
 	VBROADCASTSS flashNegOne<>+0(SB), Z21
 
 weighted1:
 	VSUBSS       X21, X9, X9
-	VBROADCASTSS (R9)(CX*4), Z22
-	MOVL         (R9)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (R9)(R12*4), Z22
+	MOVL         (R9)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted2
 	VMULPS       Z22, Z10, Z10
 	VCVTPS2PH    $0x00, Z10, Y10
@@ -48857,14 +49033,14 @@ weighted1:
 	VMULPS       Z22, Z13, Z13
 	VCVTPS2PH    $0x00, Z13, Y13
 	VCVTPH2PS    Y13, Z13
-	VMULSS       (R9)(CX*4), X14, X14
+	VMULSS       (R9)(R12*4), X14, X14
 	VBROADCASTSS flashNegOne<>+0(SB), Z22
 
 weighted2:
 	VSUBSS       X22, X14, X14
-	VBROADCASTSS (DI)(CX*4), Z23
-	MOVL         (DI)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (DI)(R12*4), Z23
+	MOVL         (DI)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted3
 	VMULPS       Z23, Z15, Z15
 	VCVTPS2PH    $0x00, Z15, Y15
@@ -48878,7 +49054,7 @@ weighted2:
 	VMULPS       Z23, Z18, Z18
 	VCVTPS2PH    $0x00, Z18, Y18
 	VCVTPH2PS    Y18, Z18
-	VMULSS       (DI)(CX*4), X19, X19
+	VMULSS       (DI)(R12*4), X19, X19
 	VBROADCASTSS flashNegOne<>+0(SB), Z23
 
 weighted3:
@@ -48935,11 +49111,12 @@ weighted3:
 	VFNMADD231PS Z23, Z24, Z18
 	VCVTPS2PH    $0x00, Z18, Y18
 	VCVTPH2PS    Y18, Z18
-	PREFETCHT0   (DX)(BX*4)
-	PREFETCHT0   64(DX)(BX*4)
+	PREFETCHT0   (CX)
+	PREFETCHT0   64(CX)
+	ADDQ         BX, CX
 	ADDQ         BX, DX
-	INCQ         CX
-	CMPQ         CX, AX
+	INCQ         R12
+	CMPQ         R12, AX
 	JNE          cell
 
 done:
@@ -48995,55 +49172,57 @@ TEXT ·flashTailF32Hx4AVX512(SB), NOSPLIT, $0-64
 	ADDQ    R11, CX
 	VMOVUPS (CX), Z6
 	VMOVSS  12(R10), X7
-	XORQ    CX, CX
+	IMUL3Q  $0x00000020, BX, CX
+	ADDQ    DX, CX
+	XORQ    R12, R12
 	TESTQ   AX, AX
 	JZ      done
 
 cell:
-	VBROADCASTSS (SI)(CX*4), Z8
-	MOVL         (SI)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (SI)(R12*4), Z8
+	MOVL         (SI)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted0
 	VMULPS       Z8, Z0, Z0
 	VCVTPS2PH    $0x00, Z0, Y0
 	VCVTPH2PS    Y0, Z0
-	VMULSS       (SI)(CX*4), X1, X1
+	VMULSS       (SI)(R12*4), X1, X1
 	VBROADCASTSS flashNegOne<>+0(SB), Z8
 
 weighted0:
 	VSUBSS       X8, X1, X1
-	VBROADCASTSS (R8)(CX*4), Z9
-	MOVL         (R8)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (R8)(R12*4), Z9
+	MOVL         (R8)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted1
 	VMULPS       Z9, Z2, Z2
 	VCVTPS2PH    $0x00, Z2, Y2
 	VCVTPH2PS    Y2, Z2
-	VMULSS       (R8)(CX*4), X3, X3
+	VMULSS       (R8)(R12*4), X3, X3
 	VBROADCASTSS flashNegOne<>+0(SB), Z9
 
 weighted1:
 	VSUBSS       X9, X3, X3
-	VBROADCASTSS (R9)(CX*4), Z10
-	MOVL         (R9)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (R9)(R12*4), Z10
+	MOVL         (R9)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted2
 	VMULPS       Z10, Z4, Z4
 	VCVTPS2PH    $0x00, Z4, Y4
 	VCVTPH2PS    Y4, Z4
-	VMULSS       (R9)(CX*4), X5, X5
+	VMULSS       (R9)(R12*4), X5, X5
 	VBROADCASTSS flashNegOne<>+0(SB), Z10
 
 weighted2:
 	VSUBSS       X10, X5, X5
-	VBROADCASTSS (DI)(CX*4), Z11
-	MOVL         (DI)(CX*4), R12
-	TESTL        R12, R12
+	VBROADCASTSS (DI)(R12*4), Z11
+	MOVL         (DI)(R12*4), R13
+	TESTL        R13, R13
 	JS           weighted3
 	VMULPS       Z11, Z6, Z6
 	VCVTPS2PH    $0x00, Z6, Y6
 	VCVTPH2PS    Y6, Z6
-	VMULSS       (DI)(CX*4), X7, X7
+	VMULSS       (DI)(R12*4), X7, X7
 	VBROADCASTSS flashNegOne<>+0(SB), Z11
 
 weighted3:
@@ -49065,11 +49244,12 @@ weighted3:
 	VSUBPS     Z8, Z6, Z6
 	VCVTPS2PH  $0x00, Z6, Y6
 	VCVTPH2PS  Y6, Z6
-	PREFETCHT0 (DX)(BX*4)
-	PREFETCHT0 64(DX)(BX*4)
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ       BX, CX
 	ADDQ       BX, DX
-	INCQ       CX
-	CMPQ       CX, AX
+	INCQ       R12
+	CMPQ       R12, AX
 	JNE        cell
 
 done:
