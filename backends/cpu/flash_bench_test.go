@@ -66,8 +66,9 @@ func BenchmarkPrefillAttention(b *testing.B) {
 // BenchmarkDecodeAttentionDeep measures a decode token's attention over
 // 22 layers' caches at depth 16383 (TinyLlama's shape: 352 MiB of
 // binary16 K and V, more than this machine's caches hold, so the cells
-// come from memory as in a real decode step), on one worker; ns/op is a
-// whole token's (22 layers). Flash attention only (F16 cache, both
+// come from memory as in a real decode step), on one worker and on two
+// (a decode step's split: KV heads dealt round-robin); ns/op is a whole
+// token's (22 layers). Flash attention only (F16 cache, both
 // accumulators).
 func BenchmarkDecodeAttentionDeep(b *testing.B) {
 	const heads, kvHeads, hd, layers, depth = 32, 4, 64, 22, 16383
@@ -84,18 +85,21 @@ func BenchmarkDecodeAttentionDeep(b *testing.B) {
 			caches[l].store(p, k[r*w:(r+1)*w], v[r*w:(r+1)*w])
 		}
 	}
-	out, bufs := make([]float32, heads*hd), newAttnBufs(1, heads/kvHeads, hd, ctx, true)
-	for _, f32Acc := range []bool{false, true} {
-		b.Run(fmt.Sprintf("f32acc=%v", f32Acc), func(b *testing.B) {
-			for _, c := range caches {
-				c.f32Acc = f32Acc
-			}
-			b.ResetTimer()
-			for range b.N {
+	out := make([]float32, heads*hd)
+	for _, workers := range []int{1, 2} {
+		bufs := newAttnBufs(workers, heads/kvHeads, hd, ctx, true)
+		for _, f32Acc := range []bool{false, true} {
+			b.Run(fmt.Sprintf("workers=%d/f32acc=%v", workers, f32Acc), func(b *testing.B) {
 				for _, c := range caches {
-					c.attend(out, q, 1, depth, sh, bufs)
+					c.f32Acc = f32Acc
 				}
-			}
-		})
+				b.ResetTimer()
+				for range b.N {
+					for _, c := range caches {
+						c.attend(out, q, 1, depth, sh, bufs)
+					}
+				}
+			})
+		}
 	}
 }
