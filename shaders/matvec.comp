@@ -287,9 +287,10 @@ void main() {
     // rounded to binary16, is the normalised block's. A row's lanes load
     // the blocks' sums together (a lane's blocks l, l + LANES, … in order)
     // and add them by subgroups, then across the row's subgroups in order
-    // where a subgroup is narrower than the row (not on NVIDIA): every row
-    // of the dispatch gets the same factor. These loads do not wait for
-    // the weights'.
+    // where a subgroup is narrower than the row (on NVIDIA only rows of 64
+    // lanes; a decode step's QKV and gate·up take 32): every row of the
+    // dispatch gets the same factor. These loads do not wait for the
+    // weights'.
     float nscale;
     {
         const uint nbx = pc.ncols / 32u, so = pc.xoff + nbx * 9u;
