@@ -4,7 +4,6 @@ package vulkan_test
 
 import (
 	"math"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,8 +12,6 @@ import (
 	"github.com/weft-ml/weft/backends"
 	"github.com/weft-ml/weft/backends/vulkan"
 	"github.com/weft-ml/weft/backends/vulkan/vulkantest"
-	"github.com/weft-ml/weft/gguf"
-	"github.com/weft-ml/weft/internal/testenv"
 	"github.com/weft-ml/weft/model/synth"
 )
 
@@ -30,9 +27,7 @@ import (
 // output), and two dispatches per packed QKV.
 func TestFusedDispatchesBitIdentical(t *testing.T) {
 	d := vulkantest.Open(t)
-	vocab, err := gguf.Open(filepath.Join(testenv.Shared(t, "models"), "stories260K.gguf"))
-	require.NoError(t, err)
-	defer vocab.Close()
+	vocab := storiesVocab(t)
 	for _, c := range []struct {
 		typ   string
 		shape synth.Shape
@@ -42,11 +37,7 @@ func TestFusedDispatchesBitIdentical(t *testing.T) {
 		{"q4_k_m", synth.Shape{Dim: 256, FFN: 512, Layers: 2, Heads: 8, KVHeads: 8, Vocab: 512, Ctx: 64}, 3*2 + 4*2 + 1},
 	} {
 		t.Run(c.typ, func(t *testing.T) {
-			ft, err := synth.ParseFileType(c.typ)
-			require.NoError(t, err)
-			path := filepath.Join(t.TempDir(), c.typ+".gguf")
-			require.NoError(t, synth.WriteFile(path, synth.Options{Shape: c.shape, Type: ft, Seed: 5, Vocab: vocab}))
-			g, f := compileFor(t, path, 64)
+			g, f := synthFor(t, vocab, c.typ, c.shape, 5)
 			defer vulkan.DisableNormFold()() // other numerics: TestFoldedNorms
 			fused := load(t, d, g, f, 64)
 			restore := vulkan.DisableFusion()

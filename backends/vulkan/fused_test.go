@@ -5,7 +5,6 @@ package vulkan_test
 import (
 	"io"
 	"math"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,10 +13,8 @@ import (
 	"github.com/weft-ml/weft/backends"
 	"github.com/weft-ml/weft/backends/vulkan"
 	"github.com/weft-ml/weft/backends/vulkan/vulkantest"
-	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/graph"
 	"github.com/weft-ml/weft/internal/reference"
-	"github.com/weft-ml/weft/internal/testenv"
 	"github.com/weft-ml/weft/model/synth"
 	"github.com/weft-ml/weft/ops"
 )
@@ -27,16 +24,11 @@ import (
 // logits and greedy tokens are the CPU backend's.
 func TestFusedActivations(t *testing.T) {
 	d := vulkantest.Open(t)
-	vocab, err := gguf.Open(filepath.Join(testenv.Shared(t, "models"), "stories260K.gguf"))
-	require.NoError(t, err)
-	defer vocab.Close()
+	vocab := storiesVocab(t)
 	for _, typ := range []string{"q8_0", "q4_1", "f16"} {
 		t.Run(typ, func(t *testing.T) {
-			ft, err := synth.ParseFileType(typ)
-			require.NoError(t, err)
-			path := filepath.Join(t.TempDir(), typ+".gguf")
 			shape := synth.Shape{Dim: 256, FFN: 512, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 512, Ctx: 128}
-			require.NoError(t, synth.WriteFile(path, synth.Options{Shape: shape, Type: ft, Seed: 3, Vocab: vocab}))
+			path := writeSynth(t, vocab, typ, shape, 3)
 			g, f := compileFor(t, path, 64)
 			e := load(t, d, g, f, 64)
 			fused := map[string]int{}

@@ -23,8 +23,38 @@ import (
 	"github.com/weft-ml/weft/internal/reference"
 	"github.com/weft-ml/weft/internal/testenv"
 	"github.com/weft-ml/weft/model"
+	"github.com/weft-ml/weft/model/synth"
 	"github.com/weft-ml/weft/passes"
 )
+
+// storiesVocab opens stories260K, whose vocabulary the synthesised test
+// models take (skipping where ../shared is absent).
+func storiesVocab(t testing.TB) *gguf.File {
+	t.Helper()
+	vocab, err := gguf.Open(filepath.Join(testenv.Shared(t, "models"), "stories260K.gguf"))
+	require.NoError(t, err)
+	t.Cleanup(func() { vocab.Close() })
+	return vocab
+}
+
+// writeSynth writes a random model of shape and weight type typ (graphc
+// synth's names) with vocab's vocabulary into a temporary file and
+// returns its path.
+func writeSynth(t testing.TB, vocab *gguf.File, typ string, shape synth.Shape, seed uint64) string {
+	t.Helper()
+	ft, err := synth.ParseFileType(typ)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), typ+".gguf")
+	require.NoError(t, synth.WriteFile(path, synth.Options{Shape: shape, Type: ft, Seed: seed, Vocab: vocab}))
+	return path
+}
+
+// synthFor is writeSynth's model compiled as compileFor compiles for
+// batches of 64 tokens.
+func synthFor(t testing.TB, vocab *gguf.File, typ string, shape synth.Shape, seed uint64) (*graph.Graph, *gguf.File) {
+	t.Helper()
+	return compileFor(t, writeSynth(t, vocab, typ, shape, seed), 64)
+}
 
 // compileFor lowers a GGUF model and runs every pass with the Vulkan
 // backend preferred (the CPU as host), as `graphc compile --backend

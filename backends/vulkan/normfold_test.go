@@ -3,7 +3,6 @@
 package vulkan_test
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,9 +11,7 @@ import (
 	"github.com/weft-ml/weft/backends"
 	"github.com/weft-ml/weft/backends/vulkan"
 	"github.com/weft-ml/weft/backends/vulkan/vulkantest"
-	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/internal/reference"
-	"github.com/weft-ml/weft/internal/testenv"
 	"github.com/weft-ml/weft/model/synth"
 )
 
@@ -31,18 +28,12 @@ import (
 // they were not counted (other workgroups still read those).
 func TestFoldedNorms(t *testing.T) {
 	d := vulkantest.Open(t)
-	vocab, err := gguf.Open(filepath.Join(testenv.Shared(t, "models"), "stories260K.gguf"))
-	require.NoError(t, err)
-	defer vocab.Close()
+	vocab := storiesVocab(t)
 	const layers = 3
 	for _, typ := range []string{"q4_0", "q8_0", "q5_0"} {
 		t.Run(typ, func(t *testing.T) {
-			ft, err := synth.ParseFileType(typ)
-			require.NoError(t, err)
-			path := filepath.Join(t.TempDir(), typ+".gguf")
 			shape := synth.Shape{Dim: 640, FFN: 1792, Layers: layers, Heads: 10, KVHeads: 2, Vocab: 512, Ctx: 64}
-			require.NoError(t, synth.WriteFile(path, synth.Options{Shape: shape, Type: ft, Seed: 11, Vocab: vocab}))
-			g, f := compileFor(t, path, 64)
+			g, f := synthFor(t, vocab, typ, shape, 11)
 			folded := load(t, d, g, f, 64)
 			assert.Equal(t, 2*layers-1, vulkan.FoldedNorms(folded), "folded norms")
 			restore := vulkan.DisableNormFold()
