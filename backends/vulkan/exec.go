@@ -47,9 +47,10 @@ type Executable struct {
 	// taking one kind of activations, that kind: the norm writes them
 	// itself (fusedNormQuant).
 	normQuant map[int]string
-	// normFold maps the RMSNormMul nodes whose decode-step dispatch is
-	// folded into the matvecs around them to the MatMulAdd writing their
-	// input (foldNorms).
+	// normFold maps each MatMulAdd that writes a folded RMSNormMul's
+	// input to that norm: the norm's decode-step dispatch is folded into
+	// the matvecs around it (foldNorms), the MatMulAdd writing its blocks
+	// (normOut).
 	normFold map[int]int
 	// ropeKV holds, per Attention node, the RoPE nodes its KV store
 	// dispatch runs itself (fuseRoPEKV); deferred marks those RoPE nodes,
@@ -803,7 +804,7 @@ func (e *Executable) foldNorms() {
 		default:
 			continue
 		}
-		e.normFold[id] = p.ID
+		e.normFold[p.ID] = id
 		folded = width
 	}
 }
@@ -825,7 +826,7 @@ func (e *Executable) tailCounters() (words [tailKinds]int64) {
 			words[tailAttention] = max(words[tailAttention], node.Type.Shape.Inner().N/256)
 		}
 	}
-	for id := range e.normFold {
+	for _, id := range e.normFold {
 		words[tailNorm] = max(words[tailNorm], e.g.Nodes[id].Type.Shape.Inner().N/32)
 	}
 	return words

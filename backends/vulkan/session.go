@@ -1066,13 +1066,8 @@ func (r *recorder) gateUpTail(n *graph.Node, g, u *value, spec string, groups fu
 // its NORM_IN variant (pendingNorm).
 func (r *recorder) normOut(v, w *value, spec string, groups func(int) [3]uint32, dst Range, doff uint32, res Range, roff uint32, cols int, decode bool) func() error {
 	e := r.s.e
-	norm := -1
-	for id, p := range e.normFold {
-		if p == v.n.ID {
-			norm = id
-		}
-	}
-	if norm < 0 || !decode || r.T != 1 || len(w.w) != 1 || r.s.tails == nil {
+	norm, ok := e.normFold[v.n.ID]
+	if !ok || !decode || r.T != 1 || len(w.w) != 1 || r.s.tails == nil {
 		return nil
 	}
 	rows := int(w.n.Type.Shape[0].N)

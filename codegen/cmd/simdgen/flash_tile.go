@@ -32,10 +32,12 @@ import (
 //
 // flashExp is ±float32(exp(float64(−|x|))), the reference's expf of
 // −|x| carrying x's sign (the tiles' encoding of a cell weight, see
-// simd.FlashExp), computed in double precision (four doubles a ymm on
-// AVX2, eight a zmm on AVX-512): x = n·ln2 + r, |r| ≤ ln2/2, exp(r) by
-// its Taylor polynomial to r¹¹ (truncation below 2⁻⁴⁶, far below a
-// float32 ulp), then ·2ⁿ and one rounding to float32. Two results can
+// simd.FlashExp), computed in double precision. On AVX2 (fexpQuarter,
+// four doubles a ymm): x = n·ln2 + r, |r| ≤ ln2/2, exp(r) by its Taylor
+// polynomial to r¹¹ (truncation below 2⁻⁴⁶, far below a float32 ulp),
+// then ·2ⁿ and one rounding to float32; on AVX-512 (fexpSixteen, eight
+// doubles a zmm) the reduction is by ln2/16 with a table of 2^(j/16) and
+// the polynomial stops at r⁶ (see there). Two results can
 // round differently only when the double lies near a float32 rounding
 // boundary, so any lane whose double is within 2¹⁰ double ulps of one
 // (or whose |x| is outside [0, 87], where float32 results may be
