@@ -211,16 +211,20 @@ void q8k_lanes(float v, bool live, uint t, uint o) {
 // includer's source, Q8K_SRC(i)) into the Q8_K super-block at word o, as
 // quant.QuantizeRow does, in a workgroup of 64 invocations (WG must be
 // 64), 4 values each: the first index of the largest |value| (ties to
-// the lower index) by a tree in shared memory, then the iscale, int8 and
-// d from that value, and per 16 values the int16 sum. Every invocation
-// must call it (barriers); it ends with one.
+// the lower index) by subgroup operations within each subgroup (its
+// largest, then the least index holding it) and across the subgroups in
+// order through shared memory, then the iscale, int8 and d from that
+// value, and per 16 values the int16 sum of four invocations' exact sums.
+// Two barriers where the shared-memory tree took eight. Every invocation
+// must call it (barriers); it ends with one. Needs
+// GL_KHR_shader_subgroup_arithmetic.
 shared float samax[64];
 shared uint sidx[64];
-shared uint sq[64];
+shared int sq[64];
 void q8k_quads(uint base, uint o) {
     const uint l = gl_LocalInvocationID.x;
     // The first index of the largest |x| among this invocation's 4,
-    // then across the workgroup (ties to the lower index).
+    // then within its subgroup, then across the subgroups in order.
     float am = 0.0;
     uint ai = 0xffffffffu;
     for (uint j = 0u; j < 4u; j++) {
@@ -230,28 +234,30 @@ void q8k_quads(uint base, uint o) {
             ai = 4u * l + j;
         }
     }
-    samax[l] = am;
-    sidx[l] = ai;
-    barrier();
-    for (uint s = 32u; s > 0u; s >>= 1) {
-        if (l < s) {
-            const float b = samax[l + s];
-            const uint bi = sidx[l + s];
-            if (b > samax[l] || (b == samax[l] && bi < sidx[l])) {
-                samax[l] = b;
-                sidx[l] = bi;
-            }
-        }
-        barrier();
+    const float sm = subgroupMax(am);
+    const uint si = subgroupMin(am == sm ? ai : 0xffffffffu);
+    if (subgroupElect()) {
+        samax[gl_SubgroupID] = sm;
+        sidx[gl_SubgroupID] = si;
     }
-    const float amax = samax[0];
-    const uint mi = sidx[0];
+    barrier();
+    float amax = samax[0];
+    uint mi = sidx[0];
+    for (uint k = 1u; k < gl_NumSubgroups; k++) {
+        const float b = samax[k];
+        if (b > amax) { // a later subgroup's indices are higher: strictly larger only
+            amax = b;
+            mi = sidx[k];
+        }
+    }
     uint word = 0u;
+    int qs = 0; // the exact sum of this invocation's 4 levels
     if (amax != 0.0) {
         const float iscale = div_rn(-127.0, Q8K_SRC(base + mi));
         for (uint j = 0u; j < 4u; j++) {
             precise float v = iscale * Q8K_SRC(base + 4u * l + j);
             const int qv = min(127, int(roundEven(v)));
+            qs += qv;
             word |= (uint(qv) & 0xffu) << (8u * j);
         }
         if (l == 0u) {
@@ -261,17 +267,12 @@ void q8k_quads(uint base, uint o) {
         QOUT[o] = 0u;
     }
     QOUT[o + 1u + l] = word;
-    sq[l] = word;
+    sq[l] = qs;
     barrier();
     if (l < 8u) {
         // Sums of values 32l..32l+15 and 32l+16..32l+31.
-        int s0 = 0, s1 = 0;
-        for (uint k = 0u; k < 4u; k++) {
-            for (uint j = 0u; j < 4u; j++) {
-                s0 += bitfieldExtract(int(sq[8u * l + k]), int(8u * j), 8);
-                s1 += bitfieldExtract(int(sq[8u * l + 4u + k]), int(8u * j), 8);
-            }
-        }
+        const int s0 = sq[8u * l] + sq[8u * l + 1u] + sq[8u * l + 2u] + sq[8u * l + 3u];
+        const int s1 = sq[8u * l + 4u] + sq[8u * l + 5u] + sq[8u * l + 6u] + sq[8u * l + 7u];
         QOUT[o + 65u + l] = (uint(s0) & 0xffffu) | (uint(s1) << 16);
     }
     barrier();
