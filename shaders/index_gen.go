@@ -849,6 +849,21 @@ var spvMatvecGegluQ4K []byte
 //go:embed spv/matvec_qkv_q4_k.spv
 var spvMatvecQkvQ4K []byte
 
+//go:embed spv/matvec_add_q4_k_nqk.spv
+var spvMatvecAddQ4KNqk []byte
+
+//go:embed spv/matvec_nq_q4_k.spv
+var spvMatvecNqQ4K []byte
+
+//go:embed spv/matvec_qkv_nq_q4_k.spv
+var spvMatvecQkvNqQ4K []byte
+
+//go:embed spv/matvec_gateup_nq_q4_k.spv
+var spvMatvecGateupNqQ4K []byte
+
+//go:embed spv/matvec_gateup_nq_q4_k_q8_k.spv
+var spvMatvecGateupNqQ4KQ8K []byte
+
 //go:embed spv/matvec_gateup_q4_k_q8_k.spv
 var spvMatvecGateupQ4KQ8K []byte
 
@@ -903,6 +918,21 @@ var spvMatvecGegluQ5K []byte
 //go:embed spv/matvec_qkv_q5_k.spv
 var spvMatvecQkvQ5K []byte
 
+//go:embed spv/matvec_add_q5_k_nqk.spv
+var spvMatvecAddQ5KNqk []byte
+
+//go:embed spv/matvec_nq_q5_k.spv
+var spvMatvecNqQ5K []byte
+
+//go:embed spv/matvec_qkv_nq_q5_k.spv
+var spvMatvecQkvNqQ5K []byte
+
+//go:embed spv/matvec_gateup_nq_q5_k.spv
+var spvMatvecGateupNqQ5K []byte
+
+//go:embed spv/matvec_gateup_nq_q5_k_q8_k.spv
+var spvMatvecGateupNqQ5KQ8K []byte
+
 //go:embed spv/matvec_gateup_q5_k_q8_k.spv
 var spvMatvecGateupQ5KQ8K []byte
 
@@ -956,6 +986,21 @@ var spvMatvecGegluQ6K []byte
 
 //go:embed spv/matvec_qkv_q6_k.spv
 var spvMatvecQkvQ6K []byte
+
+//go:embed spv/matvec_add_q6_k_nqk.spv
+var spvMatvecAddQ6KNqk []byte
+
+//go:embed spv/matvec_nq_q6_k.spv
+var spvMatvecNqQ6K []byte
+
+//go:embed spv/matvec_qkv_nq_q6_k.spv
+var spvMatvecQkvNqQ6K []byte
+
+//go:embed spv/matvec_gateup_nq_q6_k.spv
+var spvMatvecGateupNqQ6K []byte
+
+//go:embed spv/matvec_gateup_nq_q6_k_q8_k.spv
+var spvMatvecGateupNqQ6KQ8K []byte
 
 //go:embed spv/matvec_gateup_q6_k_q8_k.spv
 var spvMatvecGateupQ6KQ8K []byte
@@ -3530,6 +3575,46 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
+	Bindings:  7,
+	Defines:   []string{"W_Q4_K", "ADD", "NORM_OUT", "NORM_K"},
+	Name:      "matvec_add_q4_k_nqk",
+	PushBytes: 36,
+	SPIRV:     spvMatvecAddQ4KNqk,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q4_K", "NORM_IN"},
+	Name:      "matvec_nq_q4_k",
+	PushBytes: 32,
+	SPIRV:     spvMatvecNqQ4K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q4_K", "QKV", "NORM_IN"},
+	Name:      "matvec_qkv_nq_q4_k",
+	PushBytes: 52,
+	SPIRV:     spvMatvecQkvNqQ4K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q4_K", "GATEUP", "NORM_IN"},
+	Name:      "matvec_gateup_nq_q4_k",
+	PushBytes: 32,
+	SPIRV:     spvMatvecGateupNqQ4K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"W_Q4_K", "GATEUP", "OUT_Q8_K", "NORM_IN"},
+	Name:      "matvec_gateup_nq_q4_k_q8_k",
+	PushBytes: 32,
+	SPIRV:     spvMatvecGateupNqQ4KQ8K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
 	Bindings:  6,
 	Defines:   []string{"W_Q4_K", "GATEUP", "OUT_Q8_K"},
 	Name:      "matvec_gateup_q4_k_q8_k",
@@ -3674,6 +3759,46 @@ var kernels = []Kernel{{
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {
+	Bindings:  7,
+	Defines:   []string{"W_Q5_K", "ADD", "NORM_OUT", "NORM_K"},
+	Name:      "matvec_add_q5_k_nqk",
+	PushBytes: 36,
+	SPIRV:     spvMatvecAddQ5KNqk,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q5_K", "NORM_IN"},
+	Name:      "matvec_nq_q5_k",
+	PushBytes: 32,
+	SPIRV:     spvMatvecNqQ5K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q5_K", "QKV", "NORM_IN"},
+	Name:      "matvec_qkv_nq_q5_k",
+	PushBytes: 52,
+	SPIRV:     spvMatvecQkvNqQ5K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q5_K", "GATEUP", "NORM_IN"},
+	Name:      "matvec_gateup_nq_q5_k",
+	PushBytes: 32,
+	SPIRV:     spvMatvecGateupNqQ5K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"W_Q5_K", "GATEUP", "OUT_Q8_K", "NORM_IN"},
+	Name:      "matvec_gateup_nq_q5_k_q8_k",
+	PushBytes: 32,
+	SPIRV:     spvMatvecGateupNqQ5KQ8K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
 	Bindings:  6,
 	Defines:   []string{"W_Q5_K", "GATEUP", "OUT_Q8_K"},
 	Name:      "matvec_gateup_q5_k_q8_k",
@@ -3815,6 +3940,46 @@ var kernels = []Kernel{{
 	Name:      "matvec_qkv_q6_k",
 	PushBytes: 48,
 	SPIRV:     spvMatvecQkvQ6K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  7,
+	Defines:   []string{"W_Q6_K", "ADD", "NORM_OUT", "NORM_K"},
+	Name:      "matvec_add_q6_k_nqk",
+	PushBytes: 36,
+	SPIRV:     spvMatvecAddQ6KNqk,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q6_K", "NORM_IN"},
+	Name:      "matvec_nq_q6_k",
+	PushBytes: 32,
+	SPIRV:     spvMatvecNqQ6K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  3,
+	Defines:   []string{"W_Q6_K", "QKV", "NORM_IN"},
+	Name:      "matvec_qkv_nq_q6_k",
+	PushBytes: 52,
+	SPIRV:     spvMatvecQkvNqQ6K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  4,
+	Defines:   []string{"W_Q6_K", "GATEUP", "NORM_IN"},
+	Name:      "matvec_gateup_nq_q6_k",
+	PushBytes: 32,
+	SPIRV:     spvMatvecGateupNqQ6K,
+	Source:    "matvec.comp",
+	Workgroup: 64,
+}, {
+	Bindings:  6,
+	Defines:   []string{"W_Q6_K", "GATEUP", "OUT_Q8_K", "NORM_IN"},
+	Name:      "matvec_gateup_nq_q6_k_q8_k",
+	PushBytes: 32,
+	SPIRV:     spvMatvecGateupNqQ6KQ8K,
 	Source:    "matvec.comp",
 	Workgroup: 64,
 }, {

@@ -140,17 +140,37 @@ layout(binding = 3) readonly buffer Ut { uint u[]; };
 // with one and two rows a workgroup share them. (A last tail per row
 // computing the factor once cost the producer 4 µs a dispatch on the
 // H200, twice the block tails alone: session 19.)
+// With NORM_K (readers taking Q8_K activations: the K-quants) the blocks
+// are Q8_K super-blocks of u (q8k_quads over the u staged in shared
+// memory: the first largest |u| sets the scale, kept as a float32 as
+// Q8_K stores it), written by the workgroup that finishes 256 rows last
+// (counting rows modulo 256); the sums after them are still one per 32
+// rows, so the readers' factor is the same code, each the sum in order of
+// 8 partial sums of 4 rows (in index order): 8 dependent additions in the
+// tail where 32 took longer (session 20).
+#ifdef NORM_K
+#define Q8K_QUADS
+#define QBLOCK 256u
+#define QWORDS 73u
+#define Q8K_SRC(i) su[i]
+shared float su[QBLOCK]; // the super-block's u = h·nw
+shared float hs[64];     // each invocation's Σh² of its 4 rows
+#else
 #define Q8_LANES
 #define QBLOCK 32u
 #define BW 9u
+#define QWORDS BW
 #define Q8_STORE_D(d) (d)
+#endif
 #define QOUT qa
 layout(binding = 4) writeonly buffer QA { uint qa[]; };
 layout(binding = 5) coherent buffer Cnt { uint cnt[]; };
 layout(binding = 6) readonly buffer NWt { float nw[]; };
 #include "quantize.glsl"
 shared bool tail;
+#ifndef NORM_K
 shared float hs[QBLOCK];
+#endif
 #endif
 
 #if defined(OUT_Q8_0) || defined(OUT_Q8_1) || defined(OUT_Q8_K)
@@ -249,6 +269,43 @@ uvec4 wquad(uint s, uint i) {
 #endif
 #include "kquant.glsl"
 
+#ifdef NORM_IN
+// Variant NORM_IN (a decode step, Q8_0 or Q8_K activations): the
+// activations are a folded RMSNormMul's, written by the matmul before as
+// blocks of h·nw with float32 scales followed by the Σh² of each 32
+// values (NORM_OUT); each block's scale times the norm's factor
+// 1/sqrt(Σh²/n + eps) (Q8_0: rounded to binary16, as quantize_q8_0
+// stores it; Q8_K keeps float32 scales) is the normalised block's.
+// norm_factor is that factor, the sums from word so: a row's lanes load
+// them together (a lane's sums l, l + LANES, … in order) and add them by
+// subgroups, then across the row's subgroups in order where a subgroup is
+// narrower than the row (on NVIDIA only rows of 64 lanes; a decode step's
+// QKV and gate·up take 32): every row of the dispatch gets the same
+// factor. These loads do not wait for the weights'. Every invocation
+// calls it (a barrier where subgroups are narrower than rows).
+float norm_factor(uint so, uint l, uint rsub) {
+    const uint nbx = pc.ncols / 32u;
+    precise float p = 0.0;
+    for (uint i = l; i < nbx; i += LANES) {
+        p += uintBitsToFloat(xq[so + i]);
+    }
+    p = subgroupAdd(p);
+    if (gl_SubgroupSize < LANES) { // uniform
+        const uint spr = LANES / gl_SubgroupSize;
+        if (subgroupElect()) {
+            nred[gl_SubgroupID] = p;
+        }
+        barrier();
+        p = nred[rsub * spr];
+        for (uint k = 1u; k < spr; k++) {
+            p += nred[rsub * spr + k];
+        }
+    }
+    precise const float sc = 1.0 / sqrt(p / float(pc.ncols) + pc.eps);
+    return sc;
+}
+#endif
+
 void main() {
     const uint row0 = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * ROWS;
     if (row0 >= pc.nrows) {
@@ -280,39 +337,7 @@ void main() {
 #if defined(Q8_0_ACT)
     const uint nb = live ? pc.ncols / 32u : 0u;
 #ifdef NORM_IN
-    // Variant NORM_IN (a decode step, Q8_0 activations): the activations
-    // are a folded RMSNormMul's, written by the matmul before as blocks of
-    // h·nw with float32 scales followed by each block's Σh² (NORM_OUT);
-    // each block's scale times the norm's factor 1/sqrt(Σh²/n + eps),
-    // rounded to binary16, is the normalised block's. A row's lanes load
-    // the blocks' sums together (a lane's blocks l, l + LANES, … in order)
-    // and add them by subgroups, then across the row's subgroups in order
-    // where a subgroup is narrower than the row (on NVIDIA only rows of 64
-    // lanes; a decode step's QKV and gate·up take 32): every row of the
-    // dispatch gets the same factor. These loads do not wait for the
-    // weights'.
-    float nscale;
-    {
-        const uint nbx = pc.ncols / 32u, so = pc.xoff + nbx * 9u;
-        precise float p = 0.0;
-        for (uint i = l; i < nbx; i += LANES) {
-            p += uintBitsToFloat(xq[so + i]);
-        }
-        p = subgroupAdd(p);
-        if (gl_SubgroupSize < LANES) { // uniform
-            const uint spr = LANES / gl_SubgroupSize;
-            if (subgroupElect()) {
-                nred[gl_SubgroupID] = p;
-            }
-            barrier();
-            p = nred[rsub * spr];
-            for (uint k = 1u; k < spr; k++) {
-                p += nred[rsub * spr + k];
-            }
-        }
-        precise const float sc = 1.0 / sqrt(p / float(pc.ncols) + pc.eps);
-        nscale = sc;
-    }
+    const float nscale = norm_factor(pc.xoff + (pc.ncols / 32u) * 9u, l, rsub);
 #define ACT_D(word) round_f16(uintBitsToFloat(word) * nscale) // binary16, as quantize_q8_0 stores it
 #else
 #define ACT_D(word) uintBitsToFloat(word)
@@ -423,6 +448,12 @@ void main() {
     }
 #elif defined(Q8_K_ACT)
     const uint nsb = pc.ncols / 256u;
+#ifdef NORM_IN
+    const float nscale = norm_factor(pc.xoff + nsb * 73u, l, rsub);
+#define ACT_DK(word) (uintBitsToFloat(word) * nscale) // Q8_K's float32 scale
+#else
+#define ACT_DK(word) uintBitsToFloat(word)
+#endif
 #if defined(W_Q4_K) && !defined(TWO_WEIGHTS)
     // One weight, rows of at most LANES chunk pairs: lane p takes pair p
     // (super-block p/4, chunks j = 2·(p%4) and j + 1, which share their
@@ -444,7 +475,7 @@ void main() {
             const int sc0 = int(sm.x & 0xffffu), mn0 = int(sm.x >> 16), sc1 = int(sm.y & 0xffffu), mn1 = int(sm.y >> 16);
             for (uint t = 0u; t < nt; t++) {
                 const uint ab = pc.xoff + ((t0 + t) * nsb + sb) * 73u;
-                const float dy = uintBitsToFloat(xq[ab]);
+                const float dy = ACT_DK(xq[ab]);
                 int is0 = 0, is1 = 0;
                 for (uint k = 0u; k < 8u; k++) {
                     is0 += sdot4(lo[k], xq[ab + 1u + 8u * j + k]); // levels 0..31: positive bytes
@@ -482,7 +513,7 @@ void main() {
 #endif
             for (uint t = 0u; t < nt; t++) {
                 const uint ab = pc.xoff + ((t0 + t) * nsb + sb) * 73u;
-                const float dy = uintBitsToFloat(xq[ab]);
+                const float dy = ACT_DK(xq[ab]);
                 int is0 = 0, is1 = 0;
                 for (uint k = 0u; k < 4u; k++) {
                     is0 += sdot4(wq[k], xq[ab + 1u + 8u * j + k]);
@@ -498,7 +529,7 @@ void main() {
             const int sc = int(sm & 0xffffu), mn = int(sm >> 16);
             for (uint t = 0u; t < nt; t++) {
                 const uint ab = pc.xoff + ((t0 + t) * nsb + sb) * 73u;
-                const float dy = uintBitsToFloat(xq[ab]);
+                const float dy = ACT_DK(xq[ab]);
                 int isum = 0;
                 for (uint k = 0u; k < 8u; k++) {
                     isum += sdot4(wq[k], xq[ab + 1u + 8u * j + k]); // levels 0..31: positive bytes
@@ -522,7 +553,7 @@ void main() {
 #endif
             for (uint t = 0u; t < nt; t++) {
                 const uint ab = pc.xoff + ((t0 + t) * nsb + sb) * 73u;
-                const float dy = uintBitsToFloat(xq[ab]);
+                const float dy = ACT_DK(xq[ab]);
                 int is0 = 0, is1 = 0;
                 for (uint k = 0u; k < 4u; k++) {
                     is0 += sdot4(wq[k], xq[ab + 1u + 8u * j + k]);
@@ -547,7 +578,7 @@ void main() {
             const int ls = kq_pair_scales(sm).x;
             for (uint t = 0u; t < nt; t++) {
                 const uint ab = pc.xoff + ((t0 + t) * nsb + sb) * 73u;
-                const float dy = uintBitsToFloat(xq[ab]);
+                const float dy = ACT_DK(xq[ab]);
                 int isum = 0;
                 for (uint k = 0u; k < 8u; k++) {
                     isum += sdot4(wq[k], xq[ab + 1u + 8u * j + k]);
@@ -563,7 +594,7 @@ void main() {
             const ivec2 sc = kq_pair_scales(sm);
             for (uint t = 0u; t < nt; t++) {
                 const uint ab = pc.xoff + ((t0 + t) * nsb + sb) * 73u;
-                const float dy = uintBitsToFloat(xq[ab]);
+                const float dy = ACT_DK(xq[ab]);
                 int is0 = 0, is1 = 0;
                 for (uint k = 0u; k < 4u; k++) {
                     is0 += sdot4(wq[k], xq[ab + 1u + 8u * j + k]);
@@ -677,7 +708,31 @@ void main() {
     barrier();
     if (tail) { // uniform: the whole workgroup
         memoryBarrierBuffer();
-#if defined(NORM_OUT)
+#if defined(NORM_OUT) && defined(NORM_K)
+        // 4 rows an invocation (WG is 64): u staged, each invocation's Σh²
+        // of its 4 in index order, then a block's (32 rows) as the sum of
+        // its 8 invocations' in order, by 8 invocations; the super-block.
+        const uint t = gl_LocalInvocationID.x, r0 = QBLOCK * blk;
+        precise float hh = 0.0;
+        for (uint j = 0u; j < 4u; j++) {
+            const uint i = 4u * t + j;
+            const bool here = r0 + i < pc.nrows;
+            const float h = here ? d[pc.doff + r0 + i] : 0.0;
+            hh += h * h;
+            su[i] = here ? h * nw[pc.nwoff + r0 + i] : 0.0;
+        }
+        hs[t] = hh;
+        barrier();
+        const uint so = pc.qoff + (pc.nrows / QBLOCK) * QWORDS; // the sums (per 32 rows) from word so
+        if (t < 8u) {
+            precise float ss = 0.0;
+            for (uint k = 0u; k < 8u; k++) {
+                ss += hs[8u * t + k];
+            }
+            qa[so + 8u * blk + t] = floatBitsToUint(ss);
+        }
+        q8k_quads(0u, pc.qoff + blk * QWORDS);
+#elif defined(NORM_OUT)
         const uint t = gl_LocalInvocationID.x;
         const bool live32 = t < 32u && 32u * blk + t < pc.nrows;
         const float h = live32 ? d[pc.doff + 32u * blk + t] : 0.0;

@@ -31,11 +31,26 @@ import (
 // tolerance plus the activations' quantization steps of ref.RMSNorm·w
 // then ref.MatMul. Rows of 17 blocks and of 64, odd rows, operands at odd
 // offsets, and a zero block (d = 0).
+//
+// The K-quants (Q4_K, Q5_K, Q6_K: Q8_K activations) take NORM_K: the
+// producer (matvec_add_T_nqk) writes per 256 rows the Q8_K super-block of
+// u (quant.QuantizeRow's bits, the scale a float32) and still the Σh² of
+// each 32 rows (8 partial sums of 4, normBlocksK); its readers scale each
+// super-block's float32 scale by the factor, not rounded. Rows of 3, 8
+// and 1 super-blocks, a zero super-block.
 func TestMatVecNorm(t *testing.T) {
 	e := newEnv(t)
 	const eps, xoff, nwoff, doff, roff, qoff, aoff = 1e-5, 5, 3, 3, 7, 2, 4
-	for _, wt := range []gguf.TensorType{gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ5_0} {
-		for _, c := range []struct{ rows, cols int }{{544, 96}, {2048, 2048}, {96, 544}} {
+	for _, wt := range []gguf.TensorType{gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ5_K} {
+		cases := []struct{ rows, cols int }{{544, 96}, {2048, 2048}, {96, 544}}
+		// Blocks: the norm's activations' (Q8_0: 32 values, 9 words; Q8_K:
+		// 256 values, 73 words); out: the producer's suffix.
+		bv, bw, out := 32, 9, "_nq"
+		if kQuant(wt) {
+			cases = []struct{ rows, cols int }{{768, 256}, {2048, 2048}, {256, 768}}
+			bv, bw, out = 256, 73, "_nqk"
+		}
+		for _, c := range cases {
 			specs := []string{"#1"}
 			if e.twoRows() {
 				specs = append(specs, "#1,2")
@@ -60,15 +75,18 @@ func TestMatVecNorm(t *testing.T) {
 				if n >= 64 {
 					clear(nw[32:64])
 				}
+				if kQuant(wt) && n >= 512 {
+					clear(nw[256:512]) // a zero super-block
+				}
 				nwb := e.place(nwoff, nw)
 				groups := e.rows((n + per - 1) / per)
 				d1, d2 := e.out(doff+n+4), e.out(doff+n+4)
 				e.run("matvec_add_"+typeName(wt)+spec, groups, pushWords(c.cols, n, 1, xo, doff, roff, n), wb, xb, d1, rb)
-				nb := n / 32
-				words := nb*9 + nb
+				nb, ns := n/bv, n/32 // blocks, sums
+				words := nb*bw + ns
 				qb, cnt := e.out(qoff+words), e.words(make([]uint32, nb), 0)
 				// the producer's own activations in the same buffer as its output blocks, as in a decode step
-				e.run("matvec_add_"+typeName(wt)+"_nq"+spec, groups, pushWords(c.cols, n, 1, xo, doff, roff, n, qoff, nwoff), wb, xb, d2, rb, qb, cnt, nwb)
+				e.run("matvec_add_"+typeName(wt)+out+spec, groups, pushWords(c.cols, n, 1, xo, doff, roff, n, qoff, nwoff), wb, xb, d2, rb, qb, cnt, nwb)
 				// The values are matvec_add's up to the products' contraction
 				// (NVIDIA's compiler fuses them differently in other variants).
 				h, h1 := e.readAt(d2, doff, n), e.readAt(d1, doff, n)
@@ -77,9 +95,12 @@ func TestMatVecNorm(t *testing.T) {
 				}
 				blocks := f32Bits(e.readAt(qb, qoff, words))
 				want := normBlocks(h, nw)
+				if kQuant(wt) {
+					want = normBlocksK(h, nw)
+				}
 				require.Equal(t, want, blocks, "matvec_add_nq %s: the norm's blocks", label)
 				// Again: the counters are back where they started.
-				e.run("matvec_add_"+typeName(wt)+"_nq"+spec, groups, pushWords(c.cols, n, 1, xo, doff, roff, n, qoff, nwoff), wb, xb, d2, rb, qb, cnt, nwb)
+				e.run("matvec_add_"+typeName(wt)+out+spec, groups, pushWords(c.cols, n, 1, xo, doff, roff, n, qoff, nwoff), wb, xb, d2, rb, qb, cnt, nwb)
 				require.Equal(t, blocks, f32Bits(e.readAt(qb, qoff, words)), "matvec_add_nq %s: the norm's blocks, second run", label)
 
 				// The readers: rows of the norm's n values. The factor from the
@@ -88,8 +109,8 @@ func TestMatVecNorm(t *testing.T) {
 				// of the seven float32 values around it, and the reader must
 				// match one of them on every row.
 				var ss float64
-				for b := range nb {
-					ss += float64(math.Float32frombits(want[nb*9+b]))
+				for b := range ns {
+					ss += float64(math.Float32frombits(want[nb*bw+b]))
 				}
 				scale0 := float32(1 / math.Sqrt(ss/float64(n)+eps))
 				xn := make([]float32, n)
@@ -118,9 +139,13 @@ func TestMatVecNorm(t *testing.T) {
 				var near []float32
 				for k := -3; k <= 3 && sb == nil; k++ {
 					scale := math.Float32frombits(uint32(int32(math.Float32bits(scale0)) + int32(k)))
-					scaled := append([]uint32(nil), blocks[:nb*9]...)
+					scaled := append([]uint32(nil), blocks[:nb*bw]...)
 					for b := range nb {
-						scaled[9*b] = math.Float32bits(quant.FP16ToFP32(quant.FP32ToFP16(math.Float32frombits(scaled[9*b]) * scale)))
+						d := math.Float32frombits(scaled[bw*b]) * scale
+						if !kQuant(wt) {
+							d = quant.FP16ToFP32(quant.FP32ToFP16(d))
+						}
+						scaled[bw*b] = math.Float32bits(d)
 					}
 					b := e.words(scaled, aoff)
 					e.run("matvec_"+typeName(wt)+spec, g, pushWords(n, rows, 1, aoff, doff, 0, rows), ag, b, o1)
@@ -205,6 +230,39 @@ func normBlocks(h, w []float32) []uint32 {
 			out[9*b+1+k] = word
 		}
 		out[nb*9+b] = math.Float32bits(ss)
+	}
+	return out
+}
+
+// normBlocksK is matvec_add_T_nqk's output for rows h and norm weight w:
+// per 256 values, u = h·w as the Q8_K super-block quant.QuantizeRow
+// writes (the first largest |u| sets the scale), then the Σh² of every 32
+// values: the sum in order of 8 partial sums of 4 values in index order.
+func normBlocksK(h, w []float32) []uint32 {
+	nb, ns := len(h)/256, len(h)/32
+	out := make([]uint32, nb*73+ns)
+	u := make([]float32, 256)
+	blk := make([]byte, 292)
+	for b := range nb {
+		for j := range 256 {
+			u[j] = float32(h[256*b+j] * w[256*b+j])
+		}
+		quant.QuantizeRow(gguf.TypeQ8_K, u, blk)
+		for k := range 73 {
+			out[73*b+k] = uint32(blk[4*k]) | uint32(blk[4*k+1])<<8 | uint32(blk[4*k+2])<<16 | uint32(blk[4*k+3])<<24
+		}
+	}
+	for b := range ns {
+		var ss float32
+		for k := range 8 { // 8 partial sums of 4 rows, each in index order
+			var p float32
+			for j := range 4 {
+				i := 32*b + 4*k + j
+				p += float32(h[i] * h[i])
+			}
+			ss += p
+		}
+		out[nb*73+b] = math.Float32bits(ss)
 	}
 	return out
 }

@@ -736,20 +736,24 @@ func fusedNormQuant(g *graph.Graph, order []int, here func(int) bool) map[int]st
 	return out
 }
 
-// normFoldTypes are the weight types with matvec.comp's NORM_OUT and
-// NORM_IN variants (Q8_0 activations).
-var normFoldTypes = []graph.DType{gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ5_0}
+// normFoldOut names, per kind of activations a folded norm writes, the
+// suffix of its producer's matvec.comp NORM_OUT variant
+// (matvec_add_T_nq: Q8_0 blocks; _nqk: Q8_K super-blocks, NORM_K).
+var normFoldOut = map[string]string{"q8_0": "_nq", "q8_k": "_nqk"}
 
 // foldNorms finds the RMSNormMul nodes whose decode-step dispatch the
 // matvecs around them do (matvec.comp NORM_OUT, NORM_IN): the norm, over
-// whole rows of blocks of 32, writes Q8_0 activations (normQuant) for one
-// reader, a MatMul, a packed MatMulQKV or a MatMulGateUpSwiGLU writing
-// no activations or Q8_0 ones for its down; its input is a MatMulAdd's
-// (the residual stream); all of these take Q8_0 activations, and the
-// three run one after another. The MatMulAdd's last workgroup of each 32
-// rows then writes the block of h·w as Q8_0 and its Σh², and the reader
-// scales the blocks by the norm's factor: a decode step saves the norm's
-// dispatch and barrier (about 5 µs; session 19, docs/benchmarks-vulkan.md).
+// whole rows of blocks of 32 (Q8_0) or super-blocks of 256 (Q8_K),
+// writes those activations (normQuant) for one reader, a MatMul, a
+// MatMulQKV (packed or not) or a MatMulGateUpSwiGLU writing no
+// activations or its down's of a kind it has a NORM_IN variant for; its
+// input is a MatMulAdd's (the residual stream); every weight of the
+// producer has a NORM_OUT variant writing that kind, every reader weight
+// a NORM_IN variant, and the three run one after another. The
+// MatMulAdd's last workgroup of each block then writes the block of h·w
+// and the Σh² of each 32 rows, and the reader scales the blocks by the
+// norm's factor: a decode step saves the norm's dispatch and barrier
+// (about 5 µs; sessions 19 and 20, docs/benchmarks-vulkan.md).
 func (e *Executable) foldNorms() {
 	e.normFold = map[int]int{}
 	if testNoFusion || testNoNormFold || e.placed {
@@ -771,41 +775,51 @@ func (e *Executable) foldNorms() {
 		}
 		return -1
 	}
-	types := func(n *graph.Node) bool {
+	// has: every weight of n has kernel prefix+T+suffix.
+	has := func(n *graph.Node, prefix, suffix string) bool {
 		for _, w := range ops.MatMulWeights(n) {
-			if !slices.Contains(normFoldTypes, g.Nodes[w].Type.DType) {
+			if _, err := shaders.Lookup(prefix + weightKernel[g.Nodes[w].Type.DType] + suffix); err != nil {
 				return false
 			}
 		}
 		return len(ops.MatMulWeights(n)) > 0
 	}
-	folded := 0 // the width of the norms folded (one counter region)
+	folded := map[string]int{} // per kind, the width of the norms folded (one counter region)
 	for _, id := range e.order {
 		kind := e.normQuant[id]
 		n := g.Nodes[id]
 		width := int(n.Type.Shape.Inner().N)
-		if n.Op != ops.RMSNormMul || kind != "q8_0" || ops.NormGroup(n.Attrs, width) != width || width%32 != 0 || len(users[id]) != 1 || folded != 0 && width != folded {
+		block := map[string]int{"q8_0": 32, "q8_k": 256}[kind]
+		if n.Op != ops.RMSNormMul || block == 0 || ops.NormGroup(n.Attrs, width) != width || width%block != 0 || len(users[id]) != 1 || folded[kind] != 0 && width != folded[kind] {
 			continue
 		}
 		p, u := g.Nodes[n.Inputs[0]], g.Nodes[users[id][0]]
-		if p.Op != ops.MatMulAdd || !types(p) || !e.vals[p.ID].active || e.vals[p.ID].import_ || next(p.ID) != id || next(id) != u.ID || !types(u) {
+		if p.Op != ops.MatMulAdd || !has(p, "matvec_add_", normFoldOut[kind]) || !e.vals[p.ID].active || e.vals[p.ID].import_ || next(p.ID) != id || next(id) != u.ID {
 			continue
 		}
 		switch u.Op {
 		case ops.MatMul:
+			if !has(u, "matvec_nq_", "") {
+				continue
+			}
 		case ops.MatMulQKV:
-			if e.packs[u.ID] == nil {
+			// Packed: one matvec_qkv_nq_T; else one matvec_nq_T a part.
+			if e.packs[u.ID] != nil && !has(u, "matvec_qkv_nq_", "") || e.packs[u.ID] == nil && !has(u, "matvec_nq_", "") {
 				continue
 			}
 		case ops.MatMulGateUpSwiGLU:
-			if k := e.normQuant[u.ID]; k != "" && k != "q8_0" {
+			suffix := ""
+			if k := e.normQuant[u.ID]; k != "" {
+				suffix = "_" + k
+			}
+			if !has(u, "matvec_gateup_nq_", suffix) {
 				continue
 			}
 		default:
 			continue
 		}
 		e.normFold[p.ID] = id
-		folded = width
+		folded[kind] = width
 	}
 }
 
@@ -827,7 +841,11 @@ func (e *Executable) tailCounters() (words [tailKinds]int64) {
 		}
 	}
 	for _, id := range e.normFold {
-		words[tailNorm] = max(words[tailNorm], e.g.Nodes[id].Type.Shape.Inner().N/32)
+		if n := e.g.Nodes[id]; e.normQuant[id] == "q8_k" {
+			words[tailNormK] = max(words[tailNormK], n.Type.Shape.Inner().N/256)
+		} else {
+			words[tailNorm] = max(words[tailNorm], n.Type.Shape.Inner().N/32)
+		}
 	}
 	return words
 }
@@ -839,6 +857,7 @@ const (
 	tailGateUpK          // gate·up, Q8_K super-blocks of 256 rows
 	tailAttention        // attention, Q8_K super-blocks of 256/hd heads
 	tailNorm             // a folded norm's producer, Q8_0 blocks of 32 rows (counting rows)
+	tailNormK            // a folded norm's producer, Q8_K super-blocks of 256 rows (counting rows)
 	tailKinds
 )
 

@@ -26,16 +26,24 @@ import (
 // gate·up's 20 blocks end 52 words into their last 64-word line, so the
 // down's activations its tail writes would fall on the blocks' Σh² if
 // they were not counted (other workgroups still read those).
+//
+// Q4_K_M (Q8_K activations: the producers write Q8_K super-blocks) with
+// rows of 768: its last layer's V and FFN down are Q6_K (its QKV three
+// matvecs, each scaling the blocks; the FFN down a Q6_K producer).
 func TestFoldedNorms(t *testing.T) {
 	d := vulkantest.Open(t)
 	vocab := storiesVocab(t)
 	const layers = 3
-	for _, typ := range []string{"q4_0", "q8_0", "q5_0"} {
+	for _, typ := range []string{"q4_0", "q8_0", "q5_0", "q4_k_m"} {
 		t.Run(typ, func(t *testing.T) {
 			shape := synth.Shape{Dim: 640, FFN: 1792, Layers: layers, Heads: 10, KVHeads: 2, Vocab: 512, Ctx: 64}
+			if typ == "q4_k_m" {
+				shape.Dim, shape.Heads, shape.KVHeads = 768, 12, 4
+			}
+			const folds = 2*layers - 1
 			g, f := synthFor(t, vocab, typ, shape, 11)
 			folded := load(t, d, g, f, 64)
-			assert.Equal(t, 2*layers-1, vulkan.FoldedNorms(folded), "folded norms")
+			assert.Equal(t, folds, vulkan.FoldedNorms(folded), "folded norms")
 			restore := vulkan.DisableNormFold()
 			plain := load(t, d, g, f, 64)
 			restore()
@@ -66,8 +74,8 @@ func TestFoldedNorms(t *testing.T) {
 			df, bf := vulkan.StepCounts(sf, 1, 1)
 			dp, bp := vulkan.StepCounts(sp, 1, 1)
 			t.Logf("decode step: %d dispatches, %d barriers (norms apart: %d, %d)", df, bf, dp, bp)
-			assert.Equal(t, dp-(2*layers-1), df, "dispatches")
-			assert.Equal(t, bp-(2*layers-1), bf, "barriers")
+			assert.Equal(t, dp-folds, df, "dispatches")
+			assert.Equal(t, bp-folds, bf, "barriers")
 		})
 	}
 }

@@ -1059,7 +1059,8 @@ func (r *recorder) gateUpTail(n *graph.Node, g, u *value, spec string, groups fu
 // normOut returns the recording of a decode step's MatMulAdd v (weight
 // w) that also writes its folded norm's blocks (foldNorms; matvec.comp
 // NORM_OUT: the last workgroup of each 32 rows writes their block of h·w
-// as Q8_0 and their Σh²) into the scratch beside v's own activations
+// as Q8_0, or with NORM_K of each 256 rows their Q8_K super-block, and
+// the Σh² of each 32 rows) into the scratch beside v's own activations
 // (which its other workgroups are still reading), or nil where that does
 // not apply: no folded norm reads v, not a decode matvec, weights in
 // chunks, no room. The norm then records nothing and its reader takes
@@ -1071,17 +1072,22 @@ func (r *recorder) normOut(v, w *value, spec string, groups func(int) [3]uint32,
 		return nil
 	}
 	rows := int(w.n.Type.Shape[0].N)
-	own := actWords("q8_0", int64(cols))
+	kind := e.normQuant[norm] // the blocks': Q8_0, or Q8_K super-blocks (NORM_K)
+	own := actWords(actKind(w.n.Type.DType), int64(cols))
 	off := (r.scratchOff + uint32(own) + 63) &^ 63 // words, past v's own activations
-	if int64(off)+int64(rows/32*10) > e.q8Words {
+	if int64(off)+actWords(kind, int64(rows))+int64(rows/32) > e.q8Words {
 		return nil
+	}
+	region := r.s.tailOff[tailNorm]
+	if kind == "q8_k" {
+		region = r.s.tailOff[tailNormK]
 	}
 	nn := e.g.Nodes[norm]
 	nw, nwoff := r.operand(nn.Inputs[1])
 	return func() error {
 		push := []uint32{uint32(cols), uint32(rows), 1, r.scratchOff, doff, roff, uint32(rows), off, nwoff}
-		bufs := []Range{weightRange(w, 0), Whole(r.s.scratch), dst, res, Whole(r.s.scratch), {Buf: r.s.tails, Offset: r.s.tailOff[tailNorm]}, nw}
-		if err := r.dispatch("matvec_add_"+weightKernel[w.n.Type.DType]+"_nq"+spec, groups(rows), push, bufs...); err != nil {
+		bufs := []Range{weightRange(w, 0), Whole(r.s.scratch), dst, res, Whole(r.s.scratch), {Buf: r.s.tails, Offset: region}, nw}
+		if err := r.dispatch("matvec_add_"+weightKernel[w.n.Type.DType]+normFoldOut[kind]+spec, groups(rows), push, bufs...); err != nil {
 			return err
 		}
 		r.pendingNorm, r.pendingOff = norm, off

@@ -202,6 +202,18 @@ func init() {
 				variant{"matvec_gateup_nq_" + w.name + "_q8_0", "matvec.comp", []string{w.define, "GATEUP", "OUT_Q8_0", "NORM_IN"}, 6, 32, 64},
 			)
 		}
+		if w.name == "q4_k" || w.name == "q5_k" || w.name == "q6_k" {
+			// The same for readers of Q8_K activations (the K-quant
+			// mixes): the residual's matmul writes Q8_K super-blocks of
+			// the norm's h·w (NORM_K), whatever its own weight type.
+			variants = append(variants,
+				variant{"matvec_add_" + w.name + "_nqk", "matvec.comp", []string{w.define, "ADD", "NORM_OUT", "NORM_K"}, 7, 36, 64},
+				variant{"matvec_nq_" + w.name, "matvec.comp", []string{w.define, "NORM_IN"}, 3, 32, 64},
+				variant{"matvec_qkv_nq_" + w.name, "matvec.comp", []string{w.define, "QKV", "NORM_IN"}, 3, 52, 64},
+				variant{"matvec_gateup_nq_" + w.name, "matvec.comp", []string{w.define, "GATEUP", "NORM_IN"}, 4, 32, 64},
+				variant{"matvec_gateup_nq_" + w.name + "_q8_k", "matvec.comp", []string{w.define, "GATEUP", "OUT_Q8_K", "NORM_IN"}, 6, 32, 64},
+			)
+		}
 		acts := []string{"q8_0", "q8_1"} // the legacy block types' files
 		if w.tiled && !w.rowMatmul {
 			acts = []string{"q8_k"} // the K-quants' (and IQ4_XS's)
