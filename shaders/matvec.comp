@@ -141,20 +141,19 @@ layout(binding = 3) readonly buffer Ut { uint u[]; };
 // computing the factor once cost the producer 4 µs a dispatch on the
 // H200, twice the block tails alone: session 19.)
 // With NORM_K (readers taking Q8_K activations: the K-quants) the blocks
-// are Q8_K super-blocks of u (q8k_quads over the u staged in shared
-// memory: the first largest |u| sets the scale, kept as a float32 as
-// Q8_K stores it), written by the workgroup that finishes 256 rows last
-// (counting rows modulo 256); the sums after them are still one per 32
-// rows, so the readers' factor is the same code, each the sum in order of
-// 8 partial sums of 4 rows (in index order): 8 dependent additions in the
-// tail where 32 took longer (session 20).
+// are Q8_K super-blocks of u (q8k_quads over each invocation's 4 values
+// of u in registers: the first largest |u| sets the scale, kept as a
+// float32 as Q8_K stores it), written by the workgroup that finishes 256
+// rows last (counting rows modulo 256); the sums after them are still one
+// per 32 rows, so the readers' factor is the same code, each the sum in
+// order of 8 partial sums of 4 rows (in index order): 8 dependent
+// additions in the tail where 32 took longer (session 20), after
+// q8k_quads, whose barriers make the partial sums visible.
 #ifdef NORM_K
 #define Q8K_QUADS
 #define QBLOCK 256u
 #define QWORDS 73u
-#define Q8K_SRC(i) su[i]
-shared float su[QBLOCK]; // the super-block's u = h·nw
-shared float hs[64];     // each invocation's Σh² of its 4 rows
+shared float hs[64]; // each invocation's Σh² of its 4 rows
 #else
 #define Q8_LANES
 #define QBLOCK 32u
@@ -188,7 +187,6 @@ shared float hs[QBLOCK];
 #define QOUT qa
 #if defined(OUT_Q8_K)
 #define Q8K_QUADS
-#define Q8K_SRC(i) d[i]
 #define QBLOCK 256u // rows a quantized block
 #define QWORDS 73u  // its words
 #else
@@ -709,20 +707,22 @@ void main() {
     if (tail) { // uniform: the whole workgroup
         memoryBarrierBuffer();
 #if defined(NORM_OUT) && defined(NORM_K)
-        // 4 rows an invocation (WG is 64): u staged, each invocation's Σh²
-        // of its 4 in index order, then a block's (32 rows) as the sum of
-        // its 8 invocations' in order, by 8 invocations; the super-block.
+        // 4 rows an invocation (WG is 64): its u in registers and its Σh²
+        // of the 4 in index order; the super-block; then a block's (32
+        // rows) Σh² as the sum of its 8 invocations' in order, by 8
+        // invocations.
         const uint t = gl_LocalInvocationID.x, r0 = QBLOCK * blk;
         precise float hh = 0.0;
+        vec4 uv;
         for (uint j = 0u; j < 4u; j++) {
             const uint i = 4u * t + j;
             const bool here = r0 + i < pc.nrows;
             const float h = here ? d[pc.doff + r0 + i] : 0.0;
             hh += h * h;
-            su[i] = here ? h * nw[pc.nwoff + r0 + i] : 0.0;
+            uv[j] = here ? h * nw[pc.nwoff + r0 + i] : 0.0;
         }
         hs[t] = hh;
-        barrier();
+        q8k_quads(uv, pc.qoff + blk * QWORDS); // its barriers publish hs
         const uint so = pc.qoff + (pc.nrows / QBLOCK) * QWORDS; // the sums (per 32 rows) from word so
         if (t < 8u) {
             precise float ss = 0.0;
@@ -731,7 +731,6 @@ void main() {
             }
             qa[so + 8u * blk + t] = floatBitsToUint(ss);
         }
-        q8k_quads(0u, pc.qoff + blk * QWORDS);
 #elif defined(NORM_OUT)
         const uint t = gl_LocalInvocationID.x;
         const bool live32 = t < 32u && 32u * blk + t < pc.nrows;
@@ -749,7 +748,8 @@ void main() {
             qa[so + blk] = floatBitsToUint(ss);
         }
 #elif defined(OUT_Q8_K)
-        q8k_quads(pc.doff + QBLOCK * blk, pc.eoff + blk * QWORDS);
+        const uint b = pc.doff + QBLOCK * blk + 4u * gl_LocalInvocationID.x;
+        q8k_quads(vec4(d[b], d[b + 1u], d[b + 2u], d[b + 3u]), pc.eoff + blk * QWORDS);
 #else
         const uint t = gl_LocalInvocationID.x;
         const bool live32 = t < 32u && 32u * blk + t < pc.nrows;

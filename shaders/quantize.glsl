@@ -207,55 +207,60 @@ void q8k_lanes(float v, bool live, uint t, uint o) {
 #endif
 
 #ifdef Q8K_QUADS
-// q8k_quads quantizes the 256 values from element base of Q8K_SRC (the
-// includer's source, Q8K_SRC(i)) into the Q8_K super-block at word o, as
-// quant.QuantizeRow does, in a workgroup of 64 invocations (WG must be
-// 64), 4 values each: the first index of the largest |value| (ties to
-// the lower index) by subgroup operations within each subgroup (its
-// largest, then the least index holding it) and across the subgroups in
+// q8k_quads quantizes a super-block of 256 values, xv (invocation l's
+// values 4l … 4l+3, in registers: the caller loads or computes them once),
+// into the Q8_K super-block at word o, as quant.QuantizeRow does, in a
+// workgroup of 64 invocations (WG must be 64): the first index of the
+// largest |value| (ties to the lower index) by subgroup operations within
+// each subgroup (its largest, then the least index holding it, whose
+// invocation passes on its signed value) and across the subgroups in
 // order through shared memory, then the iscale, int8 and d from that
 // value, and per 16 values the int16 sum of four invocations' exact sums.
-// Two barriers where the shared-memory tree took eight. Every invocation
-// must call it (barriers); it ends with one. Needs
+// Two barriers where the shared-memory tree took eight; the values are
+// read once (session 20 read them twice from their source). Every
+// invocation must call it (barriers); it ends with one. Needs
 // GL_KHR_shader_subgroup_arithmetic.
 shared float samax[64];
-shared uint sidx[64];
+shared float sval[64];
 shared int sq[64];
-void q8k_quads(uint base, uint o) {
+void q8k_quads(vec4 xv, uint o) {
     const uint l = gl_LocalInvocationID.x;
-    // The first index of the largest |x| among this invocation's 4,
-    // then within its subgroup, then across the subgroups in order.
-    float am = 0.0;
+    // The first index of the largest |value| among this invocation's 4 (and
+    // its signed value), then within its subgroup, then across the
+    // subgroups in order.
+    float am = 0.0, av = 0.0;
     uint ai = 0xffffffffu;
     for (uint j = 0u; j < 4u; j++) {
-        const float a = abs(Q8K_SRC(base + 4u * l + j));
+        const float a = abs(xv[j]);
         if (am < a) {
             am = a;
             ai = 4u * l + j;
+            av = xv[j];
         }
     }
     const float sm = subgroupMax(am);
     const uint si = subgroupMin(am == sm ? ai : 0xffffffffu);
     if (subgroupElect()) {
         samax[gl_SubgroupID] = sm;
-        sidx[gl_SubgroupID] = si;
+    }
+    if (ai == si && si != 0xffffffffu) { // one invocation: indices are distinct
+        sval[gl_SubgroupID] = av;
     }
     barrier();
-    float amax = samax[0];
-    uint mi = sidx[0];
+    float amax = samax[0], mv = sval[0]; // sval[k] written where samax[k] > 0
     for (uint k = 1u; k < gl_NumSubgroups; k++) {
         const float b = samax[k];
         if (b > amax) { // a later subgroup's indices are higher: strictly larger only
             amax = b;
-            mi = sidx[k];
+            mv = sval[k];
         }
     }
     uint word = 0u;
     int qs = 0; // the exact sum of this invocation's 4 levels
     if (amax != 0.0) {
-        const float iscale = div_rn(-127.0, Q8K_SRC(base + mi));
+        const float iscale = div_rn(-127.0, mv);
         for (uint j = 0u; j < 4u; j++) {
-            precise float v = iscale * Q8K_SRC(base + 4u * l + j);
+            precise float v = iscale * xv[j];
             const int qv = min(127, int(roundEven(v)));
             qs += qv;
             word |= (uint(qv) & 0xffu) << (8u * j);

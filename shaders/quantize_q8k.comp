@@ -45,13 +45,13 @@ void main() {
 }
 #else
 #define Q8K_QUADS
-#define Q8K_SRC(i) x[i]
 #include "quantize.glsl"
 
 void main() {
     const uint nb = pc.ncols / 256u;
     for (uint i = gl_WorkGroupID.x; i < nb * pc.ntok; i += gl_NumWorkGroups.x) {
-        q8k_quads(pc.xoff + (i / nb) * pc.ncols + (i % nb) * 256u, pc.qoff + i * 73u);
+        const uint b = pc.xoff + (i / nb) * pc.ncols + (i % nb) * 256u + 4u * gl_LocalInvocationID.x;
+        q8k_quads(vec4(x[b], x[b + 1u], x[b + 2u], x[b + 3u]), pc.qoff + i * 73u);
     }
 }
 #endif
