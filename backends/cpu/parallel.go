@@ -30,18 +30,16 @@ func parallelFor(n, threads, grain int, j job) {
 	split(n, threads, min(threads, (n+grain-1)/grain), false, j)
 }
 
-// tilesPerThread is how many chunks parallelTiles deals per thread.
-// Chunks claimed in order let a thread that started late take less, and
-// keep both threads streaming neighbouring weights (a read microbenchmark
-// streamed up to ~20% faster so than with one half each; in decode the
-// gain is within this VM's noise).
-const tilesPerThread = 4
-
 // parallelTiles is parallelFor for long runs of similar items (matmul
-// tiles): it splits [0, n) into up to tilesPerThread chunks per thread,
-// and worker is the running thread's index (< threads), not the chunk's.
+// tiles): every tile is its own chunk, claimed in order, and worker is the
+// running thread's index (< threads), not the chunk's. Single tiles keep
+// both threads streaming neighbouring weights until the last tile and let
+// a thread that started late take less: F16 decode (TinyLlama, 2 threads)
+// went 9.0 -> 10.9 tok/s against four chunks a thread (medians of three
+// alternating rounds), the quantized types +2-4% (decisions.md, "Matmul
+// tiles one at a time").
 func parallelTiles(n, threads int, j job) {
-	split(n, threads, min(n, threads*tilesPerThread), true, j)
+	split(n, threads, n, true, j)
 }
 
 func split(n, threads, chunks int, bySlot bool, j job) {
