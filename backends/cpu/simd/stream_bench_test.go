@@ -3,6 +3,7 @@ package simd
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/weft-ml/weft/gguf"
@@ -43,7 +44,7 @@ func BenchmarkDecodeStream(b *testing.B) {
 					case "decode":
 						f = DecodeRows(typ)
 					}
-					streamHalves(b, len(w), rows, tile, func(r0 int) {
+					streamTiles(b, len(w), rows, tile, func(r0 int) {
 						f(n, w[r0*int(rb):], int(rb), tile, a, dst[r0:r0+tile])
 					})
 				})
@@ -76,7 +77,7 @@ func BenchmarkPackedDecodeStream(b *testing.B) {
 			PackActRow(typ, quantized(b, r, quant.VecDotType(typ), n), n, 0, 1, act)
 			dst := make([]float32, rows)
 			f := PackedGemm(typ)
-			streamHalves(b, len(w), rows, tile, func(r0 int) {
+			streamTiles(b, len(w), rows, tile, func(r0 int) {
 				f(n, p[PackedRowOffset(typ, r0, n):], tile, act, 1, dst[r0:r0+tile], tile)
 			})
 		})
@@ -94,15 +95,21 @@ func hugeBuffer(b *testing.B, size int) []byte {
 	return buf
 }
 
-// streamHalves times tiles of rows rows split over two goroutines, one
-// half each, as a decode GEMV; bytes is what one pass streams.
-func streamHalves(b *testing.B, bytes, rows, tile int, tileAt func(r0 int)) {
+// streamTiles times the tiles of rows rows claimed in order by two
+// goroutines, one tile at a time, as the backend deals a decode GEMV's
+// tiles; bytes is what one pass streams.
+func streamTiles(b *testing.B, bytes, rows, tile int, tileAt func(r0 int)) {
 	b.SetBytes(int64(bytes))
 	for b.Loop() {
 		var wg sync.WaitGroup
-		for h := range 2 {
+		var next atomic.Int64
+		for range 2 {
 			wg.Go(func() {
-				for r0 := h * rows / 2; r0 < (h+1)*rows/2; r0 += tile {
+				for {
+					r0 := int(next.Add(int64(tile))) - tile
+					if r0 >= rows {
+						return
+					}
 					tileAt(r0)
 				}
 			})
