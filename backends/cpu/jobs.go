@@ -9,16 +9,18 @@ import (
 // time, so each kernel fills in its job and hands it to parallelFor
 // without allocating.
 type jobs struct {
-	quant  quantJob
-	pack   packJob
-	tiles  tilesJob
-	qkv    qkvJob
-	gateUp gateUpJob
-	norm   normJob
-	add    addJob
-	bias   biasJob
-	attn   attnJob
-	store  storeJob
+	quant     quantJob
+	pack      packJob
+	tiles     tilesJob
+	qkv       qkvJob
+	gateUp    gateUpJob
+	norm      normJob
+	add       addJob
+	bias      biasJob
+	attn      attnJob
+	store     storeJob
+	rope      ropeJob
+	ropeTable ropeTableJob
 }
 
 // quantJob converts activation rows to a weight's dot-product type.

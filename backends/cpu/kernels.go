@@ -134,23 +134,6 @@ func runMatMul(s *State, v *value) error {
 	return nil
 }
 
-func runRoPE(s *State, v *value) error {
-	a := v.node.Attrs
-	var factors []float32
-	if len(v.node.Inputs) == 3 {
-		factors = s.f32(s.input(v, 2))
-	}
-	r := ops.RoPEOf(a, factors)
-	dst := s.f32(v)
-	copy(dst, s.f32(s.input(v, 0)))
-	pos := s.ints[v.node.Inputs[1]]
-	heads, hd := a.Int("heads"), a.Int("head_dim")
-	for t := range pos {
-		r.Apply(dst[t*v.width:(t+1)*v.width], heads, hd, pos[t])
-	}
-	return nil
-}
-
 // runAttention appends the batch's K and V to its sequences' caches,
 // then attends (see attnJob.attend).
 func runAttention(s *State, v *value) error {

@@ -35,6 +35,7 @@ type State struct {
 	tileBufs    [][]float32        // per-thread matmul tile scratch
 	jobs        jobs               // reusable parallel work descriptions
 	parts       [][]matmulPart     // per node: its matmul parts, reused
+	ropes       []ropeTables       // RoPE's angles of the bound positions (rope.go)
 	broken      error              // set when a Run failed midway: every later Run returns it
 	x           *backends.Exchange // during RunSplit: values crossing backends
 	tap         taps               // nodes whose values a tap sees (tap.go)

@@ -48,6 +48,8 @@ type impl struct {
 	f32Vec         f32RowsKernel                                                       // see VecDotF32Rows; nil: ops/ref
 	f32Tiny        f32RowsKernel                                                       // see TinyDotF32Rows; nil: ops/ref
 	decode         map[gguf.TensorType]RowsFunc                                        // see DecodeRows; nil: one row at a time
+	ropePairs      ropePairsKernel                                                     // see RoPERotate; nil: ops/ref
+	ropeNeoX       ropeNeoXKernel                                                      // see RoPERotate; nil: ops/ref
 }
 
 const pureGo = "purego"

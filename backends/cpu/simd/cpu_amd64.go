@@ -96,6 +96,10 @@ type kernelSet struct {
 	// decodeF16 and decodeBF16: one token against rows streaming from
 	// memory (see decodeRowsF16); nil where the variant has none.
 	decodeF16, decodeBF16 decodeKernel
+	// ropePairs and ropeNeoX: RoPE's rotation of one token's heads (see
+	// RoPERotate), chunks of lanes floats; nil where the variant has none.
+	ropePairs ropePairsKernel
+	ropeNeoX  ropeNeoXKernel
 }
 
 // hasBF16DP reports whether this CPU has VDPBF16PS (AVX512_BF16).
@@ -163,6 +167,7 @@ func wrapSet(s *kernelSet) *impl {
 	v.flashWiden, v.flashScoresF32 = s.widenF16, s.flashScoresF32
 	v.f32Vec, v.f32Tiny = s.f32Vec, s.f32Tiny
 	v.decode = decodeFuncs(s, v)
+	v.ropePairs, v.ropeNeoX = s.ropePairs, s.ropeNeoX
 	return v
 }
 

@@ -250,6 +250,14 @@ func dotF32VecAVX2(n int, a *float32, b *float32, stride int, rows int, dst *flo
 // b + r·stride bytes for r < rows, in tinyBLAS's order (ops/ref.TinyDotF32); n a multiple of 16.
 func dotF32TinyAVX2(n int, a *float32, b *float32, stride int, rows int, dst *float32)
 
+// ropePairsAVX2 rotates adjacent pairs of nh heads (stride bytes apart at x), nc chunks of 8 floats
+// each, by the (cos, sin) pairs at cs: ops/ref.RoPE.Rotate's bits.
+func ropePairsAVX2(nh int, x *float32, stride int, nc int, cs *float32)
+
+// ropeNeoXAVX2 rotates the pairs (x[i], x[i+half bytes]) of nh heads (stride bytes apart at x), nc chunks of 8 pairs
+// each, by the cosines at cs and the sines half bytes after them: ops/ref.RoPE.Rotate's bits.
+func ropeNeoXAVX2(nh int, x *float32, stride int, nc int, half int, cs *float32)
+
 // dotQ8_0AVX512 returns the dot product of nb weight blocks at w with Q8_0 blocks at a.
 func dotQ8_0AVX512(nb int, w *byte, a *byte) float32
 
@@ -925,3 +933,11 @@ func dotF32VecAVX512(n int, a *float32, b *float32, stride int, rows int, dst *f
 // dotF32TinyAVX512 sets dst[r] to the dot product of the n floats at a with those at
 // b + r·stride bytes for r < rows, in tinyBLAS's order (ops/ref.TinyDotF32); n a multiple of 16.
 func dotF32TinyAVX512(n int, a *float32, b *float32, stride int, rows int, dst *float32)
+
+// ropePairsAVX512 rotates adjacent pairs of nh heads (stride bytes apart at x), nc chunks of 16 floats
+// each, by the (cos, sin) pairs at cs: ops/ref.RoPE.Rotate's bits.
+func ropePairsAVX512(nh int, x *float32, stride int, nc int, cs *float32)
+
+// ropeNeoXAVX512 rotates the pairs (x[i], x[i+half bytes]) of nh heads (stride bytes apart at x), nc chunks of 16 pairs
+// each, by the cosines at cs and the sines half bytes after them: ops/ref.RoPE.Rotate's bits.
+func ropeNeoXAVX512(nh int, x *float32, stride int, nc int, half int, cs *float32)

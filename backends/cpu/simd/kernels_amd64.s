@@ -8030,6 +8030,85 @@ ret:
 	VZEROUPPER
 	RET
 
+// func ropePairsAVX2(nh int, x *float32, stride int, nc int, cs *float32)
+// Requires: AVX, FMA3
+TEXT ·ropePairsAVX2(SB), NOSPLIT, $0-40
+	MOVQ  nh+0(FP), AX
+	MOVQ  x+8(FP), CX
+	MOVQ  stride+16(FP), DX
+	MOVQ  nc+24(FP), BX
+	MOVQ  cs+32(FP), SI
+	TESTQ BX, BX
+	JZ    done
+	TESTQ AX, AX
+	JZ    done
+
+chunks:
+	VMOVUPS   (SI), Y0
+	VPERMILPS $0xb1, Y0, Y1
+	ADDQ      $0x00000020, SI
+	MOVQ      CX, DI
+	MOVQ      AX, R8
+
+heads:
+	VMOVUPS        (DI), Y2
+	VMOVSLDUP      Y2, Y3
+	VMOVSHDUP      Y2, Y2
+	VMULPS         Y1, Y2, Y2
+	VFMADDSUB231PS Y0, Y3, Y2
+	VMOVUPS        Y2, (DI)
+	ADDQ           DX, DI
+	DECQ           R8
+	JNZ            heads
+	ADDQ           $0x00000020, CX
+	DECQ           BX
+	JNZ            chunks
+
+done:
+	VZEROUPPER
+	RET
+
+// func ropeNeoXAVX2(nh int, x *float32, stride int, nc int, half int, cs *float32)
+// Requires: AVX, FMA3
+TEXT ·ropeNeoXAVX2(SB), NOSPLIT, $0-48
+	MOVQ  nh+0(FP), AX
+	MOVQ  x+8(FP), CX
+	MOVQ  stride+16(FP), DX
+	MOVQ  nc+24(FP), BX
+	MOVQ  half+32(FP), SI
+	MOVQ  cs+40(FP), DI
+	TESTQ BX, BX
+	JZ    done
+	TESTQ AX, AX
+	JZ    done
+
+chunks:
+	VMOVUPS (DI), Y0
+	VMOVUPS (DI)(SI*1), Y1
+	ADDQ    $0x00000020, DI
+	MOVQ    CX, R8
+	MOVQ    AX, R9
+
+heads:
+	VMOVUPS     (R8), Y2
+	VMOVUPS     (R8)(SI*1), Y3
+	VMULPS      Y1, Y3, Y4
+	VMULPS      Y0, Y3, Y3
+	VFMSUB231PS Y0, Y2, Y4
+	VFMADD231PS Y1, Y2, Y3
+	VMOVUPS     Y4, (R8)
+	VMOVUPS     Y3, (R8)(SI*1)
+	ADDQ        DX, R8
+	DECQ        R9
+	JNZ         heads
+	ADDQ        $0x00000020, CX
+	DECQ        BX
+	JNZ         chunks
+
+done:
+	VZEROUPPER
+	RET
+
 // func dotQ8_0AVX512(nb int, w *byte, a *byte) float32
 // Requires: AVX, AVX2, AVX512VL, AVX512VNNI, F16C, FMA3, SSE
 TEXT ·dotQ8_0AVX512(SB), NOSPLIT, $0-28
@@ -50364,5 +50443,84 @@ sblocksDone:
 	JNZ           single
 
 ret:
+	VZEROUPPER
+	RET
+
+// func ropePairsAVX512(nh int, x *float32, stride int, nc int, cs *float32)
+// Requires: AVX, AVX512F
+TEXT ·ropePairsAVX512(SB), NOSPLIT, $0-40
+	MOVQ  nh+0(FP), AX
+	MOVQ  x+8(FP), CX
+	MOVQ  stride+16(FP), DX
+	MOVQ  nc+24(FP), BX
+	MOVQ  cs+32(FP), SI
+	TESTQ BX, BX
+	JZ    done
+	TESTQ AX, AX
+	JZ    done
+
+chunks:
+	VMOVUPS   (SI), Z0
+	VPERMILPS $0xb1, Z0, Z1
+	ADDQ      $0x00000040, SI
+	MOVQ      CX, DI
+	MOVQ      AX, R8
+
+heads:
+	VMOVUPS        (DI), Z2
+	VMOVSLDUP      Z2, Z3
+	VMOVSHDUP      Z2, Z2
+	VMULPS         Z1, Z2, Z2
+	VFMADDSUB231PS Z0, Z3, Z2
+	VMOVUPS        Z2, (DI)
+	ADDQ           DX, DI
+	DECQ           R8
+	JNZ            heads
+	ADDQ           $0x00000040, CX
+	DECQ           BX
+	JNZ            chunks
+
+done:
+	VZEROUPPER
+	RET
+
+// func ropeNeoXAVX512(nh int, x *float32, stride int, nc int, half int, cs *float32)
+// Requires: AVX, AVX512F
+TEXT ·ropeNeoXAVX512(SB), NOSPLIT, $0-48
+	MOVQ  nh+0(FP), AX
+	MOVQ  x+8(FP), CX
+	MOVQ  stride+16(FP), DX
+	MOVQ  nc+24(FP), BX
+	MOVQ  half+32(FP), SI
+	MOVQ  cs+40(FP), DI
+	TESTQ BX, BX
+	JZ    done
+	TESTQ AX, AX
+	JZ    done
+
+chunks:
+	VMOVUPS (DI), Z0
+	VMOVUPS (DI)(SI*1), Z1
+	ADDQ    $0x00000040, DI
+	MOVQ    CX, R8
+	MOVQ    AX, R9
+
+heads:
+	VMOVUPS     (R8), Z2
+	VMOVUPS     (R8)(SI*1), Z3
+	VMULPS      Z1, Z3, Z4
+	VMULPS      Z0, Z3, Z3
+	VFMSUB231PS Z0, Z2, Z4
+	VFMADD231PS Z1, Z2, Z3
+	VMOVUPS     Z4, (R8)
+	VMOVUPS     Z3, (R8)(SI*1)
+	ADDQ        DX, R8
+	DECQ        R9
+	JNZ         heads
+	ADDQ        $0x00000040, CX
+	DECQ        BX
+	JNZ         chunks
+
+done:
 	VZEROUPPER
 	RET

@@ -55,6 +55,7 @@ func main() {
 		genFlashScan(v, &reg)
 		genGELUKernel(v, &reg)
 		genDotF32(v, &reg)
+		genRoPEKernels(v, &reg)
 	}
 	if *tableOut != "" {
 		if err := writeTable(*tableOut, &reg); err != nil {

@@ -54,6 +54,7 @@ type elemEntry struct {
 	f32Vec, f32Tiny            string                    // float32 dot products in llama.cpp's two orders
 	bf16DP                     []string                  // BF16 GEMM tiles by VDPBF16PS: [k] takes k+1 tokens
 	decodeF16, decodeBF16      string                    // decode kernels (decode_float.go)
+	ropePairs, ropeNeoX        string                    // RoPE's rotations (rope.go)
 }
 
 func (r *registry) see(v variant) {
@@ -302,6 +303,10 @@ func writeTable(path string, r *registry) error {
 		if e := r.elems[name]; e.decodeF16 != "" {
 			set[jen.Id("decodeF16")] = jen.Id(e.decodeF16)
 			set[jen.Id("decodeBF16")] = jen.Id(e.decodeBF16)
+		}
+		if e := r.elems[name]; e.ropePairs != "" {
+			set[jen.Id("ropePairs")] = jen.Id(e.ropePairs)
+			set[jen.Id("ropeNeoX")] = jen.Id(e.ropeNeoX)
 		}
 		sets = append(sets, jen.Values(set))
 	}
