@@ -52,9 +52,9 @@ demo: build
 # The report says how each peer was built: read from the CMakeCache.txt of
 # its build folder, or LLAMA_BUILD="…" / IK_BUILD="…" (e.g. for a Makefile
 # build). DEPTHS=4096,16384 adds rows measured with that many tokens in the
-# KV cache (IK_DEPTH=pp+gp|gp|none: ik_llama.cpp's prefill at depth from
-# prompts of D and D+512 tokens and decode by -gp D,N, decode only, or
-# none; LLAMA_DEPTH=d|gp|none: llama.cpp's -d (not in c392e5094), -gp, or
+# KV cache (IK_DEPTH=pp+gp|gp|sweep|none: ik_llama.cpp's prefill at depth
+# from prompts of D and D+512 tokens and decode by -gp D,N, decode only,
+# both timed at depth by its llama-sweep-bench (beside IK_BENCH), or none; LLAMA_DEPTH=d|gp|none: llama.cpp's -d (not in c392e5094), -gp, or
 # none; LLAMA_FLAGS="-fa 1" for llama.cpp; WEFT_DEPTH_FLAGS="--flash-attn"
 # for weft's rows at depth).
 BENCHES ?=

@@ -1,6 +1,7 @@
 #!/bin/sh
-# build-ik.sh CHECKOUT [COMMIT]: builds ik_llama.cpp's llama-bench and
-# llama-quantize for `make bench`'s third column, the way issue 20 fixes:
+# build-ik.sh CHECKOUT [COMMIT]: builds ik_llama.cpp's llama-bench,
+# llama-quantize and llama-sweep-bench (benchdoc -ik-depth sweep) for
+# `make bench`'s third column, the way issue 20 fixes:
 # a clone of CHECKOUT (a local ik_llama.cpp checkout or its URL) at COMMIT
 # (default: CHECKOUT's HEAD), configured with
 #   cmake -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF
@@ -27,7 +28,7 @@ if [ -n "$repo" ]; then
 	esac
 fi
 bin=$cache/build/bin
-if [ -x "$bin/llama-bench" ] && [ -x "$bin/llama-quantize" ]; then
+if [ -x "$bin/llama-bench" ] && [ -x "$bin/llama-quantize" ] && [ -x "$bin/llama-sweep-bench" ]; then
 	echo "$bin/llama-bench"
 	exit 0
 fi
@@ -39,5 +40,5 @@ if [ ! -d "$cache/src/.git" ]; then
 fi
 git -C "$cache/src" -c advice.detachedHead=false checkout --quiet "$commit" >&2
 cmake -S "$cache/src" -B "$cache/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF >&2
-cmake --build "$cache/build" --target llama-bench llama-quantize -j "${JOBS:-$(nproc)}" >&2
+cmake --build "$cache/build" --target llama-bench llama-quantize llama-sweep-bench -j "${JOBS:-$(nproc)}" >&2
 echo "$bin/llama-bench"

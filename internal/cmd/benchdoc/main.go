@@ -117,7 +117,9 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) (co
 	llamaBuild := fs.String("llama-build", getenv("LLAMA_BUILD"), "how that llama-bench was built, for the report (env LLAMA_BUILD; default: read from the CMakeCache.txt of its build folder)")
 	ikBench := fs.String("ik-bench", getenv("IK_BENCH"), "path to ik_llama.cpp's llama-bench: adds its columns (optional; env IK_BENCH; build-ik.sh builds one)")
 	ikFlags := fs.String("ik-flags", ikDefaultFlags, "flags for every ik_llama.cpp llama-bench run")
-	ikDepth := fs.String("ik-depth", ikDefaultDepth, "how ik_llama.cpp's llama-bench measures at depth: pp+gp (prefill at depth D from prompts of D and D+P tokens, decode by -gp D,N), gp (decode only) or none")
+	ikDepth := fs.String("ik-depth", ikDefaultDepth, "how ik_llama.cpp is measured at depth: pp+gp (its llama-bench: prefill at depth D from prompts of D and D+P tokens, decode by -gp D,N), gp (decode only), sweep (its llama-sweep-bench, beside llama-bench unless -ik-sweep: P tokens' prefill and N tokens' decode timed at depth D, one sample a round) or none")
+	ikSweep := fs.String("ik-sweep", "", "path to ik_llama.cpp's llama-sweep-bench for -ik-depth sweep (default: beside -ik-bench)")
+	ikSweepFlags := fs.String("ik-sweep-flags", ikDefaultSweepFlags, "flags for every llama-sweep-bench run (-ik-depth sweep)")
 	ikBuild := fs.String("ik-build", getenv("IK_BUILD"), "how that llama-bench was built, for the report (env IK_BUILD; default: read from the CMakeCache.txt of its build folder)")
 	fs.StringVar(&c.llamaQuantize, "llama-quantize", getenv("LLAMA_QUANTIZE"), "llama.cpp's llama-quantize, for the importance-matrix types graphc cannot write (env LLAMA_QUANTIZE; default: beside llama-bench)")
 	fs.StringVar(&c.llamaImatrix, "llama-imatrix", getenv("LLAMA_IMATRIX"), "llama.cpp's llama-imatrix (env LLAMA_IMATRIX; default: beside llama-bench)")
@@ -153,7 +155,17 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) (co
 	c.weftDepthFlags = strings.Fields(*weftDepthFlags)
 	c.peers = []peer{llamaPeer(*llamaBench, strings.Fields(*llamaFlags), *llamaDepth, build(*llamaBuild, *llamaBench))}
 	if *ikBench != "" {
-		c.peers = append(c.peers, ikPeer(*ikBench, strings.Fields(*ikFlags), *ikDepth, build(*ikBuild, *ikBench)))
+		ik := ikPeer(*ikBench, strings.Fields(*ikFlags), *ikDepth, build(*ikBuild, *ikBench))
+		if ik.depth == "sweep" {
+			ik.sweep, ik.sweepFlags = *ikSweep, strings.Fields(*ikSweepFlags)
+			if ik.sweep == "" {
+				ik.sweep = filepath.Join(filepath.Dir(*ikBench), "llama-sweep-bench")
+			}
+			if _, err := os.Stat(ik.sweep); err != nil {
+				return c, fmt.Errorf("-ik-sweep: %w (build-ik.sh builds it beside llama-bench)", err)
+			}
+		}
+		c.peers = append(c.peers, ik)
 	}
 	var err error
 	if c.benches, err = parseBenches(*benches); err != nil {

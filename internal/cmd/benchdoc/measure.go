@@ -252,10 +252,10 @@ func peerDepthArgs(mode string, depth, p, n int) ([]string, error) {
 		return []string{"-p", "0", "-n", "0", "-gp", itoa(depth) + "," + itoa(n)}, nil
 	case "pp+gp":
 		return []string{"-p", itoa(depth) + "," + itoa(depth+p), "-n", "0", "-gp", itoa(depth) + "," + itoa(n)}, nil
-	case "none":
+	case "none", "sweep": // sweep: measureSweep, not llama-bench
 		return nil, nil
 	}
-	return nil, fmt.Errorf("depth mode %q: want d, gp, pp+gp or none", mode)
+	return nil, fmt.Errorf("depth mode %q: want d, gp, pp+gp, sweep or none", mode)
 }
 
 // peerArgs is the llama-bench command line of one peer measurement.
@@ -280,6 +280,9 @@ type peerTest struct {
 // measurePeer returns one llama-bench call's prefill and decode runs in
 // tokens/s (from its per-run nanoseconds).
 func measurePeer(c config, p peer, path string, depth int) (s sample, err error) {
+	if depth > 0 && p.depth == "sweep" {
+		return measureSweep(c, p, path, depth)
+	}
 	var tests []peerTest
 	args, err := peerArgs(c, p, path, depth)
 	if err != nil {
@@ -294,6 +297,66 @@ func measurePeer(c config, p peer, path string, depth int) (s sample, err error)
 	}
 	s.pp, s.tg, s.commit = peerRates(tests, depth > 0 && p.depth == "gp")
 	return s, nil
+}
+
+// sweepArgs is the llama-sweep-bench command line that times p tokens'
+// prefill and n tokens' decode with depth tokens in the cache: a context
+// of depth+p in ubatches of p, measured only at the first and the last
+// step (--sweep-stride depth/p), so the depth is filled untimed once.
+func sweepArgs(c config, p peer, path string, depth int) ([]string, error) {
+	if depth%c.p != 0 {
+		return nil, fmt.Errorf("depth %d: the sweep mode needs a multiple of -p %d", depth, c.p)
+	}
+	args := []string{"-m", path, "-t", itoa(c.threads), "-c", itoa(depth + c.p), "-b", itoa(c.p), "-ub", itoa(c.p),
+		"-n", itoa(c.n), "--sweep-stride", itoa(depth / c.p), "--output-format", "jsonl"}
+	return append(args, p.sweepFlags...), nil
+}
+
+// sweepRow is one measured step of llama-sweep-bench's JSONL output.
+type sweepRow struct {
+	NKV     int     `json:"n_kv"`
+	SpeedPP float64 `json:"speed_pp"`
+	SpeedTG float64 `json:"speed_tg"`
+}
+
+// measureSweep times prefill and decode at depth with ik_llama.cpp's
+// llama-sweep-bench: one run, one sample of each (its row at n_kv =
+// depth), since every run fills the cache again.
+func measureSweep(c config, p peer, path string, depth int) (s sample, err error) {
+	args, err := sweepArgs(c, p, path, depth)
+	if err != nil {
+		return s, err
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(p.sweep, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out // it logs its rows to both, with its load messages
+	if err := cmd.Run(); err != nil {
+		os.Stderr.Write(out.Bytes())
+		return s, fmt.Errorf("%s %v: %w", p.sweep, args, err)
+	}
+	s.rss = peakRSS(cmd.ProcessState)
+	row, err := sweepRowAt(out.Bytes(), depth)
+	if err != nil {
+		return s, fmt.Errorf("%s: %w", p.sweep, err)
+	}
+	s.pp, s.tg = []float64{row.SpeedPP}, []float64{row.SpeedTG}
+	return s, nil
+}
+
+// sweepRowAt finds the JSONL row of n_kv = depth in llama-sweep-bench's
+// output.
+func sweepRowAt(out []byte, depth int) (sweepRow, error) {
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if !bytes.HasPrefix(line, []byte("{")) || !bytes.Contains(line, []byte(`"speed_pp"`)) {
+			continue
+		}
+		var r sweepRow
+		if json.Unmarshal(line, &r) == nil && r.NKV == depth && r.SpeedPP > 0 && r.SpeedTG > 0 {
+			return r, nil
+		}
+	}
+	return sweepRow{}, fmt.Errorf("no row for n_kv = %d in its output", depth)
 }
 
 // peerRatesAtDepth turns a pp+gp call's tests into prefill at depth and

@@ -18,9 +18,13 @@ type peer struct {
 	option string   // its benchdoc flags' prefix: -OPTION-bench, -OPTION-flags, -OPTION-build
 	bin    string   // its llama-bench; "" when not given (its columns read "not run")
 	flags  []string // extra flags for every run (ik_llama.cpp: -rtr 1 -fa 1)
-	depth  string   // how it measures at depth: d, gp, pp+gp or none (peerDepthArgs)
-	build  string   // how it was built, for the report ("" when not known)
-	colour string   // its bars in the chart
+	depth  string   // how it measures at depth: d, gp, pp+gp, sweep or none (peerDepthArgs)
+	// sweep and sweepFlags: ik_llama.cpp's llama-sweep-bench and its
+	// flags, for the depth mode "sweep" (measureSweep).
+	sweep      string
+	sweepFlags []string
+	build      string // how it was built, for the report ("" when not known)
+	colour     string // its bars in the chart
 
 	ppTarget, tgTarget float64 // the weft/peer ratios asked for
 }
@@ -36,11 +40,14 @@ type peerResult struct {
 
 // Defaults of the two peers. ik_llama.cpp runs with its run-time repack
 // (every quantized tensor re-laid out at load) and flash attention, its
-// fastest CPU settings; it has no prefill-at-depth test, only -gp, so by
-// default its prefill at depth comes from two prompts (pp+gp).
+// fastest CPU settings; its llama-bench has no prefill-at-depth test, only
+// -gp, so by default its prefill at depth comes from two prompts (pp+gp);
+// "sweep" times it directly with its llama-sweep-bench (the same settings,
+// spelled for that tool's command line).
 const (
-	ikDefaultFlags = "-rtr 1 -fa 1"
-	ikDefaultDepth = "pp+gp"
+	ikDefaultFlags      = "-rtr 1 -fa 1"
+	ikDefaultDepth      = "pp+gp"
+	ikDefaultSweepFlags = "-rtr -fa 1"
 )
 
 func llamaPeer(bin string, flags []string, depth, build string) peer {

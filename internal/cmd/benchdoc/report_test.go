@@ -167,6 +167,32 @@ func TestPeerRatesAtDepth(t *testing.T) {
 	assert.Equal(t, "8337e4cd", commit)
 }
 
+// TestSweep: the sweep mode's command line fills the depth untimed and
+// times the step at n_kv = D; its JSONL row at that depth is the sample,
+// whatever else the tool prints; a depth not a multiple of -p is refused.
+func TestSweep(t *testing.T) {
+	c := config{p: 512, n: 32, r: 2, threads: 2}
+	ik := ikPeer("ib", nil, "sweep", "")
+	ik.sweepFlags = strings.Fields(ikDefaultSweepFlags)
+	args, err := sweepArgs(c, ik, "m.gguf", 4096)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"-m", "m.gguf", "-t", "2", "-c", "4608", "-b", "512", "-ub", "512", "-n", "32",
+		"--sweep-stride", "8", "--output-format", "jsonl", "-rtr", "-fa", "1"}, args)
+	_, err = sweepArgs(c, ik, "m.gguf", 4000)
+	assert.ErrorContains(t, err, "multiple")
+	out := []byte("llama_model_load: ...\n" +
+		`{"n_kv_max": 4608, "pp": 512, "tg": 32, "n_kv": 0, "t_pp": 2.0, "speed_pp": 256.0, "t_tg": 1.0, "speed_tg": 32.0 }` + "\n" +
+		`  {"n_kv_max": 4608, "pp": 512, "tg": 32, "n_kv": 4096, "t_pp": 8.0, "speed_pp": 64.0, "t_tg": 2.0, "speed_tg": 16.0 }` + "\n")
+	row, err := sweepRowAt(out, 4096)
+	require.NoError(t, err)
+	assert.Equal(t, sweepRow{NKV: 4096, SpeedPP: 64, SpeedTG: 16}, row)
+	_, err = sweepRowAt(out, 8192)
+	assert.ErrorContains(t, err, "n_kv = 8192")
+	args, err = peerArgs(c, ik, "m.gguf", 0)
+	require.NoError(t, err)
+	assert.Contains(t, args, "512", "depth 0 stays llama-bench's -p/-n")
+}
+
 // TestRoundOrder: each side takes every place in turn.
 func TestRoundOrder(t *testing.T) {
 	assert.Equal(t, []int{0, 1}, roundOrder(2, 1))
@@ -220,6 +246,14 @@ func TestParseFlags(t *testing.T) {
 
 	_, err = parse(nil, "-ik-bench", filepath.Join(dir, "nowhere"))
 	assert.ErrorContains(t, err, "-ik-bench")
+	_, err = parse(nil, "-ik-bench", ikBin, "-ik-depth", "sweep")
+	assert.ErrorContains(t, err, "-ik-sweep", "no llama-sweep-bench beside llama-bench")
+	sweepBin := filepath.Join(dir, "ikbuild", "bin", "llama-sweep-bench")
+	require.NoError(t, os.WriteFile(sweepBin, nil, 0o755))
+	c, err = parse(nil, "-ik-bench", ikBin, "-ik-depth", "sweep")
+	require.NoError(t, err)
+	assert.Equal(t, sweepBin, c.peers[1].sweep)
+	assert.Equal(t, []string{"-rtr", "-fa", "1"}, c.peers[1].sweepFlags)
 	_, err = parse(nil, "-llama-depth", "x")
 	assert.ErrorContains(t, err, "-llama-depth")
 	_, err = parse(nil, "stray")
