@@ -188,6 +188,15 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) (co
 	return c, nil
 }
 
+// chartPath is where the chart of the report at out goes: beside it, the
+// same name with .svg.
+func chartPath(out string) string {
+	if out == "" {
+		out = "benchmarks.md"
+	}
+	return strings.TrimSuffix(out, filepath.Ext(out)) + ".svg"
+}
+
 // parseDepths reads -depths: a comma-separated list of positive token
 // counts (empty: none).
 func parseDepths(list string) ([]int, error) {
@@ -227,7 +236,7 @@ func run(c config) error {
 	if err := os.WriteFile(c.out, []byte(doc.markdown()), 0o644); err != nil {
 		return err
 	}
-	svg := c.out[:len(c.out)-len(filepath.Ext(c.out))] + ".svg"
+	svg := chartPath(c.out)
 	if err := os.WriteFile(svg, []byte(doc.svg()), 0o644); err != nil {
 		return err
 	}

@@ -307,6 +307,10 @@ func sweepArgs(c config, p peer, path string, depth int) ([]string, error) {
 	if depth%c.p != 0 {
 		return nil, fmt.Errorf("depth %d: the sweep mode needs a multiple of -p %d", depth, c.p)
 	}
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
 	args := []string{"-m", path, "-t", itoa(c.threads), "-c", itoa(depth + c.p), "-b", itoa(c.p), "-ub", itoa(c.p),
 		"-n", itoa(c.n), "--sweep-stride", itoa(depth / c.p), "--output-format", "jsonl"}
 	return append(args, p.sweepFlags...), nil
@@ -327,8 +331,16 @@ func measureSweep(c config, p peer, path string, depth int) (s sample, err error
 	if err != nil {
 		return s, err
 	}
+	// It writes llama.log into its working directory: give it a scratch one
+	// (and the model by absolute path), not the checkout benchdoc runs in.
+	dir, err := os.MkdirTemp("", "benchdoc-sweep")
+	if err != nil {
+		return s, err
+	}
+	defer os.RemoveAll(dir)
 	var out bytes.Buffer
 	cmd := exec.Command(p.sweep, args...)
+	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = &out, &out // it logs its rows to both, with its load messages
 	if err := cmd.Run(); err != nil {
 		os.Stderr.Write(out.Bytes())

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"html"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -128,7 +129,7 @@ func (r report) markdown() string {
 		r.peerCells(&b, x, func(pr peerResult) (stat, stat) { return pr.tg, pr.tgRatio })
 		fmt.Fprintf(&b, " %.1f | %.0f%% | %s |\n", floor, 100*x.weftTG.Median/floor, measuredShare(x))
 	}
-	fmt.Fprintf(&b, "\n![prefill and decode, weft beside %s](benchmarks.svg)\n\nVariation (coefficient of variation, %s): ", strings.Join(peers, " and "), r.names())
+	fmt.Fprintf(&b, "\n![prefill and decode, weft beside %s](%s)\n\nVariation (coefficient of variation, %s): ", strings.Join(peers, " and "), filepath.Base(chartPath(r.cfg.out)), r.names())
 	for i, x := range r.base() {
 		if i > 0 {
 			b.WriteString(", ")

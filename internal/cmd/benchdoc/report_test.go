@@ -176,7 +176,8 @@ func TestSweep(t *testing.T) {
 	ik.sweepFlags = strings.Fields(ikDefaultSweepFlags)
 	args, err := sweepArgs(c, ik, "m.gguf", 4096)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"-m", "m.gguf", "-t", "2", "-c", "4608", "-b", "512", "-ub", "512", "-n", "32",
+	abs, _ := filepath.Abs("m.gguf")
+	assert.Equal(t, []string{"-m", abs, "-t", "2", "-c", "4608", "-b", "512", "-ub", "512", "-n", "32",
 		"--sweep-stride", "8", "--output-format", "jsonl", "-rtr", "-fa", "1"}, args)
 	_, err = sweepArgs(c, ik, "m.gguf", 4000)
 	assert.ErrorContains(t, err, "multiple")
@@ -191,6 +192,16 @@ func TestSweep(t *testing.T) {
 	args, err = peerArgs(c, ik, "m.gguf", 0)
 	require.NoError(t, err)
 	assert.Contains(t, args, "512", "depth 0 stays llama-bench's -p/-n")
+}
+
+// TestChartPath: the report links the chart written beside it, whatever
+// -out names.
+func TestChartPath(t *testing.T) {
+	assert.Equal(t, "docs/benchmarks.svg", chartPath("docs/benchmarks.md"))
+	assert.Equal(t, "docs/benchmarks-session20.svg", chartPath("docs/benchmarks-session20.md"))
+	assert.Equal(t, "benchmarks.svg", chartPath(""))
+	r := report{cfg: config{out: "docs/benchmarks-depth.md", p: 512, n: 128}, rows: []row{{bench: bench{shape: defaultShape, typ: "q4_0"}, bytes: 1 << 20}}}
+	assert.Contains(t, r.markdown(), "](benchmarks-depth.svg)")
 }
 
 // TestRoundOrder: each side takes every place in turn.
