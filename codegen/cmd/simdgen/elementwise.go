@@ -15,10 +15,7 @@ import (
 // and ADDPS: one IEEE operation per element, so trivially bit-identical
 // to ops/ref.Mul and ops/ref.Add.
 func genBinaryKernels(v variant, reg *registry) {
-	lanes := 8
-	if v.vnni {
-		lanes = 16
-	}
+	lanes := v.lanes()
 	mul := genBinary(v, "mulF32", lanes, func(a, b, d VecVirtual) { VMULPS(b, a, d) })
 	add := genBinary(v, "addF32", lanes, func(a, b, d VecVirtual) { VADDPS(b, a, d) })
 	reg.binary(v, mul, add, lanes)
@@ -58,16 +55,7 @@ var cNegInf = ConstData("negInf", U32(0xff800000)) // −Inf
 // genSoftmaxSteps emits softmax's scale-and-max and rescale loops for
 // chunks of lanes floats (ymm for AVX2, zmm for AVX-512).
 func genSoftmaxSteps(v variant, reg *registry) {
-	lanes := 8
-	if v.vnni {
-		lanes = 16
-	}
-	vec := func() VecVirtual {
-		if lanes == 16 {
-			return ZMM()
-		}
-		return YMM()
-	}
+	lanes, vec := v.lanes(), v.vec
 	scaleMax := fname("scaleMax", v)
 	TEXT(scaleMax, NOSPLIT, "func(nc int, row *float32, scale float32) (maxv float32, nan bool)")
 	Doc(scaleMax+fmt.Sprintf(" multiplies nc chunks of %d floats at row by scale and returns", lanes),

@@ -17,16 +17,7 @@ import (
 // genFlashKernels emits flashMadF16 (x binary16) and flashMadF32 (x
 // float32) over nc chunks of lanes floats.
 func genFlashKernels(v variant, reg *registry) {
-	lanes := 8
-	if v.vnni {
-		lanes = 16
-	}
-	vec := func() VecVirtual {
-		if lanes == 16 {
-			return ZMM()
-		}
-		return YMM()
-	}
+	lanes, vec := v.lanes(), v.vec
 	half := func() VecVirtual {
 		if lanes == 16 {
 			return YMM()

@@ -25,10 +25,7 @@ const (
 )
 
 func genGELUKernel(v variant, reg *registry) {
-	lanes := 8
-	if v.vnni {
-		lanes = 16
-	}
+	lanes := v.lanes()
 	name := fname("geluF32", v)
 	TEXT(name, NOSPLIT, "func(nc int, dst *float32, x *float32, table *float32)")
 	Doc(name+fmt.Sprintf(" sets dst = GELU(x) by table lookup for nc chunks of %d floats,", lanes),

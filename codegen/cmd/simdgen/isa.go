@@ -15,6 +15,23 @@ type variant struct {
 	vnni   bool   // AVX-512 VNNI (VPDPBUSD on ymm) instead of VPMADDUBSW+VPMADDWD
 }
 
+// lanes is the float32 lanes of the variant's element-wise vectors: ymm
+// for AVX2, zmm for AVX-512.
+func (v variant) lanes() int {
+	if v.vnni {
+		return 16
+	}
+	return 8
+}
+
+// vec allocates one of the variant's element-wise vectors.
+func (v variant) vec() VecVirtual {
+	if v.vnni {
+		return ZMM()
+	}
+	return YMM()
+}
+
 var variants = []variant{
 	{name: "avx2", suffix: "AVX2"},
 	{name: "avx512vnni", suffix: "AVX512", vnni: true},

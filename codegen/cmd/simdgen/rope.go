@@ -24,18 +24,7 @@ import (
 
 // genRoPEKernels emits both rotations for chunks of lanes floats.
 func genRoPEKernels(v variant, reg *registry) {
-	lanes := 8
-	if v.vnni {
-		lanes = 16
-	}
-	vec := func() VecVirtual {
-		if lanes == 16 {
-			return ZMM()
-		}
-		return YMM()
-	}
-	pairs := genRoPEPairs(v, lanes, vec)
-	neox := genRoPENeoX(v, lanes, vec)
+	pairs, neox := genRoPEPairs(v), genRoPENeoX(v)
 	reg.update(v, func(e *elemEntry) { e.ropePairs, e.ropeNeoX = pairs, neox })
 }
 
@@ -63,7 +52,8 @@ func ropeLoop(nh, x, stride, nc Register, step int, chunk func(), body func(p Re
 	Label("done")
 }
 
-func genRoPEPairs(v variant, lanes int, vec func() VecVirtual) string {
+func genRoPEPairs(v variant) string {
+	lanes, vec := v.lanes(), v.vec
 	name := fname("ropePairs", v)
 	TEXT(name, NOSPLIT, "func(nh int, x *float32, stride int, nc int, cs *float32)")
 	Doc(name+fmt.Sprintf(" rotates adjacent pairs of nh heads (stride bytes apart at x), nc chunks of %d floats", lanes),
@@ -92,7 +82,8 @@ func genRoPEPairs(v variant, lanes int, vec func() VecVirtual) string {
 	return name
 }
 
-func genRoPENeoX(v variant, lanes int, vec func() VecVirtual) string {
+func genRoPENeoX(v variant) string {
+	lanes, vec := v.lanes(), v.vec
 	name := fname("ropeNeoX", v)
 	TEXT(name, NOSPLIT, "func(nh int, x *float32, stride int, nc int, half int, cs *float32)")
 	Doc(name+fmt.Sprintf(" rotates the pairs (x[i], x[i+half bytes]) of nh heads (stride bytes apart at x), nc chunks of %d pairs", lanes),
