@@ -46,7 +46,6 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_vote : require
-#extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 
@@ -76,10 +75,7 @@ shared uint kv[TK * KW]; // the queries, then a tile of K rows, then of V rows
 shared float ss[NSG * 16u * SS];
 shared uint ps[NSG * 16u * PW];
 shared uint lo_row[TQ], hi_row[TQ]; // rows each token sees (lo > hi: none)
-// Which rows of the V tile any token of the workgroup sees: bit i % 32 of
-// word i / 32 is row r0 + i, word 2·sg + i / 32 the tokens of subgroup sg
-// (TQ = 64 tokens: two subgroups' words).
-shared uint visw[4];
+shared uint vis[TK]; // whether any token of the workgroup sees row r0 + i
 
 #define ninf uintBitsToFloat(0xff800000u)
 
@@ -116,38 +112,14 @@ uint next(uint r0, uint rhi) {
     return r0;
 }
 
-// mark_visible writes visw for the tile of rows from r0 (the invocations
-// of the first TQ): each token's rows of the tile as two words of bits,
-// ORed over each subgroup. A loop of every invocation over the TQ tokens'
-// rows did the same, serially (64 steps, two shared loads each): on the
-// H200 (session 21) a 512-token Q4_0 step's attention 2 850 → 2 811 µs.
-void mark_visible(uint r0) {
-    const uint tid = gl_LocalInvocationID.x;
-    if (tid < TQ) {
-        uint m[2] = uint[2](0u, 0u);
-        const uint lo = lo_row[tid], hi = hi_row[tid];
-        if (lo <= hi && lo < r0 + TK && hi >= r0) {
-            const uint a = max(lo, r0) - r0, b = min(hi, r0 + TK - 1u) - r0; // rows a..b of the tile
-            for (uint k = 0u; k < 2u; k++) {
-                const uint x = max(a, 32u * k), y = min(b, 32u * k + 31u);
-                if (x <= y) {
-                    m[k] = bitfieldInsert(0u, 0xffffffffu, int(x - 32u * k), int(y - x + 1u));
-                }
-            }
-        }
-        m[0] = subgroupOr(m[0]);
-        m[1] = subgroupOr(m[1]);
-        if (gl_SubgroupInvocationID == 0u) {
-            visw[2u * gl_SubgroupID] = m[0];
-            visw[2u * gl_SubgroupID + 1u] = m[1];
+// sees says whether a token of the workgroup sees cache row r.
+bool sees(uint r) {
+    for (uint i = 0u; i < TQ; i++) {
+        if (lo_row[i] <= r && r <= hi_row[i]) {
+            return true;
         }
     }
-}
-
-// visible says whether a token of the workgroup sees row r0 + r of the
-// tile (r < TK), after mark_visible(r0) and a barrier.
-bool visible(uint r) {
-    return (((visw[r / 32u] | visw[2u + r / 32u]) >> (r % 32u)) & 1u) != 0u;
+    return false;
 }
 
 // load_tile stages rows r0 .. min(r0+TK-1, rhi) of KV head kvh's K (keys)
@@ -163,7 +135,7 @@ void load_tile(bool keys, uint r0, uint rhi, uint kvh) {
     uint r = gl_LocalInvocationID.x / hw, c = gl_LocalInvocationID.x % hw;
     [[unroll]] for (uint u = 0u; u < SLOTS; u++) {
         w[u] = 0u;
-        if (r < TK && r0 + r <= rhi && (keys || visible(r))) {
+        if (r < TK && r0 + r <= rhi && (keys || vis[r] != 0u)) {
             const uint i = (r0 + r) * rw + base + c;
             w[u] = keys ? kc[i] : vc[i];
         }
@@ -308,7 +280,9 @@ void main() {
     for (uint r0 = next(rlo, rhi); r0 <= rhi; r0 = next(r0 + TK, rhi)) {
         barrier(); // kv's last V tile is used up
         load_tile(true, r0, rhi, kvh);
-        mark_visible(r0);
+        if (tid < TK) {
+            vis[tid] = sees(r0 + tid) ? 1u : 0u;
+        }
         barrier();
         const bool live = slo <= shi && slo < r0 + TK && shi >= r0;
         if (live) {
