@@ -54,7 +54,10 @@ demo: build
 # build). DEPTHS=4096,16384 adds rows measured with that many tokens in the
 # KV cache (IK_DEPTH=pp+gp|gp|sweep|none: ik_llama.cpp's prefill at depth
 # from prompts of D and D+512 tokens and decode by -gp D,N, decode only,
-# both timed at depth by its llama-sweep-bench (beside IK_BENCH), or none; LLAMA_DEPTH=d|gp|none: llama.cpp's -d (not in c392e5094), -gp, or
+# both timed at depth by its llama-sweep-bench (beside IK_BENCH), or none;
+# LLAMA_DEPTH=d|gp|sweep|none: llama.cpp's -d (not in c392e5094), -gp,
+# both timed at depth by weft-sweep-bench (beside LLAMA_BENCH; `make
+# llama-sweep-build LLAMA_DIR=…` builds it against that llama.cpp), or
 # none; LLAMA_FLAGS="-fa 1" for llama.cpp; WEFT_DEPTH_FLAGS="--flash-attn"
 # for weft's rows at depth).
 BENCHES ?=
@@ -79,6 +82,14 @@ bench: build
 .PHONY: ik-build
 ik-build:
 	internal/cmd/benchdoc/build-ik.sh $(IK_SRC) $(IK_COMMIT)
+
+# weft-sweep-bench (mainline llama.cpp's prefill and decode timed at depth,
+# our program against its library) beside the llama-bench of LLAMA_DIR
+# (holding src/ and build/, default ~/.cache/weft/llama.cpp-c392e5094).
+LLAMA_DIR ?= $(HOME)/.cache/weft/llama.cpp-c392e5094
+.PHONY: llama-sweep-build
+llama-sweep-build:
+	internal/cmd/benchdoc/sweep/build-llama-sweep.sh $(LLAMA_DIR)
 
 # Serving load (graphrun bench-serve): weft's server on the TinyLlama-shaped
 # Q4_0 model with 8 slots, beside llama-server -np 8 -cb on the same file

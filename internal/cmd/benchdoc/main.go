@@ -113,7 +113,9 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) (co
 	llamaBench := fs.String("llama-bench", getenv("LLAMA_BENCH"), "path to llama.cpp's llama-bench (optional; env LLAMA_BENCH)")
 	weftDepthFlags := fs.String("weft-depth-flags", "", "extra graphrun bench flags for the rows at depth, space-separated (e.g. \"--flash-attn\", beside the peers' -fa 1)")
 	llamaFlags := fs.String("llama-flags", "", "extra flags for every llama.cpp llama-bench run, space-separated (e.g. \"-fa 1\")")
-	llamaDepth := fs.String("llama-depth", "d", "how llama.cpp's llama-bench measures at depth: d (-d D, from b5600; not in c392e5094), gp (-gp D,N, decode only, as ik_llama.cpp's) or none")
+	llamaDepth := fs.String("llama-depth", "d", "how llama.cpp is measured at depth: d (its llama-bench's -d D, from b5600; not in c392e5094), gp (-gp D,N, decode only, as ik_llama.cpp's), sweep (weft-sweep-bench, built against its library by sweep/build-llama-sweep.sh: P tokens' prefill and N tokens' decode timed at depth D, one sample a round) or none")
+	llamaSweep := fs.String("llama-sweep", "", "path to weft-sweep-bench for -llama-depth sweep (default: beside -llama-bench)")
+	llamaSweepFlags := fs.String("llama-sweep-flags", llamaDefaultSweepFlags, "flags for every weft-sweep-bench run (-llama-depth sweep)")
 	llamaBuild := fs.String("llama-build", getenv("LLAMA_BUILD"), "how that llama-bench was built, for the report (env LLAMA_BUILD; default: read from the CMakeCache.txt of its build folder)")
 	ikBench := fs.String("ik-bench", getenv("IK_BENCH"), "path to ik_llama.cpp's llama-bench: adds its columns (optional; env IK_BENCH; build-ik.sh builds one)")
 	ikFlags := fs.String("ik-flags", ikDefaultFlags, "flags for every ik_llama.cpp llama-bench run")
@@ -153,17 +155,15 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) (co
 		return describeBuild(bin)
 	}
 	c.weftDepthFlags = strings.Fields(*weftDepthFlags)
-	c.peers = []peer{llamaPeer(*llamaBench, strings.Fields(*llamaFlags), *llamaDepth, build(*llamaBuild, *llamaBench))}
+	llama := llamaPeer(*llamaBench, strings.Fields(*llamaFlags), *llamaDepth, build(*llamaBuild, *llamaBench))
+	if err := llama.setSweep(*llamaSweep, *llamaSweepFlags, "weft-sweep-bench", "internal/cmd/benchdoc/sweep/build-llama-sweep.sh builds it"); err != nil {
+		return c, err
+	}
+	c.peers = []peer{llama}
 	if *ikBench != "" {
 		ik := ikPeer(*ikBench, strings.Fields(*ikFlags), *ikDepth, build(*ikBuild, *ikBench))
-		if ik.depth == "sweep" {
-			ik.sweep, ik.sweepFlags = *ikSweep, strings.Fields(*ikSweepFlags)
-			if ik.sweep == "" {
-				ik.sweep = filepath.Join(filepath.Dir(*ikBench), "llama-sweep-bench")
-			}
-			if _, err := os.Stat(ik.sweep); err != nil {
-				return c, fmt.Errorf("-ik-sweep: %w (build-ik.sh builds it beside llama-bench)", err)
-			}
+		if err := ik.setSweep(*ikSweep, *ikSweepFlags, "llama-sweep-bench", "build-ik.sh builds it"); err != nil {
+			return c, err
 		}
 		c.peers = append(c.peers, ik)
 	}

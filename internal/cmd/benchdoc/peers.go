@@ -19,8 +19,11 @@ type peer struct {
 	bin    string   // its llama-bench; "" when not given (its columns read "not run")
 	flags  []string // extra flags for every run (ik_llama.cpp: -rtr 1 -fa 1)
 	depth  string   // how it measures at depth: d, gp, pp+gp, sweep or none (peerDepthArgs)
-	// sweep and sweepFlags: ik_llama.cpp's llama-sweep-bench and its
-	// flags, for the depth mode "sweep" (measureSweep).
+	// sweep and sweepFlags: the program timing prefill and decode at
+	// depth, and its flags, for the depth mode "sweep" (measureSweep):
+	// ik_llama.cpp's llama-sweep-bench, or for mainline llama.cpp (no
+	// such tool at c392e5094) weft-sweep-bench, our program against its
+	// library that takes the same command line (sweep/).
 	sweep      string
 	sweepFlags []string
 	build      string // how it was built, for the report ("" when not known)
@@ -45,10 +48,28 @@ type peerResult struct {
 // "sweep" times it directly with its llama-sweep-bench (the same settings,
 // spelled for that tool's command line).
 const (
-	ikDefaultFlags      = "-rtr 1 -fa 1"
-	ikDefaultDepth      = "pp+gp"
-	ikDefaultSweepFlags = "-rtr -fa 1"
+	ikDefaultFlags         = "-rtr 1 -fa 1"
+	ikDefaultDepth         = "pp+gp"
+	ikDefaultSweepFlags    = "-rtr -fa 1"
+	llamaDefaultSweepFlags = "-fa 1"
 )
+
+// setSweep gives the peer its sweep program when it measures at depth in
+// the sweep mode: path, or the program called name beside its llama-bench
+// (hint says how to build it).
+func (p *peer) setSweep(path, flags, name, hint string) error {
+	if p.depth != "sweep" || p.bin == "" {
+		return nil
+	}
+	p.sweep, p.sweepFlags = path, strings.Fields(flags)
+	if p.sweep == "" {
+		p.sweep = filepath.Join(filepath.Dir(p.bin), name)
+	}
+	if _, err := os.Stat(p.sweep); err != nil {
+		return fmt.Errorf("-%s-sweep: %w (%s)", p.option, err, hint)
+	}
+	return nil
+}
 
 func llamaPeer(bin string, flags []string, depth, build string) peer {
 	return peer{name: "llama.cpp", short: "llama.cpp", option: "llama", bin: bin, flags: flags, depth: depth, build: build,

@@ -227,7 +227,7 @@ func peerDepthLabel(p peer) string {
 	case "pp+gp":
 		return "`-p D,D+P` (prefill at depth: the second prompt's extra time) and `-gp D,N` (decode)"
 	case "sweep":
-		return "its `llama-sweep-bench` (" + strings.Join(p.sweepFlags, " ") + ", `-c D+P -ub P --sweep-stride D/P`: P tokens' prefill and N tokens' decode timed at n_kv = D, one sample a round)"
+		return "`" + filepath.Base(p.sweep) + " " + strings.Join(p.sweepFlags, " ") + " -c D+P -ub P --sweep-stride D/P` (P tokens' prefill and N tokens' decode timed at n_kv = D, one sample a round)"
 	}
 	return "not run"
 }
