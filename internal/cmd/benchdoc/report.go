@@ -176,7 +176,7 @@ func (r report) depthTable(b *strings.Builder) {
 	}
 	flags := make([]string, len(r.cfg.peers))
 	for i, p := range r.cfg.peers {
-		flags[i] = fmt.Sprintf("%s's llama-bench %s", p.name, peerDepthLabel(p))
+		flags[i] = fmt.Sprintf("%s: %s", p.name, peerDepthLabel(p))
 	}
 	weft := "graphrun bench --depth D"
 	if len(r.cfg.weftDepthFlags) > 0 {
@@ -214,18 +214,18 @@ func (r report) depthTable(b *strings.Builder) {
 	}
 }
 
-// peerDepthLabel names a peer's llama-bench flags of the depth rows.
+// peerDepthLabel says how a peer's depth rows were measured.
 func peerDepthLabel(p peer) string {
 	if p.bin == "" {
 		return "not run"
 	}
 	switch p.depth {
 	case "d":
-		return "`-d D`"
+		return "llama-bench `-d D`"
 	case "gp":
-		return "`-gp D,N` (decode only)"
+		return "llama-bench `-gp D,N` (decode only)"
 	case "pp+gp":
-		return "`-p D,D+P` (prefill at depth: the second prompt's extra time) and `-gp D,N` (decode)"
+		return "llama-bench `-p D,D+P` (prefill at depth: the second prompt's extra time) and `-gp D,N` (decode)"
 	case "sweep":
 		return "`" + filepath.Base(p.sweep) + " " + strings.Join(p.sweepFlags, " ") + " -c D+P -ub P --sweep-stride D/P` (P tokens' prefill and N tokens' decode timed at n_kv = D, one sample a round)"
 	}

@@ -301,7 +301,7 @@ func TestReportDepthTable(t *testing.T) {
 	md := r.markdown()
 	t.Log(md)
 	assert.Contains(t, md, "## At depth")
-	assert.Contains(t, md, "llama.cpp's llama-bench `-d D`; ik_llama.cpp's llama-bench `-p D,D+P` (prefill at depth: the second prompt's extra time) and `-gp D,N` (decode)")
+	assert.Contains(t, md, "llama.cpp: llama-bench `-d D`; ik_llama.cpp: llama-bench `-p D,D+P` (prefill at depth: the second prompt's extra time) and `-gp D,N` (decode)")
 	assert.Contains(t, md, "| weights | depth | weft pp | llama.cpp pp | weft/llama.cpp | ik pp | weft/ik | weft tg | llama.cpp tg | weft/llama.cpp | ik tg | weft/ik | weft peak RSS MiB | llama.cpp peak RSS MiB | ik peak RSS MiB |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	assert.Contains(t, md, "| Q4_0 | 4096 | 90.0 | 80.0 | 1.12× (1.10–1.20) | not run | – | 40.0 | 32.0 | 1.25× (1.25–1.25) | 44.0 | 0.91× (0.90–0.91) | 700 | 800 | 900 |")
 	assert.Equal(t, 1, strings.Count(md, "| Q4_0 | 607 MiB |"), "the depth row stays out of the main table")
