@@ -55,20 +55,22 @@ demo: build
 # KV cache (IK_DEPTH=pp+gp|gp|sweep|none: ik_llama.cpp's prefill at depth
 # from prompts of D and D+512 tokens and decode by -gp D,N, decode only,
 # both timed at depth by its llama-sweep-bench (beside IK_BENCH), or none;
-# LLAMA_DEPTH=d|gp|sweep|none: llama.cpp's -d (not in c392e5094), -gp,
-# both timed at depth by weft-sweep-bench (beside LLAMA_BENCH; `make
-# llama-sweep-build LLAMA_DIR=…` builds it against that llama.cpp), or
+# LLAMA_DEPTH=sweep|d|gp|none: llama.cpp's prefill and decode both timed
+# at depth by weft-sweep-bench (the default: built here against the
+# llama.cpp of LLAMA_BENCH, whose cmake folder sits beside its src/, or by
+# `make llama-sweep-build LLAMA_DIR=…`), its -d (not in c392e5094), -gp, or
 # none; LLAMA_FLAGS="-fa 1" for llama.cpp; WEFT_DEPTH_FLAGS="--flash-attn"
 # for weft's rows at depth).
 BENCHES ?=
 DEPTHS ?=
-LLAMA_DEPTH ?= d
+LLAMA_DEPTH ?= sweep
 IK_DEPTH ?= pp+gp
 LLAMA_FLAGS ?=
 WEFT_DEPTH_FLAGS ?=
 IK_BENCH ?=
 IK_FLAGS ?=
 bench: build
+	$(if $(and $(DEPTHS),$(LLAMA_BENCH),$(filter sweep,$(LLAMA_DEPTH))),internal/cmd/benchdoc/sweep/build-llama-sweep.sh $(abspath $(dir $(LLAMA_BENCH))../..))
 	$(GO) run ./internal/cmd/benchdoc -bin $(BIN) -models out/bench -out docs/benchmarks.md $(if $(BENCHES),-benches $(BENCHES)) \
 		$(if $(DEPTHS),-depths $(DEPTHS) -llama-depth $(LLAMA_DEPTH) -ik-depth $(IK_DEPTH)) $(if $(LLAMA_FLAGS),-llama-flags "$(LLAMA_FLAGS)") \
 		$(if $(WEFT_DEPTH_FLAGS),-weft-depth-flags "$(WEFT_DEPTH_FLAGS)") \

@@ -113,7 +113,7 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) (co
 	llamaBench := fs.String("llama-bench", getenv("LLAMA_BENCH"), "path to llama.cpp's llama-bench (optional; env LLAMA_BENCH)")
 	weftDepthFlags := fs.String("weft-depth-flags", "", "extra graphrun bench flags for the rows at depth, space-separated (e.g. \"--flash-attn\", beside the peers' -fa 1)")
 	llamaFlags := fs.String("llama-flags", "", "extra flags for every llama.cpp llama-bench run, space-separated (e.g. \"-fa 1\")")
-	llamaDepth := fs.String("llama-depth", "d", "how llama.cpp is measured at depth: d (its llama-bench's -d D, from b5600; not in c392e5094), gp (-gp D,N, decode only, as ik_llama.cpp's), sweep (weft-sweep-bench, built against its library by sweep/build-llama-sweep.sh: P tokens' prefill and N tokens' decode timed at depth D, one sample a round) or none")
+	llamaDepth := fs.String("llama-depth", "sweep", "how llama.cpp is measured at depth: sweep (weft-sweep-bench, built against its library by sweep/build-llama-sweep.sh: P tokens' prefill and N tokens' decode timed at depth D, one sample a round), d (its llama-bench's -d D, from b5600; not in c392e5094), gp (-gp D,N, decode only, as ik_llama.cpp's) or none")
 	llamaSweep := fs.String("llama-sweep", "", "path to weft-sweep-bench for -llama-depth sweep (default: beside -llama-bench)")
 	llamaSweepFlags := fs.String("llama-sweep-flags", llamaDefaultSweepFlags, "flags for every weft-sweep-bench run (-llama-depth sweep)")
 	llamaBuild := fs.String("llama-build", getenv("LLAMA_BUILD"), "how that llama-bench was built, for the report (env LLAMA_BUILD; default: read from the CMakeCache.txt of its build folder)")
@@ -156,13 +156,14 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) (co
 	}
 	c.weftDepthFlags = strings.Fields(*weftDepthFlags)
 	llama := llamaPeer(*llamaBench, strings.Fields(*llamaFlags), *llamaDepth, build(*llamaBuild, *llamaBench))
-	if err := llama.setSweep(*llamaSweep, *llamaSweepFlags, "weft-sweep-bench", "internal/cmd/benchdoc/sweep/build-llama-sweep.sh builds it"); err != nil {
+	deep := *depths != ""
+	if err := llama.setSweep(deep, *llamaSweep, *llamaSweepFlags, "weft-sweep-bench", "internal/cmd/benchdoc/sweep/build-llama-sweep.sh builds it"); err != nil {
 		return c, err
 	}
 	c.peers = []peer{llama}
 	if *ikBench != "" {
 		ik := ikPeer(*ikBench, strings.Fields(*ikFlags), *ikDepth, build(*ikBuild, *ikBench))
-		if err := ik.setSweep(*ikSweep, *ikSweepFlags, "llama-sweep-bench", "build-ik.sh builds it"); err != nil {
+		if err := ik.setSweep(deep, *ikSweep, *ikSweepFlags, "llama-sweep-bench", "build-ik.sh builds it"); err != nil {
 			return c, err
 		}
 		c.peers = append(c.peers, ik)

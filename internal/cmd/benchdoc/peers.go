@@ -54,11 +54,11 @@ const (
 	llamaDefaultSweepFlags = "-fa 1"
 )
 
-// setSweep gives the peer its sweep program when it measures at depth in
-// the sweep mode: path, or the program called name beside its llama-bench
-// (hint says how to build it).
-func (p *peer) setSweep(path, flags, name, hint string) error {
-	if p.depth != "sweep" || p.bin == "" {
+// setSweep gives the peer its sweep program when it measures at depth
+// (deep: rows at depth were asked for) in the sweep mode: path, or the
+// program called name beside its llama-bench (hint says how to build it).
+func (p *peer) setSweep(deep bool, path, flags, name, hint string) error {
+	if !deep || p.depth != "sweep" || p.bin == "" {
 		return nil
 	}
 	p.sweep, p.sweepFlags = path, strings.Fields(flags)
