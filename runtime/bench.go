@@ -137,11 +137,17 @@ func (m *Model) BenchContext(ctx context.Context, o BenchOptions) (*BenchResult,
 			if err := s.Truncate(o.Depth); err != nil {
 				return err
 			}
+			if err := s.claim(); err != nil {
+				return err
+			}
+			defer s.unclaim()
 			for _, t := range gen {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				if _, err := s.Eval([]int32{t}, false); err != nil {
+				// Generate's step: the backend's logits, not a copy the
+				// caller owns (Eval's), as llama-bench's decode reads them.
+				if _, err := s.step(t); err != nil {
 					return err
 				}
 			}

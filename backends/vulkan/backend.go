@@ -228,11 +228,16 @@ func (Backend) Load(g *graph.Graph, w backends.Weights, o backends.LoadOptions) 
 		}
 		index = i
 	}
+	spin, err := spinFromEnv()
+	if err != nil {
+		return nil, err
+	}
 	seed := readPipelineCache(o.CacheFile)
 	d, err := sharedDevice(index, seed)
 	if err != nil {
 		return nil, err
 	}
+	d.spinWait.Store(int64(spin))
 	p, err := LoadOn(d, g, w, o)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/weft-ml/weft/backends"
 	"github.com/weft-ml/weft/backends/vulkan/internal/vk"
@@ -221,6 +222,10 @@ type Device struct {
 	cache vk.PipelineCache // every kernel's pipeline goes through it (Open)
 
 	queueMu sync.Mutex // guards submissions to the queue (submit)
+
+	// spinWait: nanoseconds a Program's Wait polls its fence before it
+	// blocks in vkWaitForFences (SpinEnv).
+	spinWait atomic.Int64
 }
 
 // stagingChunk caps the host-visible staging buffers; larger transfers go

@@ -2,6 +2,8 @@
 
 package vulkan
 
+import "time"
+
 // SetWeightLimit makes weights larger than limit bytes lie in row chunks
 // of at most limit bytes, as weights larger than the device's
 // storage-buffer range do; it returns a function restoring the limit.
@@ -55,3 +57,11 @@ func StepCounts(s *Session, tokens, rows int) (dispatches, barriers int) {
 // PackedQKV returns how many MatMulQKV nodes run as one dispatch over
 // packed weights.
 func PackedQKV(e *Executable) int { return len(e.packs) }
+
+// SetSpinWait makes every Program of d poll its fence for spin before
+// blocking (what WEFT_VULKAN_SPIN_US sets through Load); it returns a
+// function restoring the previous time.
+func SetSpinWait(d *Device, spin time.Duration) (restore func()) {
+	old := d.spinWait.Swap(int64(spin))
+	return func() { d.spinWait.Store(old) }
+}

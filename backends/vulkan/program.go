@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/weft-ml/weft/backends/vulkan/internal/vk"
 )
@@ -337,12 +339,47 @@ func (p *Program) Submit() error {
 	return p.d.submit(p.cb, p.fence)
 }
 
-// Wait waits for the last Submit to finish.
+// Wait waits for the last Submit to finish: it polls the fence for the
+// device's spin time (SpinEnv), then blocks in vkWaitForFences.
 func (p *Program) Wait() error {
+	if spin := time.Duration(p.d.spinWait.Load()); spin > 0 {
+		deadline := time.Now().Add(spin)
+		for {
+			done, err := p.d.dev.FenceSignaled(p.fence)
+			if err != nil {
+				return err
+			}
+			if done {
+				return p.d.dev.ResetFence(p.fence)
+			}
+			if time.Now().After(deadline) {
+				break
+			}
+		}
+	}
 	if _, err := p.d.dev.WaitFence(p.fence, ^uint64(0)); err != nil {
 		return err
 	}
 	return p.d.dev.ResetFence(p.fence)
+}
+
+// SpinEnv names the environment variable that sets how many microseconds
+// a step's Wait polls its fence before it blocks (default 0: block at
+// once). A decode step ends every millisecond or so; polling trades a
+// core's time for the wake-up of a blocked thread.
+const SpinEnv = "WEFT_VULKAN_SPIN_US"
+
+// spinFromEnv reads SpinEnv.
+func spinFromEnv() (time.Duration, error) {
+	s := os.Getenv(SpinEnv)
+	if s == "" {
+		return 0, nil
+	}
+	us, err := strconv.Atoi(s)
+	if err != nil || us < 0 || us > 1_000_000 {
+		return 0, fmt.Errorf("%s=%q: want microseconds from 0 to 1000000", SpinEnv, s)
+	}
+	return time.Duration(us) * time.Microsecond, nil
 }
 
 // Close releases the program; it must not be running.

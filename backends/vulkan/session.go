@@ -373,13 +373,14 @@ func (s *Session) submit(key stepKey) error {
 	return nil
 }
 
-// logits reads the logits of R rows back from the read-back buffer.
+// logits reads the logits of R rows back from the read-back buffer in one
+// copy: the device's little-endian float32s are the host's (the binding
+// builds for amd64 and arm64 only; begin writes its words the same way).
+// A decode token's 128 KB took 39 µs converted value by value, 3 µs so.
 func (s *Session) logits(R int) []float32 {
 	n := R * s.e.vals[s.e.logits].width
-	mapped := s.out.Mapped()
-	for i := range s.res[:n] {
-		s.res[i] = math.Float32frombits(binary.LittleEndian.Uint32(mapped[4*i:]))
-	}
+	mapped := s.out.Mapped()[:4*n]
+	copy(s.res[:n], unsafe.Slice((*float32)(unsafe.Pointer(&mapped[0])), n))
 	return s.res[:n]
 }
 
