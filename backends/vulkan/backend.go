@@ -228,12 +228,12 @@ func (Backend) Load(g *graph.Graph, w backends.Weights, o backends.LoadOptions) 
 		}
 		index = i
 	}
-	spin, err := spinFromEnv()
+	seed := readPipelineCache(o.CacheFile)
+	d, err := sharedDevice(index, seed)
 	if err != nil {
 		return nil, err
 	}
-	seed := readPipelineCache(o.CacheFile)
-	d, err := sharedDevice(index, seed)
+	spin, err := spinFor(d.info)
 	if err != nil {
 		return nil, err
 	}

@@ -364,12 +364,32 @@ func (p *Program) Wait() error {
 }
 
 // SpinEnv names the environment variable that sets how many microseconds
-// a step's Wait polls its fence before it blocks (default 0: block at
-// once). A decode step ends every millisecond or so; polling trades a
-// core's time for the wake-up of a blocked thread.
+// a step's Wait polls its fence before it blocks in vkWaitForFences (0:
+// block at once). A small model's decode step ends every millisecond or
+// two, and on NVIDIA's driver a thread blocked in vkWaitForFences woke
+// about 90 µs after its step ended: polling instead took TinyLlama's
+// decode on an H200 from 759–763 to 878–880 tok/s (Q4_K_M), 842–877 to
+// 1 001–1 006 (Q4_0), at the price of one core busy while a step runs, as
+// CUDA's default synchronisation does (docs/decisions.md, session 21).
 const SpinEnv = "WEFT_VULKAN_SPIN_US"
 
-// spinFromEnv reads SpinEnv.
+// defaultSpin covers a decode step of the models weft runs on a GPU today
+// (2 ms for TinyLlama in F16): longer steps (prefill, larger models) block
+// after it, where a wake-up's 90 µs is a small share of the step. A CPU
+// device (lavapipe) does not poll by default: its steps run on the cores
+// the polling thread would take.
+const defaultSpin = 5 * time.Millisecond
+
+// spinFor is how long Programs on a device of info's type poll their
+// fences: SpinEnv when set, else defaultSpin (none on a CPU device).
+func spinFor(info DeviceInfo) (time.Duration, error) {
+	if os.Getenv(SpinEnv) != "" || info.Type == "CPU" {
+		return spinFromEnv()
+	}
+	return defaultSpin, nil
+}
+
+// spinFromEnv reads SpinEnv (unset: 0).
 func spinFromEnv() (time.Duration, error) {
 	s := os.Getenv(SpinEnv)
 	if s == "" {
