@@ -233,11 +233,6 @@ func (Backend) Load(g *graph.Graph, w backends.Weights, o backends.LoadOptions) 
 	if err != nil {
 		return nil, err
 	}
-	spin, err := spinFor(d.info)
-	if err != nil {
-		return nil, err
-	}
-	d.spinWait.Store(int64(spin))
 	p, err := LoadOn(d, g, w, o)
 	if err != nil {
 		return nil, err

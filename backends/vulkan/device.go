@@ -8,7 +8,7 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"sync/atomic"
+	"time"
 
 	"github.com/weft-ml/weft/backends"
 	"github.com/weft-ml/weft/backends/vulkan/internal/vk"
@@ -223,9 +223,9 @@ type Device struct {
 
 	queueMu sync.Mutex // guards submissions to the queue (submit)
 
-	// spinWait: nanoseconds a Program's Wait polls its fence before it
-	// blocks in vkWaitForFences (SpinEnv).
-	spinWait atomic.Int64
+	// spinWait is how long a Program's Wait polls its fence before it
+	// blocks in vkWaitForFences (spinFor, when the device opens).
+	spinWait time.Duration
 }
 
 // stagingChunk caps the host-visible staging buffers; larger transfers go
@@ -241,6 +241,10 @@ func Open(index int, opts Options) (*Device, error) {
 	d, err := open(in, index)
 	if err != nil {
 		in.Destroy()
+		return nil, err
+	}
+	if d.spinWait, err = spinFor(d.info); err != nil {
+		d.closeDevice()
 		return nil, err
 	}
 	if d.cache, err = d.dev.CreatePipelineCache(opts.PipelineCache); err != nil {

@@ -59,9 +59,11 @@ func StepCounts(s *Session, tokens, rows int) (dispatches, barriers int) {
 func PackedQKV(e *Executable) int { return len(e.packs) }
 
 // SetSpinWait makes every Program of d poll its fence for spin before
-// blocking (what WEFT_VULKAN_SPIN_US sets through Load); it returns a
-// function restoring the previous time.
+// blocking (what WEFT_VULKAN_SPIN_US sets when the device opens); it
+// returns a function restoring the previous time. No Program of d may be
+// waiting meanwhile.
 func SetSpinWait(d *Device, spin time.Duration) (restore func()) {
-	old := d.spinWait.Swap(int64(spin))
-	return func() { d.spinWait.Store(old) }
+	old := d.spinWait
+	d.spinWait = spin
+	return func() { d.spinWait = old }
 }

@@ -342,7 +342,7 @@ func (p *Program) Submit() error {
 // Wait waits for the last Submit to finish: it polls the fence for the
 // device's spin time (SpinEnv), then blocks in vkWaitForFences.
 func (p *Program) Wait() error {
-	if spin := time.Duration(p.d.spinWait.Load()); spin > 0 {
+	if spin := p.d.spinWait; spin > 0 {
 		deadline := time.Now().Add(spin)
 		for {
 			done, err := p.d.dev.FenceSignaled(p.fence)
