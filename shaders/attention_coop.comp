@@ -4,13 +4,21 @@
 // push constants, masks and two passes, with both products — Q·Kᵀ and
 // P·V — as matrix products of 16×16 tiles.
 //
-// One workgroup per (query head, tile of TQ = 64 tokens): four subgroups
-// of 32, each owning 16 tokens. gl_WorkGroupID.x is the head, y the tile,
-// counted from the last: the last tiles see the most cache rows, and
-// dispatched first they do not trail the others. The workgroup walks the
-// cache rows its tokens see in tiles of TK = 64 rows (skipping tiles none
-// of them sees, as attention_tiled.comp), staged in shared memory as the
-// cache's binary16 words.
+// One workgroup per (query head, tile of TQ = 64 tokens): eight subgroups
+// of 32, a pair for each 16 tokens; each subgroup of a pair takes one half
+// (TH = 32 rows) of every tile of cache rows. gl_WorkGroupID.x is the
+// head, y the tile, counted from the last: the last tiles see the most
+// cache rows, and dispatched first they do not trail the others. The
+// workgroup walks the cache rows its tokens see in tiles of TK = 64 rows
+// (skipping tiles none of them sees, as attention_tiled.comp), staged in
+// shared memory as the cache's binary16 words.
+//
+// Why pairs: a 512-token prefill's attention is bound by each workgroup's
+// chain of tile steps (its last tile of tokens walks 8 tiles, twice), not
+// by the tensor cores: with a tile's scores, softmax and products split
+// over two subgroups each step is about half as long, and twice the
+// warps hide each other's latencies (session 13's kernel had one
+// subgroup per 16 tokens).
 //
 // Numerics. The queries are rounded to binary16 and the probabilities are
 // exp(score − max)·(1/sum) rounded to binary16, as the CPU backend and
@@ -19,21 +27,24 @@
 // order (and the sums of a 16×16×16 step with their own intermediate
 // rounding), so scores and outputs are not attention_tiled.comp's bits:
 // TestAttention holds them to the f16 cache's tolerance, the models to the
-// end-to-end rule. Pass one: each subgroup's 16×64 scores of a tile go
-// through its part of shared memory, where each invocation (a token, half
-// of the rows) takes the largest of its 32 and adds their exponentials to
-// its running sum, rescaled to the new largest; the two halves are
-// combined in order. Pass two: the scores again (the same products: the
-// same bits), the probabilities as a binary16 16×64 matrix (p_to_f16:
-// f32_to_f16's rounding for 0 ≤ p ≤ 1, cheaper), and O += P·V, O in
-// float32 accumulator tiles for the whole head (head_dim ≤ 128, a
-// multiple of 16; the HD64 variants stage rows of 64 values, for heads of
-// up to 64).
+// end-to-end rule. Pass one: each subgroup's 16×TH scores of a tile go
+// through its part of shared memory, where each invocation (a token, a
+// quarter of the tile's rows) takes the largest of its 16 and adds their
+// exponentials to its running sum, rescaled to the new largest; the four
+// quarters are combined in order (the two in a subgroup by a shuffle, then
+// the pair's through shared memory). Pass two: the scores again (the same
+// products: the same bits), the probabilities as a binary16 16×TH matrix
+// (p_to_f16: f32_to_f16's rounding for 0 ≤ p ≤ 1, cheaper), and
+// O += P·V over the subgroup's half of the V rows, O in float32
+// accumulator tiles for the whole head (head_dim ≤ 128, a multiple of 16;
+// the HD64 variants stage rows of 64 values, for heads of up to 64); at
+// the end the first subgroup of a pair adds the second's O to its own (in
+// that order, through shared memory) and writes the tokens' outputs.
 //
-// Measured on the H100 and not kept (no gain over this kernel): K and V
-// tiles staged together with the next tile's loads in flight during the
-// products, tiles of 32 rows for heads of 128, and skipping the V masking
-// when the tokens' rows form one interval (docs/decisions.md).
+// Measured on the H100 and not kept (no gain over session 13's kernel): K
+// and V tiles staged together with the next tile's loads in flight during
+// the products, tiles of 32 rows for heads of 128, and skipping the V
+// masking when the tokens' rows form one interval (docs/decisions.md).
 //
 // A cache row that no token of the workgroup sees may never have been
 // written (another sequence's gap, NaN in the tests): V rows are staged as
@@ -50,7 +61,7 @@
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 0) const uint WG = 128; // NSG subgroups of 32
+layout(constant_id = 0) const uint WG = 256; // NSG subgroups of 32
 
 #include "attention.glsl"
 
@@ -58,24 +69,27 @@ layout(constant_id = 0) const uint WG = 128; // NSG subgroups of 32
 #error "attention_coop.comp reads a binary16 cache (KV_F16)"
 #endif
 
-#define NSG 4u        // subgroups of 32 invocations
-#define TQ 64u        // tokens per workgroup: 16 a subgroup
+#define NSG 8u        // subgroups of 32 invocations: a pair per 16 tokens
+#define WGN 256u      // invocations (WG, as a literal for array sizes)
+#define TQ 64u        // tokens per workgroup: 16 a subgroup pair
 #define TK 64u        // cache rows per tile
+#define TH 32u        // a tile's rows a subgroup takes (half)
 #ifdef HD64
 #define HDMAX 64u     // largest head (the _hd64 variants)
 #else
 #define HDMAX 128u    // largest head
 #endif
 #define KW (HDMAX / 2u + 4u) // words a staged row: binary16 pairs, 4 more to keep rows 16-byte aligned and banks staggered
-#define SS 68u        // floats a row of a subgroup's 16×TK scores (and of its output columns)
-#define PW (TK / 2u + 4u) // words a row of a subgroup's 16×TK binary16 probabilities
-#define SLOTS (TK * HDMAX / 2u / 128u) // staged words per invocation (at most)
+#define SS (TH + 4u)  // floats a row of a subgroup's 16×TH scores (and of its output columns)
+#define PW (TH / 2u + 4u) // words a row of a subgroup's 16×TH binary16 probabilities
+#define SLOTS (TK * HDMAX / 2u / WGN) // staged words per invocation (at most)
 
 shared uint kv[TK * KW]; // the queries, then a tile of K rows, then of V rows
 shared float ss[NSG * 16u * SS];
 shared uint ps[NSG * 16u * PW];
 shared uint lo_row[TQ], hi_row[TQ]; // rows each token sees (lo > hi: none)
 shared uint vis[TK]; // whether any token of the workgroup sees row r0 + i
+shared float pair_m[2u * TQ], pair_s[2u * TQ]; // pass one's largest score and sum, per half and token
 
 #define ninf uintBitsToFloat(0xff800000u)
 
@@ -129,7 +143,7 @@ bool sees(uint r) {
 // tile, stepped through rows and columns rather than divided.
 void load_tile(bool keys, uint r0, uint rhi, uint kvh) {
     const uint hw = pc.hd / 2u, rw = pc.kvheads * hw;
-    const uint dr = WG / hw, dc = WG % hw;
+    const uint dr = WGN / hw, dc = WGN % hw;
     const uint base = kvh * hw;
     uint w[SLOTS];
     uint r = gl_LocalInvocationID.x / hw, c = gl_LocalInvocationID.x % hw;
@@ -161,24 +175,34 @@ void load_tile(bool keys, uint r0, uint rhi, uint kvh) {
     }
 }
 
+// sum_pair combines two (largest, sum of exponentials) parts, a's first.
+void sum_pair(float ma, float sa, float mb, float sb, out float m, out float s) {
+    m = max(ma, mb);
+    s = ma == ninf ? 0.0 : sa * exp(ma - m);
+    s += mb == ninf ? 0.0 : sb * exp(mb - m);
+}
+
 void main() {
     const uint h = gl_WorkGroupID.x;
     const uint t0 = (gl_NumWorkGroups.y - 1u - gl_WorkGroupID.y) * TQ;
     const uint tid = gl_LocalInvocationID.x;
     const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
-    // The invocation's token (of the subgroup's 16, and of the
-    // workgroup's) and half of a tile's rows; rot staggers the halves'
-    // and tokens' reads of the scores across the banks.
-    const uint ti = lane % 16u, half_ = lane / 16u, tok = 16u * sg + ti;
-    const uint rot = 2u * (ti / 8u) + half_;
+    // The subgroup's 16 tokens (g) and half of each tile's rows (hh); the
+    // invocation's token (of the 16, and of the workgroup's) and quarter
+    // (q4) of the tile's rows; rot staggers the quarters' and tokens'
+    // reads of the scores across the banks.
+    const uint g = sg % 4u, hh = sg / 4u;
+    const uint ti = lane % 16u, q4 = lane / 16u, tok = 16u * g + ti;
+    const uint rot = 2u * (ti / 8u) + q4;
     const uint hd = pc.hd, hw = hd / 2u, nd = hd / 16u;
     const uint kvh = h / (pc.heads / pc.kvheads);
     const uint ntile = min(TQ, pc.ntok - t0);
     const uint sbase = 16u * SS * sg, pbase = 16u * PW * sg;
+    const uint off = TH * hh; // the subgroup's first row of a tile
 
     // The queries, rounded to binary16, into kv; then each subgroup's
     // 16 tokens as matrices of 16 dimensions.
-    for (uint i = tid; i < TQ * hw; i += WG) {
+    for (uint i = tid; i < TQ * hw; i += WGN) {
         const uint r = i / hw, c = i - r * hw;
         uint w = 0u;
         if (r < ntile) {
@@ -205,29 +229,29 @@ void main() {
     [[unroll]] for (uint d = 0u; d < HDMAX / 16u; d++) {
         qm[d] = F16MAT(0.0);
         if (d < nd) {
-            coopMatLoadNV(qm[d], kv, 16u * sg * KW + 8u * d, KW, false);
+            coopMatLoadNV(qm[d], kv, 16u * g * KW + 8u * d, KW, false);
         }
     }
     uint rlo = 0xffffffffu, rhi = 0u, slo = 0xffffffffu, shi = 0u;
     for (uint i = 0u; i < ntile; i++) {
         rlo = min(rlo, lo_row[i]);
         rhi = max(rhi, hi_row[i]);
-        if (i / 16u == sg) {
+        if (i / 16u == g) {
             slo = min(slo, lo_row[i]);
             shi = max(shi, hi_row[i]);
         }
     }
     const uint lo = lo_row[tok], hi = hi_row[tok];
 
-// SCORES: the subgroup's 16×TK scores against the K tile in kv, into its
-// part of ss (row = token, column = the tile's row).
+// SCORES: the subgroup's 16×TH scores against its half of the K tile in
+// kv, into its part of ss (row = token, column = the half's row).
 #define SCORES                                                                        \
-    [[unroll]] for (uint j = 0u; j < TK / 16u; j++) {                                 \
+    [[unroll]] for (uint j = 0u; j < TH / 16u; j++) {                                 \
         F32MAT sm = F32MAT(0.0);                                                      \
         [[unroll]] for (uint d = 0u; d < HDMAX / 16u; d++) {                          \
             if (d < nd) {                                                             \
                 F16MAT km;                                                            \
-                coopMatLoadNV(km, kv, 16u * j * KW + 8u * d, KW, true);               \
+                coopMatLoadNV(km, kv, (off + 16u * j) * KW + 8u * d, KW, true);       \
                 sm = coopMatMulAddNV(qm[d], km, sm);                                  \
             }                                                                         \
         }                                                                             \
@@ -236,25 +260,29 @@ void main() {
     subgroupMemoryBarrierShared();                                                    \
     subgroupBarrier();
 
+// LIVE: whether a token of the subgroup sees a row of its half of the
+// tile at r0.
+#define LIVE(r0) (slo <= shi && slo < (r0) + off + TH && shi >= (r0) + off)
+
     // Pass 1: the largest score and the sum of exponentials.
     float m = ninf, s = 0.0;
     for (uint r0 = next(rlo, rhi); r0 <= rhi; r0 = next(r0 + TK, rhi)) {
         barrier(); // kv's queries or last tile are used up
         load_tile(true, r0, rhi, kvh);
         barrier();
-        if (slo <= shi && slo < r0 + TK && shi >= r0) {
+        if (LIVE(r0)) {
             SCORES
-            float x[32];
+            float x[16];
             float mt = ninf;
-            for (uint j = 0u; j < 32u; j++) {
-                const uint c = 32u * half_ + (j + rot) % 32u, r = r0 + c;
+            [[unroll]] for (uint j = 0u; j < 16u; j++) {
+                const uint c = 16u * q4 + (j + rot) % 16u, r = r0 + off + c;
                 x[j] = r >= lo && r <= hi ? capped(ss[sbase + ti * SS + c]) * pc.scale : ninf;
                 mt = max(mt, x[j]);
             }
             if (mt != ninf) {
                 const float mn = max(m, mt);
                 float add = 0.0;
-                for (uint j = 0u; j < 32u; j++) {
+                [[unroll]] for (uint j = 0u; j < 16u; j++) {
                     add += exp(x[j] - mn);
                 }
                 s = s * exp(m - mn) + add;
@@ -263,16 +291,27 @@ void main() {
             subgroupBarrier(); // ss is read before the next tile's scores
         }
     }
-    // The two halves of a token, the first half's first.
-    const float mo = subgroupShuffleXor(m, 16u), so = subgroupShuffleXor(s, 16u);
-    const float m0 = half_ == 0u ? m : mo, s0 = half_ == 0u ? s : so;
-    const float m1 = half_ == 0u ? mo : m, s1 = half_ == 0u ? so : s;
-    const float mx = max(m0, m1);
-    float total = m0 == ninf ? 0.0 : s0 * exp(m0 - mx);
-    total += m1 == ninf ? 0.0 : s1 * exp(m1 - mx);
+    // The quarters of a token: the subgroup's two by a shuffle, the first
+    // quarter's first; then the pair's halves, the first half's first.
+    {
+        const float mo = subgroupShuffleXor(m, 16u), so = subgroupShuffleXor(s, 16u);
+        float mh, sh;
+        if (q4 == 0u) {
+            sum_pair(m, s, mo, so, mh, sh);
+        } else {
+            sum_pair(mo, so, m, s, mh, sh);
+        }
+        if (q4 == 0u) {
+            pair_m[hh * TQ + tok] = mh;
+            pair_s[hh * TQ + tok] = sh;
+        }
+    }
+    barrier();
+    float mx, total;
+    sum_pair(pair_m[tok], pair_s[tok], pair_m[TQ + tok], pair_s[TQ + tok], mx, total);
     const float inv = div_rn(1.0, total);
 
-    // Pass 2: the probabilities, and O += P·V.
+    // Pass 2: the probabilities, and O += P·V over the half's V rows.
     F32MAT om[HDMAX / 16u];
     [[unroll]] for (uint n = 0u; n < HDMAX / 16u; n++) {
         om[n] = F32MAT(0.0);
@@ -284,14 +323,14 @@ void main() {
             vis[tid] = sees(r0 + tid) ? 1u : 0u;
         }
         barrier();
-        const bool live = slo <= shi && slo < r0 + TK && shi >= r0;
+        const bool live = LIVE(r0);
         if (live) {
             SCORES
-            for (uint j = 0u; j < 16u; j++) {
-                const uint c = 32u * half_ + 2u * ((j + rot) % 16u);
+            [[unroll]] for (uint j = 0u; j < 8u; j++) {
+                const uint c = 16u * q4 + 2u * ((j + rot) % 8u);
                 uint w = 0u;
-                for (uint e = 0u; e < 2u; e++) {
-                    const uint r = r0 + c + e;
+                [[unroll]] for (uint e = 0u; e < 2u; e++) {
+                    const uint r = r0 + off + c + e;
                     if (r >= lo && r <= hi) {
                         const float x = capped(ss[sbase + ti * SS + c + e]) * pc.scale;
                         w |= p_to_f16(exp(x - mx) * inv) << (16u * e);
@@ -306,13 +345,13 @@ void main() {
         load_tile(false, r0, rhi, kvh);
         barrier();
         if (live) {
-            [[unroll]] for (uint k = 0u; k < TK / 16u; k++) {
+            [[unroll]] for (uint k = 0u; k < TH / 16u; k++) {
                 F16MAT pm;
                 coopMatLoadNV(pm, ps, pbase + 8u * k, PW, false);
                 [[unroll]] for (uint n = 0u; n < HDMAX / 16u; n++) {
                     if (n < nd) {
                         F16MAT vm;
-                        coopMatLoadNV(vm, kv, 16u * k * KW + 8u * n, KW, false);
+                        coopMatLoadNV(vm, kv, (off + 16u * k) * KW + 8u * n, KW, false);
                         om[n] = coopMatMulAddNV(pm, vm, om[n]);
                     }
                 }
@@ -320,36 +359,38 @@ void main() {
         }
     }
 
-    // The output, 32 dimensions at a time through the subgroup's ss: each
-    // invocation writes 16 of its token's, and the first half the
-    // token's block of the output projection's activations (BW).
+    // The output, 32 dimensions at a time: both subgroups of a pair
+    // leave their O in their ss, the first adds the second's to its own
+    // (in that order) as it reads them; each invocation writes 16 of its
+    // token's values, and the first quarter the token's block of the
+    // output projection's activations (BW).
+    const uint pbs = 16u * SS * (sg + 4u); // the pair's second subgroup's ss
     [[unroll]] for (uint b = 0u; b < HDMAX / 32u; b++) {
         if (32u * b < hd) {
+            barrier(); // the previous block's sums are read
             coopMatStoreNV(om[2u * b], ss, sbase, SS, false);
             if (32u * b + 16u < hd) {
                 coopMatStoreNV(om[2u * b + 1u], ss, sbase + 16u, SS, false);
             }
-            subgroupMemoryBarrierShared();
-            subgroupBarrier();
-            if (tok < ntile) {
+            barrier();
+            if (hh == 0u && tok < ntile) {
                 const uint obase = pc.ooff + ((t0 + tok) * pc.heads + h) * hd + 32u * b;
                 for (uint j = 0u; j < 16u; j++) {
-                    const uint d = 16u * half_ + j;
+                    const uint d = 16u * q4 + j;
                     if (32u * b + d < hd) {
-                        o[obase + d] = ss[sbase + ti * SS + d];
+                        o[obase + d] = ss[sbase + ti * SS + d] + ss[pbs + ti * SS + d];
                     }
                 }
 #ifdef BW
-                if (half_ == 0u) {
+                if (q4 == 0u) {
                     float v[32];
                     for (uint j = 0u; j < 32u; j++) {
-                        v[j] = ss[sbase + ti * SS + j];
+                        v[j] = ss[sbase + ti * SS + j] + ss[pbs + ti * SS + j];
                     }
                     store_q8_block(pc.aoff + (((t0 + tok) * pc.heads + h) * hd / 32u + b) * BW, v);
                 }
 #endif
             }
-            subgroupBarrier();
         }
     }
 }

@@ -1797,7 +1797,7 @@ var kernels = []Kernel{{
 	PushBytes: 52,
 	SPIRV:     spvAttentionCoopF16,
 	Source:    "attention_coop.comp",
-	Workgroup: 128,
+	Workgroup: 256,
 }, {
 	Bindings:  6,
 	Defines:   []string{"KV_F16", "COOP", "Q8_0"},
@@ -1805,7 +1805,7 @@ var kernels = []Kernel{{
 	PushBytes: 52,
 	SPIRV:     spvAttentionCoopF16Q80,
 	Source:    "attention_coop.comp",
-	Workgroup: 128,
+	Workgroup: 256,
 }, {
 	Bindings:  6,
 	Defines:   []string{"KV_F16", "COOP", "Q8_1"},
@@ -1813,7 +1813,7 @@ var kernels = []Kernel{{
 	PushBytes: 52,
 	SPIRV:     spvAttentionCoopF16Q81,
 	Source:    "attention_coop.comp",
-	Workgroup: 128,
+	Workgroup: 256,
 }, {
 	Bindings:  5,
 	Defines:   []string{"KV_F16", "COOP", "HD64"},
@@ -1821,7 +1821,7 @@ var kernels = []Kernel{{
 	PushBytes: 52,
 	SPIRV:     spvAttentionCoopHd64F16,
 	Source:    "attention_coop.comp",
-	Workgroup: 128,
+	Workgroup: 256,
 }, {
 	Bindings:  6,
 	Defines:   []string{"KV_F16", "COOP", "HD64", "Q8_0"},
@@ -1829,7 +1829,7 @@ var kernels = []Kernel{{
 	PushBytes: 52,
 	SPIRV:     spvAttentionCoopHd64F16Q80,
 	Source:    "attention_coop.comp",
-	Workgroup: 128,
+	Workgroup: 256,
 }, {
 	Bindings:  6,
 	Defines:   []string{"KV_F16", "COOP", "HD64", "Q8_1"},
@@ -1837,7 +1837,7 @@ var kernels = []Kernel{{
 	PushBytes: 52,
 	SPIRV:     spvAttentionCoopHd64F16Q81,
 	Source:    "attention_coop.comp",
-	Workgroup: 128,
+	Workgroup: 256,
 }, {
 	Bindings:  5,
 	Defines:   []string{"KV_F16"},

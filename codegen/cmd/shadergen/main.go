@@ -140,7 +140,7 @@ func init() {
 			if act != "" {
 				name, defines, bindings = name+"_"+act, append(defines, strings.ToUpper(act)), 6
 			}
-			variants = append(variants, variant{name, "attention_coop.comp", defines, bindings, 52, 128})
+			variants = append(variants, variant{name, "attention_coop.comp", defines, bindings, 52, 256})
 		}
 	}
 	// Flash attention per KV cache type, and fused with the output
