@@ -18,7 +18,14 @@
 // by the tensor cores: with a tile's scores, softmax and products split
 // over two subgroups each step is about half as long, and twice the
 // warps hide each other's latencies (session 13's kernel had one
-// subgroup per 16 tokens).
+// subgroup per 16 tokens). What decides it is registers: at 128 or fewer
+// an invocation two workgroups fit a multiprocessor, at 131 one; the HD64
+// variants therefore keep the queries in shared memory (QSHARED) and load
+// their fragments as the scores need them, instead of holding them (126
+// registers on the H200; TinyLlama's 512-token attention 129 → 88 µs a
+// layer). Heads of 128 (212 registers, one workgroup a multiprocessor, no
+// room for the queries in 48 KiB) gain at 512 tokens (178 → 145 µs for
+// Llama 3 8B's heads) and lose at 2 048 (1 251 → 1 387 µs).
 //
 // Numerics. The queries are rounded to binary16 and the probabilities are
 // exp(score − max)·(1/sum) rounded to binary16, as the CPU backend and
@@ -76,6 +83,7 @@ layout(constant_id = 0) const uint WG = 256; // NSG subgroups of 32
 #define TH 32u        // a tile's rows a subgroup takes (half)
 #ifdef HD64
 #define HDMAX 64u     // largest head (the _hd64 variants)
+#define QSHARED       // the queries' fragments loaded from shared memory as used
 #else
 #define HDMAX 128u    // largest head
 #endif
@@ -90,6 +98,9 @@ shared uint ps[NSG * 16u * PW];
 shared uint lo_row[TQ], hi_row[TQ]; // rows each token sees (lo > hi: none)
 shared uint vis[TK]; // whether any token of the workgroup sees row r0 + i
 shared float pair_m[2u * TQ], pair_s[2u * TQ]; // pass one's largest score and sum, per half and token
+#ifdef QSHARED
+shared uint qsh[TQ * KW]; // the queries, as binary16 words
+#endif
 
 #define ninf uintBitsToFloat(0xff800000u)
 
@@ -209,7 +220,11 @@ void main() {
             const uint at = pc.qoff + ((t0 + r) * pc.heads + h) * hd + 2u * c;
             w = f32_to_f16(q[at]) | (f32_to_f16(q[at + 1u]) << 16);
         }
+#ifdef QSHARED
+        qsh[r * KW + c] = w;
+#else
         kv[r * KW + c] = w;
+#endif
     }
     if (tid < TQ) {
         uint lo = 1u, hi = 0u; // none
@@ -225,6 +240,7 @@ void main() {
         hi_row[tid] = hi;
     }
     barrier();
+#ifndef QSHARED
     F16MAT qm[HDMAX / 16u];
     [[unroll]] for (uint d = 0u; d < HDMAX / 16u; d++) {
         qm[d] = F16MAT(0.0);
@@ -232,6 +248,7 @@ void main() {
             coopMatLoadNV(qm[d], kv, 16u * g * KW + 8u * d, KW, false);
         }
     }
+#endif
     uint rlo = 0xffffffffu, rhi = 0u, slo = 0xffffffffu, shi = 0u;
     for (uint i = 0u; i < ntile; i++) {
         rlo = min(rlo, lo_row[i]);
@@ -243,8 +260,33 @@ void main() {
     }
     const uint lo = lo_row[tok], hi = hi_row[tok];
 
-// SCORES: the subgroup's 16×TH scores against its half of the K tile in
-// kv, into its part of ss (row = token, column = the half's row).
+// SCORES: the subgroup's 16×TH scores against its part of the K tile in
+// kv, into its part of ss (row = token, column = the part's row).
+#ifdef QSHARED
+#define SCORES                                                                        \
+    {                                                                                 \
+        F32MAT sm[TH / 16u];                                                          \
+        [[unroll]] for (uint j = 0u; j < TH / 16u; j++) {                             \
+            sm[j] = F32MAT(0.0);                                                      \
+        }                                                                             \
+        [[unroll]] for (uint d = 0u; d < HDMAX / 16u; d++) {                          \
+            if (d < nd) {                                                             \
+                F16MAT qf;                                                            \
+                coopMatLoadNV(qf, qsh, 16u * g * KW + 8u * d, KW, false);             \
+                [[unroll]] for (uint j = 0u; j < TH / 16u; j++) {                     \
+                    F16MAT km;                                                        \
+                    coopMatLoadNV(km, kv, (off + 16u * j) * KW + 8u * d, KW, true);   \
+                    sm[j] = coopMatMulAddNV(qf, km, sm[j]);                           \
+                }                                                                     \
+            }                                                                         \
+        }                                                                             \
+        [[unroll]] for (uint j = 0u; j < TH / 16u; j++) {                             \
+            coopMatStoreNV(sm[j], ss, sbase + 16u * j, SS, false);                    \
+        }                                                                             \
+    }                                                                                 \
+    subgroupMemoryBarrierShared();                                                    \
+    subgroupBarrier();
+#else
 #define SCORES                                                                        \
     [[unroll]] for (uint j = 0u; j < TH / 16u; j++) {                                 \
         F32MAT sm = F32MAT(0.0);                                                      \
@@ -259,6 +301,7 @@ void main() {
     }                                                                                 \
     subgroupMemoryBarrierShared();                                                    \
     subgroupBarrier();
+#endif
 
 // LIVE: whether a token of the subgroup sees a row of its half of the
 // tile at r0.
@@ -272,17 +315,17 @@ void main() {
         barrier();
         if (LIVE(r0)) {
             SCORES
-            float x[16];
+            float x[TH / 2u];
             float mt = ninf;
-            [[unroll]] for (uint j = 0u; j < 16u; j++) {
-                const uint c = 16u * q4 + (j + rot) % 16u, r = r0 + off + c;
+            [[unroll]] for (uint j = 0u; j < TH / 2u; j++) {
+                const uint c = (TH / 2u) * q4 + (j + rot) % (TH / 2u), r = r0 + off + c;
                 x[j] = r >= lo && r <= hi ? capped(ss[sbase + ti * SS + c]) * pc.scale : ninf;
                 mt = max(mt, x[j]);
             }
             if (mt != ninf) {
                 const float mn = max(m, mt);
                 float add = 0.0;
-                [[unroll]] for (uint j = 0u; j < 16u; j++) {
+                [[unroll]] for (uint j = 0u; j < TH / 2u; j++) {
                     add += exp(x[j] - mn);
                 }
                 s = s * exp(m - mn) + add;
@@ -291,23 +334,22 @@ void main() {
             subgroupBarrier(); // ss is read before the next tile's scores
         }
     }
-    // The quarters of a token: the subgroup's two by a shuffle, the first
-    // quarter's first; then the pair's halves, the first half's first.
+    // The parts of a token: the subgroup's two by a shuffle, the first
+    // part's first; then the pair's, the first subgroup's first.
+    float mx, total;
     {
         const float mo = subgroupShuffleXor(m, 16u), so = subgroupShuffleXor(s, 16u);
-        float mh, sh;
         if (q4 == 0u) {
-            sum_pair(m, s, mo, so, mh, sh);
+            sum_pair(m, s, mo, so, mx, total);
         } else {
-            sum_pair(mo, so, m, s, mh, sh);
-        }
-        if (q4 == 0u) {
-            pair_m[hh * TQ + tok] = mh;
-            pair_s[hh * TQ + tok] = sh;
+            sum_pair(mo, so, m, s, mx, total);
         }
     }
+    if (q4 == 0u) {
+        pair_m[hh * TQ + tok] = mx;
+        pair_s[hh * TQ + tok] = total;
+    }
     barrier();
-    float mx, total;
     sum_pair(pair_m[tok], pair_s[tok], pair_m[TQ + tok], pair_s[TQ + tok], mx, total);
     const float inv = div_rn(1.0, total);
 
@@ -326,8 +368,8 @@ void main() {
         const bool live = LIVE(r0);
         if (live) {
             SCORES
-            [[unroll]] for (uint j = 0u; j < 8u; j++) {
-                const uint c = 16u * q4 + 2u * ((j + rot) % 8u);
+            [[unroll]] for (uint j = 0u; j < TH / 4u; j++) {
+                const uint c = (TH / 2u) * q4 + 2u * ((j + rot) % (TH / 4u));
                 uint w = 0u;
                 [[unroll]] for (uint e = 0u; e < 2u; e++) {
                     const uint r = r0 + off + c + e;
@@ -365,6 +407,7 @@ void main() {
     // token's values, and the first quarter the token's block of the
     // output projection's activations (BW).
     const uint pbs = 16u * SS * (sg + 4u); // the pair's second subgroup's ss
+#define PAIRED(i) (ss[sbase + (i)] + ss[pbs + (i)])
     [[unroll]] for (uint b = 0u; b < HDMAX / 32u; b++) {
         if (32u * b < hd) {
             barrier(); // the previous block's sums are read
@@ -378,14 +421,14 @@ void main() {
                 for (uint j = 0u; j < 16u; j++) {
                     const uint d = 16u * q4 + j;
                     if (32u * b + d < hd) {
-                        o[obase + d] = ss[sbase + ti * SS + d] + ss[pbs + ti * SS + d];
+                        o[obase + d] = PAIRED(ti * SS + d);
                     }
                 }
 #ifdef BW
                 if (q4 == 0u) {
                     float v[32];
                     for (uint j = 0u; j < 32u; j++) {
-                        v[j] = ss[sbase + ti * SS + j] + ss[pbs + ti * SS + j];
+                        v[j] = PAIRED(ti * SS + j);
                     }
                     store_q8_block(pc.aoff + (((t0 + tok) * pc.heads + h) * hd / 32u + b) * BW, v);
                 }

@@ -3,12 +3,14 @@
 package shaders_test
 
 import (
+	"encoding/binary"
 	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/weft-ml/weft/backends/vulkan"
 	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/quant"
 )
 
 // BenchmarkMatMulTiled times one prefill matmul of TinyLlama's FFN shapes
@@ -62,4 +64,62 @@ func BenchmarkMatMulTiled(b *testing.B) {
 			}
 		}
 	}
+}
+
+// BenchmarkAttentionCoop times prefill attention on tensor cores for
+// TinyLlama's heads (32 query heads, 4 KV heads of 64; the _hd64 variant)
+// and Llama 3 8B's (32 query heads, 8 KV heads of 128) over a prompt of
+// 512 and 2048 tokens from an empty cache, the dispatch recorded once and
+// run b.N times: the kernel alone (a model step's profile shows it per
+// layer). Variants can be timed without a Go toolchain through
+// WEFT_SHADER_MUTANTS, as the tests' mutants are.
+func BenchmarkAttentionCoop(b *testing.B) {
+	e := newEnv(b)
+	const heads = 32
+	for _, k := range []struct {
+		name        string
+		kvHeads, hd int
+	}{{"attention_coop_hd64_f16", 4, 64}, {"attention_coop_f16", 8, 128}} {
+		name, kvHeads, hd := k.name, k.kvHeads, k.hd
+		if !e.runs(name) {
+			b.Skipf("%s does not run here (no binary16 cooperative matrices)", name)
+		}
+		for _, ntok := range []int{512, 2048} {
+			b.Run(fmt.Sprintf("%s_%d", name, ntok), func(b *testing.B) {
+				w := kvHeads * hd
+				kc, vc := halves(e.random(ntok*w)), halves(e.random(ntok*w))
+				pos := make([]uint32, 2*ntok) // positions, then cells (all 0)
+				for i := range ntok {
+					pos[i] = uint32(i)
+				}
+				const qoff, ooff, posoff = 0, 0, 0
+				qb, ob := e.place(qoff, e.random(ntok*heads*hd)), e.out(ntok*heads*hd)
+				sb := e.words(pos, posoff)
+				kb, vb := e.buf(len(kc), kc), e.buf(len(vc), vc)
+				p, err := e.d.NewProgram()
+				require.NoError(b, err)
+				defer p.Close()
+				push := pushWords(heads, kvHeads, hd, ntok, qoff, ooff, posoff, float32(0.125), 0, ntok, 0, float32(0), float32(0))
+				grid := [3]uint32{heads, uint32((ntok + 63) / 64), 1}
+				require.NoError(b, p.Dispatch(e.kernel(name), grid, push, vulkan.Whole(qb), vulkan.Whole(sb), vulkan.Whole(kb), vulkan.Whole(vb), vulkan.Whole(ob)))
+				require.NoError(b, p.End())
+				require.NoError(b, p.Run()) // warm-up
+				b.ResetTimer()
+				for range b.N {
+					require.NoError(b, p.Run())
+				}
+				flops := 4 * float64(heads*hd) * float64(ntok) * float64(ntok+1) / 2 // causal QKᵀ and P·V
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
+			})
+		}
+	}
+}
+
+// halves is v rounded to binary16, as a cache's bytes.
+func halves(v []float32) []byte {
+	b := make([]byte, 0, 2*len(v))
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint16(b, quant.FP32ToFP16(x))
+	}
+	return pad4(b)
 }

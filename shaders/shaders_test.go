@@ -66,7 +66,7 @@ func (e *env) kernel(name string) *vulkan.Kernel {
 			spec = append(spec, uint32(n))
 		}
 	}
-	spirv := s.SPIRV
+	spirv, wg := s.SPIRV, s.Workgroup
 	if dir := os.Getenv("WEFT_SHADER_MUTANTS"); dir != "" {
 		// Mutation testing where there is no Go toolchain (the GPU
 		// machine): a mutated variant's SPIR-V in dir replaces the
@@ -75,8 +75,15 @@ func (e *env) kernel(name string) *vulkan.Kernel {
 			e.t.Logf("%s: the mutant from %s", base, dir)
 			spirv = b
 		}
+		// A variant of another workgroup size (timing a design
+		// against another) says so in dir/<variant>.wg.
+		if b, err := os.ReadFile(filepath.Join(dir, base+".wg")); err == nil {
+			n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			require.NoError(e.t, err, "%s.wg", base)
+			wg = n
+		}
 	}
-	k, err := e.d.NewKernel(vulkan.KernelSpec{Name: s.Name, SPIRV: spirv, Bindings: s.Bindings, PushBytes: s.PushBytes, Workgroup: uint32(s.Workgroup), Spec: spec})
+	k, err := e.d.NewKernel(vulkan.KernelSpec{Name: s.Name, SPIRV: spirv, Bindings: s.Bindings, PushBytes: s.PushBytes, Workgroup: uint32(wg), Spec: spec})
 	require.NoError(e.t, err)
 	e.t.Cleanup(k.Close)
 	e.ks[name] = k
