@@ -25,7 +25,10 @@
 //     2-byte aligned are read as whole words (bw.glsl), not unaligned ones.
 //
 // Shader tests can run a mutated variant: WEFT_SHADER_MUTANTS=dir makes
-// them take dir/<variant>.spv instead of the embedded SPIR-V.
+// them take dir/<variant>.spv instead of the embedded SPIR-V (and
+// dir/<variant>.wg, where present, as its workgroup size). The same works
+// for the kernel benchmarks (BenchmarkMatMulTiled, BenchmarkAttentionCoop),
+// so a variant can be timed on a machine without a Go toolchain.
 package shaders
 
 // The IQ types' lookup tables (iq_tables.glsl) are generated from quant's
