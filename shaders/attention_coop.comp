@@ -86,6 +86,7 @@ layout(constant_id = 0) const uint WG = 256; // NSG subgroups of 32
 #define QSHARED       // the queries' fragments loaded from shared memory as used
 #else
 #define HDMAX 128u    // largest head
+#define WHOLE_PARTS   // an unmasked path for a token's part of a tile it sees whole
 #endif
 #define KW (HDMAX / 2u + 4u) // words a staged row: binary16 pairs, 4 more to keep rows 16-byte aligned and banks staggered
 #define SS (TH + 4u)  // floats a row of a subgroup's 16×TH scores (and of its output columns)
@@ -111,11 +112,20 @@ shared uint qsh[TQ * KW]; // the queries, as binary16 words
 // subnormal counts units of 2⁻²⁴ (rounded to even), a normal value's bits
 // are rounded to nearest even in place and rebiased.
 uint p_to_f16(float p) {
+#ifdef WHOLE_PARTS
+    // Both, then a select: no divergent branch (small probabilities are
+    // common).
+    const uint b = floatBitsToUint(p);
+    const uint n = (b + 0xfffu + ((b >> 13) & 1u) - 0x38000000u) >> 13;
+    const uint sub = uint(roundEven(p * 16777216.0));
+    return p < 6.103515625e-05 ? sub : n;
+#else
     if (p < 6.103515625e-05) {
         return uint(roundEven(p * 16777216.0));
     }
     const uint b = floatBitsToUint(p);
     return (b + 0xfffu + ((b >> 13) & 1u) - 0x38000000u) >> 13;
+#endif
 }
 
 // needed says whether a token of the workgroup sees a row of r0 ..
@@ -303,6 +313,13 @@ void main() {
     subgroupBarrier();
 #endif
 
+// WHOLE (WHOLE_PARTS): whether the invocation's token sees every row of
+// its part (a quarter) of the tile at r0 with no soft cap: the scores need
+// no mask there. Same values, fewer instructions; the HD64 variants go
+// without it (it takes them past 128 registers: one workgroup a
+// multiprocessor instead of two, 88 → 94 µs).
+#define WHOLE(r0) (lo <= (r0) + off + (TH / 2u) * q4 && (r0) + off + (TH / 2u) * q4 + (TH / 2u - 1u) <= hi && pc.softcap == 0.0)
+
 // LIVE: whether a token of the subgroup sees a row of its half of the
 // tile at r0.
 #define LIVE(r0) (slo <= shi && slo < (r0) + off + TH && shi >= (r0) + off)
@@ -317,10 +334,21 @@ void main() {
             SCORES
             float x[TH / 2u];
             float mt = ninf;
-            [[unroll]] for (uint j = 0u; j < TH / 2u; j++) {
-                const uint c = (TH / 2u) * q4 + (j + rot) % (TH / 2u), r = r0 + off + c;
-                x[j] = r >= lo && r <= hi ? capped(ss[sbase + ti * SS + c]) * pc.scale : ninf;
-                mt = max(mt, x[j]);
+#ifdef WHOLE_PARTS
+            if (WHOLE(r0)) {
+                [[unroll]] for (uint j = 0u; j < TH / 2u; j++) {
+                    const uint c = (TH / 2u) * q4 + (j + rot) % (TH / 2u);
+                    x[j] = ss[sbase + ti * SS + c] * pc.scale;
+                    mt = max(mt, x[j]);
+                }
+            } else
+#endif
+            {
+                [[unroll]] for (uint j = 0u; j < TH / 2u; j++) {
+                    const uint c = (TH / 2u) * q4 + (j + rot) % (TH / 2u), r = r0 + off + c;
+                    x[j] = r >= lo && r <= hi ? capped(ss[sbase + ti * SS + c]) * pc.scale : ninf;
+                    mt = max(mt, x[j]);
+                }
             }
             if (mt != ninf) {
                 const float mn = max(m, mt);
@@ -368,17 +396,29 @@ void main() {
         const bool live = LIVE(r0);
         if (live) {
             SCORES
-            [[unroll]] for (uint j = 0u; j < TH / 4u; j++) {
-                const uint c = (TH / 2u) * q4 + 2u * ((j + rot) % (TH / 4u));
-                uint w = 0u;
-                [[unroll]] for (uint e = 0u; e < 2u; e++) {
-                    const uint r = r0 + off + c + e;
-                    if (r >= lo && r <= hi) {
-                        const float x = capped(ss[sbase + ti * SS + c + e]) * pc.scale;
-                        w |= p_to_f16(exp(x - mx) * inv) << (16u * e);
-                    }
+#ifdef WHOLE_PARTS
+            if (WHOLE(r0)) {
+                [[unroll]] for (uint j = 0u; j < TH / 4u; j++) {
+                    const uint c = (TH / 2u) * q4 + 2u * ((j + rot) % (TH / 4u));
+                    const uint p0 = p_to_f16(exp(ss[sbase + ti * SS + c] * pc.scale - mx) * inv);
+                    const uint p1 = p_to_f16(exp(ss[sbase + ti * SS + c + 1u] * pc.scale - mx) * inv);
+                    ps[pbase + ti * PW + c / 2u] = p0 | (p1 << 16);
                 }
-                ps[pbase + ti * PW + c / 2u] = w;
+            } else
+#endif
+            {
+                [[unroll]] for (uint j = 0u; j < TH / 4u; j++) {
+                    const uint c = (TH / 2u) * q4 + 2u * ((j + rot) % (TH / 4u));
+                    uint w = 0u;
+                    [[unroll]] for (uint e = 0u; e < 2u; e++) {
+                        const uint r = r0 + off + c + e;
+                        if (r >= lo && r <= hi) {
+                            const float x = capped(ss[sbase + ti * SS + c + e]) * pc.scale;
+                            w |= p_to_f16(exp(x - mx) * inv) << (16u * e);
+                        }
+                    }
+                    ps[pbase + ti * PW + c / 2u] = w;
+                }
             }
             subgroupMemoryBarrierShared();
             subgroupBarrier();
