@@ -221,8 +221,9 @@ void main() {
     const uint sbase = 16u * SS * sg, pbase = 16u * PW * sg;
     const uint off = TH * hh; // the subgroup's first row of a tile
 
-    // The queries, rounded to binary16, into kv; then each subgroup's
-    // 16 tokens as matrices of 16 dimensions.
+    // The queries, rounded to binary16, into kv (qsh with QSHARED, where
+    // the scores load their fragments as they need them); without QSHARED
+    // each subgroup then holds its 16 tokens as matrices of 16 dimensions.
     for (uint i = tid; i < TQ * hw; i += WGN) {
         const uint r = i / hw, c = i - r * hw;
         uint w = 0u;
