@@ -93,7 +93,7 @@ layout(constant_id = 0) const uint WG = 256; // NSG subgroups of 32
 #define PW (TH / 2u + 4u) // words a row of a subgroup's 16×TH binary16 probabilities
 #define SLOTS (TK * HDMAX / 2u / WGN) // staged words per invocation (at most)
 
-shared uint kv[TK * KW]; // the queries, then a tile of K rows, then of V rows
+shared uint kv[TK * KW]; // the queries (in qsh with QSHARED), then a tile of K rows, then of V rows
 shared float ss[NSG * 16u * SS];
 shared uint ps[NSG * 16u * PW];
 shared uint lo_row[TQ], hi_row[TQ]; // rows each token sees (lo > hi: none)
@@ -110,22 +110,13 @@ shared uint qsh[TQ * KW]; // the queries, as binary16 words
 
 // p_to_f16 is f32_to_f16 for a probability (0 ≤ p ≤ 1), cheaper: a
 // subnormal counts units of 2⁻²⁴ (rounded to even), a normal value's bits
-// are rounded to nearest even in place and rebiased.
+// are rounded to nearest even in place and rebiased. Both are computed and
+// one selected: no divergent branch (small probabilities are common).
 uint p_to_f16(float p) {
-#ifdef WHOLE_PARTS
-    // Both, then a select: no divergent branch (small probabilities are
-    // common).
     const uint b = floatBitsToUint(p);
     const uint n = (b + 0xfffu + ((b >> 13) & 1u) - 0x38000000u) >> 13;
     const uint sub = uint(roundEven(p * 16777216.0));
     return p < 6.103515625e-05 ? sub : n;
-#else
-    if (p < 6.103515625e-05) {
-        return uint(roundEven(p * 16777216.0));
-    }
-    const uint b = floatBitsToUint(p);
-    return (b + 0xfffu + ((b >> 13) & 1u) - 0x38000000u) >> 13;
-#endif
 }
 
 // needed says whether a token of the workgroup sees a row of r0 ..

@@ -3,7 +3,6 @@
 package shaders_test
 
 import (
-	"encoding/binary"
 	"fmt"
 	"testing"
 
@@ -87,7 +86,10 @@ func BenchmarkAttentionCoop(b *testing.B) {
 		for _, ntok := range []int{512, 2048} {
 			b.Run(fmt.Sprintf("%s_%d", name, ntok), func(b *testing.B) {
 				w := kvHeads * hd
-				kc, vc := halves(e.random(ntok*w)), halves(e.random(ntok*w))
+				kc, err := quant.QuantizeAlloc(gguf.TypeF16, e.random(ntok*w))
+				require.NoError(b, err)
+				vc, err := quant.QuantizeAlloc(gguf.TypeF16, e.random(ntok*w))
+				require.NoError(b, err)
 				pos := make([]uint32, 2*ntok) // positions, then cells (all 0)
 				for i := range ntok {
 					pos[i] = uint32(i)
@@ -113,13 +115,4 @@ func BenchmarkAttentionCoop(b *testing.B) {
 			})
 		}
 	}
-}
-
-// halves is v rounded to binary16, as a cache's bytes.
-func halves(v []float32) []byte {
-	b := make([]byte, 0, 2*len(v))
-	for _, x := range v {
-		b = binary.LittleEndian.AppendUint16(b, quant.FP32ToFP16(x))
-	}
-	return pad4(b)
 }
