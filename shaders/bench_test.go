@@ -12,18 +12,19 @@ import (
 	"github.com/weft-ml/weft/quant"
 )
 
-// BenchmarkMatMulTiled times one prefill matmul of TinyLlama's FFN shapes
+// BenchmarkMatMulTiled times one prefill matmul of TinyLlama's shapes
 // (512 tokens) per weight type and epilogue, the dispatch recorded once
 // and run b.N times (each run a submit and a wait): the kernels alone, for
 // comparing with a model step's profile.
 func BenchmarkMatMulTiled(b *testing.B) {
 	e := newEnv(b)
 	const ntok = 512
-	for _, wt := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeF16} {
+	for _, wt := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeF16} {
+		// TinyLlama's gate·up, FFN down, attention output and QKV.
 		for _, c := range []struct {
 			epi        string
 			rows, cols int
-		}{{"gateup_", 5632, 2048}, {"add_", 2048, 5632}, {"", 5632, 2048}} {
+		}{{"gateup_", 5632, 2048}, {"add_", 2048, 5632}, {"add_", 2048, 2048}, {"", 2560, 2048}} {
 			for _, kern := range []string{"matmul_tiled_", "matmul_coop_"} {
 				name := kern + c.epi + typeName(wt)
 				if kern == "matmul_coop_" && !e.coop(wt) {

@@ -273,8 +273,19 @@ shared float sda[SB * TT];        // its scale
 // F16 weights on tensor cores: FC columns a stage as binary16 pairs (the
 // activations arrive as pairs of binary16-rounded values: round_f16x2),
 // FS words a row (padded against bank conflicts; a multiple of 16 bytes).
+// One weight's tiles take 128 columns a stage (half the barriers; 124
+// registers, still two workgroups a multiprocessor), two weights' 64 (at
+// 128 their shared memory would pass 48 KiB). Measured on the H200
+// (session 23, TinyLlama F16 pp512): 37.0–37.3k → 38.0–38.6k tokens/s;
+// 32 columns: slower, for one weight (FFN down 147 → 195 µs) and two.
+#ifndef FC
+#ifdef TWO_WEIGHTS
 #define FC 64u
-#define FS 36u
+#else
+#define FC 128u
+#endif
+#endif
+#define FS (FC / 2u + 4u)
 // The sums go out through sw (a subgroup's 16 rows × 32 tokens, F16_CS
 // words a row, odd: a row per bank), after the last stage: an array of
 // their own would not fit beside two weights' 64 rows and 128 tokens in
@@ -343,6 +354,126 @@ void f16_fetch(uint k0, uint row0, uint tok0, uint tid, inout uvec4 pw[F16_WTASK
 }
 #endif
 
+#if defined(QUANT_ACT) && !defined(Q8_K_ACT)
+// The 32-value block types' blocks: BLKB bytes, read as the BLKW whole
+// words that hold them, each loaded once (bw.glsl): blocks of 18, 22 and
+// 34 bytes start 0 or 2 bytes into their first word (odd), 20 and 24 at 0.
+#if defined(W_Q8_0)
+#define BLKB 34u
+#define BLKW 9u
+#elif defined(W_Q5_0)
+#define BLKB 22u
+#define BLKW 6u
+#elif defined(W_Q4_1)
+#define BLKB 20u
+#define BLKW 5u
+#elif defined(W_Q5_1)
+#define BLKB 24u
+#define BLKW 6u
+#else // Q4_0
+#define BLKB 18u
+#define BLKW 5u
+#endif
+uint blk_byte(uint row, uint b, uint nb) { return (row * nb + b) * BLKB; }
+bool blk_odd(uint row, uint b, uint nb) { return (blk_byte(row, b, nb) & 2u) != 0u; }
+
+// blk_fetch loads block b of weight s's row (zeros past the matrix).
+void blk_fetch(uint s, uint row, uint b, uint nb, out uint blk[BLKW]) {
+    for (uint k = 0u; k < BLKW; k++) {
+        blk[k] = 0u;
+    }
+    if (row < pc.nrows && b < nb) {
+        BW_LOAD(blk, BLKW, s, blk_byte(row, b, nb));
+    }
+}
+
+// blk_decode gives a block's 32 levels as signed bytes (q) and its scale
+// (and min: Q4_1, Q5_1).
+void blk_decode(uint blk[BLKW], bool odd, out uint q[8], out float dw, out float mw) {
+    mw = 0.0;
+#if defined(W_Q8_0)
+    dw = f16_to_f32(BW_D(blk, odd));
+    for (uint k = 0u; k < 8u; k++) {
+        q[k] = BW_AT2(blk, odd, k);
+    }
+#else
+#if defined(W_Q5_0)
+    dw = f16_to_f32(BW_D(blk, odd));
+    const uint qh = BW_AT2(blk, odd, 0u);
+    const uint off = 16u;
+#define QS_WORD(k) BW_AT2(blk, odd, (k) + 1u)
+#elif defined(W_Q4_1) || defined(W_Q5_1)
+#if defined(W_Q4_1)
+    const uint qh = 0u;
+#define QS_WORD(k) blk[(k) + 1u]
+#else
+    const uint qh = blk[1];
+#define QS_WORD(k) blk[(k) + 2u]
+#endif
+    dw = f16_to_f32(blk[0] & 0xffffu);
+    mw = f16_to_f32(blk[0] >> 16);
+    const uint off = 0u;
+#else // Q4_0
+    dw = f16_to_f32(BW_D(blk, odd));
+    const uint qh = 0u;
+    const uint off = 8u;
+#define QS_WORD(k) BW_AT2(blk, odd, k)
+#endif
+    // Value 4k+i is the low nibble of byte 4k+i, value 16+4k+i its high
+    // nibble; Q5 types add bit 4k+i (16+4k+i) of qh (q5_lo/q5_hi, with qh
+    // 0 for the 4-bit types), each level less its bias as a signed byte.
+    for (uint k = 0u; k < 4u; k++) {
+        const uint word = QS_WORD(k);
+        const uint lo = q5_lo(word, qh, k), hi = q5_hi(word, qh, k);
+        q[k] = off == 0u ? lo : unbias(lo, off);
+        q[4u + k] = off == 0u ? hi : unbias(hi, off);
+    }
+#undef QS_WORD
+#endif
+}
+
+// act_fetch loads token tok's block b of the activations: its ABW words
+// (scale, Q8_1's s, 32 int8 values), zeros past the batch.
+void act_fetch(uint tok, uint b, uint nb, out uint ab[ABW]) {
+    for (uint k = 0u; k < ABW; k++) {
+        ab[k] = 0u;
+    }
+    if (tok < pc.ntok && b < nb) {
+        const uint at = pc.xoff + (tok * nb + b) * ABW;
+        for (uint k = 0u; k < ABW; k++) {
+            ab[k] = xq[at + k];
+        }
+    }
+}
+
+#if defined(COOP) && defined(TWO_WEIGHTS)
+// The tensor-core gate·up tiles fetch the next stage's blocks into
+// registers (pw, pa) before this stage's products, so the loads are in
+// flight while the tensor cores work: the tile has the multiprocessor to
+// itself already (over 128 registers: one workgroup), so the registers
+// (Q4_0 180 → 242, Q8_0 158 → 206) cost no occupancy. Measured on the
+// H200 (session 23, TinyLlama pp512): Q8_0 33.4–33.8k → 35.7k tokens/s,
+// Q4_0 37.3k → 39.1k; gate·up 250 → 202 µs a node (Q8_0). One-weight
+// tiles keep loading in the stage: a prefetch costs them a workgroup a
+// multiprocessor, and was slower (session 18).
+#define Q_PREFETCH
+#define Q_WTASKS ((NW * TR * SB + 255u) / 256u)
+#define Q_ATASKS ((TT * SB + 255u) / 256u)
+void q_fetch(uint b0, uint row0, uint tok0, uint tid, uint nb, inout uint pw[Q_WTASKS][BLKW], inout uint pa[Q_ATASKS][ABW]) {
+    [[unroll]] for (uint u = 0u; u < Q_WTASKS; u++) {
+        const uint n = tid + 256u * u;
+        const uint s = n / (TR * SB), r = (n / SB) % TR, bb = n % SB;
+        blk_fetch(s, n < NW * TR * SB ? row0 + r : pc.nrows, b0 + bb, nb, pw[u]);
+    }
+    [[unroll]] for (uint u = 0u; u < Q_ATASKS; u++) {
+        const uint n = tid + 256u * u;
+        const uint t = n / SB, bb = n % SB;
+        act_fetch(n < TT * SB ? tok0 + t : pc.ntok, b0 + bb, nb, pa[u]);
+    }
+}
+#endif
+#endif
+
 // The epilogue for the sum v of (row, tok), and u the up weight's sum
 // (GATEUP, GEGLU).
 void emit(uint row, uint tok, float v, float u) {
@@ -402,6 +533,10 @@ void main() {
 #endif
 #ifdef QUANT_ACT
     const uint nb = pc.ncols / 32u;
+#ifdef Q_PREFETCH
+    uint pw[Q_WTASKS][BLKW], pa[Q_ATASKS][ABW];
+    q_fetch(0u, row0, tok0, tid, nb, pw, pa);
+#endif
     for (uint b0 = 0u; b0 < nb; b0 += SB) {
         // Stage SB blocks of every row and token, a block an invocation;
         // neighbours take a row's consecutive blocks (neighbouring bytes).
@@ -421,69 +556,14 @@ void main() {
             }
 #else
             float dw = 0.0, mw = 0.0;
+#ifdef Q_PREFETCH
+            const uint blk[BLKW] = pw[u]; // fetched during the last stage
+#else
+            uint blk[BLKW];
+            blk_fetch(s, row, b, nb, blk);
+#endif
             if (row < pc.nrows && b < nb) {
-                // The block's bytes as whole words, each loaded once
-                // (bw.glsl): blocks of 18, 22 and 34 bytes start 0 or 2
-                // bytes into their first word (odd), 20 and 24 at 0.
-#if defined(W_Q8_0)
-                const uint wb = (row * nb + b) * 34u;
-                const bool odd = (wb & 2u) != 0u;
-                uint blk[9];
-                BW_LOAD(blk, 9u, s, wb);
-                dw = f16_to_f32(BW_D(blk, odd));
-                for (uint k = 0u; k < 8u; k++) {
-                    q[k] = BW_AT2(blk, odd, k);
-                }
-#else
-#if defined(W_Q5_0)
-                const uint wb = (row * nb + b) * 22u;
-                const bool odd = (wb & 2u) != 0u;
-                uint blk[6];
-                BW_LOAD(blk, 6u, s, wb);
-                dw = f16_to_f32(BW_D(blk, odd));
-                const uint qh = BW_AT2(blk, odd, 0u);
-                const uint off = 16u;
-#define QS_WORD(k) BW_AT2(blk, odd, (k) + 1u)
-#elif defined(W_Q4_1) || defined(W_Q5_1)
-#if defined(W_Q4_1)
-                const uint wb = (row * nb + b) * 20u;
-                uint blk[5];
-                BW_LOAD(blk, 5u, s, wb);
-                const uint qh = 0u;
-#define QS_WORD(k) blk[(k) + 1u]
-#else
-                const uint wb = (row * nb + b) * 24u;
-                uint blk[6];
-                BW_LOAD(blk, 6u, s, wb);
-                const uint qh = blk[1];
-#define QS_WORD(k) blk[(k) + 2u]
-#endif
-                const uint dm = blk[0];
-                dw = f16_to_f32(dm & 0xffffu);
-                mw = f16_to_f32(dm >> 16);
-                const uint off = 0u;
-#else // Q4_0
-                const uint wb = (row * nb + b) * 18u;
-                const bool odd = (wb & 2u) != 0u;
-                uint blk[5];
-                BW_LOAD(blk, 5u, s, wb);
-                dw = f16_to_f32(BW_D(blk, odd));
-                const uint qh = 0u;
-                const uint off = 8u;
-#define QS_WORD(k) BW_AT2(blk, odd, k)
-#endif
-                // Value 4k+i is the low nibble of byte 4k+i, value 16+4k+i
-                // its high nibble; Q5 types add bit 4k+i (16+4k+i) of qh
-                // (q5_lo/q5_hi, with qh 0 for the 4-bit types), each level
-                // less its bias as a signed byte.
-                for (uint k = 0u; k < 4u; k++) {
-                    const uint word = QS_WORD(k);
-                    const uint lo = q5_lo(word, qh, k), hi = q5_hi(word, qh, k);
-                    q[k] = off == 0u ? lo : unbias(lo, off);
-                    q[4u + k] = off == 0u ? hi : unbias(hi, off);
-                }
-#undef QS_WORD
-#endif
+                blk_decode(blk, blk_odd(row, b, nb), q, dw, mw);
             }
 #endif
             const uint at = (s * SB + bb) * TR + r;
@@ -530,13 +610,18 @@ void main() {
                 }
 #endif
 #else
-                const uint ab = pc.xoff + (tok * nb + b) * ABW;
-                sda[at] = uintBitsToFloat(xq[ab]);
+#ifdef Q_PREFETCH
+                const uint ab[ABW] = pa[u]; // fetched during the last stage
+#else
+                uint ab[ABW];
+                act_fetch(tok, b, nb, ab);
+#endif
+                sda[at] = uintBitsToFloat(ab[0]);
 #ifdef Q8_1_ACT
-                ssa[at] = uintBitsToFloat(xq[ab + 1u]);
+                ssa[at] = uintBitsToFloat(ab[1]);
 #endif
                 for (uint k = 0u; k < 8u; k++) {
-                    sa[at * AW + k] = xq[ab + ABW - 8u + k];
+                    sa[at * AW + k] = ab[ABW - 8u + k];
                 }
 #endif
             } else {
@@ -553,6 +638,11 @@ void main() {
             }
         }
         barrier();
+#ifdef Q_PREFETCH
+        if (b0 + SB < nb) {
+            q_fetch(b0 + SB, row0, tok0, tid, nb, pw, pa);
+        }
+#endif
         // Blocks past the last are not added: +0 would turn a -0 sum to +0.
         for (uint bb = 0u; bb < min(SB, nb - b0); bb++) {
 #ifdef COOP
