@@ -11,7 +11,9 @@
 // expression per block, blocks (or columns) summed in the same order.
 // The K-quants Q2_K … Q6_K and IQ4_XS (which matmul.comp lacks) take
 // Q8_K activations and stage 32-value chunks as blocks (kquant.glsl):
-// each chunk's term is matvec.comp's, added in chunk order.
+// each chunk's term is matvec.comp's, added in chunk order — except in
+// the residual (ADD) tiles of Q4_K, Q5_K and Q6_K, which form a float
+// term a stage of four chunks from their integer sums (STAGE_SUMS).
 //
 // Workgroup x (then y) is the row tile, z the token tile.
 //
@@ -251,6 +253,23 @@ shared uint sw[NW * SB * TR * WS]; // a block: 32 int8 weights in 8 words
 #endif
 #if defined(KQ_MINS) || defined(KQ_GROUP_MINS)
 #define KQ_SUMS // the activations' sums are staged (sbs)
+#endif
+#if (defined(W_Q4_K) || defined(W_Q5_K) || defined(W_Q6_K)) && defined(ADD)
+// The residual matmuls' tiles (FFN down, attention output): a stage's
+// chunks are one super-block's (SB is 4), so its d and dmin, and the
+// activations' d, are the stage's: each (row, token) sums the stage's
+// scale × chunk sums (and min × activation sums) as integers and forms
+// its float term once a stage, not once a chunk:
+//   (d·dy)·float(Σ sc·isum) − (dmin·dy)·float(Σ mn·bsum)
+// (Q6_K: (d·dy)·float(Σ sc₀·isum₀ + sc₁·isum₁)). The integers stay below
+// 2^31: 4·63·32·31·127 (Q5_K), 4·2·128·16·32·127 (Q6_K). Measured on the
+// H200 (session 23, TinyLlama Q4_K_M pp512, µs a step): FFN down Q4_K
+// 2 287 → 1 862, Q6_K 1 957 → 1 782, attention output 1 839 → 1 529.
+// Not the others: the integer sums cost registers (Q4_K 71 → 94: two
+// workgroups a multiprocessor instead of three), which put QKV's 320
+// workgroups (2 560 rows) in two waves (2 119 → 2 467 µs a step), and
+// gate·up past 128 (106 → 174: one workgroup; 7 147 → 7 570).
+#define STAGE_SUMS
 #endif
 // A chunk's factors as kq_chunk gives them (binary16 d and dmin; scale
 // and min), packed: the shared memory of the tensor-core variant with
@@ -643,6 +662,29 @@ void main() {
             q_fetch(b0 + SB, row0, tok0, tid, nb, pw, pa);
         }
 #endif
+#if defined(STAGE_SUMS) && defined(COOP)
+        icoopmatNV<32, gl_ScopeSubgroup, 16, 16> cisb[NW * Q_FR * Q_FT]; // Σ sc·isum
+#ifdef KQ_MINS
+        icoopmatNV<32, gl_ScopeSubgroup, 16, 16> cmsb[NW * Q_FR * Q_FT]; // Σ mn·bsum
+#endif
+        [[unroll]] for (uint c = 0u; c < NW * Q_FR * Q_FT; c++) {
+            cisb[c] = icoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0);
+#ifdef KQ_MINS
+            cmsb[c] = icoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0);
+#endif
+        }
+#elif defined(STAGE_SUMS)
+        int isb[NW * 16u]; // Σ sc·isum of (row, token) as acc
+#ifdef KQ_MINS
+        int msb[NW * 16u]; // Σ mn·bsum
+#endif
+        for (uint i = 0u; i < NW * 16u; i++) {
+            isb[i] = 0;
+#ifdef KQ_MINS
+            msb[i] = 0;
+#endif
+        }
+#endif
         // Blocks past the last are not added: +0 would turn a -0 sum to +0.
         for (uint bb = 0u; bb < min(SB, nb - b0); bb++) {
 #ifdef COOP
@@ -654,7 +696,9 @@ void main() {
 #ifdef Q6_HALVES
             icoopmatNV<8, gl_ScopeSubgroup, 32, 16> mb1[Q_FT];
 #endif
+#ifndef STAGE_SUMS
             fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> da[Q_FT];
+#endif
 #ifdef KQ_MINS
             icoopmatNV<32, gl_ScopeSubgroup, 16, 16> bs[Q_FT];
 #endif
@@ -667,7 +711,9 @@ void main() {
 #ifdef Q6_HALVES
                 coopMatLoadNV(mb1[j], sa, at * AW + 4u, AW, true);
 #endif
+#ifndef STAGE_SUMS
                 coopMatLoadNV(da[j], sda, at, 0u, false);
+#endif
 #ifdef KQ_MINS
                 coopMatLoadNV(bs[j], sbs, at, 0u, false);
 #endif
@@ -682,7 +728,10 @@ void main() {
                     coopMatLoadNV(ma, sw, wat * WS, WS, false);
                     // The block's row scales: a stride of 0 repeats the
                     // row's scale along its row (column-major).
-#ifdef Q8_K_ACT
+#if defined(Q8_K_ACT) && defined(STAGE_SUMS)
+                    icoopmatNV<32, gl_ScopeSubgroup, 16, 16> msm; // the packed scale and min (uint bits)
+                    coopMatLoadNV(msm, ssm, wat, 0u, true);
+#elif defined(Q8_K_ACT)
                     icoopmatNV<32, gl_ScopeSubgroup, 16, 16> mf, msm; // the packed factors (uint bits)
                     coopMatLoadNV(mf, sf, wat, 0u, true);
                     coopMatLoadNV(msm, ssm, wat, 0u, true);
@@ -707,7 +756,14 @@ void main() {
                         // (row, token) — the test against sdot4's bits checks it.
                         for (uint el = 0u; el < mc.length(); el++) {
                             const float is = float(mc[el]);
-#if defined(KQ_MINS)
+#if defined(STAGE_SUMS) && defined(KQ_MINS)
+                            const uint sm = uint(msm[el]);
+                            cisb[c][el] += int(sm & 0xffffu) * mc[el];
+                            cmsb[c][el] += int(sm >> 16) * bs[j][el];
+#elif defined(STAGE_SUMS)
+                            const ivec2 sc = kq_pair_scales(uint(msm[el]));
+                            cisb[c][el] += sc.x * mc[el] + sc.y * mc1[el];
+#elif defined(KQ_MINS)
                             const uint f = uint(mf[el]), sm = uint(msm[el]);
                             precise float v = (f16_to_f32(f) * da[j][el]) * float(int(sm & 0xffffu) * mc[el]) -
                                               (f16_to_f32(f >> 16) * da[j][el]) * float(int(sm >> 16) * bs[j][el]);
@@ -766,6 +822,12 @@ void main() {
 #endif
                     for (uint j = 0u; j < 4u; j++) {
                         const uint at = bb * TT + tt + 16u * j;
+#if defined(STAGE_SUMS) && defined(KQ_MINS)
+                        isb[s * 16u + 4u * i + j] += sc * isum[4u * i + j];
+                        msb[s * 16u + 4u * i + j] += mn * sbs[at];
+#elif defined(STAGE_SUMS)
+                        isb[s * 16u + 4u * i + j] += sc.x * isum[4u * i + j] + sc.y * isum[16u + 4u * i + j];
+#else
                         const float dy = sda[at];
 #if defined(KQ_MINS)
                         precise float v = (dw * dy) * float(sc * isum[4u * i + j]) - (dmin * dy) * float(mn * sbs[at]);
@@ -779,6 +841,7 @@ void main() {
                         precise float v = (dw * dy) * float(sc.x * isum[4u * i + j]);
 #endif
                         acc[s * 16u + 4u * i + j] += v;
+#endif
                     }
                 }
             }
@@ -821,6 +884,55 @@ void main() {
 #endif
 #endif
         }
+#if defined(STAGE_SUMS) && defined(COOP)
+        // The stage's float terms, with the last chunk's factors (the
+        // super-block's).
+        {
+            const uint bl = min(SB, nb - b0) - 1u;
+            fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> da[Q_FT];
+            [[unroll]] for (uint j = 0u; j < Q_FT; j++) {
+                coopMatLoadNV(da[j], sda, bl * TT + stok + 16u * j, 0u, false);
+            }
+            [[unroll]] for (uint s = 0u; s < NW; s++) {
+                [[unroll]] for (uint i = 0u; i < Q_FR; i++) {
+                    icoopmatNV<32, gl_ScopeSubgroup, 16, 16> mf; // binary16 d and dmin (uint bits)
+                    coopMatLoadNV(mf, sf, (s * SB + bl) * TR + srow + 16u * i, 0u, true);
+                    [[unroll]] for (uint j = 0u; j < Q_FT; j++) {
+                        const uint c = (s * Q_FR + i) * Q_FT + j;
+                        for (uint el = 0u; el < mf.length(); el++) {
+                            const uint f = uint(mf[el]);
+#ifdef KQ_MINS
+                            precise float v = (f16_to_f32(f) * da[j][el]) * float(cisb[c][el]) -
+                                              (f16_to_f32(f >> 16) * da[j][el]) * float(cmsb[c][el]);
+#else
+                            precise float v = (f16_to_f32(f) * da[j][el]) * float(cisb[c][el]);
+#endif
+                            cacc[c][el] += v;
+                        }
+                    }
+                }
+            }
+        }
+#elif defined(STAGE_SUMS)
+        {
+            const uint bl = min(SB, nb - b0) - 1u;
+            [[unroll]] for (uint s = 0u; s < NW; s++) {
+                for (uint i = 0u; i < 4u; i++) {
+                    const uint f = sf[(s * SB + bl) * TR + tr + 16u * i];
+                    for (uint j = 0u; j < 4u; j++) {
+                        const uint e = s * 16u + 4u * i + j;
+                        const float dy = sda[bl * TT + tt + 16u * j];
+#ifdef KQ_MINS
+                        precise float v = (f16_to_f32(f) * dy) * float(isb[e]) - (f16_to_f32(f >> 16) * dy) * float(msb[e]);
+#else
+                        precise float v = (f16_to_f32(f) * dy) * float(isb[e]);
+#endif
+                        acc[e] += v;
+                    }
+                }
+            }
+        }
+#endif
         barrier();
     }
 #elif defined(COOP)
