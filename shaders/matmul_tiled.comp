@@ -478,6 +478,9 @@ void act_fetch(uint tok, uint b, uint nb, out uint ab[ABW]) {
 #define Q_PREFETCH
 #define Q_WTASKS ((NW * TR * SB + 255u) / 256u)
 #define Q_ATASKS ((TT * SB + 255u) / 256u)
+// q_fetch's tasks are the staging loops' (an invocation's u-th block of
+// the weights and of the activations); a task past their count asks for
+// a row (token) past the matrix, which fetches zeros.
 void q_fetch(uint b0, uint row0, uint tok0, uint tid, uint nb, inout uint pw[Q_WTASKS][BLKW], inout uint pa[Q_ATASKS][ABW]) {
     [[unroll]] for (uint u = 0u; u < Q_WTASKS; u++) {
         const uint n = tid + 256u * u;
