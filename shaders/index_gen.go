@@ -3488,7 +3488,7 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  4,
-	Defines:   []string{"W_Q4_K", "GATEUP", "COOP"},
+	Defines:   []string{"W_Q4_K", "GATEUP", "COOP", "KQ_F16"},
 	Name:      "matmul_coop_gateup_q4_k",
 	PushBytes: 28,
 	SPIRV:     spvMatmulCoopGateupQ4K,
@@ -3520,7 +3520,7 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  4,
-	Defines:   []string{"W_Q4_K", "GEGLU", "COOP"},
+	Defines:   []string{"W_Q4_K", "GEGLU", "COOP", "KQ_F16"},
 	Name:      "matmul_coop_geglu_q4_k",
 	PushBytes: 28,
 	SPIRV:     spvMatmulCoopGegluQ4K,

@@ -64,7 +64,25 @@ layout(push_constant) uniform Push {
 } pc;
 
 layout(binding = 0) readonly buffer Wt { uint w[]; };
-#if defined(W_Q8_0) || defined(W_Q4_0) || defined(W_Q5_0)
+#ifdef KQ_F16
+#if !defined(COOP) || !defined(W_Q4_K) || !(defined(GATEUP) || defined(GEGLU))
+#error KQ_F16 is for Q4_K gate·up tiles on tensor cores
+#endif
+// Q4_K's tensor-core gate·up tiles (shadergen sets KQ_F16 for them) decode the weights to binary16 as they
+// stage them and take binary16-paired activations: the F16 tiles with
+// another fetch and store (KQ_F16, kq16_fetch / kq16_store). Each weight
+// is d·scale·q − dmin·min in float32 (both products exact) rounded to
+// nearest even binary16 (RoundingModeRTE below); the products are exact
+// in float32 and summed in the tensor cores' order, as F16's. A numerics
+// change against the int8 ways (Q8_K activations, a float term a chunk),
+// taken because the int8 gate·up's per-chunk float terms bound it (41%
+// of a Q4_K_M prefill step at 73 TFLOP/s against Q4_0's 127; decisions.md
+// "Q4_K gate·up on tensor cores in binary16").
+spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [4467], 4462, 16); // RoundingModeRTE, 16-bit
+#endif
+#if defined(KQ_F16)
+// binary16 activations, as F16 weights take
+#elif defined(W_Q8_0) || defined(W_Q4_0) || defined(W_Q5_0)
 #define QUANT_ACT
 #define ABW 9u
 #elif defined(W_Q4_1) || defined(W_Q5_1)
@@ -99,8 +117,8 @@ layout(binding = 3) readonly buffer Ut { uint u[]; };
 #ifndef NW
 #define NW 1u
 #endif
-#if defined(COOP) && defined(W_F16)
-// The F16 tensor-core tiles: F16_TR rows × F16_TT tokens a workgroup, its
+#if defined(COOP) && (defined(W_F16) || defined(KQ_F16))
+// The F16 tensor-core tiles (and KQ_F16's): F16_TR rows × F16_TT tokens a workgroup, its
 // 8 subgroups F16_SGR along the rows and 8 / F16_SGR along the tokens,
 // each summing F16_FR × F16_FT 16×16 fragments per weight (F16_FR weight
 // tiles and F16_FT token tiles loaded per 16 columns for F16_FR·F16_FT
@@ -328,10 +346,72 @@ shared float sa[TT * 33];
 // instead (twice the bytes and load instructions a stage) made the F16
 // prefill 7% slower on the H200 with vec4 loads, 23% with two scalar
 // loads a pair.
+#ifdef KQ_F16
+// KQ_F16: a stage (FC = 64 columns) is one 64-value group g of a Q4_K
+// super-block: sub-block 2g's levels in the low nibbles of its 32 level
+// bytes, 2g + 1's in the high ones. A task is half a row's group: the
+// block's header quad (d, dmin, the 12 scale bytes) and one level quad
+// (16 bytes: 32 values), two quads of pw; 8 registers a task against 16
+// for eight F16 tasks' worth of columns. FC must stay 64 (two weights').
+#define KQ16_TASKS ((NW * TR * 2u + 255u) / 256u)
+#define F16_WTASKS (2u * KQ16_TASKS)
+#else
 #define F16_WTASKS ((NW * TR * (FC / 8u) + 255u) / 256u)
+#endif
 layout(binding = 1) readonly buffer XP4 { uvec4 xp4[]; };
 #define F16_ATASKS ((TT * (FC / 8u) + 255u) / 256u)
+#ifdef KQ_F16
+void kq16_fetch(uint k0, uint row0, uint tid, inout uvec4 pw[F16_WTASKS]) {
+    [[unroll]] for (uint u = 0u; u < KQ16_TASKS; u++) {
+        const uint n = tid + 256u * u;
+        const uint s = n / (2u * TR), r = (n / 2u) % TR, h = n % 2u, row = row0 + r;
+        uvec4 hdr = uvec4(0u), lv = uvec4(0u); // past the rows: d = dmin = 0, every value 0
+        if (n < NW * TR * 2u && row < pc.nrows) {
+            const uint blk = (row * (pc.ncols / 256u) + k0 / 256u) * 9u; // 144-byte blocks: 9 quads
+            hdr = wquad(s, blk);
+            lv = wquad(s, blk + 1u + 2u * ((k0 / 64u) % 4u) + h);
+        }
+        pw[2u * u] = hdr;
+        pw[2u * u + 1u] = lv;
+    }
+}
+
+// kq16_pair is values q0 and q1 of a sub-block with factors dsc = d·scale
+// and mmin = dmin·min as one word of binary16 (q0 in the low half).
+uint kq16_pair(float dsc, float mmin, uint q0, uint q1) {
+    return packFloat2x16(f16vec2(dsc * float(q0) - mmin, dsc * float(q1) - mmin));
+}
+
+// kq16_store decodes the stage's tasks into sw: half h's 16 low-nibble
+// values are columns 16h … 16h + 15 of the stage (words 8h …), its 16
+// high-nibble values columns 32 + 16h … (words 16 + 8h …).
+void kq16_store(uint k0, uint tid, uvec4 pw[F16_WTASKS]) {
+    const uint g = (k0 / 64u) % 4u;
+    [[unroll]] for (uint u = 0u; u < KQ16_TASKS; u++) {
+        const uint n = tid + 256u * u;
+        if (n >= NW * TR * 2u) {
+            continue;
+        }
+        const uint s = n / (2u * TR), r = (n / 2u) % TR, h = n % 2u;
+        const uvec4 hdr = pw[2u * u], lv = pw[2u * u + 1u];
+        const float dw = f16_to_f32(hdr.x), dmin = f16_to_f32(hdr.x >> 16);
+        const uvec2 sm0 = scale_min(hdr.y, hdr.z, hdr.w, 2u * g), sm1 = scale_min(hdr.y, hdr.z, hdr.w, 2u * g + 1u);
+        const float d0 = dw * float(sm0.x), m0 = dmin * float(sm0.y), d1 = dw * float(sm1.x), m1 = dmin * float(sm1.y);
+        const uint base = (s * TR + r) * FS + 8u * h;
+        [[unroll]] for (uint c = 0u; c < 4u; c++) {
+            const uint q = lv[c];
+            sw[base + 2u * c] = kq16_pair(d0, m0, q & 15u, (q >> 8) & 15u);
+            sw[base + 2u * c + 1u] = kq16_pair(d0, m0, (q >> 16) & 15u, q >> 24 & 15u);
+            sw[base + 16u + 2u * c] = kq16_pair(d1, m1, (q >> 4) & 15u, (q >> 12) & 15u);
+            sw[base + 16u + 2u * c + 1u] = kq16_pair(d1, m1, (q >> 20) & 15u, q >> 28);
+        }
+    }
+}
+#endif
 void f16_fetch(uint k0, uint row0, uint tok0, uint tid, inout uvec4 pw[F16_WTASKS], inout uvec4 pa[F16_ATASKS]) {
+#ifdef KQ_F16
+    kq16_fetch(k0, row0, tid, pw);
+#else
     [[unroll]] for (uint u = 0u; u < F16_WTASKS; u++) {
         const uint n = tid + 256u * u;
         const uint s = n / (TR * (FC / 8u)), r = (n / (FC / 8u)) % TR, c8 = n % (FC / 8u);
@@ -352,6 +432,7 @@ void f16_fetch(uint k0, uint row0, uint tok0, uint tid, inout uvec4 pw[F16_WTASK
         }
         pw[u] = v;
     }
+#endif
     [[unroll]] for (uint u = 0u; u < F16_ATASKS; u++) {
         const uint n = tid + 256u * u;
         const uint t = n / (FC / 8u), c8 = n % (FC / 8u), tok = tok0 + t, k = k0 + 8u * c8;
@@ -950,6 +1031,9 @@ void main() {
     uvec4 pa[F16_ATASKS];
     f16_fetch(0u, row0, tok0, tid, pw, pa);
     for (uint k0 = 0u; k0 < pc.ncols; k0 += FC) {
+#ifdef KQ_F16
+        kq16_store(k0, tid, pw);
+#else
         [[unroll]] for (uint u = 0u; u < F16_WTASKS; u++) {
             const uint n = tid + 256u * u;
             if (n < NW * TR * (FC / 8u)) {
@@ -959,6 +1043,7 @@ void main() {
                 }
             }
         }
+#endif
         [[unroll]] for (uint u = 0u; u < F16_ATASKS; u++) {
             const uint n = tid + 256u * u;
             if (n < TT * (FC / 8u)) {

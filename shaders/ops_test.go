@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -554,17 +555,84 @@ func TestMatMul(t *testing.T) {
 				e.run(name("_add"), g, push, e.withGrid(wt, wb, xb, db, rb)...)
 				check("matmul+add", want, func(i int) float64 { return 1e-7 + tol*magW[i] })
 
+				gxb, gpush, gtol := xb, push, tol
+				if base == "matmul_coop" && decodesToBinary16(t, name("_gateup")) {
+					// Its weights decoded to binary16 (KQ_F16): F16's
+					// products and bound over those weights, binary16
+					// pairs of activations.
+					f16W, f16U := kq16Weights(t, wt, rawW, c.rows, c.cols), kq16Weights(t, wt, rawU, c.rows, c.cols)
+					gate, up = mmAs(t, f16W, gguf.TypeF16, c.rows, c.cols, x, c.ntok), mmAs(t, f16U, gguf.TypeF16, c.rows, c.cols, x, c.ntok)
+					magW, magU = mag(f16Values(f16W)), mag(f16Values(f16U))
+					var goff int
+					gxb, goff = e.activationsFor(kern, gguf.TypeF16, x, c.ntok, c.cols)
+					gpush, gtol = pushWords(c.cols, c.rows, c.ntok, goff, doff, roff, c.rows), 2e-6
+				}
 				ref.SwiGLU(want, gate, up)
-				e.run(name("_gateup"), g, push, e.withGrid(wt, wb, xb, db, ub)...)
+				e.run(name("_gateup"), g, gpush, e.withGrid(wt, wb, gxb, db, ub)...)
 				check("matmul gate·up", want, func(i int) float64 {
 					// silu'(x) ≤ 1.1: the gate's error passes through scaled by |up|,
 					// the up's by |silu(gate)| ≤ |gate|+0.3; exp adds a few ulp.
 					return 1e-6 + 1e-5*math.Abs(float64(want[i])) +
-						1.1*(1e-7+tol*magW[i])*math.Abs(float64(up[i])) + (math.Abs(float64(gate[i]))+0.3)*(1e-7+tol*magU[i])
+						1.1*(1e-7+gtol*magW[i])*math.Abs(float64(up[i])) + (math.Abs(float64(gate[i]))+0.3)*(1e-7+gtol*magU[i])
 				})
 			}
 		}
 	}
+}
+
+// decodesToBinary16 says whether kernel name decodes its quantized
+// weights to binary16 for the tensor cores (KQ_F16).
+func decodesToBinary16(t *testing.T, name string) bool {
+	k, err := shaders.Lookup(name)
+	require.NoError(t, err)
+	return slices.Contains(k.Defines, "KQ_F16")
+}
+
+// kq16Weights is what a KQ_F16 kernel stages for Q4_K rows raw: each
+// weight d·scale·q − dmin·min in float32 (both products exact), rounded
+// to nearest even binary16, as F16 rows.
+func kq16Weights(t *testing.T, wt gguf.TensorType, raw []byte, rows, cols int) []byte {
+	require.Equal(t, gguf.TypeQ4_K, wt, "KQ_F16 reads Q4_K")
+	out := make([]byte, 0, 2*rows*cols)
+	for b := 0; b < rows*cols/256; b++ {
+		blk := raw[144*b : 144*(b+1)]
+		d := quant.FP16ToFP32(binary.LittleEndian.Uint16(blk[0:]))
+		dmin := quant.FP16ToFP32(binary.LittleEndian.Uint16(blk[2:]))
+		sc := blk[4:16]
+		for j := range 8 { // sub-block j: 32 values
+			var scale, mn byte
+			if j < 4 {
+				scale, mn = sc[j]&63, sc[j+4]&63
+			} else {
+				scale, mn = sc[j+4]&15|(sc[j-4]>>6)<<4, sc[j+4]>>4|(sc[j]>>6)<<4
+			}
+			dsc, mmin := d*float32(scale), dmin*float32(mn)
+			for i := range 32 {
+				q := blk[16+32*(j/2)+i] >> (4 * (j % 2)) & 15
+				v := float32(dsc*float32(q)) - mmin // the product is exact: no fused form differs
+				out = binary.LittleEndian.AppendUint16(out, quant.FP32ToFP16(v))
+			}
+		}
+	}
+	return out
+}
+
+// f16Values is F16 rows' values as float32.
+func f16Values(raw []byte) []float32 {
+	f := make([]float32, len(raw)/2)
+	for i := range f {
+		f[i] = quant.FP16ToFP32(binary.LittleEndian.Uint16(raw[2*i:]))
+	}
+	return f
+}
+
+// mmAs is ref.MatMul of rows × cols weights raw of type wt by ntok
+// tokens x.
+func mmAs(t *testing.T, raw []byte, wt gguf.TensorType, rows, cols int, x []float32, ntok int) []float32 {
+	out := make([]float32, rows*ntok)
+	scratch := make([]float32, (ref.ActScratchBytes(wt, cols, ntok)+3)/4)
+	require.NoError(t, ref.MatMul(out, raw, wt, rows, cols, x, ntok, unsafeBytes(scratch)))
+	return out
 }
 
 // RoPE: the table holds the CPU's cos and sin, and the products are not
@@ -887,3 +955,21 @@ func (e *env) runs(name string) bool {
 // coop says whether weights of type wt have matmul_coop variants that this
 // device can run (NVIDIA's int8 cooperative matrices).
 func (e *env) coop(wt gguf.TensorType) bool { return e.runs("matmul_coop_" + typeName(wt)) }
+
+// kq16Weights is the Q4_K dequantization rounded once more, to binary16:
+// within half a binary16 ulp of quant's float32 values (a mutated
+// scale, min or nibble is far outside it).
+func TestKQ16WeightsNearDequantize(t *testing.T) {
+	const rows, cols = 3, 512
+	f := make([]float32, rows*cols)
+	for i := range f {
+		f[i] = float32(math.Sin(float64(7*i+1))) * float32(1+i%5)
+	}
+	raw, err := quant.QuantizeAlloc(gguf.TypeQ4_K, f)
+	require.NoError(t, err)
+	require.NoError(t, quant.Dequantize(gguf.TypeQ4_K, raw, f))
+	got := f16Values(kq16Weights(t, gguf.TypeQ4_K, raw, rows, cols))
+	for i := range f {
+		require.InDelta(t, f[i], got[i], math.Abs(float64(f[i]))/2048+1e-7, "value %d", i)
+	}
+}

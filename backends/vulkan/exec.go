@@ -47,6 +47,8 @@ type Executable struct {
 	// taking one kind of activations, that kind: the norm writes them
 	// itself (fusedNormQuant).
 	normQuant map[int]string
+	// users lists each node's readers (graph.Users).
+	users [][]int
 	// normFold maps each MatMulAdd that writes a folded RMSNormMul's
 	// input to that norm: the norm's decode-step dispatch is folded into
 	// the matvecs around it (foldNorms), the MatMulAdd writing its blocks
@@ -165,6 +167,7 @@ func LoadOn(d *Device, g *graph.Graph, w backends.Weights, o backends.LoadOption
 	}
 	e.fuseRoPEKV()
 	e.planArena()
+	e.users = g.Users()
 	e.normQuant = fusedNormQuant(g, e.order, func(id int) bool { return e.vals[id].active && !e.vals[id].import_ })
 	e.foldNorms()
 	// Weights stream through the staging ring: the last copies may still
@@ -268,6 +271,9 @@ func (e *Executable) prepare(n *graph.Node, w backends.Weights) error {
 	for _, id := range ops.MatMulWeights(n) {
 		wt := e.g.Nodes[id]
 		words := actWords(actKind(wt.Type.DType), wt.Type.Shape[1].N)
+		if coopPairs(n, wt.Type.DType) {
+			words = max(words, actWords("f16", wt.Type.Shape[1].N)) // binary16 pairs on tensor cores
+		}
 		// Room for two tokens' worth too: a decode step's gate·up writes
 		// the FFN down's activations beside its own (gateUpTail), also
 		// when the session runs one token at a time.

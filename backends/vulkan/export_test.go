@@ -67,3 +67,9 @@ func SetSpinWait(d *Device, spin time.Duration) (restore func()) {
 	d.spinWait = spin
 	return func() { d.spinWait = old }
 }
+
+// MatMulShader is the shader family matmul node id takes at ntok tokens
+// and whether it reads binary16 pairs.
+func MatMulShader(e *Executable, id, ntok int) (string, bool) {
+	return e.matmulShader(e.g.Nodes[id], ntok)
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"unsafe"
 
 	"github.com/weft-ml/weft/backends"
@@ -569,7 +570,11 @@ func (r *recorder) node(v *value) error {
 			// pairs where they take the F16 tensor-core tiles (whole rows:
 			// the pairs are laid out per token).
 			r.scratch, r.scratchOff, r.scratchPairs = n.ID, 0, false
-			if kind == "f16" && group == v.width && r.coopF16(ntok) {
+			switch {
+			case kind == "f16" && group == v.width && r.coopF16(ntok):
+				kind, r.scratchPairs = "f16x2", true
+			case kind == "q8_k" && r.readersTakePairs(n.ID, ntok):
+				// Its readers decode their weights to binary16 (KQ_F16).
 				kind, r.scratchPairs = "f16x2", true
 			}
 			kernel, bufs = "rms_norm_mul_"+kind, append(bufs, Whole(r.s.scratch))
@@ -830,14 +835,78 @@ const coopPairTokens = 128
 
 // tiles says whether matmuls of ntok tokens take matmul_tiled's tiles
 // (where their weight type has them).
-func (r *recorder) tiles(ntok int) bool {
-	return ntok > tiledTokens/2 && r.s.e.d.props.Limits.MaxComputeWorkGroupInvocations >= 256
+func (r *recorder) tiles(ntok int) bool { return r.s.e.tiles(ntok) }
+
+func (e *Executable) tiles(ntok int) bool {
+	return ntok > tiledTokens/2 && e.d.props.Limits.MaxComputeWorkGroupInvocations >= 256
 }
 
 // coopF16 says whether matmuls of ntok tokens over F16 weights take the
 // tensor-core tiles (matmul_coop_*f16), which read binary16 pairs.
 func (r *recorder) coopF16(ntok int) bool {
 	return r.tiles(ntok) && hasKernel("matmul_tiled_")(gguf.TypeF16) && r.s.e.d.coopFor(gguf.TypeF16)
+}
+
+// coopPairs says whether the tensor-core tiles of a matmul node n read
+// binary16 pairs (round_f16x2's layout) instead of its weight type's
+// activations: those of F16 weights, and of weights the kernel decodes to
+// binary16 (KQ_F16: Q4_K's gate·up).
+func coopPairs(n *graph.Node, wt graph.DType) bool {
+	epi := map[string]string{ops.MatMulGateUpSwiGLU: "gateup_", ops.MatMulGateUpGeGLU: "geglu_"}[n.Op]
+	k, err := shaders.Lookup("matmul_coop_" + epi + weightKernel[wt])
+	return err == nil && (slices.Contains(k.Defines, "W_F16") || slices.Contains(k.Defines, "KQ_F16"))
+}
+
+// matmulShader is the shader family a matmul node of ntok tokens takes
+// (matvec, matmul, matmul_tiled or matmul_coop) and whether it reads
+// binary16 pairs (coopPairs).
+func (e *Executable) matmulShader(n *graph.Node, ntok int) (shader string, pairs bool) {
+	ws := ops.MatMulWeights(n)
+	everyWeight := func(has func(graph.DType) bool) bool {
+		for _, id := range ws {
+			if !has(e.g.Nodes[id].Type.DType) {
+				return false
+			}
+		}
+		return true
+	}
+	// Batches up to half a tile (decode, a server's few sequences) take
+	// matvec.comp, a workgroup per weight row and matmulTokens tokens,
+	// blocks of tokens in z: measured on the H100, a 16-token batch of the
+	// FFN down (Q4_0 2048×5632) took 622 µs in matmul.comp (only rows/64
+	// workgroups) and takes 68 µs this way; a 16-token step of the 1.1B
+	// model fell from 36.4 to 7.3 ms. Larger batches take matmul_tiled,
+	// or matmul.comp (one invocation per row in workgroups of matmulWG
+	// rows) on devices without 256 invocations; weight types with neither
+	// take matvec.comp.
+	switch {
+	case e.tiles(ntok) && everyWeight(hasKernel("matmul_tiled_")):
+		// Prefill: tiles of 64 rows × 64 tokens staged in shared memory,
+		// their sums by tensor cores where the device has them.
+		wt0 := e.g.Nodes[ws[0]].Type.DType
+		if !everyWeight(e.d.coopFor) {
+			return "matmul_tiled", false
+		}
+		if pairs := coopPairs(n, wt0); !pairs || e.d.coopF16 {
+			return "matmul_coop", pairs
+		}
+		return "matmul_tiled", false
+	case ntok <= tiledTokens/2 || !everyWeight(hasKernel("matmul_")):
+		return "matvec", false
+	}
+	return "matmul", false
+}
+
+// readersTakePairs says whether every reader of node id, all matmuls
+// (fusedNormQuant), reads binary16 pairs at ntok tokens.
+func (r *recorder) readersTakePairs(id, ntok int) bool {
+	users := r.s.e.users[id]
+	for _, u := range users {
+		if _, pairs := r.s.e.matmulShader(r.s.e.g.Nodes[u], ntok); !pairs {
+			return false
+		}
+	}
+	return len(users) > 0
 }
 
 func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
@@ -857,56 +926,36 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		}
 		return x, xoff
 	}
-	// Batches up to half a tile (decode, a server's few sequences) take
-	// matvec.comp, a workgroup per weight row and matmulTokens tokens,
-	// blocks of tokens in z: measured on the H100, a 16-token batch of the
-	// FFN down (Q4_0 2048×5632) took 622 µs in matmul.comp (only rows/64
-	// workgroups) and takes 68 µs this way; a 16-token step of the 1.1B
-	// model fell from 36.4 to 7.3 ms. Larger batches take matmul_tiled,
-	// or matmul.comp (one invocation per row in workgroups of matmulWG
-	// rows) on devices without 256 invocations; weight types with neither
-	// take matvec.comp.
-	everyWeight := func(has func(graph.DType) bool) bool {
-		for _, id := range ws {
-			if !has(r.s.e.g.Nodes[id].Type.DType) {
-				return false
-			}
-		}
-		return true
-	}
-	tiled := r.tiles(ntok) && everyWeight(hasKernel("matmul_tiled_"))
-	vec := !tiled && (ntok <= tiledTokens/2 || !everyWeight(hasKernel("matmul_")))
-	shader, spec, perGroup := "matmul", "", matmulTokens
+	shader, pairs := r.s.e.matmulShader(n, ntok)
+	vec := shader == "matvec"
+	spec, perGroup := "", matmulTokens
 	rowsPer := 1 // weight rows a matvec workgroup
 	switch {
-	case tiled:
-		// Prefill: tiles of 64 rows × 64 tokens staged in shared memory,
-		// their int8 block sums by tensor cores where the device has them.
-		shader, perGroup = "matmul_tiled", tiledTokens
-		if everyWeight(r.s.e.d.coopFor) {
-			shader = "matmul_coop" // int8 blocks of 32 (quantized types), F16
-		}
+	case shader == "matmul_tiled" || shader == "matmul_coop":
+		perGroup = tiledTokens
 	case vec && ntok == 1:
 		// A decode step: the one-token variant holds 1/8 of the sums, so
 		// it needs fewer registers and more rows run at once.
-		shader, perGroup = "matvec", 1
+		perGroup = 1
 		spec, rowsPer = r.decodeMatvecSpec(wt0, cols)
-	case vec:
-		shader = "matvec"
 	}
-	// The F16 tensor-core tiles take the rounded activations as binary16
-	// pairs (half the bytes and loads of float32 values).
-	pairs := shader == "matmul_coop" && wt0 == gguf.TypeF16
-	if kind := actKind(wt0); kind != "f32" && (r.scratch != n.Inputs[0] || r.scratchPairs != pairs) {
-		name, groups := "quantize_"+kind, strided(ntok*cols, 64) // an invocation per value
-		switch kind {
+	// The binary16 tensor-core tiles (coopPairs) take the rounded
+	// activations as binary16 pairs (half the bytes and loads of float32
+	// values).
+	akind := actKind(wt0)
+	if pairs {
+		akind = "f16"
+	}
+	if akind != "f32" && (r.scratch != n.Inputs[0] || r.scratchPairs != pairs) {
+		name, groups := "quantize_"+akind, strided(ntok*cols, 64) // an invocation per value
+		switch akind {
 		case "q8_k":
 			groups = [3]uint32{uint32(min(ntok*cols/256, 65535)), 1, 1} // one workgroup per super-block
 			if ntok == 1 {
 				name = "quantize_q8_k_lanes" // a decode step's: an invocation per value
 			}
 		case "f16", "bf16":
-			name, groups = "round_"+kind, strided(ntok*cols, 64)
+			name, groups = "round_"+akind, strided(ntok*cols, 64)
 			if pairs {
 				name = "round_f16x2"
 			}
@@ -960,7 +1009,7 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	}
 	w := func(i int) *value { return &r.s.e.vals[ws[i]] }
 	kind := weightKernel[wt0]
-	if shader == "matmul_coop" && actKind(wt0) != "q8_k" && (n.Op == ops.MatMulGateUpSwiGLU || n.Op == ops.MatMulGateUpGeGLU) {
+	if shader == "matmul_coop" && (pairs || actKind(wt0) != "q8_k") && (n.Op == ops.MatMulGateUpSwiGLU || n.Op == ops.MatMulGateUpGeGLU) {
 		perGroup = coopPairTokens
 	}
 	switch n.Op {

@@ -177,7 +177,13 @@ func init() {
 				variants = append(variants, variant{"matmul_tiled_" + epi.name + w.name, "matmul_tiled.comp", defines, bindings, 28, 256})
 				if w.coop {
 					// Its block sums by tensor cores (VK_NV_cooperative_matrix).
-					variants = append(variants, variant{"matmul_coop_" + epi.name + w.name, "matmul_tiled.comp", append(slices.Clone(defines), "COOP"), bindings, 28, 256})
+					coop := append(slices.Clone(defines), "COOP")
+					if w.name == "q4_k" && (epi.define == "GATEUP" || epi.define == "GEGLU") {
+						// Its gate·up decodes the weights to binary16 (F16's
+						// tiles and activations): binary16 tensor cores.
+						coop = append(coop, "KQ_F16")
+					}
+					variants = append(variants, variant{"matmul_coop_" + epi.name + w.name, "matmul_tiled.comp", coop, bindings, 28, 256})
 				}
 			}
 		}
