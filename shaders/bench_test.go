@@ -33,7 +33,11 @@ func BenchmarkMatMulTiled(b *testing.B) {
 				b.Run(fmt.Sprintf("%s_%dx%d", name, c.rows, c.cols), func(b *testing.B) {
 					rawW, _ := e.weights(wt, c.rows, c.cols)
 					wb := e.buf(len(rawW), rawW)
-					xb, aoff := e.activationsFor(kern, wt, e.random(ntok*c.cols), ntok, c.cols)
+					at := wt // the activations' type: binary16 pairs where the kernel decodes to binary16
+					if kern == "matmul_coop_" && decodesToBinary16(b, name) {
+						at = gguf.TypeF16
+					}
+					xb, aoff := e.activationsFor(kern, at, e.random(ntok*c.cols), ntok, c.cols)
 					db, ob := e.out(c.rows*ntok), e.out(c.rows*ntok)
 					bufs := []*vulkan.Buffer{wb, xb, db}
 					if c.epi != "" {

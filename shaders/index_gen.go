@@ -2136,12 +2136,12 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  4,
-	Defines:   []string{"W_F16", "GATEUP", "COOP"},
+	Defines:   []string{"W_F16", "GATEUP", "COOP", "F16_SPLIT"},
 	Name:      "matmul_coop_gateup_f16",
 	PushBytes: 28,
 	SPIRV:     spvMatmulCoopGateupF16,
 	Source:    "matmul_tiled.comp",
-	Workgroup: 256,
+	Workgroup: 512,
 }, {
 	Bindings:  4,
 	Defines:   []string{"W_F16", "BIAS"},
@@ -2168,12 +2168,12 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  4,
-	Defines:   []string{"W_F16", "GEGLU", "COOP"},
+	Defines:   []string{"W_F16", "GEGLU", "COOP", "F16_SPLIT"},
 	Name:      "matmul_coop_geglu_f16",
 	PushBytes: 28,
 	SPIRV:     spvMatmulCoopGegluF16,
 	Source:    "matmul_tiled.comp",
-	Workgroup: 256,
+	Workgroup: 512,
 }, {
 	Bindings:  3,
 	Defines:   []string{"W_F16"},

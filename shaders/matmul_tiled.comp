@@ -53,7 +53,7 @@
 #endif
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 0) const uint WG = 256; // must be 256: 16 row groups × 16 token groups
+layout(constant_id = 0) const uint WG = 256; // must be 256 (16 row groups × 16 token groups), 512 with F16_SPLIT
 
 layout(push_constant) uniform Push {
     uint ncols, nrows, ntok;
@@ -144,6 +144,24 @@ layout(binding = 3) readonly buffer Ut { uint u[]; };
 #endif
 #ifndef F16_SGR
 #define F16_SGR 4u
+#endif
+// F16_SPLIT (two weights): 512 invocations, each subgroup summing one
+// weight's fragments (its 8 subgroups F16_SGR along the rows), so a
+// subgroup holds half the accumulators of the 256-invocation tile and
+// the multiprocessor runs 16 warps instead of 8 (113 registers, one
+// workgroup). Measured on the H200 (session 24, TinyLlama pp512): F16
+// gate·up 4.7 → 4.3 ms a step, pp512 38.4–39.0k → 39.6–40.5k; Q4_K's
+// KQ_F16 gate·up 4.6 → 4.8 ms (its staging on half the invocations), so
+// shadergen sets it for F16 only.
+#ifdef F16_SPLIT
+#ifndef TWO_WEIGHTS
+#error F16_SPLIT is for two weights
+#endif
+#define F16_NT 512u
+#define F16_NACC (F16_FR * F16_FT)
+#else
+#define F16_NT 256u
+#define F16_NACC (NW * F16_FR * F16_FT)
 #endif
 #define F16_FR (F16_TR / (16u * F16_SGR))
 #define F16_FT (F16_TT / (16u * (8u / F16_SGR))) // even: the sums go out 32 tokens at a time
@@ -353,17 +371,17 @@ shared float sa[TT * 33];
 // block's header quad (d, dmin, the 12 scale bytes) and one level quad
 // (16 bytes: 32 values), two quads of pw; 8 registers a task against 16
 // for eight F16 tasks' worth of columns. FC must stay 64 (two weights').
-#define KQ16_TASKS ((NW * TR * 2u + 255u) / 256u)
+#define KQ16_TASKS ((NW * TR * 2u + F16_NT - 1u) / F16_NT)
 #define F16_WTASKS (2u * KQ16_TASKS)
 #else
-#define F16_WTASKS ((NW * TR * (FC / 8u) + 255u) / 256u)
+#define F16_WTASKS ((NW * TR * (FC / 8u) + F16_NT - 1u) / F16_NT)
 #endif
 layout(binding = 1) readonly buffer XP4 { uvec4 xp4[]; };
-#define F16_ATASKS ((TT * (FC / 8u) + 255u) / 256u)
+#define F16_ATASKS ((TT * (FC / 8u) + F16_NT - 1u) / F16_NT)
 #ifdef KQ_F16
 void kq16_fetch(uint k0, uint row0, uint tid, inout uvec4 pw[F16_WTASKS]) {
     [[unroll]] for (uint u = 0u; u < KQ16_TASKS; u++) {
-        const uint n = tid + 256u * u;
+        const uint n = tid + F16_NT * u;
         const uint s = n / (2u * TR), r = (n / 2u) % TR, h = n % 2u, row = row0 + r;
         uvec4 hdr = uvec4(0u), lv = uvec4(0u); // past the rows: d = dmin = 0, every value 0
         if (n < NW * TR * 2u && row < pc.nrows) {
@@ -388,7 +406,7 @@ uint kq16_pair(float dsc, float mmin, uint q0, uint q1) {
 void kq16_store(uint k0, uint tid, uvec4 pw[F16_WTASKS]) {
     const uint g = (k0 / 64u) % 4u;
     [[unroll]] for (uint u = 0u; u < KQ16_TASKS; u++) {
-        const uint n = tid + 256u * u;
+        const uint n = tid + F16_NT * u;
         if (n >= NW * TR * 2u) {
             continue;
         }
@@ -413,7 +431,7 @@ void f16_fetch(uint k0, uint row0, uint tok0, uint tid, inout uvec4 pw[F16_WTASK
     kq16_fetch(k0, row0, tid, pw);
 #else
     [[unroll]] for (uint u = 0u; u < F16_WTASKS; u++) {
-        const uint n = tid + 256u * u;
+        const uint n = tid + F16_NT * u;
         const uint s = n / (TR * (FC / 8u)), r = (n / (FC / 8u)) % TR, c8 = n % (FC / 8u);
         const uint row = row0 + r, k = k0 + 8u * c8;
         uvec4 v = uvec4(0u);
@@ -434,7 +452,7 @@ void f16_fetch(uint k0, uint row0, uint tok0, uint tid, inout uvec4 pw[F16_WTASK
     }
 #endif
     [[unroll]] for (uint u = 0u; u < F16_ATASKS; u++) {
-        const uint n = tid + 256u * u;
+        const uint n = tid + F16_NT * u;
         const uint t = n / (FC / 8u), c8 = n % (FC / 8u), tok = tok0 + t, k = k0 + 8u * c8;
         uvec4 v = uvec4(0u);
         if (n < TT * (FC / 8u) && tok < pc.ntok && k < pc.ncols) {
@@ -608,9 +626,14 @@ void main() {
     // Subgroup sg: rows srow + 16·i (i < F16_FR), tokens stok + 16·j
     // (j < F16_FT); the sums of weight s in cacc[(s·F16_FR + i)·F16_FT + j].
     const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+#ifdef F16_SPLIT
+    const uint sws = sg / 8u, sgl = sg % 8u; // its weight, its place among that weight's 8
+    const uint srow = 16u * F16_FR * (sgl % F16_SGR), stok = 16u * F16_FT * (sgl / F16_SGR);
+#else
     const uint srow = 16u * F16_FR * (sg % F16_SGR), stok = 16u * F16_FT * (sg / F16_SGR);
-    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> cacc[NW * F16_FR * F16_FT];
-    [[unroll]] for (uint i = 0u; i < NW * F16_FR * F16_FT; i++) {
+#endif
+    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> cacc[F16_NACC];
+    [[unroll]] for (uint i = 0u; i < F16_NACC; i++) {
         cacc[i] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
     }
 #elif defined(COOP)
@@ -1035,7 +1058,7 @@ void main() {
         kq16_store(k0, tid, pw);
 #else
         [[unroll]] for (uint u = 0u; u < F16_WTASKS; u++) {
-            const uint n = tid + 256u * u;
+            const uint n = tid + F16_NT * u;
             if (n < NW * TR * (FC / 8u)) {
                 const uint s = n / (TR * (FC / 8u)), r = (n / (FC / 8u)) % TR, c8 = n % (FC / 8u);
                 for (uint c = 0u; c < 4u; c++) {
@@ -1045,7 +1068,7 @@ void main() {
         }
 #endif
         [[unroll]] for (uint u = 0u; u < F16_ATASKS; u++) {
-            const uint n = tid + 256u * u;
+            const uint n = tid + F16_NT * u;
             if (n < TT * (FC / 8u)) {
                 for (uint c = 0u; c < 4u; c++) {
                     sa[(n / (FC / 8u)) * FS + 4u * (n % (FC / 8u)) + c] = pa[u][c];
@@ -1060,6 +1083,21 @@ void main() {
             // Each operand tile loaded from shared memory once: the
             // weights' NW·F16_FR, the tokens' F16_FT, then their products
             // (each sum still takes its 16-column steps in order).
+#ifdef F16_SPLIT
+            fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma[F16_FR];
+            [[unroll]] for (uint i = 0u; i < F16_FR; i++) {
+                coopMatLoadNV(ma[i], sw, (sws * TR + srow + 16u * i) * FS + 8u * kk, FS, false);
+            }
+            fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> mb[F16_FT]; // column-major: a token's columns
+            [[unroll]] for (uint j = 0u; j < F16_FT; j++) {
+                coopMatLoadNV(mb[j], sa, (stok + 16u * j) * FS + 8u * kk, FS, true);
+            }
+            [[unroll]] for (uint i = 0u; i < F16_FR; i++) {
+                [[unroll]] for (uint j = 0u; j < F16_FT; j++) {
+                    cacc[i * F16_FT + j] = coopMatMulAddNV(ma[i], mb[j], cacc[i * F16_FT + j]);
+                }
+            }
+#else
             fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma[NW * F16_FR];
             [[unroll]] for (uint s = 0u; s < NW; s++) {
                 [[unroll]] for (uint i = 0u; i < F16_FR; i++) {
@@ -1078,9 +1116,39 @@ void main() {
                     }
                 }
             }
+#endif
         }
         barrier();
     }
+#ifdef F16_SPLIT
+    // Each 16-row × 32-token slice of the sums goes through shared memory
+    // (free after the last stage's barrier): the gate's subgroup stores
+    // its slice in sw, the up's (the same rows and tokens) in sa, each in
+    // its part; after a barrier each of the pair emits 16 of the 32
+    // tokens, invocation lane row lane % 16 and 8 tokens.
+    const uint cbase = 16u * F16_CS * sgl;
+    [[unroll]] for (uint i = 0u; i < F16_FR; i++) {
+        [[unroll]] for (uint j = 0u; j < F16_FT; j += 2u) {
+            [[unroll]] for (uint h = 0u; h < 2u; h++) {
+                if (sws == 0u) {
+                    coopMatStoreNV(cacc[i * F16_FT + j + h], sw, cbase + 16u * h, F16_CS, false);
+                } else {
+                    coopMatStoreNV(cacc[i * F16_FT + j + h], sa, cbase + 16u * h, F16_CS, false);
+                }
+            }
+            barrier();
+            const uint row = row0 + srow + 16u * i + lane % 16u;
+            const uint t0 = 16u * sws + 8u * (lane / 16u);
+            for (uint el = 0u; el < 8u; el++) {
+                const uint tok = tok0 + stok + 16u * j + t0 + el, at = cbase + (lane % 16u) * F16_CS + t0 + el;
+                if (row < pc.nrows && tok < pc.ntok) {
+                    emit(row, tok, uintBitsToFloat(sw[at]), uintBitsToFloat(sa[at]));
+                }
+            }
+            barrier();
+        }
+    }
+#else
     // Each 16-row × 32-token slice of the subgroup's sums goes through its
     // part of sw (free after the last stage's barrier) to the epilogue's
     // (row, token) layout: invocation lane takes row lane % 16 and 16
@@ -1110,6 +1178,7 @@ void main() {
             }
         }
     }
+#endif
 #else
     for (uint k0 = 0u; k0 < pc.ncols; k0 += 32u) {
         // Stage 32 columns: NW·64 rows and 64 tokens, 8 (16) values each.

@@ -582,7 +582,7 @@ func TestMatMul(t *testing.T) {
 
 // decodesToBinary16 says whether kernel name decodes its quantized
 // weights to binary16 for the tensor cores (KQ_F16).
-func decodesToBinary16(t *testing.T, name string) bool {
+func decodesToBinary16(t testing.TB, name string) bool {
 	k, err := shaders.Lookup(name)
 	require.NoError(t, err)
 	return slices.Contains(k.Defines, "KQ_F16")

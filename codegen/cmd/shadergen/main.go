@@ -177,13 +177,21 @@ func init() {
 				variants = append(variants, variant{"matmul_tiled_" + epi.name + w.name, "matmul_tiled.comp", defines, bindings, 28, 256})
 				if w.coop {
 					// Its block sums by tensor cores (VK_NV_cooperative_matrix).
-					coop := append(slices.Clone(defines), "COOP")
-					if w.name == "q4_k" && (epi.define == "GATEUP" || epi.define == "GEGLU") {
+					coop, wg := append(slices.Clone(defines), "COOP"), 256
+					twoWeights := epi.define == "GATEUP" || epi.define == "GEGLU"
+					if w.name == "q4_k" && twoWeights {
 						// Its gate·up decodes the weights to binary16 (F16's
 						// tiles and activations): binary16 tensor cores.
 						coop = append(coop, "KQ_F16")
 					}
-					variants = append(variants, variant{"matmul_coop_" + epi.name + w.name, "matmul_tiled.comp", coop, bindings, 28, 256})
+					if w.name == "f16" && twoWeights {
+						// F16 gate·up tiles: a subgroup per weight's
+						// fragments, 512 invocations (F16_SPLIT). Q4_K's
+						// (KQ_F16) were 1% slower so (its decoding staged
+						// by half the invocations).
+						coop, wg = append(coop, "F16_SPLIT"), 512
+					}
+					variants = append(variants, variant{"matmul_coop_" + epi.name + w.name, "matmul_tiled.comp", coop, bindings, 28, wg})
 				}
 			}
 		}
