@@ -546,27 +546,50 @@ func TestMatMul(t *testing.T) {
 					}
 					t.Logf("%s %s: max |error|/tolerance = %.2g", what, label, worst)
 				}
-				e.run(name(""), g, push, e.withGrid(wt, wb, xb, db)...)
-				check("matmul", gate, func(i int) float64 { return 1e-7 + tol*magW[i] })
+				// A kernel that decodes its weights to binary16 (KQ_F16)
+				// is held to F16's products and bound over those
+				// weights, with binary16 pairs of activations.
+				type inputs struct {
+					gate, up, magW, magU []float32
+					xb                   *vulkan.Buffer
+					push                 []byte
+					tol                  float64
+				}
+				quantizedIn := inputs{gate, up, nil, nil, xb, push, tol}
+				inputsFor := func(epilogue string) inputs {
+					if base != "matmul_coop" || !decodesToBinary16(t, name(epilogue)) {
+						return quantizedIn
+					}
+					f16W, f16U := binary16Weights(t, wt, rawW, c.rows, c.cols), binary16Weights(t, wt, rawU, c.rows, c.cols)
+					in := inputs{mmAs(t, f16W, gguf.TypeF16, c.rows, c.cols, x, c.ntok), mmAs(t, f16U, gguf.TypeF16, c.rows, c.cols, x, c.ntok), f16Values(f16W), f16Values(f16U), nil, nil, 2e-6}
+					var off int
+					in.xb, off = e.activationsFor(kern, gguf.TypeF16, x, c.ntok, c.cols)
+					in.push = pushWords(c.cols, c.rows, c.ntok, off, doff, roff, c.rows)
+					return in
+				}
+				magOf := func(in inputs) ([]float64, []float64) {
+					if in.magW == nil {
+						return magW, magU
+					}
+					return mag(in.magW), mag(in.magU)
+				}
 
+				in := inputsFor("")
+				mw, _ := magOf(in)
+				e.run(name(""), g, in.push, e.withGrid(wt, wb, in.xb, db)...)
+				check("matmul", in.gate, func(i int) float64 { return 1e-7 + in.tol*mw[i] })
+
+				in = inputsFor("_add")
+				mw, _ = magOf(in)
 				rb := e.place(roff, res)
 				want := make([]float32, len(gate))
-				ref.Add(want, gate, res)
-				e.run(name("_add"), g, push, e.withGrid(wt, wb, xb, db, rb)...)
-				check("matmul+add", want, func(i int) float64 { return 1e-7 + tol*magW[i] })
+				ref.Add(want, in.gate, res)
+				e.run(name("_add"), g, in.push, e.withGrid(wt, wb, in.xb, db, rb)...)
+				check("matmul+add", want, func(i int) float64 { return 1e-7 + in.tol*mw[i] })
 
-				gxb, gpush, gtol := xb, push, tol
-				if base == "matmul_coop" && decodesToBinary16(t, name("_gateup")) {
-					// Its weights decoded to binary16 (KQ_F16): F16's
-					// products and bound over those weights, binary16
-					// pairs of activations.
-					f16W, f16U := kq16Weights(t, wt, rawW, c.rows, c.cols), kq16Weights(t, wt, rawU, c.rows, c.cols)
-					gate, up = mmAs(t, f16W, gguf.TypeF16, c.rows, c.cols, x, c.ntok), mmAs(t, f16U, gguf.TypeF16, c.rows, c.cols, x, c.ntok)
-					magW, magU = mag(f16Values(f16W)), mag(f16Values(f16U))
-					var goff int
-					gxb, goff = e.activationsFor(kern, gguf.TypeF16, x, c.ntok, c.cols)
-					gpush, gtol = pushWords(c.cols, c.rows, c.ntok, goff, doff, roff, c.rows), 2e-6
-				}
+				in = inputsFor("_gateup")
+				gate, up, gxb, gpush, gtol := in.gate, in.up, in.xb, in.push, in.tol
+				magW, magU = magOf(in)
 				ref.SwiGLU(want, gate, up)
 				e.run(name("_gateup"), g, gpush, e.withGrid(wt, wb, gxb, db, ub)...)
 				check("matmul gate·up", want, func(i int) float64 {
@@ -588,31 +611,18 @@ func decodesToBinary16(t testing.TB, name string) bool {
 	return slices.Contains(k.Defines, "KQ_F16")
 }
 
-// kq16Weights is what a KQ_F16 kernel stages for Q4_K rows raw: each
-// weight d·scale·q − dmin·min in float32 (both products exact), rounded
-// to nearest even binary16, as F16 rows.
-func kq16Weights(t *testing.T, wt gguf.TensorType, raw []byte, rows, cols int) []byte {
-	require.Equal(t, gguf.TypeQ4_K, wt, "KQ_F16 reads Q4_K")
-	out := make([]byte, 0, 2*rows*cols)
-	for b := 0; b < rows*cols/256; b++ {
-		blk := raw[144*b : 144*(b+1)]
-		d := quant.FP16ToFP32(binary.LittleEndian.Uint16(blk[0:]))
-		dmin := quant.FP16ToFP32(binary.LittleEndian.Uint16(blk[2:]))
-		sc := blk[4:16]
-		for j := range 8 { // sub-block j: 32 values
-			var scale, mn byte
-			if j < 4 {
-				scale, mn = sc[j]&63, sc[j+4]&63
-			} else {
-				scale, mn = sc[j+4]&15|(sc[j-4]>>6)<<4, sc[j+4]>>4|(sc[j]>>6)<<4
-			}
-			dsc, mmin := d*float32(scale), dmin*float32(mn)
-			for i := range 32 {
-				q := blk[16+32*(j/2)+i] >> (4 * (j % 2)) & 15
-				v := float32(dsc*float32(q)) - mmin // the product is exact: no fused form differs
-				out = binary.LittleEndian.AppendUint16(out, quant.FP32ToFP16(v))
-			}
-		}
+// binary16Weights is what a kernel that decodes its weights to binary16
+// (KQ_F16) stages for rows raw of type wt: quant's float32 values
+// (llama.cpp's dequantization: d·q, d·q + m, d·scale·q − dmin·min, each
+// product exact), rounded to nearest even binary16, as F16 rows.
+func binary16Weights(t *testing.T, wt gguf.TensorType, raw []byte, rows, cols int) []byte {
+	rb, err := wt.RowBytes(uint64(cols))
+	require.NoError(t, err)
+	f := make([]float32, rows*cols)
+	require.NoError(t, quant.Dequantize(wt, raw[:rows*int(rb)], f))
+	out := make([]byte, 0, 2*len(f))
+	for _, v := range f {
+		out = binary.LittleEndian.AppendUint16(out, quant.FP32ToFP16(v))
 	}
 	return out
 }
@@ -955,21 +965,3 @@ func (e *env) runs(name string) bool {
 // coop says whether weights of type wt have matmul_coop variants that this
 // device can run (NVIDIA's int8 cooperative matrices).
 func (e *env) coop(wt gguf.TensorType) bool { return e.runs("matmul_coop_" + typeName(wt)) }
-
-// kq16Weights is the Q4_K dequantization rounded once more, to binary16:
-// within half a binary16 ulp of quant's float32 values (a mutated
-// scale, min or nibble is far outside it).
-func TestKQ16WeightsNearDequantize(t *testing.T) {
-	const rows, cols = 3, 512
-	f := make([]float32, rows*cols)
-	for i := range f {
-		f[i] = float32(math.Sin(float64(7*i+1))) * float32(1+i%5)
-	}
-	raw, err := quant.QuantizeAlloc(gguf.TypeQ4_K, f)
-	require.NoError(t, err)
-	require.NoError(t, quant.Dequantize(gguf.TypeQ4_K, raw, f))
-	got := f16Values(kq16Weights(t, gguf.TypeQ4_K, raw, rows, cols))
-	for i := range f {
-		require.InDelta(t, f[i], got[i], math.Abs(float64(f[i]))/2048+1e-7, "value %d", i)
-	}
-}

@@ -91,8 +91,8 @@ func (i DeviceInfo) RunsKernel(k shaders.Kernel) bool {
 
 // runsCoop says whether a device with int8 and f16 tensor cores as given
 // runs kernel k: a tensor-core variant takes binary16 matrices for F16
-// weights, for weights it decodes to binary16 (KQ_F16: Q4_K's gate·up)
-// and for attention over an F16 cache, int8 ones for the other quantized
+// weights, for weights it decodes to binary16 (decodesToBinary16) and
+// for attention over an F16 cache, int8 ones for the other quantized
 // weight types.
 func runsCoop(k shaders.Kernel, int8, f16 bool) bool {
 	switch {
@@ -106,11 +106,15 @@ func runsCoop(k shaders.Kernel, int8, f16 bool) bool {
 }
 
 // binary16Coop says whether tensor-core kernel k multiplies binary16
-// matrices: F16 weights, weights decoded to binary16 (KQ_F16), an F16 KV
-// cache.
+// matrices: F16 weights, weights decoded to binary16, an F16 KV cache.
 func binary16Coop(k shaders.Kernel) bool {
-	return slices.Contains(k.Defines, "W_F16") || slices.Contains(k.Defines, "KQ_F16") || slices.Contains(k.Defines, "KV_F16")
+	return slices.Contains(k.Defines, "W_F16") || decodesToBinary16(k) || slices.Contains(k.Defines, "KV_F16")
 }
+
+// decodesToBinary16 says whether tensor-core kernel k decodes its
+// quantized weights to binary16 as it stages them (KQ_F16: Q4_K's
+// gate·up).
+func decodesToBinary16(k shaders.Kernel) bool { return slices.Contains(k.Defines, "KQ_F16") }
 
 // coopFor says whether matmuls of weight type t take tensor cores here:
 // t has matmul_coop variants and this device, as opened, runs them.

@@ -850,12 +850,14 @@ func (r *recorder) coopF16(ntok int) bool {
 // coopPairs says whether the tensor-core tiles of a matmul node n read
 // binary16 pairs (round_f16x2's layout) instead of its weight type's
 // activations: those of F16 weights, and of weights the kernel decodes to
-// binary16 (KQ_F16: Q4_K's gate·up).
+// binary16 (decodesToBinary16).
 func coopPairs(n *graph.Node, wt graph.DType) bool {
-	epi := map[string]string{ops.MatMulGateUpSwiGLU: "gateup_", ops.MatMulGateUpGeGLU: "geglu_"}[n.Op]
-	k, err := shaders.Lookup("matmul_coop_" + epi + weightKernel[wt])
-	return err == nil && (slices.Contains(k.Defines, "W_F16") || slices.Contains(k.Defines, "KQ_F16"))
+	k, err := shaders.Lookup("matmul_coop_" + coopEpilogue[n.Op] + weightKernel[wt])
+	return err == nil && (slices.Contains(k.Defines, "W_F16") || decodesToBinary16(k))
 }
+
+// coopEpilogue is the matmul_coop variant's epilogue part of a matmul op.
+var coopEpilogue = map[string]string{ops.MatMulAdd: "add_", ops.MatMulBias: "bias_", ops.MatMulGateUpSwiGLU: "gateup_", ops.MatMulGateUpGeGLU: "geglu_"}
 
 // matmulShader is the shader family a matmul node of ntok tokens takes
 // (matvec, matmul, matmul_tiled or matmul_coop) and whether it reads
