@@ -847,12 +847,18 @@ func (r *recorder) coopF16(ntok int) bool {
 	return r.tiles(ntok) && hasKernel("matmul_tiled_")(gguf.TypeF16) && r.s.e.d.coopFor(gguf.TypeF16)
 }
 
+// coopKernel is the tensor-core variant (matmul_coop_*) a matmul node n
+// takes for its weights of type wt, if there is one.
+func coopKernel(n *graph.Node, wt graph.DType) (shaders.Kernel, error) {
+	return shaders.Lookup("matmul_coop_" + coopEpilogue[n.Op] + weightKernel[wt])
+}
+
 // coopPairs says whether the tensor-core tiles of a matmul node n read
 // binary16 pairs (round_f16x2's layout) instead of its weight type's
 // activations: those of F16 weights, and of weights the kernel decodes to
 // binary16 (decodesToBinary16).
 func coopPairs(n *graph.Node, wt graph.DType) bool {
-	k, err := shaders.Lookup("matmul_coop_" + coopEpilogue[n.Op] + weightKernel[wt])
+	k, err := coopKernel(n, wt)
 	return err == nil && (slices.Contains(k.Defines, "W_F16") || decodesToBinary16(k))
 }
 
@@ -884,15 +890,16 @@ func (e *Executable) matmulShader(n *graph.Node, ntok int) (shader string, pairs
 	switch {
 	case e.tiles(ntok) && everyWeight(hasKernel("matmul_tiled_")):
 		// Prefill: tiles of 64 rows × 64 tokens staged in shared memory,
-		// their sums by tensor cores where the device has them.
-		wt0 := e.g.Nodes[ws[0]].Type.DType
-		if !everyWeight(e.d.coopFor) {
+		// their sums by tensor cores where the device runs the node's
+		// variant for every weight (int8 or binary16 matrices: runsCoop).
+		runs := everyWeight(func(wt graph.DType) bool {
+			k, err := coopKernel(n, wt)
+			return err == nil && runsCoop(k, e.d.coopInt8, e.d.coopF16)
+		})
+		if !runs {
 			return "matmul_tiled", false
 		}
-		if pairs := coopPairs(n, wt0); !pairs || e.d.coopF16 {
-			return "matmul_coop", pairs
-		}
-		return "matmul_tiled", false
+		return "matmul_coop", coopPairs(n, e.g.Nodes[ws[0]].Type.DType)
 	case ntok <= tiledTokens/2 || !everyWeight(hasKernel("matmul_")):
 		return "matvec", false
 	}
