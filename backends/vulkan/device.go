@@ -38,8 +38,13 @@ type DeviceInfo struct {
 	// CoopMatrix lists the shapes of VK_NV_cooperative_matrix (tensor
 	// cores); the int8 one (CoopInt8) makes prefill matmuls take them.
 	CoopMatrix []vk.CoopMatrixShape
-	Usable     bool   // Vulkan 1.2 with a compute queue and subgroup arithmetic
-	Why        string // why not, when !Usable
+	// CoopMatrix2 says whether the driver offers VK_NV_cooperative_matrix2
+	// (workgroup-scope matrices, tensor addressing). No kernel uses it
+	// yet: --list-devices shows it (docs/decisions.md, "A newer shader
+	// compiler is within reach").
+	CoopMatrix2 bool
+	Usable      bool   // Vulkan 1.2 with a compute queue and subgroup arithmetic
+	Why         string // why not, when !Usable
 }
 
 func (i DeviceInfo) String() string {
@@ -51,11 +56,17 @@ func (i DeviceInfo) String() string {
 	if i.CoopF16() {
 		s += ", f16 tensor cores (" + coopF16Shape.String() + ")"
 	}
+	if i.CoopMatrix2 {
+		s += ", " + extCoopMatrix2 + " (not used yet)"
+	}
 	if !i.Usable {
 		s += " — not usable: " + i.Why
 	}
 	return s
 }
+
+// extCoopMatrix2 is NVIDIA's second cooperative-matrix extension.
+const extCoopMatrix2 = "VK_NV_cooperative_matrix2"
 
 // coopInt8Shape is the cooperative matrix shape of matmul_coop: a
 // subgroup multiplies 16 weight rows × 32 int8 values (one quantized
@@ -145,6 +156,9 @@ func describe(index int, pd vk.PhysicalDevice) DeviceInfo {
 		Features:                pd.Features(),
 		CoopMatrix:              pd.CoopMatrixShapesNV(),
 		Usable:                  true,
+	}
+	if exts, err := pd.Extensions(); err == nil {
+		info.CoopMatrix2 = slices.Contains(exts, extCoopMatrix2)
 	}
 	for _, h := range mem.Heaps {
 		if h.Flags&vk.HeapDeviceLocal != 0 {

@@ -210,3 +210,16 @@ func TestPipelineStatistics(t *testing.T) {
 		assert.NotEmpty(t, e.Statistics)
 	}
 }
+
+// A device description names VK_NV_cooperative_matrix2 exactly when the
+// driver offers it.
+func TestDeviceInfoNamesCoopMatrix2(t *testing.T) {
+	for _, has := range []bool{false, true} {
+		d := vulkan.DeviceInfo{Name: "x", CoopMatrix2: has, Usable: true}
+		if has {
+			require.Contains(t, d.String(), "VK_NV_cooperative_matrix2")
+		} else {
+			require.NotContains(t, d.String(), "VK_NV_cooperative_matrix2")
+		}
+	}
+}
