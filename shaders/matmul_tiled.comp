@@ -68,9 +68,10 @@ layout(binding = 0) readonly buffer Wt { uint w[]; };
 #if !defined(COOP) || !defined(W_Q4_K) || !(defined(GATEUP) || defined(GEGLU))
 #error KQ_F16 is for Q4_K gate·up tiles on tensor cores
 #endif
-// Q4_K's tensor-core gate·up tiles (shadergen sets KQ_F16 for them) decode the weights to binary16 as they
-// stage them and take binary16-paired activations: the F16 tiles with
-// another fetch and store (KQ_F16, kq16_fetch / kq16_store). Each weight
+// Q4_K's tensor-core gate·up tiles (shadergen sets KQ_F16 for them)
+// decode the weights to binary16 as they stage them and take
+// binary16-paired activations: the F16 tiles with another fetch and
+// store (kq16_fetch / kq16_store). Each weight
 // is d·scale·q − dmin·min in float32 (both products exact) rounded to
 // nearest even binary16 (RoundingModeRTE below); the products are exact
 // in float32 and summed in the tensor cores' order, as F16's. A numerics
@@ -118,8 +119,8 @@ layout(binding = 3) readonly buffer Ut { uint u[]; };
 #define NW 1u
 #endif
 #if defined(COOP) && (defined(W_F16) || defined(KQ_F16))
-// The F16 tensor-core tiles (and KQ_F16's): F16_TR rows × F16_TT tokens a workgroup, its
-// 8 subgroups F16_SGR along the rows and 8 / F16_SGR along the tokens,
+// The F16 tensor-core tiles (and KQ_F16's): F16_TR rows × F16_TT tokens
+// a workgroup, its 8 subgroups F16_SGR along the rows and 8 / F16_SGR along the tokens,
 // each summing F16_FR × F16_FT 16×16 fragments per weight (F16_FR weight
 // tiles and F16_FT token tiles loaded per 16 columns for F16_FR·F16_FT
 // products). Measured on the H200 (TinyLlama shape, 512 tokens, session
@@ -151,7 +152,8 @@ layout(binding = 3) readonly buffer Ut { uint u[]; };
 // the multiprocessor runs 16 warps instead of 8 (113 registers, one
 // workgroup). Measured on the H200 (session 24, TinyLlama pp512): F16
 // gate·up 4.7 → 4.3 ms a step, pp512 38.4–39.0k → 39.6–40.5k; Q4_K's
-// KQ_F16 gate·up 4.6 → 4.8 ms (its staging on half the invocations), so
+// KQ_F16 gate·up 4.6 → 4.8 ms (its decoding on half the invocations),
+// 5.35 ms with it on all of them (a quarter of a row's group a task), so
 // shadergen sets it for F16 only.
 #ifdef F16_SPLIT
 #ifndef TWO_WEIGHTS

@@ -489,13 +489,7 @@ func TestMatMul(t *testing.T) {
 				rawU, uf := e.weights(wt, c.rows, c.cols)
 				x := e.random(c.ntok * c.cols)
 				res := e.random(c.ntok * c.rows)
-				mm := func(w []byte) []float32 {
-					out := make([]float32, c.rows*c.ntok)
-					scratch := make([]float32, (ref.ActScratchBytes(wt, c.cols, c.ntok)+3)/4)
-					require.NoError(t, ref.MatMul(out, w, wt, c.rows, c.cols, x, c.ntok, unsafeBytes(scratch)))
-					return out
-				}
-				gate, up := mm(rawW), mm(rawU)
+				gate, up := mmAs(t, rawW, wt, c.rows, c.cols, x, c.ntok), mmAs(t, rawU, wt, c.rows, c.cols, x, c.ntok)
 				mag := func(w []float32) []float64 {
 					m := make([]float64, c.rows*c.ntok)
 					for tk := 0; tk < c.ntok; tk++ {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/weft-ml/weft/backends"
 	"github.com/weft-ml/weft/backends/vulkan/internal/vk"
-	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/shaders"
 )
 
@@ -102,8 +101,8 @@ func (i DeviceInfo) RunsKernel(k shaders.Kernel) bool {
 
 // runsCoop says whether a device with int8 and f16 tensor cores as given
 // runs kernel k: a tensor-core variant takes binary16 matrices for F16
-// weights, for weights it decodes to binary16 (decodesToBinary16) and
-// for attention over an F16 cache, int8 ones for the other quantized
+// weights, for weights it decodes to binary16 (binary16Weights) and for
+// attention over an F16 cache, int8 ones for the other quantized
 // weight types.
 func runsCoop(k shaders.Kernel, int8, f16 bool) bool {
 	switch {
@@ -117,21 +116,16 @@ func runsCoop(k shaders.Kernel, int8, f16 bool) bool {
 }
 
 // binary16Coop says whether tensor-core kernel k multiplies binary16
-// matrices: F16 weights, weights decoded to binary16, an F16 KV cache.
+// matrices: binary16 weights (binary16Weights) or an F16 KV cache.
 func binary16Coop(k shaders.Kernel) bool {
-	return slices.Contains(k.Defines, "W_F16") || decodesToBinary16(k) || slices.Contains(k.Defines, "KV_F16")
+	return binary16Weights(k) || slices.Contains(k.Defines, "KV_F16")
 }
 
-// decodesToBinary16 says whether tensor-core kernel k decodes its
-// quantized weights to binary16 as it stages them (KQ_F16: Q4_K's
-// gate·up).
-func decodesToBinary16(k shaders.Kernel) bool { return slices.Contains(k.Defines, "KQ_F16") }
-
-// coopFor says whether matmuls of weight type t take tensor cores here:
-// t has matmul_coop variants and this device, as opened, runs them.
-func (d *Device) coopFor(t gguf.TensorType) bool {
-	k, err := shaders.Lookup("matmul_coop_" + weightKernel[t])
-	return err == nil && runsCoop(k, d.coopInt8, d.coopF16)
+// binary16Weights says whether matmul kernel k multiplies binary16
+// weights: F16 ones, or quantized ones it decodes to binary16 as it
+// stages them (KQ_F16: Q4_K's tensor-core gate·up).
+func binary16Weights(k shaders.Kernel) bool {
+	return slices.Contains(k.Defines, "W_F16") || slices.Contains(k.Defines, "KQ_F16")
 }
 
 // coopAttention says whether prefill attention over a KV cache of type

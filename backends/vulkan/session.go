@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"slices"
 	"unsafe"
 
 	"github.com/weft-ml/weft/backends"
@@ -567,14 +566,11 @@ func (r *recorder) node(v *value) error {
 		kernel, bufs := "rms_norm_mul_f32", []Range{x, dst, w}
 		if kind := r.s.e.normQuant[n.ID]; kind != "" {
 			// Its matmuls' activations too (fusedNormQuant), as binary16
-			// pairs where they take the F16 tensor-core tiles (whole rows:
-			// the pairs are laid out per token).
+			// pairs where they all take binary16 tensor-core tiles (F16
+			// weights, or weights decoded to binary16: coopPairs), whole
+			// rows (the pairs are laid out per token).
 			r.scratch, r.scratchOff, r.scratchPairs = n.ID, 0, false
-			switch {
-			case kind == "f16" && group == v.width && r.coopF16(ntok):
-				kind, r.scratchPairs = "f16x2", true
-			case kind == "q8_k" && r.readersTakePairs(n.ID, ntok):
-				// Its readers decode their weights to binary16 (KQ_F16).
+			if group == v.width && r.s.e.readersTakePairs(n.ID, ntok) {
 				kind, r.scratchPairs = "f16x2", true
 			}
 			kernel, bufs = "rms_norm_mul_"+kind, append(bufs, Whole(r.s.scratch))
@@ -829,8 +825,9 @@ const tiledTokens = 64
 
 // coopPairTokens is the token side of the tensor-core tiles with two
 // weights (matmul_coop_gateup_*, matmul_coop_geglu_*: F16_TT and Q_TT in
-// matmul_tiled.comp), 64 rows × 128 tokens, except for weights with Q8_K
-// activations (the K-quants: 64 × 64).
+// matmul_tiled.comp), 64 rows × 128 tokens, except where they read Q8_K
+// activations (the K-quants' int8 tiles: 64 × 64; Q4_K's binary16 gate·up
+// reads pairs and takes 128).
 const coopPairTokens = 128
 
 // tiles says whether matmuls of ntok tokens take matmul_tiled's tiles
@@ -839,12 +836,6 @@ func (r *recorder) tiles(ntok int) bool { return r.s.e.tiles(ntok) }
 
 func (e *Executable) tiles(ntok int) bool {
 	return ntok > tiledTokens/2 && e.d.props.Limits.MaxComputeWorkGroupInvocations >= 256
-}
-
-// coopF16 says whether matmuls of ntok tokens over F16 weights take the
-// tensor-core tiles (matmul_coop_*f16), which read binary16 pairs.
-func (r *recorder) coopF16(ntok int) bool {
-	return r.tiles(ntok) && hasKernel("matmul_tiled_")(gguf.TypeF16) && r.s.e.d.coopFor(gguf.TypeF16)
 }
 
 // coopKernel is the tensor-core variant (matmul_coop_*) a matmul node n
@@ -856,10 +847,10 @@ func coopKernel(n *graph.Node, wt graph.DType) (shaders.Kernel, error) {
 // coopPairs says whether the tensor-core tiles of a matmul node n read
 // binary16 pairs (round_f16x2's layout) instead of its weight type's
 // activations: those of F16 weights, and of weights the kernel decodes to
-// binary16 (decodesToBinary16).
+// binary16 (binary16Weights).
 func coopPairs(n *graph.Node, wt graph.DType) bool {
 	k, err := coopKernel(n, wt)
-	return err == nil && (slices.Contains(k.Defines, "W_F16") || decodesToBinary16(k))
+	return err == nil && binary16Weights(k)
 }
 
 // coopEpilogue is the matmul_coop variant's epilogue part of a matmul op.
@@ -908,10 +899,10 @@ func (e *Executable) matmulShader(n *graph.Node, ntok int) (shader string, pairs
 
 // readersTakePairs says whether every reader of node id, all matmuls
 // (fusedNormQuant), reads binary16 pairs at ntok tokens.
-func (r *recorder) readersTakePairs(id, ntok int) bool {
-	users := r.s.e.users[id]
+func (e *Executable) readersTakePairs(id, ntok int) bool {
+	users := e.users[id]
 	for _, u := range users {
-		if _, pairs := r.s.e.matmulShader(r.s.e.g.Nodes[u], ntok); !pairs {
+		if _, pairs := e.matmulShader(e.g.Nodes[u], ntok); !pairs {
 			return false
 		}
 	}
@@ -1018,7 +1009,7 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	}
 	w := func(i int) *value { return &r.s.e.vals[ws[i]] }
 	kind := weightKernel[wt0]
-	if shader == "matmul_coop" && (pairs || actKind(wt0) != "q8_k") && (n.Op == ops.MatMulGateUpSwiGLU || n.Op == ops.MatMulGateUpGeGLU) {
+	if shader == "matmul_coop" && akind != "q8_k" && (n.Op == ops.MatMulGateUpSwiGLU || n.Op == ops.MatMulGateUpGeGLU) {
 		perGroup = coopPairTokens
 	}
 	switch n.Op {
