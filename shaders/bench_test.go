@@ -4,6 +4,7 @@ package shaders_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -25,8 +26,15 @@ func BenchmarkMatMulTiled(b *testing.B) {
 			epi        string
 			rows, cols int
 		}{{"gateup_", 5632, 2048}, {"add_", 2048, 5632}, {"add_", 2048, 2048}, {"", 2560, 2048}} {
-			for _, kern := range []string{"matmul_tiled_", "matmul_coop_"} {
-				name := kern + c.epi + typeName(wt)
+			// matmul_tiled, matmul_coop, and matmul_cm2 in each tile shape
+			// (its name's suffix).
+			kerns := append([]string{"matmul_tiled_", "matmul_coop_"}, e.cm2Kernels(wt)...)
+			for _, kern := range kerns {
+				name, tr, tt := kern+c.epi+typeName(wt), 64, 64
+				if suffix, ok := strings.CutPrefix(kern, "matmul_cm2"); ok {
+					kern, name = "matmul_cm2_", "matmul_cm2_"+c.epi+typeName(wt)+suffix
+					tr, tt = cm2Tile(b, name)
+				}
 				if kern == "matmul_coop_" && !e.coop(wt) {
 					continue
 				}
@@ -43,8 +51,8 @@ func BenchmarkMatMulTiled(b *testing.B) {
 					if c.epi != "" {
 						bufs = append(bufs, map[string]*vulkan.Buffer{"gateup_": wb, "add_": ob}[c.epi])
 					}
-					g := e.rows((c.rows + 63) / 64)
-					g[2] = (ntok + 63) / 64
+					g := e.rows((c.rows + tr - 1) / tr)
+					g[2] = uint32((ntok + tt - 1) / tt)
 					p, err := e.d.NewProgram()
 					require.NoError(b, err)
 					defer p.Close()

@@ -20,6 +20,12 @@
 //     attention_coop_*) are the exception to the subgroup rule: they use
 //     NVIDIA's cooperative matrices in 32-wide subgroups, and a device
 //     creates them only when it has both (vulkan.DeviceInfo.RunsKernel);
+//   - the cooperative-matrix-2 variants (define COOP2: matmul_cm2_*) use
+//     NVIDIA's workgroup-scope matrices and tensor addressing
+//     (GL_NV_cooperative_matrix2): SPIR-V for Vulkan 1.3, compiled by a
+//     newer glslc than the others (codegen/glslc-trixie.sh: shaderc
+//     2025.2, Debian trixie's, fetched and checked on first use; offline,
+//     shadergen keeps their committed SPIR-V and says so);
 //   - a weight may also be read through a uvec4 view of its binding
 //     (16-byte aligned rows: Q4_K, Q5_K); quantized blocks that are only
 //     2-byte aligned are read as whole words (bw.glsl), not unaligned ones.

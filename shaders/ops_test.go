@@ -340,10 +340,10 @@ func (e *env) activations(wt gguf.TensorType, x []float32, ntok, cols int) (*vul
 }
 
 // activationsFor is activations for kernel kern: the F16 tensor-core
-// tiles (matmul_coop_*f16) take binary16 pairs (round_f16x2), from word 4
+// tiles (matmul_coop_*f16, matmul_cm2_*f16) take binary16 pairs (round_f16x2), from word 4
 // (16-byte aligned, as the host places them).
 func (e *env) activationsFor(kern string, wt gguf.TensorType, x []float32, ntok, cols int) (*vulkan.Buffer, int) {
-	if !strings.HasPrefix(kern, "matmul_coop") || wt != gguf.TypeF16 {
+	if !(strings.HasPrefix(kern, "matmul_coop") || strings.HasPrefix(kern, "matmul_cm2")) || wt != gguf.TypeF16 {
 		return e.activations(wt, x, ntok, cols)
 	}
 	const xoff, qoff = 5, 4
@@ -478,6 +478,7 @@ func TestMatMul(t *testing.T) {
 		if e.coop(wt) {
 			kernels = append(kernels, "matmul_coop") // matmul_tiled by tensor cores
 		}
+		kernels = append(kernels, e.cm2Kernels(wt)...)
 		tol := 2e-6
 		quantized := wt.BlockSize() > 1
 		if quantized {
@@ -510,12 +511,16 @@ func TestMatMul(t *testing.T) {
 				xb, aoff := e.activationsFor(kern, wt, x, c.ntok, c.cols)
 				base, spec, _ := strings.Cut(kern, "#")
 				nt, perGroup := 8, 1 // tokens and rows a workgroup
-				if spec != "" {
+				suffix := ""         // the tile shape's (matmul_cm2)
+				switch {
+				case strings.HasPrefix(base, "matmul_cm2"):
+					base, suffix = "matmul_cm2", strings.TrimPrefix(base, "matmul_cm2")
+				case spec != "":
 					nt, perGroup = 1, matvecRows(spec)
 					spec = "#" + spec
 				}
 				name := func(epilogue string) string {
-					return base + epilogue + "_" + typeName(wt) + spec
+					return base + epilogue + "_" + typeName(wt) + suffix + spec
 				}
 				g := e.rows((c.rows + 63) / 64) // matmul: one invocation per weight row
 				switch base {
@@ -523,6 +528,10 @@ func TestMatMul(t *testing.T) {
 					g = e.rows((c.rows + perGroup - 1) / perGroup) // perGroup weight rows a workgroup
 				case "matmul_tiled", "matmul_coop":
 					nt = 64 // and 64 rows
+				case "matmul_cm2":
+					var tr int
+					tr, nt = cm2Tile(t, name(""))
+					g = e.rows((c.rows + tr - 1) / tr)
 				}
 				g[2] = uint32((c.ntok + nt - 1) / nt)
 				push := pushWords(c.cols, c.rows, c.ntok, aoff, doff, roff, c.rows)
@@ -954,6 +963,32 @@ func capInv(cap float32) float32 {
 func (e *env) runs(name string) bool {
 	k, err := shaders.Lookup(name)
 	return err == nil && e.d.Info().RunsKernel(k)
+}
+
+// cm2Kernels are TestMatMul's names of the matmul_cm2 variants (one a
+// tile shape: "matmul_cm2" and its suffix) for weights of type wt that
+// this device runs (cooperative matrix 2).
+func (e *env) cm2Kernels(wt gguf.TensorType) []string {
+	var out []string
+	prefix := "matmul_cm2_" + typeName(wt)
+	for _, k := range shaders.All() {
+		if suffix, ok := strings.CutPrefix(k.Name, prefix); ok && e.runs(k.Name) {
+			out = append(out, "matmul_cm2"+suffix)
+		}
+	}
+	return out
+}
+
+// cm2Tile is the tile of matmul_cm2 variant name: rows and tokens a
+// workgroup.
+func cm2Tile(t testing.TB, name string) (rows, toks int) {
+	k, err := shaders.Lookup(name)
+	require.NoError(t, err)
+	rows, ok := k.DefineInt("CM_TR")
+	require.True(t, ok, name)
+	toks, ok = k.DefineInt("CM_TT")
+	require.True(t, ok, name)
+	return rows, toks
 }
 
 // coop says whether weights of type wt have matmul_coop variants that this

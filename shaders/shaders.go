@@ -3,6 +3,8 @@ package shaders
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // Kernel is one compiled shader variant.
@@ -20,6 +22,22 @@ type Kernel struct {
 // matrices (GL_NV_cooperative_matrix, int8): only a device with them
 // enabled can create it.
 func (k Kernel) NeedsCoopMatrix() bool { return slices.Contains(k.Defines, "COOP") }
+
+// NeedsCoopMatrix2 says whether the variant runs on NVIDIA's cooperative
+// matrix 2 (GL_NV_cooperative_matrix2, SPIR-V for Vulkan 1.3): only a
+// device with it enabled can create it.
+func (k Kernel) NeedsCoopMatrix2() bool { return slices.Contains(k.Defines, "COOP2") }
+
+// DefineInt is the value of the variant's define name=N, if it has one.
+func (k Kernel) DefineInt(name string) (int, bool) {
+	for _, d := range k.Defines {
+		if v, ok := strings.CutPrefix(d, name+"="); ok {
+			n, err := strconv.Atoi(v)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
 
 // Lookup returns the variant called name.
 func Lookup(name string) (Kernel, error) {

@@ -212,8 +212,8 @@ func (Backend) Devices() ([]backends.DeviceInfo, error) {
 		if d.CoopF16() {
 			driver += ", f16 tensor cores"
 		}
-		if d.CoopMatrix2 {
-			driver += ", " + extCoopMatrix2 + " (not used yet)"
+		if d.CoopMatrix2F16() {
+			driver += ", f16 tensor cores by " + vk.ExtCooperativeMatrix2NV
 		}
 		out[i] = backends.DeviceInfo{Index: d.Index, Name: d.Name, Kind: d.Type, Driver: driver, Memory: int64(d.DeviceLocalBytes)}
 	}

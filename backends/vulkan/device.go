@@ -38,9 +38,8 @@ type DeviceInfo struct {
 	// cores); the int8 one (CoopInt8) makes prefill matmuls take them.
 	CoopMatrix []vk.CoopMatrixShape
 	// CoopMatrix2 says whether the driver offers VK_NV_cooperative_matrix2
-	// (workgroup-scope matrices, tensor addressing). No kernel uses it
-	// yet: --list-devices shows it (docs/decisions.md, "A newer shader
-	// compiler is within reach").
+	// (workgroup-scope matrices, tensor addressing); CoopMatrix2F16 whether
+	// the F16 prefill tiles run on it.
 	CoopMatrix2 bool
 	Usable      bool   // Vulkan 1.2 with a compute queue and subgroup arithmetic
 	Why         string // why not, when !Usable
@@ -55,8 +54,11 @@ func (i DeviceInfo) String() string {
 	if i.CoopF16() {
 		s += ", f16 tensor cores (" + coopF16Shape.String() + ")"
 	}
-	if i.CoopMatrix2 {
-		s += ", " + extCoopMatrix2 + " (not used yet)"
+	switch {
+	case i.CoopMatrix2F16():
+		s += ", f16 tensor cores by " + vk.ExtCooperativeMatrix2NV
+	case i.CoopMatrix2:
+		s += ", " + vk.ExtCooperativeMatrix2NV + " (not used: " + i.coopMatrix2Why() + ")"
 	}
 	if !i.Usable {
 		s += " — not usable: " + i.Why
@@ -64,8 +66,30 @@ func (i DeviceInfo) String() string {
 	return s
 }
 
-// extCoopMatrix2 is NVIDIA's second cooperative-matrix extension.
-const extCoopMatrix2 = "VK_NV_cooperative_matrix2"
+// CoopMatrix2F16 says whether the device runs the F16 prefill tiles on
+// cooperative matrix 2 (matmul_cm2.comp): VK_NV_cooperative_matrix2's
+// workgroup-scope matrices, flexible dimensions, per-element operations
+// and tensor addressing, Vulkan 1.3, binary16 and the Vulkan memory model
+// (WEFT_VULKAN_COOPMAT=0 or WEFT_VULKAN_COOPMAT2=0 turns them off: the
+// NV (1) tiles take their place).
+func (i DeviceInfo) CoopMatrix2F16() bool { return i.coopMatrix2Why() == "" }
+
+// coopMatrix2Why is why the device does not run the cooperative-matrix-2
+// kernels ("" if it does).
+func (i DeviceInfo) coopMatrix2Why() string {
+	f := i.Features
+	switch {
+	case !i.CoopMatrix2:
+		return "no " + vk.ExtCooperativeMatrix2NV
+	case !f.CooperativeMatrix2NV:
+		return "its workgroup scope, flexible dimensions, per-element operations or tensor addressing missing, or Vulkan 1.3"
+	case !f.ShaderFloat16 || !f.StorageBuffer16BitAccess || !f.VulkanMemoryModel:
+		return "no binary16 arithmetic or storage, or no Vulkan memory model"
+	case os.Getenv("WEFT_VULKAN_COOPMAT") == "0" || os.Getenv("WEFT_VULKAN_COOPMAT2") == "0":
+		return "turned off by WEFT_VULKAN_COOPMAT or WEFT_VULKAN_COOPMAT2"
+	}
+	return ""
+}
 
 // coopInt8Shape is the cooperative matrix shape of matmul_coop: a
 // subgroup multiplies 16 weight rows × 32 int8 values (one quantized
@@ -96,16 +120,18 @@ func (i DeviceInfo) CoopF16() bool {
 // RunsKernel says whether the device can create kernel k: the
 // tensor-core variants need the cooperative matrices of their type.
 func (i DeviceInfo) RunsKernel(k shaders.Kernel) bool {
-	return runsCoop(k, i.CoopInt8(), i.CoopF16())
+	return runsCoop(k, i.CoopInt8(), i.CoopF16(), i.CoopMatrix2F16())
 }
 
-// runsCoop says whether a device with int8 and f16 tensor cores as given
-// runs kernel k: a tensor-core variant takes binary16 matrices for F16
-// weights, for weights it decodes to binary16 (binary16Weights) and for
-// attention over an F16 cache, int8 ones for the other quantized
-// weight types.
-func runsCoop(k shaders.Kernel, int8, f16 bool) bool {
+// runsCoop says whether a device with int8 and f16 tensor cores and
+// cooperative matrix 2 (cm2) as given runs kernel k: a tensor-core variant
+// takes binary16 matrices for F16 weights, for weights it decodes to
+// binary16 (binary16Weights) and for attention over an F16 cache, int8
+// ones for the other quantized weight types.
+func runsCoop(k shaders.Kernel, int8, f16, cm2 bool) bool {
 	switch {
+	case k.NeedsCoopMatrix2():
+		return cm2
 	case !k.NeedsCoopMatrix():
 		return true
 	case binary16Coop(k):
@@ -135,7 +161,7 @@ func binary16Weights(k shaders.Kernel) bool {
 // WEFT_VULKAN_COOPMAT=0 keeps attention_tiled.comp's).
 func (d *Device) coopAttention(kv backends.KVType, hd int) bool {
 	k, err := shaders.Lookup("attention_coop_" + kv.String())
-	return err == nil && runsCoop(k, d.coopInt8, d.coopF16) && hd%16 == 0 && hd <= attentionTileHeadDim
+	return err == nil && runsCoop(k, d.coopInt8, d.coopF16, d.coop2) && hd%16 == 0 && hd <= attentionTileHeadDim
 }
 
 func describe(index int, pd vk.PhysicalDevice) DeviceInfo {
@@ -152,7 +178,7 @@ func describe(index int, pd vk.PhysicalDevice) DeviceInfo {
 		Usable:                  true,
 	}
 	if exts, err := pd.Extensions(); err == nil {
-		info.CoopMatrix2 = slices.Contains(exts, extCoopMatrix2)
+		info.CoopMatrix2 = slices.Contains(exts, vk.ExtCooperativeMatrix2NV)
 	}
 	for _, h := range mem.Heaps {
 		if h.Flags&vk.HeapDeviceLocal != 0 {
@@ -230,6 +256,7 @@ type Device struct {
 	// matrices of those types (info.CoopInt8, info.CoopF16 when it was
 	// opened), so matmul_coop runs on it for quantized, F16 weights.
 	coopInt8, coopF16 bool
+	coop2             bool // and with cooperative matrix 2 (CoopMatrix2F16)
 
 	mu      sync.Mutex // guards the transfer objects below
 	pool    vk.CommandPool
@@ -305,6 +332,7 @@ func open(in *vk.Instance, index int) (*Device, error) {
 	fam, _, _ := pd.ComputeQueueFamily()
 	want := wanted(info.Features)
 	want.CooperativeMatrixNV = info.CoopInt8() || info.CoopF16()
+	want.CooperativeMatrix2NV = info.CoopMatrix2F16()
 	opts := vk.DeviceOptions{QueueFamily: fam, Features: want}
 	if os.Getenv(PipelineStatsEnv) == "1" {
 		if exts, err := pd.Extensions(); err == nil && slices.Contains(exts, vk.ExtPipelineExecutableProperties) {
@@ -317,7 +345,7 @@ func open(in *vk.Instance, index int) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Device{inst: in, dev: dev, info: info, props: pd.Properties(), mem: pd.MemoryProperties(), coopInt8: info.CoopInt8(), coopF16: info.CoopF16()}
+	d := &Device{inst: in, dev: dev, info: info, props: pd.Properties(), mem: pd.MemoryProperties(), coopInt8: info.CoopInt8(), coopF16: info.CoopF16(), coop2: info.CoopMatrix2F16()}
 	if err := d.initTransfer(); err != nil {
 		d.closeDevice()
 		return nil, err

@@ -49,6 +49,16 @@ func TestQ4KGateUpBinary16(t *testing.T) {
 	}
 	require.Equal(t, shape.Layers, gateUps)
 
+	prefillMatchesCPU(t, e, path, shape, f, ntok)
+}
+
+// prefillMatchesCPU runs an ntok-token prompt through e and through the CPU
+// backend (llama.cpp's bits) and holds e's logits to the end-to-end rule:
+// per row ‖Δ‖/‖cpu‖ within max(2e-3, 2s), s the CPU's own f16- against
+// f32-KV spread; top-5 sets sharing at least 3 ids everywhere and 4 at
+// 99% of rows.
+func prefillMatchesCPU(t *testing.T, e backends.Program, path string, shape synth.Shape, f *gguf.File, ntok int) {
+	t.Helper()
 	host, err := backends.Lookup("cpu")
 	require.NoError(t, err)
 	cg, _ := compileRefusing(t, path, ntok, allOps)
@@ -96,5 +106,33 @@ func TestQ4KGateUpBinary16(t *testing.T) {
 	t.Logf("rows %d: worst ‖Δ‖/‖cpu‖ %.3g against a bar of %.3g (CPU KV spread %.3g); top-5 min %d, ≥4 at %d rows", ntok, worst, bar, spread, min5, atLeast4)
 	assert.LessOrEqual(t, worst, bar, "‖Δ‖/‖cpu‖")
 	assert.GreaterOrEqual(t, min5, 3, "top-5 overlap")
-	assert.GreaterOrEqual(t, float64(atLeast4), 0.99*ntok, "rows with top-5 overlap >= 4")
+	assert.GreaterOrEqual(t, float64(atLeast4), 0.99*float64(ntok), "rows with top-5 overlap >= 4")
+}
+
+// An F16 model's prefill on cooperative matrix 2 (matmul_cm2.comp: its
+// QKV, attention output, gate·up and FFN down where the device runs it;
+// the NV tiles or the float tiles elsewhere) stays within the end-to-end
+// rule of the CPU backend's logits.
+func TestF16PrefillCoopMatrix2(t *testing.T) {
+	d := vulkantest.Open(t)
+	shape := synth.Shape{Dim: 256, FFN: 768, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 512, Ctx: 512}
+	path := writeSynth(t, storiesVocab(t), "f16", shape, 5)
+	const ntok = 200 // several tiles and a partial one at every shape
+	g, f := compileFor(t, path, ntok)
+	e := load(t, d, g, f, ntok)
+	matmuls := 0
+	for _, n := range g.Nodes {
+		if ops.MatMulWeights(n) == nil {
+			continue
+		}
+		shader, _ := vulkan.MatMulShader(e, n.ID, ntok)
+		t.Logf("%s %q at %d tokens: %s", n.Op, n.Name, ntok, shader)
+		if shader == "matmul_cm2" {
+			matmuls++
+		}
+	}
+	if d.Info().CoopMatrix2F16() {
+		require.GreaterOrEqual(t, matmuls, 4*shape.Layers, "QKV, attention output, gate·up and FFN down on cooperative matrix 2")
+	}
+	prefillMatchesCPU(t, e, path, shape, f, ntok)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"unsafe"
 
 	"github.com/weft-ml/weft/backends"
@@ -844,6 +845,21 @@ func coopKernel(n *graph.Node, wt graph.DType) (shaders.Kernel, error) {
 	return shaders.Lookup("matmul_coop_" + coopEpilogue[n.Op] + weightKernel[wt])
 }
 
+// cm2Kernel is the cooperative-matrix-2 variant (matmul_cm2_*) a matmul
+// node n takes for its weights of type wt, if there is one.
+func cm2Kernel(n *graph.Node, wt graph.DType) (shaders.Kernel, error) {
+	name := "matmul_cm2_" + coopEpilogue[n.Op] + weightKernel[wt]
+	if k, err := shaders.Lookup(name + cm2Tile()); err == nil {
+		return k, nil
+	}
+	return shaders.Lookup(name)
+}
+
+// cm2Tile is the tile-shape suffix of the matmul_cm2 variants to take
+// where the node's epilogue has one (WEFT_VULKAN_CM2_TILE, e.g. "_w128":
+// shadergen's cm2Others, for measuring them), else the default shapes'.
+func cm2Tile() string { return os.Getenv("WEFT_VULKAN_CM2_TILE") }
+
 // coopPairs says whether the tensor-core tiles of a matmul node n read
 // binary16 pairs (round_f16x2's layout) instead of its weight type's
 // activations: those of F16 weights, and of weights the kernel decodes to
@@ -857,8 +873,8 @@ func coopPairs(n *graph.Node, wt graph.DType) bool {
 var coopEpilogue = map[string]string{ops.MatMulAdd: "add_", ops.MatMulBias: "bias_", ops.MatMulGateUpSwiGLU: "gateup_", ops.MatMulGateUpGeGLU: "geglu_"}
 
 // matmulShader is the shader family a matmul node of ntok tokens takes
-// (matvec, matmul, matmul_tiled or matmul_coop) and whether it reads
-// binary16 pairs (coopPairs).
+// (matvec, matmul, matmul_tiled, matmul_coop or matmul_cm2) and whether
+// it reads binary16 pairs (coopPairs; matmul_cm2 always does).
 func (e *Executable) matmulShader(n *graph.Node, ntok int) (shader string, pairs bool) {
 	ws := ops.MatMulWeights(n)
 	everyWeight := func(has func(graph.DType) bool) bool {
@@ -880,13 +896,21 @@ func (e *Executable) matmulShader(n *graph.Node, ntok int) (shader string, pairs
 	// take matvec.comp.
 	switch {
 	case e.tiles(ntok) && everyWeight(hasKernel("matmul_tiled_")):
-		// Prefill: tiles of 64 rows × 64 tokens staged in shared memory,
-		// their sums by tensor cores where the device runs the node's
-		// variant for every weight (int8 or binary16 matrices: runsCoop).
-		runs := everyWeight(func(wt graph.DType) bool {
-			k, err := coopKernel(n, wt)
-			return err == nil && runsCoop(k, e.d.coopInt8, e.d.coopF16)
-		})
+		// Prefill: on cooperative matrix 2 where the device runs the
+		// node's variant for every weight (F16: matmul_cm2.comp), else
+		// tiles of 64 rows × 64 tokens staged in shared memory, their sums
+		// by tensor cores where the device runs the node's variant for
+		// every weight (int8 or binary16 matrices: runsCoop).
+		runsVariant := func(variant func(*graph.Node, graph.DType) (shaders.Kernel, error)) bool {
+			return everyWeight(func(wt graph.DType) bool {
+				k, err := variant(n, wt)
+				return err == nil && runsCoop(k, e.d.coopInt8, e.d.coopF16, e.d.coop2)
+			})
+		}
+		if runsVariant(cm2Kernel) {
+			return "matmul_cm2", true
+		}
+		runs := runsVariant(coopKernel)
 		if !runs {
 			return "matmul_tiled", false
 		}
@@ -929,10 +953,23 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	shader, pairs := r.s.e.matmulShader(n, ntok)
 	vec := shader == "matvec"
 	spec, perGroup := "", matmulTokens
-	rowsPer := 1 // weight rows a matvec workgroup
+	rowsPer := 1         // weight rows a matvec workgroup
+	tileRows := matmulWG // weight rows a matmul, matmul_tiled or matmul_coop workgroup
 	switch {
 	case shader == "matmul_tiled" || shader == "matmul_coop":
 		perGroup = tiledTokens
+	case shader == "matmul_cm2":
+		// Its variant's tile: CM_TR rows × CM_TT tokens.
+		k, err := cm2Kernel(n, wt0)
+		if err != nil {
+			return err
+		}
+		tr, _ := k.DefineInt("CM_TR")
+		tt, _ := k.DefineInt("CM_TT")
+		if tr <= 0 || tt <= 0 {
+			return fmt.Errorf("%s: no tile shape (CM_TR, CM_TT)", k.Name)
+		}
+		tileRows, perGroup, spec = tr, tt, strings.TrimPrefix(k.Name, "matmul_cm2_"+coopEpilogue[n.Op]+weightKernel[wt0])
 	case vec && ntok == 1:
 		// A decode step: the one-token variant holds 1/8 of the sums, so
 		// it needs fewer registers and more rows run at once.
@@ -977,7 +1014,7 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		nq, eps = "nq_", []uint32{f32bits(r.s.e.g.Nodes[r.normIn].Attrs.Float("eps"))}
 	}
 	groups := func(rowsW int) [3]uint32 {
-		n := (rowsW + matmulWG - 1) / matmulWG // matmul: 64 rows a workgroup, as matmul_tiled
+		n := (rowsW + tileRows - 1) / tileRows // matmul: 64 rows a workgroup, as matmul_tiled
 		if vec {
 			n = (rowsW + rowsPer - 1) / rowsPer
 		}

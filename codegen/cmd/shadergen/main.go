@@ -31,6 +31,10 @@ type variant struct {
 	wg       int      // default workgroup size (specialization constant 0)
 }
 
+// cm2 says whether v runs on cooperative matrix 2 (define COOP2): it is
+// compiled by the -glslc-cm2 compiler for Vulkan 1.3.
+func (v variant) cm2() bool { return slices.Contains(v.defines, "COOP2") }
+
 // The binding and push-constant counts must match the sources' layouts;
 // the shaders package's tests dispatch every variant.
 var variants = []variant{
@@ -94,6 +98,29 @@ var weightTypes = []struct {
 	{"iq3_xxs", "W_IQ3_XXS", false, false, true, false}, {"iq3_s", "W_IQ3_S", false, false, true, false}, {"iq1_s", "W_IQ1_S", false, false, true, false}, {"iq1_m", "W_IQ1_M", false, false, true, false},
 	{"tq1_0", "W_TQ1_0", false, false, false, false}, {"tq2_0", "W_TQ2_0", false, false, false, false},
 }
+
+// cm2Tile is a tile shape of matmul_cm2.comp: tr rows × tt tokens a
+// workgroup of wg invocations, tk columns a step.
+type cm2Tile struct{ tr, tt, tk, wg int }
+
+// cm2Tiles are matmul_cm2.comp's tile shapes by epilogue ("" the plain
+// and residual ones; the variants' names have no suffix), and cm2Others
+// the other shapes measured (a suffix each; WEFT_VULKAN_CM2_TILE picks
+// them). Measured on the H200 (TinyLlama F16, 512 tokens, session 25):
+// see docs/benchmarks-vulkan.md.
+var (
+	cm2Tiles = map[string]cm2Tile{
+		"":        {64, 64, 64, 128},
+		"gateup_": {128, 64, 64, 128},
+	}
+	cm2Others = []struct {
+		suffix string
+		tile   cm2Tile
+	}{
+		{"_t64x64", cm2Tile{64, 64, 64, 128}},
+		{"_w128", cm2Tile{64, 128, 64, 128}},
+	}
+)
 
 func init() {
 	// Attention: a workgroup per (head, token), and per (head, tile of
@@ -195,6 +222,30 @@ func init() {
 				}
 			}
 		}
+		if w.name == "f16" {
+			// Prefill tiles on cooperative matrix 2 (matmul_cm2.comp):
+			// CM_TR rows × CM_TT tokens a workgroup, CM_TK columns a step.
+			for _, epi := range []struct{ name, define string }{{"", ""}, {"add_", "ADD"}, {"gateup_", "GATEUP"}, {"bias_", "BIAS"}} {
+				tile, ok := cm2Tiles[epi.name]
+				if !ok {
+					tile = cm2Tiles[""]
+				}
+				tiles := append([]struct {
+					suffix string
+					tile   cm2Tile
+				}{{"", tile}}, cm2Others...)
+				for _, t := range tiles {
+					if t.suffix != "" && t.tile == tile {
+						continue // the default's shape
+					}
+					defines, bindings := []string{w.define, "COOP2", fmt.Sprintf("CM_TR=%d", t.tile.tr), fmt.Sprintf("CM_TT=%d", t.tile.tt), fmt.Sprintf("CM_TK=%d", t.tile.tk)}, 3
+					if epi.define != "" {
+						defines, bindings = append(defines, epi.define), 4
+					}
+					variants = append(variants, variant{"matmul_cm2_" + epi.name + w.name + t.suffix, "matmul_cm2.comp", defines, bindings, 28, t.tile.wg})
+				}
+			}
+		}
 		variants = append(variants,
 			variant{"matvec_" + w.name, "matvec.comp", []string{w.define}, 3 + grid, 28, 64},
 			variant{"matvec_add_" + w.name, "matvec.comp", []string{w.define, "ADD"}, 4 + grid, 28, 64},
@@ -244,29 +295,61 @@ func init() {
 }
 
 // glslcFlags: SPIR-V 1.5 for Vulkan 1.2, optimised. No debug info, so the
-// output depends only on the sources and the glslc version.
-var glslcFlags = []string{"--target-env=vulkan1.2", "-O", "-Werror"}
+// output depends only on the sources and the glslc version. The
+// cooperative-matrix-2 variants (cm2) take SPIR-V 1.6 for Vulkan 1.3, as
+// their extensions require.
+var (
+	glslcFlags    = []string{"--target-env=vulkan1.2", "-O", "-Werror"}
+	glslcCM2Flags = []string{"--target-env=vulkan1.3", "-O", "-Werror"}
+)
 
 func main() {
 	dir := flag.String("dir", "../shaders", "the shaders directory")
 	glslc := flag.String("glslc", "glslc", "the GLSL compiler")
+	glslcCM2 := flag.String("glslc-cm2", "./glslc-trixie.sh", "the GLSL compiler of the cooperative-matrix-2 variants (GL_NV_cooperative_matrix2 needs glslang 15)")
 	flag.Parse()
-	if err := run(*dir, *glslc); err != nil {
+	if err := run(*dir, *glslc, *glslcCM2); err != nil {
 		fmt.Fprintln(os.Stderr, "shadergen:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, glslc string) error {
+// compiler is a glslc and its first --version line.
+type compiler struct{ path, version string }
+
+func findCompiler(glslc string) (compiler, error) {
 	path, err := exec.LookPath(glslc)
 	if err != nil {
-		return fmt.Errorf("%s not found: install it (Debian/Ubuntu: apt-get install glslc) to regenerate the shaders", glslc)
+		return compiler{}, fmt.Errorf("%s not found: install it (Debian/Ubuntu: apt-get install glslc) to regenerate the shaders", glslc)
 	}
-	ver, err := exec.Command(path, "--version").Output()
+	var stderr bytes.Buffer
+	cmd := exec.Command(path, "--version")
+	cmd.Stderr = &stderr
+	ver, err := cmd.Output()
 	if err != nil {
-		return fmt.Errorf("%s --version: %v", glslc, err)
+		return compiler{}, fmt.Errorf("%s --version: %v\n%s", glslc, err, stderr.String())
 	}
-	version := strings.TrimSpace(strings.SplitN(string(ver), "\n", 2)[0])
+	return compiler{path, strings.TrimSpace(strings.SplitN(string(ver), "\n", 2)[0])}, nil
+}
+
+// cm2Version is the compiler of the cooperative-matrix-2 variants
+// (glslc-trixie.sh pins its packages): their committed SPIR-V is its.
+const cm2Version = "shaderc 2025.2-1"
+
+func run(dir, glslc, glslcCM2 string) error {
+	base, err := findCompiler(glslc)
+	if err != nil {
+		return err
+	}
+	// The cooperative-matrix-2 compiler is fetched from Debian on first
+	// use (glslc-trixie.sh): without it (offline) those variants keep
+	// their committed SPIR-V, and the run says so.
+	cm2, cm2Err := findCompiler(glslcCM2)
+	if cm2Err != nil {
+		fmt.Fprintf(os.Stderr, "shadergen: %v\nshadergen: the cooperative-matrix-2 variants keep their committed SPIR-V\n", cm2Err)
+	} else if cm2.version != cm2Version {
+		return fmt.Errorf("%s is %s: the cooperative-matrix-2 variants are compiled by %s (codegen/glslc-trixie.sh)", glslcCM2, cm2.version, cm2Version)
+	}
 
 	spvDir := filepath.Join(dir, "spv")
 	if err := os.MkdirAll(spvDir, 0o755); err != nil {
@@ -276,13 +359,20 @@ func run(dir, glslc string) error {
 	for _, v := range variants {
 		out := filepath.Join(spvDir, v.name+".spv")
 		keep[v.name+".spv"] = true
-		args := slices.Clone(glslcFlags)
+		c, flags := base, glslcFlags
+		if v.cm2() {
+			if cm2Err != nil {
+				continue
+			}
+			c, flags = cm2, glslcCM2Flags
+		}
+		args := slices.Clone(flags)
 		args = append(args, "-I", dir, "-o", out)
 		for _, d := range v.defines {
 			args = append(args, "-D"+d)
 		}
 		args = append(args, filepath.Join(dir, v.source))
-		cmd := exec.Command(path, args...)
+		cmd := exec.Command(c.path, args...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Run(); err != nil {
@@ -298,7 +388,7 @@ func run(dir, glslc string) error {
 			}
 		}
 	}
-	return writeIndex(filepath.Join(dir, "index_gen.go"), version)
+	return writeIndex(filepath.Join(dir, "index_gen.go"), base.version)
 }
 
 func goName(name string) string {
@@ -314,7 +404,8 @@ func writeIndex(path, version string) error {
 	f := jen.NewFile("shaders")
 	f.HeaderComment("Code generated by shadergen (codegen/cmd/shadergen). DO NOT EDIT.")
 	f.HeaderComment("")
-	f.HeaderComment("Compiled by " + version + " with " + strings.Join(glslcFlags, " ") + ".")
+	f.HeaderComment("Compiled by " + version + " with " + strings.Join(glslcFlags, " ") + ",")
+	f.HeaderComment("the cooperative-matrix-2 variants (COOP2) by " + cm2Version + " with " + strings.Join(glslcCM2Flags, " ") + ".")
 	f.Anon("embed")
 	for _, v := range variants {
 		f.Comment("//go:embed spv/" + v.name + ".spv")

@@ -107,6 +107,13 @@ func (p PhysicalDevice) CreateDevice(opts DeviceOptions) (*Device, error) {
 	if opts.Features.CooperativeMatrixNV && !slices.Contains(opts.Extensions, "VK_NV_cooperative_matrix") {
 		opts.Extensions = append(slices.Clone(opts.Extensions), "VK_NV_cooperative_matrix")
 	}
+	if opts.Features.CooperativeMatrix2NV {
+		for _, e := range []string{ExtCooperativeMatrixKHR, ExtCooperativeMatrix2NV} {
+			if !slices.Contains(opts.Extensions, e) {
+				opts.Extensions = append(slices.Clone(opts.Extensions), e)
+			}
+		}
+	}
 	if opts.PipelineStatistics && !slices.Contains(opts.Extensions, ExtPipelineExecutableProperties) {
 		opts.Extensions = append(slices.Clone(opts.Extensions), ExtPipelineExecutableProperties)
 	}
@@ -130,7 +137,11 @@ func (p PhysicalDevice) CreateDevice(opts DeviceOptions) (*Device, error) {
 	qi.queueFamilyIndex = opts.QueueFamily
 	qi.queueCount = 1
 	qi.pQueuePriorities = ptrOf(prio)
-	chain := newFeatureChain(a, p.vulkan13(), 0, opts.Features.CooperativeMatrixNV)
+	coopType := uint32(0)
+	if opts.Features.CooperativeMatrix2NV {
+		coopType = stCooperativeMatrixFeaturesKH // cooperative matrix 2's types are KHR's
+	}
+	chain := newFeatureChain(a, p.vulkan13(), coopType, opts.Features.CooperativeMatrixNV, opts.Features.CooperativeMatrix2NV)
 	chain.write(opts.Features)
 	ci := newIn[deviceCreateInfo](a)
 	ci.sType = stDeviceCreateInfo
@@ -259,7 +270,7 @@ func reflectBools(f Features) map[string]bool {
 		"vulkanMemoryModel": f.VulkanMemoryModel, "vulkanMemoryModelDeviceScope": f.VulkanMemoryModelDeviceScope,
 		"subgroupSizeControl": f.SubgroupSizeControl, "computeFullSubgroups": f.ComputeFullSubgroups,
 		"synchronization2": f.Synchronization2, "maintenance4": f.Maintenance4, "shaderIntegerDotProduct": f.IntegerDotProduct,
-		"cooperativeMatrix (NV)": f.CooperativeMatrixNV,
+		"cooperativeMatrix (NV)": f.CooperativeMatrixNV, "cooperative matrix 2 (NV)": f.CooperativeMatrix2NV,
 	}
 }
 

@@ -171,6 +171,12 @@ type Features struct {
 	// shaders' GL_NV_cooperative_matrix): enabling it enables the
 	// extension too.
 	CooperativeMatrixNV bool
+	// CooperativeMatrix2NV is VK_NV_cooperative_matrix2's workgroup-scope
+	// matrices, flexible dimensions, per-element operations and tensor
+	// addressing (the shaders' GL_NV_cooperative_matrix2), with
+	// VK_KHR_cooperative_matrix's feature (its matrix types): enabling it
+	// enables both extensions.
+	CooperativeMatrix2NV bool
 }
 
 func b32(b bool) uint32 {
@@ -188,12 +194,13 @@ type featureChain struct {
 	v13 *vulkan13Features
 	cm  *cooperativeMatrixFeatures
 	nv  *cooperativeMatrixFeatures // VK_NV_cooperative_matrix's
+	cm2 *coopMatrix2Features
 }
 
 // newFeatureChain chains the 1.1 and 1.2 features, the 1.3 ones if v13ok,
-// a cooperative matrix feature structure of sType coopType (0: none), and
-// the NV one if nv.
-func newFeatureChain(a *arena, v13ok bool, coopType uint32, nv bool) featureChain {
+// a cooperative matrix feature structure of sType coopType (0: none), the
+// NV one if nv, and VK_NV_cooperative_matrix2's if cm2.
+func newFeatureChain(a *arena, v13ok bool, coopType uint32, nv, cm2 bool) featureChain {
 	c := featureChain{
 		f2:  newIn[physicalDeviceFeatures2](a),
 		v11: newIn[vulkan11Features](a),
@@ -218,6 +225,12 @@ func newFeatureChain(a *arena, v13ok bool, coopType uint32, nv bool) featureChai
 		c.nv = newIn[cooperativeMatrixFeatures](a)
 		c.nv.sType = stCooperativeMatrixFeaturesNV
 		*last = ptrOf(c.nv)
+		last = &c.nv.pNext
+	}
+	if cm2 {
+		c.cm2 = newIn[coopMatrix2Features](a)
+		c.cm2.sType = stCoopMatrix2FeaturesNV
+		*last = ptrOf(c.cm2)
 	}
 	return c
 }
@@ -257,11 +270,15 @@ func (c featureChain) read() Features {
 		out.CooperativeMatrixNV = c.nv.cooperativeMatrix != 0
 		out.CooperativeMatrix = out.CooperativeMatrix || out.CooperativeMatrixNV
 	}
+	if c.cm2 != nil && c.cm != nil && c.cm.sType == stCooperativeMatrixFeaturesKH && c.v13 != nil { // its kernels are SPIR-V for Vulkan 1.3
+		m := c.cm2
+		out.CooperativeMatrix2NV = c.cm.cooperativeMatrix != 0 && m.workgroupScope != 0 && m.flexibleDims != 0 && m.perElementOps != 0 && m.tensorAddressing != 0
+	}
 	return out
 }
 
 // write sets the chain to enable f (of the cooperative matrix features,
-// the NV one only).
+// the NV one, and the KHR one with cooperative matrix 2's).
 func (c featureChain) write(f Features) {
 	b := &c.f2.features.bools
 	b[featShaderInt16], b[featShaderInt64], b[featShaderFloat64] = b32(f.ShaderInt16), b32(f.ShaderInt64), b32(f.ShaderFloat64)
@@ -288,6 +305,11 @@ func (c featureChain) write(f Features) {
 	}
 	if c.nv != nil {
 		c.nv.cooperativeMatrix = b32(f.CooperativeMatrixNV)
+	}
+	if c.cm2 != nil && c.cm != nil {
+		on := b32(f.CooperativeMatrix2NV)
+		c.cm.cooperativeMatrix = on
+		c.cm2.workgroupScope, c.cm2.flexibleDims, c.cm2.perElementOps, c.cm2.tensorAddressing = on, on, on, on
 	}
 }
 
@@ -325,7 +347,7 @@ func (p PhysicalDevice) Features() Features {
 	exts, _ := p.Extensions()
 	a := getArena()
 	defer putArena(a)
-	c := newFeatureChain(a, v13, coop, slices.Contains(exts, "VK_NV_cooperative_matrix"))
+	c := newFeatureChain(a, v13, coop, slices.Contains(exts, "VK_NV_cooperative_matrix"), slices.Contains(exts, ExtCooperativeMatrix2NV))
 	callVoid(p.in.getPhysicalDeviceFeatures2, uintptr(p.h), ptrOf(c.f2))
 	return c.read()
 }
@@ -506,3 +528,9 @@ func (p PhysicalDevice) CoopMatrixShapesNV() []CoopMatrixShape {
 	}
 	return out
 }
+
+// The cooperative-matrix extensions behind Features.CooperativeMatrix2NV.
+const (
+	ExtCooperativeMatrixKHR = "VK_KHR_cooperative_matrix"
+	ExtCooperativeMatrix2NV = "VK_NV_cooperative_matrix2"
+)

@@ -82,6 +82,7 @@ const (
 	stCooperativeMatrixFeaturesNV = 1000249000
 	stCooperativeMatrixPropsNV    = 1000249001
 	stCooperativeMatrixFeaturesKH = 1000506000
+	stCoopMatrix2FeaturesNV       = 1000593000
 )
 
 // Enumerations and flag bits used by the package's callers.
@@ -499,6 +500,20 @@ type cooperativeMatrixFeatures struct {
 	pNext                 uintptr
 	cooperativeMatrix     uint32
 	robustBufferAccessCMx uint32
+}
+
+// coopMatrix2Features is VkPhysicalDeviceCooperativeMatrix2FeaturesNV.
+type coopMatrix2Features struct {
+	_                structs.HostLayout
+	sType            uint32
+	pNext            uintptr
+	workgroupScope   uint32
+	flexibleDims     uint32
+	reductions       uint32
+	conversions      uint32
+	perElementOps    uint32
+	tensorAddressing uint32
+	blockLoads       uint32
 }
 
 type queueFamilyProperties struct {
