@@ -322,12 +322,11 @@ func findCompiler(glslc string) (compiler, error) {
 	if err != nil {
 		return compiler{}, fmt.Errorf("%s not found: install it (Debian/Ubuntu: apt-get install glslc) to regenerate the shaders", glslc)
 	}
-	var stderr bytes.Buffer
 	cmd := exec.Command(path, "--version")
-	cmd.Stderr = &stderr
+	cmd.Stderr = os.Stderr // glslc-trixie.sh's download progress and errors
 	ver, err := cmd.Output()
 	if err != nil {
-		return compiler{}, fmt.Errorf("%s --version: %v\n%s", glslc, err, stderr.String())
+		return compiler{}, fmt.Errorf("%s --version: %v", glslc, err)
 	}
 	return compiler{path, strings.TrimSpace(strings.SplitN(string(ver), "\n", 2)[0])}, nil
 }
