@@ -317,10 +317,11 @@ func main() {
 // compiler is a glslc and its first --version line.
 type compiler struct{ path, version string }
 
-func findCompiler(glslc string) (compiler, error) {
+// findCompiler finds glslc; hint says how to get it.
+func findCompiler(glslc, hint string) (compiler, error) {
 	path, err := exec.LookPath(glslc)
 	if err != nil {
-		return compiler{}, fmt.Errorf("%s not found: install it (Debian/Ubuntu: apt-get install glslc) to regenerate the shaders", glslc)
+		return compiler{}, fmt.Errorf("%s not found: %s", glslc, hint)
 	}
 	cmd := exec.Command(path, "--version")
 	cmd.Stderr = os.Stderr // glslc-trixie.sh's download progress and errors
@@ -336,14 +337,14 @@ func findCompiler(glslc string) (compiler, error) {
 const cm2Version = "shaderc 2025.2-1"
 
 func run(dir, glslc, glslcCM2 string) error {
-	base, err := findCompiler(glslc)
+	base, err := findCompiler(glslc, "install it (Debian/Ubuntu: apt-get install glslc) to regenerate the shaders")
 	if err != nil {
 		return err
 	}
 	// The cooperative-matrix-2 compiler is fetched from Debian on first
 	// use (glslc-trixie.sh): without it (offline) those variants keep
 	// their committed SPIR-V, and the run says so.
-	cm2, cm2Err := findCompiler(glslcCM2)
+	cm2, cm2Err := findCompiler(glslcCM2, "the cooperative-matrix-2 variants need "+cm2Version+" (./glslc-trixie.sh fetches it from Debian)")
 	if cm2Err != nil {
 		fmt.Fprintf(os.Stderr, "shadergen: %v\nshadergen: the cooperative-matrix-2 variants keep their committed SPIR-V\n", cm2Err)
 	} else if cm2.version != cm2Version {
