@@ -346,12 +346,6 @@ var spvMatmulCm2GateupF16T64x64 []byte
 //go:embed spv/matmul_cm2_gateup_f16_w128.spv
 var spvMatmulCm2GateupF16W128 []byte
 
-//go:embed spv/matmul_cm2_bias_f16.spv
-var spvMatmulCm2BiasF16 []byte
-
-//go:embed spv/matmul_cm2_bias_f16_w128.spv
-var spvMatmulCm2BiasF16W128 []byte
-
 //go:embed spv/matvec_f16.spv
 var spvMatvecF16 []byte
 
@@ -2256,22 +2250,6 @@ var kernels = []Kernel{{
 	Name:      "matmul_cm2_gateup_f16_w128",
 	PushBytes: 28,
 	SPIRV:     spvMatmulCm2GateupF16W128,
-	Source:    "matmul_cm2.comp",
-	Workgroup: 128,
-}, {
-	Bindings:  4,
-	Defines:   []string{"W_F16", "COOP2", "CM_TR=64", "CM_TT=64", "CM_TK=64", "BIAS"},
-	Name:      "matmul_cm2_bias_f16",
-	PushBytes: 28,
-	SPIRV:     spvMatmulCm2BiasF16,
-	Source:    "matmul_cm2.comp",
-	Workgroup: 128,
-}, {
-	Bindings:  4,
-	Defines:   []string{"W_F16", "COOP2", "CM_TR=64", "CM_TT=128", "CM_TK=64", "BIAS"},
-	Name:      "matmul_cm2_bias_f16_w128",
-	PushBytes: 28,
-	SPIRV:     spvMatmulCm2BiasF16W128,
 	Source:    "matmul_cm2.comp",
 	Workgroup: 128,
 }, {

@@ -1,7 +1,9 @@
 // Tiled matrix × matrix for batches (prefill) on NVIDIA's cooperative
 // matrix 2 (VK_NV_cooperative_matrix2): F16 weights by binary16-paired
 // activations (round_f16x2, rms_norm_mul_f16x2), the push constants,
-// bindings and epilogues of matmul_tiled.comp's tensor-core variants.
+// bindings and epilogues (SwiGLU, the residual add) of matmul_tiled.comp's
+// tensor-core variants. Biased matmuls (BIAS) keep the NV (1) tiles, as
+// before: no GPU test has run a bias epilogue here.
 //
 // A workgroup computes CM_TR weight rows × CM_TT tokens as one
 // workgroup-scope accumulator matrix: each CM_TK-column step loads the
@@ -36,14 +38,14 @@ layout(push_constant) uniform Push {
     uint ncols, nrows, ntok;
     uint xoff;    // word offset of the activations' pairs
     uint doff;    // d: element offset
-    uint eoff;    // ADD, BIAS: element offset of e
+    uint eoff;    // ADD: element offset of e
     uint dstride; // elements between tokens in d (and e)
 } pc;
 
 layout(binding = 0) readonly buffer Wt { float16_t w[]; };
 layout(binding = 1) readonly buffer X { float16_t x[]; }; // ceil(ncols / 2) pairs a token
 layout(binding = 2) buffer D { float d[]; };
-#if defined(ADD) || defined(BIAS)
+#if defined(ADD)
 layout(binding = 3) readonly buffer E { float e[]; };
 #elif defined(GATEUP)
 layout(binding = 3) readonly buffer Ut { float16_t u[]; };
@@ -62,12 +64,6 @@ float silu(const in uint r, const in uint c, const in float v) {
 float add_residual(const in uint r, const in uint c, const in float v, const in uint row0, const in uint tok0) {
     const uint row = row0 + r, tok = tok0 + c;
     return row < pc.nrows && tok < pc.ntok ? v + e[pc.eoff + tok * pc.dstride + row] : v;
-}
-#endif
-#ifdef BIAS
-float add_bias(const in uint r, const in uint c, const in float v, const in uint row0) {
-    const uint row = row0 + r;
-    return row < pc.nrows ? v + e[pc.eoff + row] : v;
 }
 #endif
 
@@ -139,8 +135,6 @@ void main() {
     acc = acc * accu;
 #elif defined(ADD)
     coopMatPerElementNV(acc, acc, add_residual, row0, tok0);
-#elif defined(BIAS)
-    coopMatPerElementNV(acc, acc, add_bias, row0);
 #endif
     // d is [token][row]: the accumulator (rows × tokens) is stored
     // transposed, clipped to the matrix.
