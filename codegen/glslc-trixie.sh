@@ -37,7 +37,7 @@ if [ ! -x "$root/usr/bin/glslc" ]; then
       echo "$sum  $deb" | sha256sum -c --status || { echo "glslc-trixie.sh: $file: checksum mismatch" >&2; exit 1; }
     fi
     dpkg-deb -x "$deb" "$tmp"
-  done
+  done || { rm -rf "$tmp"; exit 1; }
   rm -rf "$root"
   mv "$tmp" "$root"
 fi
