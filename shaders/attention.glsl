@@ -29,8 +29,11 @@ layout(binding = 3) buffer VC { uint vc[]; };
 layout(binding = 2) readonly buffer KC { uint kc[]; };
 layout(binding = 3) readonly buffer VC { uint vc[]; };
 #endif
-#ifdef Q8_K
-layout(binding = 4) coherent buffer O { float o[]; }; // read back by a super-block's last workgroup
+#if defined(Q8_K) || defined(COOP2)
+// Q8_K: read back by a super-block's last workgroup; COOP2
+// (attention_cm2.comp): by the workgroup that wrote it, for the blocks
+// of the output projection's activations.
+layout(binding = 4) coherent buffer O { float o[]; };
 #else
 layout(binding = 4) writeonly buffer O { float o[]; };
 #endif

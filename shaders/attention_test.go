@@ -13,11 +13,11 @@ import (
 	"github.com/weft-ml/weft/ops/ref"
 )
 
-// attention_tiled.comp and attention_coop.comp take tiles of tokens that
-// may belong to different sequences (continuous batching): here two
-// sequences' tokens alternate in the batch, their cache rows are far
-// apart, and the rows between them and after them were never written
-// (NaN). Each token must see its own sequence's rows only, as
+// attention_tiled.comp, attention_coop.comp and attention_cm2.comp take
+// tiles of tokens that may belong to different sequences (continuous
+// batching): here two sequences' tokens alternate in the batch, their
+// cache rows are far apart, and the rows between them and after them were
+// never written (NaN). Each token must see its own sequence's rows only, as
 // attention.comp and ops/ref do.
 func TestAttentionTiledMixesSequences(t *testing.T) {
 	e := newEnv(t)
@@ -78,9 +78,9 @@ func TestAttentionTiledMixesSequences(t *testing.T) {
 			"attention_" + kind:       {heads, uint32(ntok), 1},
 			"attention_tiled_" + kind: {heads, uint32((ntok + 15) / 16), 1},
 		}
-		for _, name := range []string{"attention_coop_f16", "attention_coop_hd64_f16"} {
-			if f16 && e.runs(name) {
-				kernels[name] = [3]uint32{heads, uint32((ntok + 63) / 64), 1}
+		if f16 {
+			for name, tq := range e.tensorCoreAttention(hd) {
+				kernels[name] = [3]uint32{heads, uint32((ntok + tq - 1) / tq), 1}
 			}
 		}
 		for name, grid := range kernels {
@@ -154,10 +154,8 @@ func TestAttentionRoundsProbabilities(t *testing.T) {
 	sb := e.words(append(pos, make([]uint32, ntok)...), posoff)
 	qb := e.place(qoff, q)
 	kernels := map[string][3]uint32{"attention_f16": {heads, ntok, 1}, "attention_tiled_f16": {heads, (ntok + 15) / 16, 1}}
-	for _, name := range []string{"attention_coop_f16", "attention_coop_hd64_f16"} {
-		if e.runs(name) {
-			kernels[name] = [3]uint32{heads, (ntok + 63) / 64, 1}
-		}
+	for name, tq := range e.tensorCoreAttention(hd) {
+		kernels[name] = [3]uint32{heads, uint32((ntok + tq - 1) / tq), 1}
 	}
 	for name, grid := range kernels {
 		ob := e.out(ooff + len(q) + 2)

@@ -11,6 +11,7 @@ import (
 	"github.com/weft-ml/weft/backends/vulkan"
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/quant"
+	"github.com/weft-ml/weft/shaders"
 )
 
 // BenchmarkMatMulTiled times one prefill matmul of TinyLlama's shapes
@@ -78,8 +79,9 @@ func BenchmarkMatMulTiled(b *testing.B) {
 	}
 }
 
-// BenchmarkAttentionCoop times prefill attention on tensor cores for
-// TinyLlama's heads (32 query heads, 4 KV heads of 64; the _hd64 variant)
+// BenchmarkAttentionCoop times prefill attention on tensor cores
+// (attention_coop.comp, and attention_cm2.comp on cooperative matrix 2) for
+// TinyLlama's heads (32 query heads, 4 KV heads of 64; the _hd64 variants)
 // and Llama 3 8B's (32 query heads, 8 KV heads of 128) over a prompt of
 // 512 and 2048 tokens from an empty cache, the dispatch recorded once and
 // run b.N times: the kernel alone (a model step's profile shows it per
@@ -91,10 +93,15 @@ func BenchmarkAttentionCoop(b *testing.B) {
 	for _, k := range []struct {
 		name        string
 		kvHeads, hd int
-	}{{"attention_coop_hd64_f16", 4, 64}, {"attention_coop_f16", 8, 128}} {
+	}{{"attention_coop_hd64_f16", 4, 64}, {"attention_coop_f16", 8, 128}, {"attention_cm2_hd64_f16", 4, 64}, {"attention_cm2_hd64_w128_f16", 4, 64}, {"attention_cm2_hd64_k64_f16", 4, 64}, {"attention_cm2_hd128_f16", 8, 128}, {"attention_cm2_hd128_k64_f16", 8, 128}} {
 		name, kvHeads, hd := k.name, k.kvHeads, k.hd
 		if !e.runs(name) {
-			b.Skipf("%s does not run here (no binary16 cooperative matrices)", name)
+			b.Logf("%s does not run here (no binary16 cooperative matrices, or not cooperative matrix 2)", name)
+			continue
+		}
+		tq := 64
+		if t, ok := mustLookup(b, name).DefineInt("AT_TQ"); ok {
+			tq = t
 		}
 		for _, ntok := range []int{512, 2048} {
 			b.Run(fmt.Sprintf("%s_%d", name, ntok), func(b *testing.B) {
@@ -115,7 +122,7 @@ func BenchmarkAttentionCoop(b *testing.B) {
 				require.NoError(b, err)
 				defer p.Close()
 				push := pushWords(heads, kvHeads, hd, ntok, qoff, ooff, posoff, float32(0.125), 0, ntok, 0, float32(0), float32(0))
-				grid := [3]uint32{heads, uint32((ntok + 63) / 64), 1}
+				grid := [3]uint32{heads, uint32((ntok + tq - 1) / tq), 1}
 				require.NoError(b, p.Dispatch(e.kernel(name), grid, push, vulkan.Whole(qb), vulkan.Whole(sb), vulkan.Whole(kb), vulkan.Whole(vb), vulkan.Whole(ob)))
 				require.NoError(b, p.End())
 				require.NoError(b, p.Run()) // warm-up
@@ -128,4 +135,11 @@ func BenchmarkAttentionCoop(b *testing.B) {
 			})
 		}
 	}
+}
+
+// mustLookup is shaders.Lookup that fails the test or benchmark.
+func mustLookup(t testing.TB, name string) shaders.Kernel {
+	k, err := shaders.Lookup(name)
+	require.NoError(t, err)
+	return k
 }

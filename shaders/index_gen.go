@@ -199,6 +199,51 @@ var spvAttentionCoopHd64F16Q80 []byte
 //go:embed spv/attention_coop_hd64_f16_q8_1.spv
 var spvAttentionCoopHd64F16Q81 []byte
 
+//go:embed spv/attention_cm2_hd64_f16.spv
+var spvAttentionCm2Hd64F16 []byte
+
+//go:embed spv/attention_cm2_hd64_f16_q8_0.spv
+var spvAttentionCm2Hd64F16Q80 []byte
+
+//go:embed spv/attention_cm2_hd64_f16_q8_1.spv
+var spvAttentionCm2Hd64F16Q81 []byte
+
+//go:embed spv/attention_cm2_hd64_w128_f16.spv
+var spvAttentionCm2Hd64W128F16 []byte
+
+//go:embed spv/attention_cm2_hd64_w128_f16_q8_0.spv
+var spvAttentionCm2Hd64W128F16Q80 []byte
+
+//go:embed spv/attention_cm2_hd64_w128_f16_q8_1.spv
+var spvAttentionCm2Hd64W128F16Q81 []byte
+
+//go:embed spv/attention_cm2_hd64_k64_f16.spv
+var spvAttentionCm2Hd64K64F16 []byte
+
+//go:embed spv/attention_cm2_hd64_k64_f16_q8_0.spv
+var spvAttentionCm2Hd64K64F16Q80 []byte
+
+//go:embed spv/attention_cm2_hd64_k64_f16_q8_1.spv
+var spvAttentionCm2Hd64K64F16Q81 []byte
+
+//go:embed spv/attention_cm2_hd128_f16.spv
+var spvAttentionCm2Hd128F16 []byte
+
+//go:embed spv/attention_cm2_hd128_f16_q8_0.spv
+var spvAttentionCm2Hd128F16Q80 []byte
+
+//go:embed spv/attention_cm2_hd128_f16_q8_1.spv
+var spvAttentionCm2Hd128F16Q81 []byte
+
+//go:embed spv/attention_cm2_hd128_k64_f16.spv
+var spvAttentionCm2Hd128K64F16 []byte
+
+//go:embed spv/attention_cm2_hd128_k64_f16_q8_0.spv
+var spvAttentionCm2Hd128K64F16Q80 []byte
+
+//go:embed spv/attention_cm2_hd128_k64_f16_q8_1.spv
+var spvAttentionCm2Hd128K64F16Q81 []byte
+
 //go:embed spv/flash_f16.spv
 var spvFlashF16 []byte
 
@@ -1860,6 +1905,126 @@ var kernels = []Kernel{{
 	SPIRV:     spvAttentionCoopHd64F16Q81,
 	Source:    "attention_coop.comp",
 	Workgroup: 256,
+}, {
+	Bindings:  5,
+	Defines:   []string{"KV_F16", "COOP2", "AT_TQ=32", "AT_TK=32", "AT_D=64"},
+	Name:      "attention_cm2_hd64_f16",
+	PushBytes: 52,
+	SPIRV:     spvAttentionCm2Hd64F16,
+	Source:    "attention_cm2.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F16", "COOP2", "AT_TQ=32", "AT_TK=32", "AT_D=64", "Q8_0"},
+	Name:      "attention_cm2_hd64_f16_q8_0",
+	PushBytes: 52,
+	SPIRV:     spvAttentionCm2Hd64F16Q80,
+	Source:    "attention_cm2.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F16", "COOP2", "AT_TQ=32", "AT_TK=32", "AT_D=64", "Q8_1"},
+	Name:      "attention_cm2_hd64_f16_q8_1",
+	PushBytes: 52,
+	SPIRV:     spvAttentionCm2Hd64F16Q81,
+	Source:    "attention_cm2.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  5,
+	Defines:   []string{"KV_F16", "COOP2", "AT_TQ=32", "AT_TK=32", "AT_D=64"},
+	Name:      "attention_cm2_hd64_w128_f16",
+	PushBytes: 52,
+	SPIRV:     spvAttentionCm2Hd64W128F16,
+	Source:    "attention_cm2.comp",
+	Workgroup: 128,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F16", "COOP2", "AT_TQ=32", "AT_TK=32", "AT_D=64", "Q8_0"},
+	Name:      "attention_cm2_hd64_w128_f16_q8_0",
+	PushBytes: 52,
+	SPIRV:     spvAttentionCm2Hd64W128F16Q80,
+	Source:    "attention_cm2.comp",
+	Workgroup: 128,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F16", "COOP2", "AT_TQ=32", "AT_TK=32", "AT_D=64", "Q8_1"},
+	Name:      "attention_cm2_hd64_w128_f16_q8_1",
+	PushBytes: 52,
+	SPIRV:     spvAttentionCm2Hd64W128F16Q81,
+	Source:    "attention_cm2.comp",
+	Workgroup: 128,
+}, {
+	Bindings:  5,
+	Defines:   []string{"KV_F16", "COOP2", "AT_TQ=32", "AT_TK=64", "AT_D=64"},
+	Name:      "attention_cm2_hd64_k64_f16",
+	PushBytes: 52,
+	SPIRV:     spvAttentionCm2Hd64K64F16,
+	Source:    "attention_cm2.comp",
+	Workgroup: 128,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F16", "COOP2", "AT_TQ=32", "AT_TK=64", "AT_D=64", "Q8_0"},
+	Name:      "attention_cm2_hd64_k64_f16_q8_0",
+	PushBytes: 52,
+	SPIRV:     spvAttentionCm2Hd64K64F16Q80,
+	Source:    "attention_cm2.comp",
+	Workgroup: 128,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F16", "COOP2", "AT_TQ=32", "AT_TK=64", "AT_D=64", "Q8_1"},
+	Name:      "attention_cm2_hd64_k64_f16_q8_1",
+	PushBytes: 52,
+	SPIRV:     spvAttentionCm2Hd64K64F16Q81,
+	Source:    "attention_cm2.comp",
+	Workgroup: 128,
+}, {
+	Bindings:  5,
+	Defines:   []string{"KV_F16", "COOP2", "AT_TQ=32", "AT_TK=32", "AT_D=128"},
+	Name:      "attention_cm2_hd128_f16",
+	PushBytes: 52,
+	SPIRV:     spvAttentionCm2Hd128F16,
+	Source:    "attention_cm2.comp",
+	Workgroup: 128,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F16", "COOP2", "AT_TQ=32", "AT_TK=32", "AT_D=128", "Q8_0"},
+	Name:      "attention_cm2_hd128_f16_q8_0",
+	PushBytes: 52,
+	SPIRV:     spvAttentionCm2Hd128F16Q80,
+	Source:    "attention_cm2.comp",
+	Workgroup: 128,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F16", "COOP2", "AT_TQ=32", "AT_TK=32", "AT_D=128", "Q8_1"},
+	Name:      "attention_cm2_hd128_f16_q8_1",
+	PushBytes: 52,
+	SPIRV:     spvAttentionCm2Hd128F16Q81,
+	Source:    "attention_cm2.comp",
+	Workgroup: 128,
+}, {
+	Bindings:  5,
+	Defines:   []string{"KV_F16", "COOP2", "AT_TQ=32", "AT_TK=64", "AT_D=128"},
+	Name:      "attention_cm2_hd128_k64_f16",
+	PushBytes: 52,
+	SPIRV:     spvAttentionCm2Hd128K64F16,
+	Source:    "attention_cm2.comp",
+	Workgroup: 128,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F16", "COOP2", "AT_TQ=32", "AT_TK=64", "AT_D=128", "Q8_0"},
+	Name:      "attention_cm2_hd128_k64_f16_q8_0",
+	PushBytes: 52,
+	SPIRV:     spvAttentionCm2Hd128K64F16Q80,
+	Source:    "attention_cm2.comp",
+	Workgroup: 128,
+}, {
+	Bindings:  6,
+	Defines:   []string{"KV_F16", "COOP2", "AT_TQ=32", "AT_TK=64", "AT_D=128", "Q8_1"},
+	Name:      "attention_cm2_hd128_k64_f16_q8_1",
+	PushBytes: 52,
+	SPIRV:     spvAttentionCm2Hd128K64F16Q81,
+	Source:    "attention_cm2.comp",
+	Workgroup: 128,
 }, {
 	Bindings:  5,
 	Defines:   []string{"KV_F16"},

@@ -25,15 +25,20 @@ func TestKernelDefines(t *testing.T) {
 	assert.True(t, k.NeedsCoopMatrix2())
 	assert.False(t, k.NeedsCoopMatrix())
 
-	// Every matmul_cm2 variant names its tile, and the host's dispatch
-	// reads it from there.
+	// Every cooperative-matrix-2 variant names its tile (matmul_cm2's
+	// rows, tokens and columns a step; attention_cm2's tokens, cache rows
+	// and head), and the host's dispatch reads it from there.
 	cm2 := 0
 	for _, k := range shaders.All() {
 		if !k.NeedsCoopMatrix2() {
 			continue
 		}
 		cm2++
-		for _, d := range []string{"CM_TR", "CM_TT", "CM_TK"} {
+		names := []string{"CM_TR", "CM_TT", "CM_TK"}
+		if k.Source == "attention_cm2.comp" {
+			names = []string{"AT_TQ", "AT_TK", "AT_D"}
+		}
+		for _, d := range names {
 			n, ok := k.DefineInt(d)
 			require.True(t, ok, "%s: %s", k.Name, d)
 			assert.Zero(t, n%16, "%s: %s=%d, not a multiple of 16", k.Name, d, n)

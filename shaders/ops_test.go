@@ -868,15 +868,12 @@ func TestAttention(t *testing.T) {
 			if c.hd <= 128 && c.hd%4 == 0 {
 				kernels["attention_tiled_"+kind] = [3]uint32{uint32(c.heads), uint32((c.ntok + 15) / 16), 1}
 			}
-			// attention_coop.comp (tensor cores, where the device has
-			// them) one per (head, tile of 64 tokens), for an F16 cache
-			// and heads of up to 128, multiples of 16.
-			for _, k := range []struct {
-				name  string
-				maxHD int
-			}{{"attention_coop_f16", 128}, {"attention_coop_hd64_f16", 64}} {
-				if f16 && c.hd <= k.maxHD && c.hd%16 == 0 && e.runs(k.name) {
-					kernels[k.name] = [3]uint32{uint32(c.heads), uint32((c.ntok + 63) / 64), 1}
+			// attention_coop.comp and attention_cm2.comp (tensor cores,
+			// where the device has them) one per (head, tile of tokens),
+			// for an F16 cache and heads of up to 128, multiples of 16.
+			if f16 {
+				for name, tq := range e.tensorCoreAttention(c.hd) {
+					kernels[name] = [3]uint32{uint32(c.heads), uint32((c.ntok + tq - 1) / tq), 1}
 				}
 			}
 			for name, grid := range kernels {
@@ -963,6 +960,31 @@ func capInv(cap float32) float32 {
 func (e *env) runs(name string) bool {
 	k, err := shaders.Lookup(name)
 	return err == nil && e.d.Info().RunsKernel(k)
+}
+
+// tensorCoreAttention is the prefill attention kernels on tensor cores
+// (attention_coop.comp's, attention_cm2.comp's in every shape) that this
+// device runs for an F16 cache and heads of hd values, each with the
+// tokens a workgroup takes; not the variants fused with the activations
+// (requireFusedActivations runs those).
+func (e *env) tensorCoreAttention(hd int) map[string]int {
+	out := map[string]int{}
+	if hd%16 != 0 {
+		return out
+	}
+	for _, k := range shaders.All() {
+		fused := strings.HasSuffix(k.Name, "_q8_0") || strings.HasSuffix(k.Name, "_q8_1")
+		switch {
+		case fused || !e.runs(k.Name):
+		case k.Name == "attention_coop_f16" && hd <= 128, k.Name == "attention_coop_hd64_f16" && hd <= 64:
+			out[k.Name] = 64
+		case strings.HasPrefix(k.Name, "attention_cm2_"):
+			if d, _ := k.DefineInt("AT_D"); hd <= d {
+				out[k.Name], _ = k.DefineInt("AT_TQ")
+			}
+		}
+	}
+	return out
 }
 
 // cm2Kernels are TestMatMul's names of the matmul_cm2 variants (one a

@@ -164,6 +164,30 @@ func (d *Device) coopAttention(kv backends.KVType, hd int) bool {
 	return err == nil && runsCoop(k, d.coopInt8, d.coopF16, d.coop2) && hd%16 == 0 && hd <= attentionTileHeadDim
 }
 
+// cm2Attention is the prefill attention on cooperative matrix 2
+// (attention_cm2.comp) over a KV cache of type kv with heads of hd values,
+// where this device runs it: an F16 cache, heads a multiple of 16 of up
+// to 64 (the _hd64 variants) or 128 (_hd128). WEFT_VULKAN_CM2_ATTN names
+// another measured shape's suffix (shadergen's cm2AttnShapes, e.g. "_k64"), for
+// measuring them, and "0" keeps attention_coop.comp's (as
+// WEFT_VULKAN_COOPMAT2=0 does, which also keeps matmul_cm2's tiles off).
+func (d *Device) cm2Attention(kv backends.KVType, hd int) (shaders.Kernel, bool) {
+	shape := os.Getenv("WEFT_VULKAN_CM2_ATTN")
+	if !d.coop2 || hd%16 != 0 || hd > 128 || shape == "0" {
+		return shaders.Kernel{}, false
+	}
+	width := 128
+	if hd <= 64 {
+		width = 64
+	}
+	base := fmt.Sprintf("attention_cm2_hd%d", width)
+	k, err := shaders.Lookup(base + shape + "_" + kv.String())
+	if err != nil {
+		k, err = shaders.Lookup(base + "_" + kv.String())
+	}
+	return k, err == nil && runsCoop(k, d.coopInt8, d.coopF16, d.coop2)
+}
+
 func describe(index int, pd vk.PhysicalDevice) DeviceInfo {
 	p := pd.Properties()
 	mem := pd.MemoryProperties()

@@ -715,6 +715,11 @@ func (r *recorder) attention(v *value, dst Range, doff uint32) error {
 				shader = "attention_coop_hd64_" + kvt
 			}
 			groups[1] = uint32((r.T + attentionCoopTokens - 1) / attentionCoopTokens)
+			if k, ok := r.s.e.d.cm2Attention(r.s.kvType, hd); ok {
+				// On cooperative matrix 2: AT_TQ tokens a workgroup.
+				tq, _ := k.DefineInt("AT_TQ")
+				shader, groups[1] = k.Name, uint32((r.T+tq-1)/tq)
+			}
 		}
 	}
 	push := []uint32{uint32(heads), uint32(kvHeads), uint32(hd), uint32(r.T), qoff, doff, posoff, f32bits(scale), 0, celloff, uint32(a.Int("window")), f32bits(a.Float("softcap")), f32bits(capInv(a.Float("softcap")))}

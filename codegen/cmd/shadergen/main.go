@@ -119,6 +119,35 @@ var (
 	}
 )
 
+// cm2AttnTile is an attention_cm2.comp shape: tq tokens × tk cache rows
+// a step, wg invocations.
+type cm2AttnTile struct{ tq, tk, wg int }
+
+// cm2AttnShape is an attention_cm2 shape and its variants' name suffix.
+type cm2AttnShape struct {
+	suffix string
+	tile   cm2AttnTile
+}
+
+// cm2AttnShapes are attention_cm2.comp's shapes by largest head: the
+// default first (no suffix), then others measured beside it on the H200
+// (docs/benchmarks-vulkan.md, session 26), kept so that another GPU can
+// measure them (WEFT_VULKAN_CM2_ATTN). Heads of 64: 32 tokens × 32 rows
+// with 256 invocations took TinyLlama's attention 1 487 → 1 342 µs a
+// prefill step against 128; heads of 128 are timed by the kernel
+// benchmark only (32 rows a step 25.9 → 32.5 TFLOP/s at 512 tokens).
+var cm2AttnShapes = map[int][]cm2AttnShape{
+	64: {
+		{"", cm2AttnTile{32, 32, 256}},
+		{"_w128", cm2AttnTile{32, 32, 128}},
+		{"_k64", cm2AttnTile{32, 64, 128}},
+	},
+	128: {
+		{"", cm2AttnTile{32, 32, 128}},
+		{"_k64", cm2AttnTile{32, 64, 128}},
+	},
+}
+
 // cm2Shape is a tile shape and the suffix of its variants' names.
 type cm2Shape struct {
 	suffix string
@@ -171,6 +200,23 @@ func init() {
 				name, defines, bindings = name+"_"+act, append(defines, strings.ToUpper(act)), 6
 			}
 			variants = append(variants, variant{name, "attention_coop.comp", defines, bindings, 52, 256})
+		}
+	}
+	// Prefill attention on cooperative matrix 2 (attention_cm2.comp), F16
+	// cache only: heads of up to 64 and of up to 128 values, AT_TQ tokens
+	// a workgroup, AT_TK cache rows a step, in each of cm2AttnShapes;
+	// plain and fused with the output projection's activations.
+	for _, hd := range []int{64, 128} {
+		for _, t := range cm2AttnShapes[hd] {
+			for _, act := range []string{"", "q8_0", "q8_1"} {
+				name := fmt.Sprintf("attention_cm2_hd%d%s_f16", hd, t.suffix)
+				defines := []string{"KV_F16", "COOP2", fmt.Sprintf("AT_TQ=%d", t.tile.tq), fmt.Sprintf("AT_TK=%d", t.tile.tk), fmt.Sprintf("AT_D=%d", hd)}
+				bindings := 5
+				if act != "" {
+					name, defines, bindings = name+"_"+act, append(defines, strings.ToUpper(act)), 6
+				}
+				variants = append(variants, variant{name, "attention_cm2.comp", defines, bindings, 52, t.tile.wg})
+			}
 		}
 	}
 	// Flash attention per KV cache type, and fused with the output
