@@ -89,7 +89,8 @@ shared uint lo_row[TQ], hi_row[TQ]; // rows each token sees (lo > hi: none)
 shared uint vis[TK];                // with gaps: whether a token sees row r0 + i
 
 // The element functions of the tiles (row: a token of the tile; col: a
-// cache row, from r0, or a dimension).
+// cache row, from r0, or a dimension), and the row reductions' combiners
+// (sum_of, largest: two values, no position).
 float masked(const in uint r, const in uint c, const in float s, const in uint r0) {
     const uint row = r0 + c;
     return lo_row[r] <= row && row <= hi_row[r] ? capped(s) * pc.scale : NEG;

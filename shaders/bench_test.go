@@ -11,7 +11,6 @@ import (
 	"github.com/weft-ml/weft/backends/vulkan"
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/quant"
-	"github.com/weft-ml/weft/shaders"
 )
 
 // BenchmarkMatMulTiled times one prefill matmul of TinyLlama's shapes
@@ -135,11 +134,4 @@ func BenchmarkAttentionCoop(b *testing.B) {
 			})
 		}
 	}
-}
-
-// mustLookup is shaders.Lookup that fails the test or benchmark.
-func mustLookup(t testing.TB, name string) shaders.Kernel {
-	k, err := shaders.Lookup(name)
-	require.NoError(t, err)
-	return k
 }

@@ -20,7 +20,8 @@
 //     attention_coop_*) are the exception to the subgroup rule: they use
 //     NVIDIA's cooperative matrices in 32-wide subgroups, and a device
 //     creates them only when it has both (vulkan.DeviceInfo.RunsKernel);
-//   - the cooperative-matrix-2 variants (define COOP2: matmul_cm2_*) use
+//   - the cooperative-matrix-2 variants (define COOP2: matmul_cm2_*,
+//     attention_cm2_*) use
 //     NVIDIA's workgroup-scope matrices and tensor addressing
 //     (GL_NV_cooperative_matrix2): SPIR-V for Vulkan 1.3, compiled by a
 //     newer glslc than the others (codegen/glslc-trixie.sh: shaderc

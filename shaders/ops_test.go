@@ -609,9 +609,14 @@ func TestMatMul(t *testing.T) {
 // decodesToBinary16 says whether kernel name decodes its quantized
 // weights to binary16 for the tensor cores (KQ_F16).
 func decodesToBinary16(t testing.TB, name string) bool {
+	return slices.Contains(mustLookup(t, name).Defines, "KQ_F16")
+}
+
+// mustLookup is shaders.Lookup that fails the test or benchmark.
+func mustLookup(t testing.TB, name string) shaders.Kernel {
 	k, err := shaders.Lookup(name)
 	require.NoError(t, err)
-	return slices.Contains(k.Defines, "KQ_F16")
+	return k
 }
 
 // binary16Weights is what a kernel that decodes its weights to binary16
@@ -1004,8 +1009,7 @@ func (e *env) cm2Kernels(wt gguf.TensorType) []string {
 // cm2Tile is the tile of matmul_cm2 variant name: rows and tokens a
 // workgroup.
 func cm2Tile(t testing.TB, name string) (rows, toks int) {
-	k, err := shaders.Lookup(name)
-	require.NoError(t, err)
+	k := mustLookup(t, name)
 	rows, ok := k.DefineInt("CM_TR")
 	require.True(t, ok, name)
 	toks, ok = k.DefineInt("CM_TT")

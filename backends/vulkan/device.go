@@ -181,10 +181,7 @@ func (d *Device) cm2Attention(kv backends.KVType, hd int) (shaders.Kernel, bool)
 		width = 64
 	}
 	base := fmt.Sprintf("attention_cm2_hd%d", width)
-	k, err := shaders.Lookup(base + shape + "_" + kv.String())
-	if err != nil {
-		k, err = shaders.Lookup(base + "_" + kv.String())
-	}
+	k, err := firstVariant(base+shape+"_"+kv.String(), base+"_"+kv.String())
 	return k, err == nil && runsCoop(k, d.coopInt8, d.coopF16, d.coop2)
 }
 

@@ -11,7 +11,6 @@ import (
 	"github.com/weft-ml/weft/backends/vulkan"
 	"github.com/weft-ml/weft/backends/vulkan/vulkantest"
 	"github.com/weft-ml/weft/gguf"
-	"github.com/weft-ml/weft/model/synth"
 	"github.com/weft-ml/weft/ops"
 )
 
@@ -25,11 +24,9 @@ import (
 // sdot4 tiles here: the same rule.
 func TestQ4KGateUpBinary16(t *testing.T) {
 	d := vulkantest.Open(t)
-	shape := synth.Shape{Dim: 256, FFN: 768, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 512, Ctx: 512}
-	path := writeSynth(t, storiesVocab(t), "q4_k_m", shape, 5)
 	const ntok = 200 // several 64-token tiles, a partial 128-token one
-	g, f := compileFor(t, path, ntok)
-	e := load(t, d, g, f, ntok)
+	m := newPrefillModel(t, d, "q4_k_m", ntok)
+	g := m.g
 	gateUps := 0
 	for _, n := range g.Nodes {
 		if n.Op != ops.MatMulGateUpSwiGLU {
@@ -37,14 +34,14 @@ func TestQ4KGateUpBinary16(t *testing.T) {
 		}
 		gateUps++
 		require.Equal(t, gguf.TypeQ4_K, g.Nodes[ops.MatMulWeights(n)[0]].Type.DType, "the synth's gate·up weights")
-		shader, pairs := vulkan.MatMulShader(e, n.ID, ntok)
+		shader, pairs := vulkan.MatMulShader(m.e, n.ID, ntok)
 		if d.Info().CoopF16() {
 			assert.Equal(t, "matmul_coop", shader)
 			assert.True(t, pairs, "Q4_K gate·up on binary16 tensor cores")
 		}
 		t.Logf("gate·up %q at %d tokens: %s, binary16 pairs %v", n.Name, ntok, shader, pairs)
 	}
-	require.Equal(t, shape.Layers, gateUps)
+	require.Equal(t, m.shape.Layers, gateUps)
 
-	prefillMatchesCPU(t, e, path, shape, f, ntok)
+	m.matchesCPU(t)
 }

@@ -236,13 +236,37 @@ func TestSynth15M(t *testing.T) {
 	}
 }
 
-// prefillMatchesCPU runs an ntok-token prompt through e and through the CPU
-// backend (llama.cpp's bits) and holds e's logits to the end-to-end rule:
-// per row ‖Δ‖/‖cpu‖ within max(2e-3, 2s), s the CPU's own f16- against
-// f32-KV spread; top-5 sets sharing at least 3 ids everywhere and 4 at
-// 99% of rows.
-func prefillMatchesCPU(t *testing.T, e backends.Program, path string, shape synth.Shape, f *gguf.File, ntok int) {
+// prefillModel is a small synth model of the prefill kernels' shapes
+// (width 256, two layers, 4 heads of 64 over 2 KV heads) compiled for
+// and loaded on a device at ntok tokens, for the end-to-end tests of
+// prefill kernels (matchesCPU).
+type prefillModel struct {
+	shape synth.Shape
+	path  string
+	ntok  int
+	g     *graph.Graph
+	f     *gguf.File
+	e     *vulkan.Executable
+}
+
+// newPrefillModel writes, compiles and loads a prefillModel of weight type
+// typ ("f16", "q4_k_m", …).
+func newPrefillModel(t *testing.T, d *vulkan.Device, typ string, ntok int) prefillModel {
+	m := prefillModel{shape: synth.Shape{Dim: 256, FFN: 768, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 512, Ctx: 512}, ntok: ntok}
+	m.path = writeSynth(t, storiesVocab(t), typ, m.shape, 5)
+	m.g, m.f = compileFor(t, m.path, ntok)
+	m.e = load(t, d, m.g, m.f, ntok)
+	return m
+}
+
+// matchesCPU runs an ntok-token prompt through the model on the device
+// and through the CPU backend (llama.cpp's bits) and holds the device's
+// logits to the end-to-end rule: per row ‖Δ‖/‖cpu‖ within max(2e-3, 2s),
+// s the CPU's own f16- against f32-KV spread; top-5 sets sharing at least
+// 3 ids everywhere and 4 at 99% of rows.
+func (m prefillModel) matchesCPU(t *testing.T) {
 	t.Helper()
+	e, path, shape, f, ntok := m.e, m.path, m.shape, m.f, m.ntok
 	host, err := backends.Lookup("cpu")
 	require.NoError(t, err)
 	cg, _ := compileRefusing(t, path, ntok, allOps)

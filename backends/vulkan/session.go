@@ -854,10 +854,18 @@ func coopKernel(n *graph.Node, wt graph.DType) (shaders.Kernel, error) {
 // node n takes for its weights of type wt, if there is one.
 func cm2Kernel(n *graph.Node, wt graph.DType) (shaders.Kernel, error) {
 	name := "matmul_cm2_" + coopEpilogue[n.Op] + weightKernel[wt]
-	if k, err := shaders.Lookup(name + cm2Tile()); err == nil {
-		return k, nil
+	return firstVariant(name+cm2Tile(), name)
+}
+
+// firstVariant is the first of names the shader index has: a measured
+// shape the environment names, then the default one.
+func firstVariant(names ...string) (k shaders.Kernel, err error) {
+	for _, name := range names {
+		if k, err = shaders.Lookup(name); err == nil {
+			return k, nil
+		}
 	}
-	return shaders.Lookup(name)
+	return k, err
 }
 
 // cm2Tile is the tile-shape suffix of the matmul_cm2 variants to take
