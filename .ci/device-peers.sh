@@ -73,7 +73,7 @@ bench() {
 	for r in 1 2; do
 		for t in q4_0 q4_k_m q8_0 f16; do
 			$lb -m /tmp/m/$t.gguf -ngl 99 -fa 1 -p 512 -n 128 -r 5 -o json > $res/$peer-$t-r$r.json 2> /dev/null
-			timeout 90 $B/graphrun bench /tmp/m/$t.gguf --backend vulkan -p 512 -n 128 -r 5 > $res/weft-$t-r$r.txt 2>&1
+			timeout 90 $B/graphrun bench /tmp/m/$t.gguf --backend vulkan -p 512 -n 128 -r 5 --bandwidth > $res/weft-$t-r$r.txt 2>&1
 			echo "== $t round $r: $peer $(grep -o '"avg_ts": [0-9.]*' $res/$peer-$t-r$r.json | tr '\n' ' ')"
 			echo "   weft: $(grep -E '^(pp512|tg128)' $res/weft-$t-r$r.txt | awk '{print $1, $2}' | tr '\n' ' ')"
 		done

@@ -29,7 +29,7 @@ $B/graphc compile /tmp/m_q4_0.gguf -o /tmp/q.plan --backend vulkan 2>&1 | tail -
 for i in 1 2; do $B/graphrun /tmp/q.plan --backend vulkan --prompt "Once upon a time" -n 16 --temp 0 --ignore-eos 2>&1 >/dev/null | tail -1; ls -la /tmp/q.plan.vulkan.cache; done
 } > $OUT/cache.txt 2>&1
 for t in q4_0 q4_k_m q8_0 f16; do
-  timeout 120 $B/graphrun bench /tmp/m_$t.gguf --backend vulkan -p 512 -n 128 -r 5 --json > $OUT/bench_$t.json 2> /tmp/bench_$t.err
+  timeout 120 $B/graphrun bench /tmp/m_$t.gguf --backend vulkan -p 512 -n 128 -r 5 --bandwidth --json > $OUT/bench_$t.json 2> /tmp/bench_$t.err
   tail -c 300 /tmp/bench_$t.err | tr '\r' '\n' | tail -2
 done
 for t in q4_0 q8_0; do

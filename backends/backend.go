@@ -39,6 +39,15 @@ type DeviceLister interface {
 	Devices() ([]DeviceInfo, error)
 }
 
+// BandwidthMeter is an optional Executor capability of a backend whose
+// device has memory of its own (a GPU): ReadBandwidth streams a buffer of
+// the device's memory with one of its kernels reps times, after a warm-up,
+// and returns each repetition's rate in GB/s (10⁹ bytes a second) — the
+// ceiling decode runs against there (graphrun bench --bandwidth).
+type BandwidthMeter interface {
+	ReadBandwidth(device, reps int) ([]float64, error)
+}
+
 // DeviceInfo describes one device.
 type DeviceInfo struct {
 	Index  int    // what LoadOptions.Device takes

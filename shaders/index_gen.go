@@ -31,6 +31,9 @@ var spvScaleF32 []byte
 //go:embed spv/softcap_f32.spv
 var spvSoftcapF32 []byte
 
+//go:embed spv/stream_read_u32.spv
+var spvStreamReadU32 []byte
+
 //go:embed spv/rms_norm_f32.spv
 var spvRmsNormF32 []byte
 
@@ -1462,6 +1465,13 @@ var kernels = []Kernel{{
 	PushBytes: 20,
 	SPIRV:     spvSoftcapF32,
 	Source:    "silu.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  2,
+	Name:      "stream_read_u32",
+	PushBytes: 4,
+	SPIRV:     spvStreamReadU32,
+	Source:    "stream_read.comp",
 	Workgroup: 256,
 }, {
 	Bindings:  2,

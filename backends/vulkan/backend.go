@@ -223,13 +223,9 @@ func (Backend) Devices() ([]backends.DeviceInfo, error) {
 // Load loads g onto the process's device for o.Device (see Backend and
 // sharedDevice).
 func (Backend) Load(g *graph.Graph, w backends.Weights, o backends.LoadOptions) (backends.Program, error) {
-	index := o.Device
-	if s := os.Getenv("WEFT_VULKAN_DEVICE"); s != "" && index == 0 {
-		i, err := strconv.Atoi(s)
-		if err != nil {
-			return nil, fmt.Errorf("WEFT_VULKAN_DEVICE=%q: want a device index", s)
-		}
-		index = i
+	index, err := deviceIndex(o.Device)
+	if err != nil {
+		return nil, err
 	}
 	seed := readPipelineCache(o.CacheFile)
 	d, err := sharedDevice(index, seed)
@@ -244,6 +240,19 @@ func (Backend) Load(g *graph.Graph, w backends.Weights, o backends.LoadOptions) 
 	// is complete when the model closes.
 	p.beforeFree = func() { savePipelineCache(d, o, seed) }
 	return p, nil
+}
+
+// deviceIndex is the device a caller's index names: WEFT_VULKAN_DEVICE
+// where the caller left the default, 0.
+func deviceIndex(index int) (int, error) {
+	if s := os.Getenv("WEFT_VULKAN_DEVICE"); s != "" && index == 0 {
+		i, err := strconv.Atoi(s)
+		if err != nil {
+			return 0, fmt.Errorf("WEFT_VULKAN_DEVICE=%q: want a device index", s)
+		}
+		return i, nil
+	}
+	return index, nil
 }
 
 // The devices Load has opened, one per index, kept for the life of the

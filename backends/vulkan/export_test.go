@@ -73,3 +73,10 @@ func SetSpinWait(d *Device, spin time.Duration) (restore func()) {
 func MatMulShader(e *Executable, id, ntok int) (string, bool) {
 	return e.matmulShader(e.g.Nodes[id], ntok)
 }
+
+// StreamRead runs the bandwidth probe's kernel over buf with groups
+// workgroups, runs times, and returns each run's device time and the sum
+// of buf's words (modulo 2³²).
+func StreamRead(d *Device, buf *Buffer, groups uint32, runs int) ([]time.Duration, uint32, error) {
+	return d.streamRead(buf, groups, runs)
+}

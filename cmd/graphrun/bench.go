@@ -41,9 +41,12 @@ type benchReport struct {
 	// ReadBandwidth is the memory streaming rate measured in the same
 	// process (GB/s, --bandwidth): decode's ceiling at that moment.
 	ReadBandwidth *runtime.Stat `json:"read_gb_s,omitempty"`
-	Env           benchEnv      `json:"env"`
-	ModelBytes    int64         `json:"model_bytes"`
-	PeakRSS       int64         `json:"peak_rss_bytes"` // of the whole process, mapped weights included
+	// ReadBandwidthOf says whose memory: "vulkan device 0" (a GPU's own,
+	// read by one of its kernels) or "host, N threads".
+	ReadBandwidthOf string   `json:"read_gb_s_of,omitempty"`
+	Env             benchEnv `json:"env"`
+	ModelBytes      int64    `json:"model_bytes"`
+	PeakRSS         int64    `json:"peak_rss_bytes"` // of the whole process, mapped weights included
 	// Cancelled: a signal stopped the benchmark; the statistics cover the
 	// runs that completed before it.
 	Cancelled bool `json:"cancelled,omitempty"`
@@ -75,7 +78,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	where := addBackendFlags(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the timed runs to this file")
-	bandwidth := fs.Bool("bandwidth", false, "also measure the memory read bandwidth (GB/s) with the same threads")
+	bandwidth := fs.Bool("bandwidth", false, "also measure the memory read bandwidth (GB/s) decode runs against: the GPU's own memory with --backend vulkan, else the host's with the same threads")
 	flashAttn := fs.Bool("flash-attn", false, "flash attention, as llama-bench's -fa 1")
 	flashAcc := fs.String("flash-acc", "", runtime.FlashAccUsage)
 	kvType := fs.String("kv-type", "", "KV cache type f16|f32|q8_0|q4_0, as llama-bench's -ctk/-ctv (q8_0 and q4_0 need --flash-attn)")
@@ -153,8 +156,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		rep.Threads = goruntime.GOMAXPROCS(0)
 	}
 	if *bandwidth && !cancelled {
-		fmt.Fprintln(stderr, "measuring memory read bandwidth")
-		if rep.ReadBandwidth, err = runtime.ReadBandwidth(rep.Threads, *r); err != nil {
+		if rep.ReadBandwidth, rep.ReadBandwidthOf, err = measureBandwidth(m.Backend, *where.device, rep.Threads, *r, stderr); err != nil {
 			return err
 		}
 	}
@@ -229,7 +231,7 @@ func printBench(w io.Writer, r benchReport) {
 	row(fmt.Sprintf("pp%d%s", r.PromptTokens, at), r.Prefill)
 	row(fmt.Sprintf("tg%d%s", r.GenTokens, at), r.Decode)
 	if b := r.ReadBandwidth; b != nil {
-		fmt.Fprintf(w, "%-16s %10.2f %10.2f %7.1f%% (GB/s, memory read)\n", "bandwidth", b.Median, b.P95, 100*b.CV)
+		fmt.Fprintf(w, "%-16s %10.2f %10.2f %7.1f%% (GB/s, memory read: %s)\n", "bandwidth", b.Median, b.P95, 100*b.CV, r.ReadBandwidthOf)
 		if r.Decode != nil {
 			fmt.Fprintf(w, "decode streams the file at %.1f GB/s, %.0f%% of that\n", r.Decode.Median*float64(r.ModelBytes)/1e9, 100*r.Decode.Median*float64(r.ModelBytes)/1e9/b.Median)
 		}

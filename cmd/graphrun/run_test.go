@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/weft-ml/weft/backends"
 	"github.com/weft-ml/weft/gguf"
 	"github.com/weft-ml/weft/internal/testenv"
 	"github.com/weft-ml/weft/model/synth"
@@ -123,9 +124,10 @@ func TestBenchJSON(t *testing.T) {
 			Median float64   `json:"median"`
 			Runs   []float64 `json:"runs"`
 		} `json:"read_gb_s"`
-		Model   string `json:"model"`
-		Threads int    `json:"threads"`
-		Env     struct {
+		BandwidthOf string `json:"read_gb_s_of"`
+		Model       string `json:"model"`
+		Threads     int    `json:"threads"`
+		Env         struct {
 			Kernels string `json:"kernels"`
 		} `json:"env"`
 	}
@@ -133,9 +135,24 @@ func TestBenchJSON(t *testing.T) {
 		t.Fatalf("%v: %s", err, out.String())
 	}
 	if rep.Prefill.Median <= 0 || len(rep.Prefill.Runs) != 2 || rep.Decode.Median <= 0 || rep.Model != "stories260K.gguf" || rep.Threads < 1 ||
-		rep.Bandwidth.Median <= 0 || len(rep.Bandwidth.Runs) != 2 || rep.Env.Kernels == "" {
+		rep.Bandwidth.Median <= 0 || len(rep.Bandwidth.Runs) != 2 || rep.Env.Kernels == "" || !strings.HasPrefix(rep.BandwidthOf, "host, ") {
 		t.Fatalf("report %+v", rep)
 	}
+}
+
+// On a GPU backend --bandwidth measures the device's own memory, with its
+// kernel, not the host's: the report says whose.
+func TestBenchBandwidthOfTheDevice(t *testing.T) {
+	b, err := backends.Lookup("vulkan")
+	require.NoError(t, err)
+	if devs, err := b.(backends.DeviceLister).Devices(); err != nil || len(devs) == 0 {
+		t.Skipf("skipping: no Vulkan device (%v)", err)
+	}
+	var out, errOut bytes.Buffer
+	require.NoError(t, runBench(context.Background(), []string{stories(t), "-p", "8", "-n", "2", "-r", "2", "--backend", "vulkan", "--bandwidth"}, &out, &errOut), errOut.String())
+	assert.Contains(t, errOut.String(), "measuring the memory read bandwidth of vulkan device 0")
+	assert.Regexp(t, `(?m)^bandwidth +[0-9.]+ +[0-9.]+ +[0-9.]+% \(GB/s, memory read: vulkan device 0\)$`, out.String())
+	assert.Contains(t, out.String(), "decode streams the file at")
 }
 
 // TestContextShiftMatchesLlamaCpp: --keep -1 keeps the whole prompt (BOS

@@ -46,6 +46,7 @@ var variants = []variant{
 	{"gelu_f32", "silu.comp", []string{"GELU"}, 2, 16, 256},
 	{"scale_f32", "silu.comp", []string{"SCALE"}, 2, 16, 256},
 	{"softcap_f32", "silu.comp", []string{"SOFTCAP"}, 2, 20, 256},
+	{"stream_read_u32", "stream_read.comp", nil, 2, 4, 256},
 	{"rms_norm_f32", "rms_norm.comp", nil, 2, 28, 512},
 	{"rms_norm_mul_f32", "rms_norm.comp", []string{"MUL_WEIGHT"}, 3, 28, 512},
 	{"rms_norm_mul_q8_0", "rms_norm.comp", []string{"MUL_WEIGHT", "Q8_0"}, 4, 28, 512},
