@@ -39,6 +39,13 @@ type DeviceLister interface {
 	Devices() ([]DeviceInfo, error)
 }
 
+// DeviceDescriber is an optional Program capability: the device the
+// program was loaded on, described as DeviceLister lists it (graphrun
+// bench's report names it).
+type DeviceDescriber interface {
+	DeviceInfo() DeviceInfo
+}
+
 // BandwidthMeter is an optional Executor capability of a backend whose
 // device has memory of its own (a GPU): ReadBandwidth streams a buffer of
 // the device's memory with one of its kernels reps times, after a warm-up,

@@ -200,6 +200,17 @@ func (p *splitProgram) MaxTokens() int {
 	return m
 }
 
+// DeviceInfo describes the device of the first split backend that has one
+// (the host's backend has none).
+func (p *splitProgram) DeviceInfo() DeviceInfo {
+	for _, name := range p.names {
+		if d, ok := p.progs[name].(DeviceDescriber); ok {
+			return d.DeviceInfo()
+		}
+	}
+	return DeviceInfo{}
+}
+
 func (p *splitProgram) ActivationBytes() int64 {
 	var n int64
 	for _, prog := range p.progs {

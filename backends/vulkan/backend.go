@@ -205,20 +205,28 @@ func (Backend) Devices() ([]backends.DeviceInfo, error) {
 	}
 	out := make([]backends.DeviceInfo, len(devs))
 	for i, d := range devs {
-		driver := fmt.Sprintf("Vulkan %s, %s, subgroup %d", d.API, d.Driver, d.SubgroupSize)
-		if d.CoopInt8() {
-			driver += ", int8 tensor cores"
-		}
-		if d.CoopF16() {
-			driver += ", f16 tensor cores"
-		}
-		if d.CoopMatrix2F16() {
-			driver += ", f16 tensor cores by " + vk.ExtCooperativeMatrix2NV
-		}
-		out[i] = backends.DeviceInfo{Index: d.Index, Name: d.Name, Kind: d.Type, Driver: driver, Memory: int64(d.DeviceLocalBytes)}
+		out[i] = d.listed()
 	}
 	return out, nil
 }
+
+// listed describes the device as the backends package lists devices.
+func (i DeviceInfo) listed() backends.DeviceInfo {
+	driver := fmt.Sprintf("Vulkan %s, %s, subgroup %d", i.API, i.Driver, i.SubgroupSize)
+	if i.CoopInt8() {
+		driver += ", int8 tensor cores"
+	}
+	if i.CoopF16() {
+		driver += ", f16 tensor cores"
+	}
+	if i.CoopMatrix2F16() {
+		driver += ", f16 tensor cores by " + vk.ExtCooperativeMatrix2NV
+	}
+	return backends.DeviceInfo{Index: i.Index, Name: i.Name, Kind: i.Type, Driver: driver, Memory: int64(i.DeviceLocalBytes)}
+}
+
+// DeviceInfo describes the device e was loaded on (backends.DeviceDescriber).
+func (e *Executable) DeviceInfo() backends.DeviceInfo { return e.d.info.listed() }
 
 // Load loads g onto the process's device for o.Device (see Backend and
 // sharedDevice).

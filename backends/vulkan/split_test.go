@@ -78,6 +78,9 @@ func TestSplitExecution(t *testing.T) {
 				p, err := backends.LoadSplits(g, f, backends.LoadOptions{MaxTokens: 512})
 				require.NoError(t, err)
 				t.Cleanup(func() { assert.NoError(t, p.(interface{ Close() error }).Close()) })
+				// The split program names the Vulkan split's device.
+				require.Implements(t, (*backends.DeviceDescriber)(nil), p)
+				assert.NotEmpty(t, p.(backends.DeviceDescriber).DeviceInfo().Name)
 				t.Logf("%d splits", len(g.Splits))
 				return p
 			})

@@ -26,6 +26,7 @@ import (
 type benchReport struct {
 	Model        string `json:"model"`
 	Backend      string `json:"backend"`
+	Device       string `json:"device,omitempty"` // the backend's device, where it has one (a GPU)
 	Threads      int    `json:"threads"`
 	PromptTokens int    `json:"prompt_tokens"`
 	GenTokens    int    `json:"gen_tokens"`
@@ -150,7 +151,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if res == nil {
 		res = &runtime.BenchResult{}
 	}
-	rep := benchReport{Model: filepath.Base(pos[0]), Backend: m.Backend, Threads: *threads, PromptTokens: *p, GenTokens: *n, Reps: *r, Depth: *depth, FlashAttn: *flashAttn, FlashAcc: *flashAcc, KVType: *kvType, F16AsBF16: m.ConvertedBF16,
+	rep := benchReport{Model: filepath.Base(pos[0]), Backend: m.Backend, Device: m.Device, Threads: *threads, PromptTokens: *p, GenTokens: *n, Reps: *r, Depth: *depth, FlashAttn: *flashAttn, FlashAcc: *flashAcc, KVType: *kvType, F16AsBF16: m.ConvertedBF16,
 		Prefill: res.Prefill, Decode: res.Decode, Env: environment(), ModelBytes: m.File.Size(), PeakRSS: peakRSS(), Cancelled: cancelled}
 	if rep.Threads == 0 {
 		rep.Threads = goruntime.GOMAXPROCS(0)
@@ -200,6 +201,9 @@ func startProfile(path string) (func(), error) {
 }
 
 func printBench(w io.Writer, r benchReport) {
+	if r.Device != "" {
+		fmt.Fprintf(w, "backend %s on %s\n", r.Backend, r.Device)
+	}
 	fmt.Fprintf(w, "model %s, %d threads, %s (%s; kernels %s), %s, commit %s\n", r.Model, r.Threads, r.Env.CPU, strings.Join(r.Env.CPUFlags, " "), r.Env.Kernels, r.Env.GoVersion, r.Env.Commit)
 	fmt.Fprintf(w, "%-16s %10s %10s %8s %s\n", "test", "median", "p95", "cv", "runs (tok/s)")
 	row := func(name string, s *runtime.Stat) {

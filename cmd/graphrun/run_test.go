@@ -153,6 +153,18 @@ func TestBenchBandwidthOfTheDevice(t *testing.T) {
 	assert.Contains(t, errOut.String(), "measuring the memory read bandwidth of vulkan device 0")
 	assert.Regexp(t, `(?m)^bandwidth +[0-9.]+ +[0-9.]+ +[0-9.]+% \(GB/s, memory read: vulkan device 0\)$`, out.String())
 	assert.Contains(t, out.String(), "decode streams the file at")
+	// The report names the device, and does not on the host.
+	assert.Regexp(t, `(?m)^backend vulkan on .+: Vulkan 1\.`, out.String())
+	out.Reset()
+	require.NoError(t, runBench(context.Background(), []string{stories(t), "-p", "8", "-n", "2", "-r", "1", "--backend", "vulkan", "--json"}, &out, &errOut))
+	var rep struct {
+		Device string `json:"device"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rep))
+	assert.NotEmpty(t, rep.Device)
+	out.Reset()
+	require.NoError(t, runBench(context.Background(), []string{stories(t), "-p", "8", "-n", "2", "-r", "1"}, &out, &errOut))
+	assert.NotContains(t, out.String(), "backend ")
 }
 
 // TestContextShiftMatchesLlamaCpp: --keep -1 keeps the whole prompt (BOS
