@@ -1,17 +1,14 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"image"
-	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/weft-ml/weft/internal/browsertest"
 	"github.com/weft-ml/weft/internal/testenv"
 )
 
@@ -75,47 +72,13 @@ func TestDumpHTMLScreenshot(t *testing.T) {
 	if strings.Contains(string(html), "http://") && !strings.Contains(string(html), "http://www.w3.org/2000/svg") || strings.Contains(string(html), "https://") {
 		t.Fatal("the page refers to the network")
 	}
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("chromium is not installed (apt-get install chromium): screenshot check skipped")
-	}
-	shot := filepath.Join(dir, "graph.png")
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second) // never hang CI on a stuck browser
-	defer cancel()
-	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-		"--window-size=1800,1400", "--screenshot="+shot, "file://"+page)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("chromium: %v\n%s", err, out)
-	}
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	left, right := countBlue(img, 0, img.Bounds().Dx()/2), countBlue(img, img.Bounds().Dx()/2, img.Bounds().Dx())
+	img := browsertest.Screenshot(t, page, 1800, 1400)
+	b, blue := img.Bounds(), browsertest.Colour{R: 0x31, G: 0x82, B: 0xbd}
+	half := b.Min.X + b.Dx()/2
+	left := browsertest.Count(img, image.Rect(b.Min.X, b.Min.Y, half, b.Max.Y), blue, 24)
+	right := browsertest.Count(img, image.Rect(half, b.Min.Y, b.Max.X, b.Max.Y), blue, 24)
 	t.Logf("CPU-blue outline pixels: lowered view %d, optimised view %d", left, right)
 	if right < 2000 || left*4 > right {
 		t.Fatalf("fused outlines not visible: %d blue pixels left, %d right", left, right)
 	}
 }
-
-// countBlue counts pixels close to #3182bd in columns [x0, x1).
-func countBlue(img image.Image, x0, x1 int) int {
-	n := 0
-	b := img.Bounds()
-	for y := b.Min.Y; y < b.Max.Y; y++ {
-		for x := b.Min.X + x0; x < b.Min.X+x1; x++ {
-			r, g, bl, _ := img.At(x, y).RGBA()
-			if near(r>>8, 0x31) && near(g>>8, 0x82) && near(bl>>8, 0xbd) {
-				n++
-			}
-		}
-	}
-	return n
-}
-
-func near(a uint32, b int) bool { return int(a)-b < 24 && b-int(a) < 24 }

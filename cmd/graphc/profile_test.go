@@ -1,20 +1,18 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"image"
-	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/weft-ml/weft/internal/browsertest"
 
 	"github.com/weft-ml/weft/runtime"
 )
@@ -92,29 +90,11 @@ func TestDumpHTMLProfileScreenshot(t *testing.T) {
 	assert.Regexp(t, regexp.MustCompile(`data-id="`+itoa(top.ID)+`" data-info="[^"]*profile, decode: [0-9.]+ µs per step`), string(html))
 	assert.NotContains(t, string(html), "https://")
 
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("chromium is not installed (apt-get install chromium): browser check skipped")
-	}
-	run := func(args ...string) []byte {
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second) // never hang CI on a stuck browser
-		defer cancel()
-		cmd := exec.CommandContext(ctx, browser, append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1800,1400"}, args...)...)
-		out, err := cmd.Output()
-		require.NoError(t, err, "chromium %v", args)
-		return out
-	}
 	heat := func(file string) (left, right int) {
-		shot := filepath.Join(dir, filepath.Base(file)+".png")
-		run("--screenshot="+shot, "file://"+file)
-		f, err := os.Open(shot)
-		require.NoError(t, err)
-		defer f.Close()
-		img, err := png.Decode(f)
-		require.NoError(t, err)
-		w := img.Bounds().Dx()
-		// Below the bar (its legend has heat swatches too).
-		return countHeat(img, 0, w/2, 60), countHeat(img, w/2, w, 60)
+		img := browsertest.Screenshot(t, file, 1800, 1400)
+		b := img.Bounds()
+		half, below := b.Min.X+b.Dx()/2, b.Min.Y+60 // below the bar (its legend has heat swatches too)
+		return countHeat(img, image.Rect(b.Min.X, below, half, b.Max.Y)), countHeat(img, image.Rect(half, below, b.Max.X, b.Max.Y))
 	}
 	left, right := heat(page)
 	t.Logf("heat-coloured pixels: lowered view %d, optimised view %d", left, right)
@@ -123,7 +103,7 @@ func TestDumpHTMLProfileScreenshot(t *testing.T) {
 	pl, pr := heat(plain)
 	assert.Less(t, pl+pr, right/10, "a page without a profile has no heat colours")
 
-	dom := string(run("--dump-dom", "--virtual-time-budget=2000", "file://"+page+"#node="+itoa(top.ID)))
+	dom := string(browsertest.Run(t, 1800, 1400, "--dump-dom", "--virtual-time-budget=2000", "file://"+page+"#node="+itoa(top.ID)))
 	tip := regexp.MustCompile(`<div id="tip" style="([^"]*)">([^<]*)</div>`).FindStringSubmatch(dom)
 	require.NotNil(t, tip, "the tip in the page's DOM")
 	assert.Contains(t, tip[1], "display: block", "#node=ID shows the tip")
@@ -136,19 +116,11 @@ func TestDumpHTMLProfileScreenshot(t *testing.T) {
 func itoa(i int) string { return strconv.Itoa(i) }
 
 // countHeat counts pixels of the two darkest heat colours and the 1–3%
-// orange in columns [x0, x1) below row y0.
-func countHeat(img image.Image, x0, x1, y0 int) int {
+// orange within area.
+func countHeat(img image.Image, area image.Rectangle) int {
 	n := 0
-	b := img.Bounds()
-	for y := b.Min.Y + y0; y < b.Max.Y; y++ {
-		for x := b.Min.X + x0; x < b.Min.X+x1; x++ {
-			r, g, bl, _ := img.At(x, y).RGBA()
-			for _, c := range [][3]int{{0x80, 0x00, 0x26}, {0xe3, 0x1a, 0x1c}, {0xfd, 0x8d, 0x3c}} {
-				if near(r>>8, c[0]) && near(g>>8, c[1]) && near(bl>>8, c[2]) {
-					n++
-				}
-			}
-		}
+	for _, c := range []browsertest.Colour{{R: 0x80, G: 0x00, B: 0x26}, {R: 0xe3, G: 0x1a, B: 0x1c}, {R: 0xfd, G: 0x8d, B: 0x3c}} {
+		n += browsertest.Count(img, area, c, 24)
 	}
 	return n
 }

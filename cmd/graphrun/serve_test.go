@@ -4,18 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"image"
-	"image/png"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/weft-ml/weft/internal/browsertest"
 
 	"github.com/weft-ml/weft/runtime"
 	"github.com/weft-ml/weft/serve"
@@ -74,41 +72,12 @@ func screenshotSVG(t *testing.T, svg string) {
 	text, err := os.ReadFile(svg)
 	require.NoError(t, err)
 	assert.NotContains(t, string(text), "https://", "the chart refers to the network")
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("chromium is not installed (apt-get install chromium): screenshot check skipped")
-	}
-	shot := filepath.Join(filepath.Dir(svg), "serve.png")
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second) // never hang CI on a stuck browser
-	defer cancel()
-	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-		"--window-size=1560,420", "--screenshot="+shot, "file://"+svg)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "chromium: %s", out)
-	f, err := os.Open(shot)
-	require.NoError(t, err)
-	defer f.Close()
-	img, err := png.Decode(f)
-	require.NoError(t, err)
-	blue, orange := countColour(img, 0x31, 0x82, 0xbd), countColour(img, 0xe6, 0x55, 0x0d)
+	img := browsertest.Screenshot(t, svg, 1560, 420)
+	blue := browsertest.Count(img, img.Bounds(), browsertest.Colour{R: 0x31, G: 0x82, B: 0xbd}, 24)
+	orange := browsertest.Count(img, img.Bounds(), browsertest.Colour{R: 0xe6, G: 0x55, B: 0x0d}, 24)
 	t.Logf("line pixels: blue %d, orange %d", blue, orange)
 	assert.Greater(t, blue, 300, "the first server's lines")
 	assert.Greater(t, orange, 300, "the second server's lines")
-}
-
-func countColour(img image.Image, r0, g0, b0 int) int {
-	near := func(a uint32, b int) bool { return int(a>>8)-b < 24 && b-int(a>>8) < 24 }
-	n := 0
-	bd := img.Bounds()
-	for y := bd.Min.Y; y < bd.Max.Y; y++ {
-		for x := bd.Min.X; x < bd.Max.X; x++ {
-			r, g, b, _ := img.At(x, y).RGBA()
-			if near(r, r0) && near(g, g0) && near(b, b0) {
-				n++
-			}
-		}
-	}
-	return n
 }
 
 func TestQuantile(t *testing.T) {

@@ -1,16 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/xml"
 	"errors"
 	"flag"
-	"image"
-	"image/png"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/weft-ml/weft/internal/browsertest"
 )
 
 func runs(xs ...float64) stat { return stat{Median: xs[len(xs)/2], Runs: xs} }
@@ -337,50 +334,17 @@ func TestChartRenders(t *testing.T) {
 		}
 		require.NoError(t, err, "the chart is not well-formed XML")
 	}
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("chromium is not installed (apt-get install chromium): screenshot check skipped")
-	}
-	dir := t.TempDir()
-	page, shot := filepath.Join(dir, "chart.svg"), filepath.Join(dir, "chart.png")
+	page := filepath.Join(t.TempDir(), "chart.svg")
 	require.NoError(t, os.WriteFile(page, []byte(svg), 0o644))
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second) // never hang CI on a stuck browser
-	defer cancel()
-	out, err := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-		"--window-size=1400,360", "--screenshot="+shot, "file://"+page).CombinedOutput()
-	require.NoError(t, err, "chromium: %s", out)
-	pngBytes, err := os.ReadFile(shot)
-	require.NoError(t, err)
-	img := decodePNG(t, pngBytes)
+	img := browsertest.Screenshot(t, page, 1400, 360)
 	for _, c := range []struct {
-		name    string
-		r, g, b int
-	}{{"weft", 0x31, 0x82, 0xbd}, {"llama.cpp", 0xbd, 0xbd, 0xbd}, {"ik_llama.cpp", 0xe6, 0x55, 0x0d}} {
-		n := countColour(img, c.r, c.g, c.b)
+		name   string
+		colour browsertest.Colour
+	}{{"weft", browsertest.Colour{R: 0x31, G: 0x82, B: 0xbd}}, {"llama.cpp", browsertest.Colour{R: 0xbd, G: 0xbd, B: 0xbd}}, {"ik_llama.cpp", browsertest.Colour{R: 0xe6, G: 0x55, B: 0x0d}}} {
+		n := browsertest.Count(img, img.Bounds(), c.colour, 12)
 		t.Logf("%s: %d pixels", c.name, n)
 		assert.Greater(t, n, 2000, "%s's bars are drawn", c.name)
 	}
-}
-
-func decodePNG(t *testing.T, b []byte) image.Image {
-	img, err := png.Decode(bytes.NewReader(b))
-	require.NoError(t, err)
-	return img
-}
-
-func countColour(img image.Image, r0, g0, b0 int) int {
-	near := func(a uint32, b int) bool { return int(a>>8)-b < 12 && b-int(a>>8) < 12 }
-	n := 0
-	bd := img.Bounds()
-	for y := bd.Min.Y; y < bd.Max.Y; y++ {
-		for x := bd.Min.X; x < bd.Max.X; x++ {
-			r, g, b, _ := img.At(x, y).RGBA()
-			if near(r, r0) && near(g, g0) && near(b, b0) {
-				n++
-			}
-		}
-	}
-	return n
 }
 
 // TestWeftModeBench: f16-as-bf16 measures the F16 file, with the flag
