@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -13,17 +14,22 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/weft-ml/weft/internal/safefile"
 	"github.com/weft-ml/weft/runtime"
 )
 
 func main() {
-	flag.Usage = func() { fmt.Fprintln(os.Stderr, "usage: peertable DIR... (results of .ci/device-peers.sh)") }
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: peertable [-svg FILE] DIR... (results of .ci/device-peers.sh)")
+		flag.PrintDefaults()
+	}
+	svg := flag.String("svg", "", "also draw the figures as an SVG chart in FILE")
 	flag.Parse()
 	if flag.NArg() == 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(flag.Args(), os.Stdout, os.Stderr); err != nil {
+	if err := run(flag.Args(), *svg, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "peertable:", err)
 		os.Exit(1)
 	}
@@ -36,6 +42,7 @@ type rates struct{ pp, tg float64 }
 type round struct {
 	peer, typ  string
 	weft, them rates
+	gpu        string // as llama-bench names it
 }
 
 // peerNames are the peers .ci/device-peers.sh builds.
@@ -46,7 +53,9 @@ var typeOrder = []string{"q4_0", "q4_k_m", "q8_0", "f16"}
 
 var peerFile = regexp.MustCompile(`^(llama|ik)-([a-z0-9_]+)-r([0-9]+)\.json$`)
 
-func run(dirs []string, out, stderr io.Writer) error {
+// run writes the tables of the results in dirs to out, and the chart to
+// the file svg where it is not "".
+func run(dirs []string, svg string, out, stderr io.Writer) error {
 	var rounds []round
 	for _, dir := range dirs {
 		rs, err := readDir(dir, stderr)
@@ -59,7 +68,12 @@ func run(dirs []string, out, stderr io.Writer) error {
 		return errors.New("no round with both weft's and a peer's results in " + strings.Join(dirs, ", "))
 	}
 	writeTable(out, rounds)
-	return nil
+	if svg == "" {
+		return nil
+	}
+	var chart strings.Builder
+	writeChart(&chart, rounds)
+	return safefile.WriteFile(svg, []byte(chart.String()))
 }
 
 // readDir pairs every peer result in dir with weft's of the same type and
@@ -75,7 +89,7 @@ func readDir(dir string, stderr io.Writer) ([]round, error) {
 		if m == nil {
 			continue
 		}
-		them, err := readPeer(filepath.Join(dir, e.Name()))
+		them, gpu, err := readPeer(filepath.Join(dir, e.Name()))
 		if err != nil {
 			return nil, err
 		}
@@ -88,31 +102,34 @@ func readDir(dir string, stderr io.Writer) ([]round, error) {
 		if err != nil {
 			return nil, err
 		}
-		rounds = append(rounds, round{peer: m[1], typ: m[2], weft: weft, them: them})
+		rounds = append(rounds, round{peer: m[1], typ: m[2], weft: weft, them: them, gpu: gpu})
 	}
 	return rounds, nil
 }
 
 // readPeer reads llama-bench's JSON: the prompt test and the generation
-// test, each the median of its samples.
-func readPeer(path string) (rates, error) {
+// test, each the median of its samples, and the GPU it names.
+func readPeer(path string) (rates, string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return rates{}, err
+		return rates{}, "", err
 	}
 	var tests []struct {
 		NPrompt int       `json:"n_prompt"`
 		NGen    int       `json:"n_gen"`
 		Samples []float64 `json:"samples_ts"`
+		GPU     string    `json:"gpu_info"`
 	}
 	if err := json.Unmarshal(data, &tests); err != nil {
-		return rates{}, fmt.Errorf("%s: not llama-bench's JSON: %w", path, err)
+		return rates{}, "", fmt.Errorf("%s: not llama-bench's JSON: %w", path, err)
 	}
 	var r rates
+	gpu := ""
 	for _, t := range tests {
 		if len(t.Samples) == 0 {
-			return rates{}, fmt.Errorf("%s: a test without samples_ts", path)
+			return rates{}, "", fmt.Errorf("%s: a test without samples_ts", path)
 		}
+		gpu = cmp.Or(gpu, t.GPU)
 		med := runtime.SummarizeRuns(t.Samples).Median
 		switch {
 		case t.NPrompt > 0 && t.NGen == 0:
@@ -122,9 +139,9 @@ func readPeer(path string) (rates, error) {
 		}
 	}
 	if r.pp == 0 || r.tg == 0 {
-		return rates{}, fmt.Errorf("%s: want one prompt test and one generation test", path)
+		return rates{}, "", fmt.Errorf("%s: want one prompt test and one generation test", path)
 	}
-	return r, nil
+	return r, gpu, nil
 }
 
 // readWeft reads graphrun bench's report, stem.json or else stem.txt.
@@ -168,14 +185,7 @@ func readWeft(stem string) (rates, error) {
 
 // writeTable writes one table per peer: a row per type.
 func writeTable(w io.Writer, rounds []round) {
-	var peers []string
-	for _, r := range rounds {
-		if !slices.Contains(peers, r.peer) {
-			peers = append(peers, r.peer)
-		}
-	}
-	slices.Sort(peers)
-	for _, p := range peers {
+	for _, p := range peersOf(rounds) {
 		name := peerNames[p]
 		fmt.Fprintf(w, "Beside %s (`-fa 1`); tok/s medians, ranges over rounds; ratios are each round's weft ÷ %s, then their median:\n\n", name, name)
 		fmt.Fprintf(w, "| weights | rounds | weft pp | %s pp | pp ratio | weft tg | %s tg | tg ratio |\n|---|---:|---:|---:|---|---:|---:|---|\n", name, name)

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/xml"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/weft-ml/weft/internal/browsertest"
 	"github.com/weft-ml/weft/internal/testenv"
 )
 
@@ -41,7 +45,7 @@ func TestTable(t *testing.T) {
 	write(t, dir, "ik-f16-r1.json", llamaJSON([]string{"100"}, []string{"50"}))
 	write(t, dir, "notes.txt", "not a result")
 	var out, errOut bytes.Buffer
-	require.NoError(t, run([]string{dir}, &out, &errOut))
+	require.NoError(t, run([]string{dir}, "", &out, &errOut))
 	lines := strings.Split(out.String(), "\n")
 	require.GreaterOrEqual(t, len(lines), 6, out.String())
 	assert.Contains(t, lines[0], "Beside ik_llama.cpp")
@@ -70,14 +74,14 @@ func TestBadResults(t *testing.T) {
 			write(t, dir, "llama-q8_0-r1.json", c.peer)
 			write(t, dir, c.weftName, c.weft)
 			var out, errOut bytes.Buffer
-			err := run([]string{dir}, &out, &errOut)
+			err := run([]string{dir}, "", &out, &errOut)
 			require.ErrorContains(t, err, c.want)
 			assert.Empty(t, out.String())
 		})
 	}
 	var out, errOut bytes.Buffer
-	assert.ErrorContains(t, run([]string{t.TempDir()}, &out, &errOut), "no round with both")
-	assert.Error(t, run([]string{filepath.Join(t.TempDir(), "missing")}, &out, &errOut))
+	assert.ErrorContains(t, run([]string{t.TempDir()}, "", &out, &errOut), "no round with both")
+	assert.Error(t, run([]string{filepath.Join(t.TempDir(), "missing")}, "", &out, &errOut))
 }
 
 // The committed session-27 results give the figures docs/benchmarks-vulkan.md
@@ -87,9 +91,63 @@ func TestCommittedResults(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, dirs, 3)
 	var out, errOut bytes.Buffer
-	require.NoError(t, run(dirs, &out, &errOut))
+	require.NoError(t, run(dirs, "", &out, &errOut))
 	assert.Empty(t, errOut.String())
 	assert.Contains(t, out.String(), "| Q8_0 | 4 | 36817–36956 | 35023–38264 | 1.03× (0.97–1.05) ⚠ |")
 	assert.Contains(t, out.String(), "| Q8_0 | 2 | 36740–36815 | 46389–46960 | 0.79× (0.78–0.79) ⚠ | 892.7–927.8 | 749.2–752.7 | 1.21× (1.19–1.24) |")
 	assert.Contains(t, out.String(), "| F16 | 4 | 55623–55810 | 45803–51267 | 1.20× (1.08–1.22) |")
+}
+
+// The chart of the committed results is well-formed, has a bar per engine,
+// type and phase, marks the ratios below 1.0×, and shows every engine's
+// bars in headless Chromium.
+func TestChart(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join(testenv.RepoRoot(t), "docs", "data", "gpu-peers-s27", "*-*"))
+	require.NoError(t, err)
+	svg := filepath.Join(t.TempDir(), "peers.svg")
+	var out, errOut bytes.Buffer
+	require.NoError(t, run(dirs, svg, &out, &errOut))
+	data, err := os.ReadFile(svg)
+	require.NoError(t, err)
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	for {
+		_, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err, "the chart is not well-formed XML")
+	}
+	text := string(data)
+	// 2 peers × 2 phases × 4 types × 2 bars, the background, 3 legend swatches.
+	assert.Equal(t, 2*2*4*2+1+3, strings.Count(text, "<rect"))
+	assert.Contains(t, text, `fill="#c00" font-weight="bold">0.79×</text>`, "Q8_0 prefill beside ik_llama.cpp, below 1.0×")
+	assert.Contains(t, text, `<title>llama.cpp 35896.7</title>`, "Q8_0 prefill beside llama.cpp: the median of four rounds")
+	assert.Contains(t, text, "weft ÷ peer, on NVIDIA H200</text>")
+	assert.NotContains(t, text, "https://")
+	img := browsertest.Screenshot(t, svg, 1040, 500)
+	for _, c := range []struct {
+		name   string
+		colour browsertest.Colour
+	}{{"weft", browsertest.Colour{R: 0x31, G: 0x82, B: 0xbd}}, {"llama.cpp", browsertest.Colour{R: 0xbd, G: 0xbd, B: 0xbd}}, {"ik_llama.cpp", browsertest.Colour{R: 0xe6, G: 0x55, B: 0x0d}}} {
+		n := browsertest.Count(img, img.Bounds(), c.colour, 12)
+		t.Logf("%s: %d pixels", c.name, n)
+		assert.Greater(t, n, 5000, "%s's bars are drawn", c.name)
+	}
+}
+
+// docs/benchmarks-vulkan-peers.svg is what the tool draws from the
+// committed results (regenerate: go run ./internal/cmd/peertable -svg
+// docs/benchmarks-vulkan-peers.svg docs/data/gpu-peers-s27/*/).
+func TestCommittedChartIsCurrent(t *testing.T) {
+	root := testenv.RepoRoot(t)
+	dirs, err := filepath.Glob(filepath.Join(root, "docs", "data", "gpu-peers-s27", "*-*"))
+	require.NoError(t, err)
+	svg := filepath.Join(t.TempDir(), "peers.svg")
+	var out, errOut bytes.Buffer
+	require.NoError(t, run(dirs, svg, &out, &errOut))
+	want, err := os.ReadFile(svg)
+	require.NoError(t, err)
+	got, err := os.ReadFile(filepath.Join(root, "docs", "benchmarks-vulkan-peers.svg"))
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(got), "docs/benchmarks-vulkan-peers.svg is stale: regenerate it")
 }
