@@ -119,7 +119,8 @@ check-generated: generate
 	@git diff --exit-code --stat -- backends/cpu/simd shaders || { echo "generated files are stale: run make generate and commit"; exit 1; }
 
 # Parsers under the fuzzer: GGUF files, plans with their side files, chat
-# templates, and graphrun chat's input and /load files
+# templates, graphrun chat's input and /load files, and the benchmark results
+# peertable reads
 # (FUZZTIME=1000000x for a fixed number of executions). A plan seed is
 # 100+ KB, so minimising each new input is capped: uncapped, the default
 # minute of minimisation per input stalls the run.
@@ -132,6 +133,7 @@ fuzz:
 	$(GO) test $(FUZZFLAGS) -fuzz FuzzParseRender ./chat
 	$(GO) test $(FUZZFLAGS) -fuzz FuzzParseSaved ./cmd/graphrun
 	$(GO) test $(FUZZFLAGS) -fuzz FuzzChatInput ./cmd/graphrun
+	$(GO) test $(FUZZFLAGS) -fuzz FuzzReadResults ./internal/cmd/peertable
 
 clean:
 	rm -rf $(BIN)

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -37,6 +38,12 @@ func main() {
 
 // rates is one engine's prefill and decode tok/s in one round.
 type rates struct{ pp, tg float64 }
+
+// valid: both rates were read, positive and finite.
+func (r rates) valid() bool {
+	ok := func(v float64) bool { return v > 0 && !math.IsInf(v, 1) }
+	return ok(r.pp) && ok(r.tg)
+}
 
 // round is one type's paired measurement in one round.
 type round struct {
@@ -138,8 +145,8 @@ func readPeer(path string) (rates, string, error) {
 			r.tg = med
 		}
 	}
-	if r.pp == 0 || r.tg == 0 {
-		return rates{}, "", fmt.Errorf("%s: want one prompt test and one generation test", path)
+	if !r.valid() {
+		return rates{}, "", fmt.Errorf("%s: want one prompt test and one generation test, at positive rates", path)
 	}
 	return r, gpu, nil
 }
@@ -151,8 +158,8 @@ func readWeft(stem string) (rates, error) {
 			Prefill *runtime.Stat `json:"prefill_tok_s"`
 			Decode  *runtime.Stat `json:"decode_tok_s"`
 		}
-		if err := json.Unmarshal(data, &rep); err != nil || rep.Prefill == nil || rep.Decode == nil {
-			return rates{}, fmt.Errorf("%s.json: not graphrun bench --json's report with prefill and decode", stem)
+		if err := json.Unmarshal(data, &rep); err != nil || rep.Prefill == nil || rep.Decode == nil || !(rates{rep.Prefill.Median, rep.Decode.Median}).valid() {
+			return rates{}, fmt.Errorf("%s.json: not graphrun bench --json's report with prefill and decode at positive rates", stem)
 		}
 		return rates{rep.Prefill.Median, rep.Decode.Median}, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -177,8 +184,8 @@ func readWeft(stem string) (rates, error) {
 			r.tg = v
 		}
 	}
-	if r.pp == 0 || r.tg == 0 {
-		return rates{}, fmt.Errorf("%s.txt: no pp and tg rows of graphrun bench's table", stem)
+	if !r.valid() {
+		return rates{}, fmt.Errorf("%s.txt: no pp and tg rows of graphrun bench's table at positive rates", stem)
 	}
 	return r, nil
 }

@@ -151,3 +151,25 @@ func TestCommittedChartIsCurrent(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, string(want), string(got), "docs/benchmarks-vulkan-peers.svg is stale: regenerate it")
 }
+
+// Whatever bytes the result files hold, reading them fails or succeeds;
+// it never panics, and what it accepts is positive.
+func FuzzReadResults(f *testing.F) {
+	f.Add([]byte(llamaJSON([]string{"1", "2"}, []string{"3"})), []byte("pp512 1\ntg128 2\n"))
+	f.Add([]byte(`[{"n_prompt": 1, "n_gen": 1, "samples_ts": []}]`), []byte(`{"prefill_tok_s": {"median": 1}, "decode_tok_s": null}`))
+	f.Add([]byte("null"), []byte("pp tg\npp512 NaN\ntg -1"))
+	f.Fuzz(func(t *testing.T, peer, weft []byte) {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "p.json"), peer, 0o644))
+		if r, _, err := readPeer(filepath.Join(dir, "p.json")); err == nil {
+			assert.True(t, r.valid(), "%+v", r)
+		}
+		for _, ext := range []string{".json", ".txt"} {
+			stem := filepath.Join(t.TempDir(), "weft")
+			require.NoError(t, os.WriteFile(stem+ext, weft, 0o644))
+			if r, err := readWeft(stem); err == nil {
+				assert.True(t, r.valid(), "%+v", r)
+			}
+		}
+	})
+}
