@@ -85,3 +85,29 @@ func Count(img image.Image, area image.Rectangle, c Colour, tolerance int) int {
 	}
 	return n
 }
+
+// Swatch is a colour a picture must show, named for the failure message.
+type Swatch struct {
+	Name   string
+	Colour Colour
+}
+
+// Engines are the colours weft's benchmark charts draw each engine in.
+var Engines = []Swatch{
+	{"weft", Colour{0x31, 0x82, 0xbd}},
+	{"llama.cpp", Colour{0xbd, 0xbd, 0xbd}},
+	{"ik_llama.cpp", Colour{0xe6, 0x55, 0x0d}},
+}
+
+// RequireShown fails t unless each swatch covers more than min pixels of
+// img (within tolerance 12 on every channel), logging each count.
+func RequireShown(t testing.TB, img image.Image, min int, swatches ...Swatch) {
+	t.Helper()
+	for _, s := range swatches {
+		n := Count(img, img.Bounds(), s.Colour, 12)
+		t.Logf("%s: %d pixels", s.Name, n)
+		if n <= min {
+			t.Errorf("%s is not drawn: %d pixels of its colour, want more than %d", s.Name, n, min)
+		}
+	}
+}

@@ -33,3 +33,26 @@ func TestScreenshot(t *testing.T) {
 	n := Count(img, img.Bounds(), Colour{0x31, 0x82, 0xbd}, 12)
 	assert.InDelta(t, 50*40, n, 200, "the square's pixels")
 }
+
+// RequireShown fails a test whose picture lacks a swatch.
+func TestRequireShown(t *testing.T) {
+	img := image.NewRGBA(image.Rect(0, 0, 10, 10))
+	for x := range 10 {
+		img.Set(x, 0, color.RGBA{0x31, 0x82, 0xbd, 0xff})
+	}
+	RequireShown(t, img, 5, Engines[0])
+	fake := &testing.T{}
+	inner := &recorder{TB: fake}
+	RequireShown(inner, img, 5, Engines...)
+	assert.Equal(t, 2, inner.errors, "llama.cpp's and ik_llama.cpp's colours are missing")
+}
+
+// recorder counts Errorf calls instead of failing.
+type recorder struct {
+	testing.TB
+	errors int
+}
+
+func (r *recorder) Helper()               {}
+func (r *recorder) Logf(string, ...any)   {}
+func (r *recorder) Errorf(string, ...any) { r.errors++ }

@@ -125,14 +125,7 @@ func TestChart(t *testing.T) {
 	assert.Contains(t, text, "weft ÷ peer, on NVIDIA H200</text>")
 	assert.NotContains(t, text, "https://")
 	img := browsertest.Screenshot(t, svg, 1040, 500)
-	for _, c := range []struct {
-		name   string
-		colour browsertest.Colour
-	}{{"weft", browsertest.Colour{R: 0x31, G: 0x82, B: 0xbd}}, {"llama.cpp", browsertest.Colour{R: 0xbd, G: 0xbd, B: 0xbd}}, {"ik_llama.cpp", browsertest.Colour{R: 0xe6, G: 0x55, B: 0x0d}}} {
-		n := browsertest.Count(img, img.Bounds(), c.colour, 12)
-		t.Logf("%s: %d pixels", c.name, n)
-		assert.Greater(t, n, 5000, "%s's bars are drawn", c.name)
-	}
+	browsertest.RequireShown(t, img, 5000, browsertest.Engines...)
 }
 
 // docs/benchmarks-vulkan-peers.svg is what the tool draws from the
