@@ -80,3 +80,11 @@ func MatMulShader(e *Executable, id, ntok int) (string, bool) {
 func StreamRead(d *Device, buf *Buffer, groups uint32, runs int) ([]time.Duration, uint32, error) {
 	return d.streamRead(buf, groups, runs)
 }
+
+// FailStreamAllocs makes the next n buffer allocations of ReadBandwidth
+// fail; it returns a function restoring them.
+func FailStreamAllocs(n int) (restore func()) {
+	old := testStreamAllocFailures
+	testStreamAllocFailures = n
+	return func() { testStreamAllocFailures = old }
+}

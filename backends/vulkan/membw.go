@@ -17,6 +17,16 @@ import (
 // so every repetition reads device memory.
 const streamBytes = 1 << 30
 
+// streamHalvings is how often ReadBandwidth halves a buffer it cannot
+// allocate (the model it runs beside may hold most of the device's
+// memory): a quarter of streamBytes is still five times the largest
+// last-level cache.
+const streamHalvings = 2
+
+// testStreamAllocFailures, when positive, makes that many of ReadBandwidth's
+// buffer allocations fail, as on a device whose memory the model fills.
+var testStreamAllocFailures int
+
 // streamFill is the word the streamed buffer holds; the kernel's sum of
 // it proves every word was read once.
 const streamFill = 0x9e3779b9
@@ -49,9 +59,10 @@ func streamSize(i DeviceInfo) int64 {
 // ReadBandwidth streams a device-local buffer of size bytes (a multiple of
 // 16) with the stream_read kernel reps times after a warm-up and returns
 // each repetition's rate in GB/s, timed on the device (timestamps around
-// the one dispatch). It fails if the kernel's sum of the buffer's words is
-// not what was written: the rate of a probe that skipped reads would be a
-// lie.
+// the one dispatch). Where size bytes cannot be allocated it halves the
+// buffer, up to streamHalvings times. It fails if the kernel's sum of the
+// buffer's words is not what was written: the rate of a probe that
+// skipped reads would be a lie.
 func (d *Device) ReadBandwidth(size int64, reps int) ([]float64, error) {
 	if reps < 1 {
 		return nil, fmt.Errorf("vulkan: ReadBandwidth needs at least one repetition, got %d", reps)
@@ -59,11 +70,12 @@ func (d *Device) ReadBandwidth(size int64, reps int) ([]float64, error) {
 	if size < 16 || size%16 != 0 {
 		return nil, fmt.Errorf("vulkan: ReadBandwidth streams a multiple of 16 bytes, got %d", size)
 	}
-	buf, err := d.Alloc(size)
+	buf, err := d.allocStream(size)
 	if err != nil {
-		return nil, fmt.Errorf("vulkan: a %d MiB buffer for the bandwidth probe: %w", size>>20, err)
+		return nil, err
 	}
 	defer buf.Free()
+	size = buf.Size()
 	if err := d.fill(buf, streamFill); err != nil {
 		return nil, err
 	}
@@ -85,6 +97,26 @@ func (d *Device) ReadBandwidth(size int64, reps int) ([]float64, error) {
 		rates[i] = float64(size) / t.Seconds() / 1e9
 	}
 	return rates, nil
+}
+
+// allocStream allocates the probe's buffer: size bytes, or half or a
+// quarter of it (streamHalvings) where the device refuses more.
+func (d *Device) allocStream(size int64) (*Buffer, error) {
+	for try, halvings := size, 0; ; try, halvings = try/2, halvings+1 {
+		var buf *Buffer
+		err := errors.New("out of device memory (test)")
+		if testStreamAllocFailures > 0 {
+			testStreamAllocFailures--
+		} else {
+			buf, err = d.Alloc(try)
+		}
+		if err == nil {
+			return buf, nil
+		}
+		if halvings == streamHalvings || (try/2)%16 != 0 || try/2 == 0 {
+			return nil, fmt.Errorf("vulkan: a %d MiB buffer for the bandwidth probe (the model may hold the device's memory): %w", try>>20, err)
+		}
+	}
 }
 
 // streamRead runs stream_read over all of buf (a multiple of 16 bytes)

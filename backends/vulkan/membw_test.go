@@ -57,6 +57,17 @@ func TestReadBandwidth(t *testing.T) {
 		assert.Greater(t, r, 0.0)
 	}
 	t.Logf("%s: %.1f GB/s (4 MiB: cached, not the device's memory bandwidth)", d.Info().Name, rates[0])
+	// A device whose memory the model fills: the probe halves its buffer
+	// (128 MiB, then 64 and 32) rather than fail, but not more than twice.
+	restore := vulkan.FailStreamAllocs(2)
+	rates, err = d.ReadBandwidth(128<<20, 1)
+	restore()
+	require.NoError(t, err)
+	assert.Len(t, rates, 1)
+	restore = vulkan.FailStreamAllocs(3)
+	_, err = d.ReadBandwidth(128<<20, 1)
+	restore()
+	assert.ErrorContains(t, err, "a 32 MiB buffer for the bandwidth probe")
 	_, err = d.ReadBandwidth(4<<20, 0)
 	assert.ErrorContains(t, err, "at least one repetition")
 	_, err = d.ReadBandwidth(4<<20+4, 1)
