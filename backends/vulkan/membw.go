@@ -57,7 +57,7 @@ func streamSize(i DeviceInfo) int64 {
 }
 
 // ReadBandwidth streams a device-local buffer of size bytes (a multiple of
-// 16) with the stream_read kernel reps times after a warm-up and returns
+// 16) with the stream_read_u32 kernel reps times after a warm-up and returns
 // each repetition's rate in GB/s, timed on the device (timestamps around
 // the one dispatch). Where size bytes cannot be allocated it halves the
 // buffer, up to streamHalvings times. It fails if the kernel's sum of the
@@ -119,7 +119,7 @@ func (d *Device) allocStream(size int64) (*Buffer, error) {
 	}
 }
 
-// streamRead runs stream_read over all of buf (a multiple of 16 bytes)
+// streamRead runs stream_read_u32 over all of buf (a multiple of 16 bytes)
 // with groups workgroups, runs times in one recorded program, and returns
 // each run's device time and the sum of buf's 32-bit words modulo 2³².
 func (d *Device) streamRead(buf *Buffer, groups uint32, runs int) ([]time.Duration, uint32, error) {
