@@ -6,8 +6,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-
-	"github.com/weft-ml/weft/runtime"
 )
 
 // Colours as docs/benchmarks.svg draws the engines.
@@ -58,13 +56,7 @@ func panel(b *strings.Builder, rounds []round, peer, phase string, x0, y0 int) {
 	groups := make([]group, len(types))
 	top := 0.0
 	for i, typ := range types {
-		var wv, tv, rv []float64
-		for _, r := range rounds {
-			if r.peer == peer && r.typ == typ {
-				we, th := r.weft.pick(phase), r.them.pick(phase)
-				wv, tv, rv = append(wv, we), append(tv, th), append(rv, we/th)
-			}
-		}
+		wv, tv, rv := pairs(rounds, peer, typ, phase)
 		groups[i] = group{median(wv), median(tv), median(rv)}
 		top = max(top, groups[i].weft, groups[i].them)
 	}
@@ -113,15 +105,6 @@ func legend(b *strings.Builder, peers []string, gpu string, y int) {
 	}
 	fmt.Fprintf(b, `<text x="%d" y="%d" fill="#666">ratio above each pair: median of the rounds' weft ÷ peer%s</text>`+"\n", x, y, html.EscapeString(gpu))
 }
-
-func (r rates) pick(phase string) float64 {
-	if phase == "pp" {
-		return r.pp
-	}
-	return r.tg
-}
-
-func median(v []float64) float64 { return runtime.SummarizeRuns(v).Median }
 
 func peersOf(rounds []round) []string {
 	var peers []string

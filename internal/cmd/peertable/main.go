@@ -39,6 +39,16 @@ func main() {
 // rates is one engine's prefill and decode tok/s in one round.
 type rates struct{ pp, tg float64 }
 
+// pick is the prefill ("pp") or decode ("tg") rate.
+func (r rates) pick(phase string) float64 {
+	if phase == "pp" {
+		return r.pp
+	}
+	return r.tg
+}
+
+func median(v []float64) float64 { return runtime.SummarizeRuns(v).Median }
+
 // valid: both rates were read, positive and finite.
 func (r rates) valid() bool {
 	ok := func(v float64) bool { return v > 0 && !math.IsInf(v, 1) }
@@ -197,18 +207,25 @@ func writeTable(w io.Writer, rounds []round) {
 		fmt.Fprintf(w, "Beside %s (`-fa 1`); tok/s medians, ranges over rounds; ratios are each round's weft ÷ %s, then their median:\n\n", name, name)
 		fmt.Fprintf(w, "| weights | rounds | weft pp | %s pp | pp ratio | weft tg | %s tg | tg ratio |\n|---|---:|---:|---:|---|---:|---:|---|\n", name, name)
 		for _, typ := range typesOf(rounds, p) {
-			var wp, tp, rp, wt, tt, rt []float64
-			for _, r := range rounds {
-				if r.peer == p && r.typ == typ {
-					wp, tp, rp = append(wp, r.weft.pp), append(tp, r.them.pp), append(rp, r.weft.pp/r.them.pp)
-					wt, tt, rt = append(wt, r.weft.tg), append(tt, r.them.tg), append(rt, r.weft.tg/r.them.tg)
-				}
-			}
+			wp, tp, rp := pairs(rounds, p, typ, "pp")
+			wt, tt, rt := pairs(rounds, p, typ, "tg")
 			fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s |\n", strings.ToUpper(typ), len(wp),
 				span(wp, "%.0f"), span(tp, "%.0f"), ratios(rp), span(wt, "%.1f"), span(tt, "%.1f"), ratios(rt))
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// pairs returns, over the rounds of one peer and type, weft's rates in
+// phase ("pp" or "tg"), the peer's, and each round's ratio of the two.
+func pairs(rounds []round, peer, typ, phase string) (weft, them, ratio []float64) {
+	for _, r := range rounds {
+		if r.peer == peer && r.typ == typ {
+			w, p := r.weft.pick(phase), r.them.pick(phase)
+			weft, them, ratio = append(weft, w), append(them, p), append(ratio, w/p)
+		}
+	}
+	return weft, them, ratio
 }
 
 func typesOf(rounds []round, peer string) []string {
@@ -245,7 +262,7 @@ func span(v []float64, f string) string {
 
 // ratios is "median× (lo–hi)", marked ⚠ where some round is below 1.0×.
 func ratios(v []float64) string {
-	s := fmt.Sprintf("%.2f× (%s)", runtime.SummarizeRuns(v).Median, span(v, "%.2f"))
+	s := fmt.Sprintf("%.2f× (%s)", median(v), span(v, "%.2f"))
 	if slices.Min(v) < 1 {
 		s += " ⚠"
 	}
