@@ -24,8 +24,11 @@ const streamBytes = 1 << 30
 const streamHalvings = 2
 
 // testStreamAllocFailures, when positive, makes that many of ReadBandwidth's
-// buffer allocations fail, as on a device whose memory the model fills.
+// buffer allocations fail with errTestAlloc, as on a device whose memory
+// the model fills.
 var testStreamAllocFailures int
+
+var errTestAlloc = errors.New("out of device memory (test)")
 
 // streamFill is the word the streamed buffer holds; the kernel's sum of
 // it proves every word was read once.
@@ -103,12 +106,11 @@ func (d *Device) ReadBandwidth(size int64, reps int) ([]float64, error) {
 // quarter of it (streamHalvings) where the device refuses more.
 func (d *Device) allocStream(size int64) (*Buffer, error) {
 	for try, halvings := size, 0; ; try, halvings = try/2, halvings+1 {
-		var buf *Buffer
-		err := errors.New("out of device memory (test)")
-		if testStreamAllocFailures > 0 {
+		buf, err := d.Alloc(try)
+		if err == nil && testStreamAllocFailures > 0 {
 			testStreamAllocFailures--
-		} else {
-			buf, err = d.Alloc(try)
+			buf.Free()
+			buf, err = nil, errTestAlloc
 		}
 		if err == nil {
 			return buf, nil

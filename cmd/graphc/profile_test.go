@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weft-ml/weft/internal/browsertest"
-
 	"github.com/weft-ml/weft/runtime"
 )
 

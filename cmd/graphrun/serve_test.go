@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weft-ml/weft/internal/browsertest"
-
 	"github.com/weft-ml/weft/runtime"
 	"github.com/weft-ml/weft/serve"
 )

@@ -2,6 +2,7 @@ package browsertest
 
 import (
 	"context"
+	"errors"
 	"image"
 	"image/png"
 	"os"
@@ -29,12 +30,12 @@ func Run(t testing.TB, width, height int, args ...string) []byte {
 	flags := []string{"--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
 		"--window-size=" + strconv.Itoa(width) + "," + strconv.Itoa(height)}
 	cmd := exec.CommandContext(ctx, browser, append(flags, args...)...)
-	var stderr []byte
 	out, err := cmd.Output()
-	if ee, ok := err.(*exec.ExitError); ok {
-		stderr = ee.Stderr
-	}
 	if err != nil {
+		var stderr []byte
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			stderr = ee.Stderr
+		}
 		t.Fatalf("chromium %v: %v\n%s", args, err, stderr)
 	}
 	return out
