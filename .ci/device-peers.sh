@@ -15,7 +15,7 @@
 #   bash .ci/device-peers.sh build ik     # starts the CUDA build detached
 #   bash .ci/device-peers.sh wait ik 560  # polls; call again within the 30 s
 #                                         # the machine stays warm
-#   bash .ci/device-peers.sh bench ik     # ROUNDS (2) x four types; $OUT/res.tar
+#   bash .ci/device-peers.sh bench ik     # ROUNDS (2) x TYPES (the four); $OUT/res.tar
 # Back here: tar -xf res.tar -C DIR; go run ./internal/cmd/peertable DIR...
 # Measured build times on the H200's 16 cores: llama.cpp c392e5094 2.5 min,
 # ik_llama.cpp 8337e4cd3 about 13 min (llama-bench only).
@@ -67,12 +67,12 @@ bench() {
 	[ -e ../shared ] || ln -s $PWD/out/shared ../shared
 	local B=$PWD/out/dev lb=$src/build/bin/llama-bench res=/tmp/peers/res-$peer
 	mkdir -p /tmp/m $res
-	for t in q4_0 q4_k_m q8_0 f16; do
+	for t in ${TYPES:-q4_0 q4_k_m q8_0 f16}; do
 		$B/graphc synth --shape tinyllama-1.1b --type $t -o /tmp/m/$t.gguf > /dev/null 2>&1 || { echo "graphc synth $t failed" >&2; exit 1; }
 		timeout 60 $B/graphrun bench /tmp/m/$t.gguf --backend vulkan -p 512 -n 16 -r 1 > /dev/null 2>&1 # untimed: pipelines, driver cache
 	done
 	for r in $(seq ${ROUNDS:-2}); do
-		for t in q4_0 q4_k_m q8_0 f16; do
+		for t in ${TYPES:-q4_0 q4_k_m q8_0 f16}; do
 			$lb -m /tmp/m/$t.gguf -ngl 99 -fa 1 -p 512 -n 128 -r 5 -o json > $res/$peer-$t-r$r.json 2> /dev/null
 			timeout 90 $B/graphrun bench /tmp/m/$t.gguf --backend vulkan -p 512 -n 128 -r 5 --bandwidth --json > $res/weft-$t-r$r.json 2> /dev/null
 			echo "== $t round $r: $peer $(grep -o '"avg_ts": [0-9.]*' $res/$peer-$t-r$r.json | tr '\n' ' ')"

@@ -9,20 +9,25 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/weft-ml/weft/backends/vulkan"
 	"github.com/weft-ml/weft/gguf"
+	"github.com/weft-ml/weft/shaders"
 )
 
 // The matmul_coop variants take their block sums from tensor cores, and
 // integer sums are exact: their outputs must be matmul_tiled's, bit for
 // bit, for every epilogue (TestMatMul checks matmul_tiled against ops/ref)
 // — except the variants that decode their weights to binary16 (KQ_F16:
-// Q4_K's gate·up), which TestMatMul holds to F16's bound instead.
+// Q4_K's gate·up), which TestMatMul holds to F16's bound instead. Each
+// kernel runs on its own tile (Q_TR rows × Q_TT tokens where shadergen
+// gives them, as the host reads them). The gate·ups that also write the
+// FFN down's activations (matmul_coop_gateup_T_q8_0, _q8_1) write the
+// same values, and the bits quantize_q8_0/q8_1 gives them.
 func TestMatMulCoopSameBitsAsTiled(t *testing.T) {
 	e := newEnv(t)
 	if !e.d.Info().CoopInt8() {
 		t.Skipf("%s has no int8 cooperative matrices (NVIDIA's VK_NV_cooperative_matrix): nothing to compare", e.d.Info().Name)
 	}
 	for _, wt := range []gguf.TensorType{gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ4_1, gguf.TypeQ5_1, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K} {
-		for _, c := range []struct{ rows, cols, ntok int }{{64, 256, 64}, {130, 512, 100}, {77, 2048, 33}} {
+		for _, c := range []struct{ rows, cols, ntok int }{{64, 256, 64}, {130, 512, 100}, {77, 2048, 33}, {96, 256, 300}} {
 			rawW, _ := e.weights(wt, c.rows, c.cols)
 			rawU, _ := e.weights(wt, c.rows, c.cols)
 			x := e.random(c.ntok * c.cols)
@@ -30,8 +35,6 @@ func TestMatMulCoopSameBitsAsTiled(t *testing.T) {
 			wb, ub := e.buf(len(rawW), rawW), e.buf(len(rawU), rawU)
 			rb := e.place(roff, e.random(c.ntok*c.rows))
 			xb, aoff := e.activations(wt, x, c.ntok, c.cols)
-			g := e.rows((c.rows + 63) / 64)
-			g[2] = uint32((c.ntok + 63) / 64)
 			push := pushWords(c.cols, c.rows, c.ntok, aoff, doff, roff, c.rows)
 			for _, epi := range []string{"", "add_", "gateup_"} {
 				if decodesToBinary16(t, "matmul_coop_"+epi+typeName(wt)) {
@@ -47,11 +50,66 @@ func TestMatMulCoopSameBitsAsTiled(t *testing.T) {
 					case "gateup_":
 						bufs = append(bufs, ub)
 					}
-					e.run(kern+epi+typeName(wt), g, push, e.withGrid(wt, bufs...)...)
+					e.run(kern+epi+typeName(wt), e.tileGrid(kern+epi+typeName(wt), c.rows, c.ntok), push, e.withGrid(wt, bufs...)...)
 					got[i] = e.readAt(db, doff, c.rows*c.ntok)
 				}
-				require.Equal(t, f32Bits(got[0]), f32Bits(got[1]), fmt.Sprintf("matmul_coop_%s%s %+v", epi, typeName(wt), c))
+				name := "matmul_coop_" + epi + typeName(wt)
+				require.Equal(t, f32Bits(got[0]), f32Bits(got[1]), fmt.Sprintf("%s %+v", name, c))
+				if _, err := shaders.Lookup(name + "_q8_0"); err == nil && c.rows%32 == 0 {
+					e.gateUpWithDownActivations(name, c.rows, c.ntok, got[0], []*vulkan.Buffer{wb, xb, nil, ub}, push)
+				}
 			}
 		}
+	}
+}
+
+// tileGrid is the dispatch of kernel kern over rows × ntok: a workgroup
+// per tile of Q_TR rows × Q_TT tokens (64 × 64 where the variant does not
+// say; the two-weight tensor-core tiles' 128 tokens are covered by twice
+// as many 64-token workgroups, whose overlap writes the same values).
+func (e *env) tileGrid(kern string, rows, ntok int) [3]uint32 {
+	k, err := shaders.Lookup(kern)
+	require.NoError(e.t, err)
+	tr, ok := k.DefineInt("Q_TR")
+	if !ok {
+		tr = 64
+	}
+	tt, ok := k.DefineInt("Q_TT")
+	if !ok {
+		tt = 64
+	}
+	g := e.rows((rows + tr - 1) / tr)
+	g[2] = uint32((ntok + tt - 1) / tt)
+	return g
+}
+
+// gateUpWithDownActivations runs gate·up kernel name's variants that also
+// write the FFN down's Q8_0 and Q8_1 activations (the 32-value block
+// types have them; bufs: weights,
+// activations, an unused slot for d, up weights; push: the plain
+// variant's) and requires the values want (the plain variant's) and the
+// bits quantize_q8_0/q8_1 gives them.
+func (e *env) gateUpWithDownActivations(name string, rows, ntok int, want []float32, bufs []*vulkan.Buffer, push []byte) {
+	const doff, woff, qoff = 3, 7, 2
+	for _, act := range []struct {
+		name string
+		bw   int
+	}{{"q8_0", 9}, {"q8_1", 10}} {
+		kern := name + "_" + act.name
+		if !e.runs(kern) {
+			e.t.Errorf("%s: no such variant on %s", kern, e.d.Info().Name)
+			continue
+		}
+		words := ntok * rows / 32 * act.bw
+		wb := e.place(woff, want)
+		qwant := e.out(qoff + words)
+		e.run("quantize_"+act.name, [3]uint32{3, 1, 1}, pushWords(rows, ntok, woff, qoff), wb, qwant)
+		db, qgot := e.out(doff+len(want)+4), e.out(qoff+words+3)
+		b := append([]*vulkan.Buffer(nil), bufs...)
+		b[2] = db
+		b = append(b, qgot)
+		e.run(kern, e.tileGrid(kern, rows, ntok), append(push, pushWords(qoff)...), b...)
+		require.Equal(e.t, f32Bits(want), f32Bits(e.readAt(db, doff, len(want))), "%s rows %d ntok %d: values", kern, rows, ntok)
+		require.Equal(e.t, f32Bits(e.readAt(qwant, qoff, words)), f32Bits(e.readAt(qgot, qoff, words)), "%s rows %d ntok %d: activations", kern, rows, ntok)
 	}
 }

@@ -448,6 +448,12 @@ var spvMatmulTiledGateupQ80 []byte
 //go:embed spv/matmul_coop_gateup_q8_0.spv
 var spvMatmulCoopGateupQ80 []byte
 
+//go:embed spv/matmul_coop_gateup_q8_0_q8_0.spv
+var spvMatmulCoopGateupQ80Q80 []byte
+
+//go:embed spv/matmul_coop_gateup_q8_0_q8_1.spv
+var spvMatmulCoopGateupQ80Q81 []byte
+
 //go:embed spv/matmul_tiled_bias_q8_0.spv
 var spvMatmulTiledBiasQ80 []byte
 
@@ -535,6 +541,12 @@ var spvMatmulTiledGateupQ40 []byte
 //go:embed spv/matmul_coop_gateup_q4_0.spv
 var spvMatmulCoopGateupQ40 []byte
 
+//go:embed spv/matmul_coop_gateup_q4_0_q8_0.spv
+var spvMatmulCoopGateupQ40Q80 []byte
+
+//go:embed spv/matmul_coop_gateup_q4_0_q8_1.spv
+var spvMatmulCoopGateupQ40Q81 []byte
+
 //go:embed spv/matmul_tiled_bias_q4_0.spv
 var spvMatmulTiledBiasQ40 []byte
 
@@ -621,6 +633,12 @@ var spvMatmulTiledGateupQ50 []byte
 
 //go:embed spv/matmul_coop_gateup_q5_0.spv
 var spvMatmulCoopGateupQ50 []byte
+
+//go:embed spv/matmul_coop_gateup_q5_0_q8_0.spv
+var spvMatmulCoopGateupQ50Q80 []byte
+
+//go:embed spv/matmul_coop_gateup_q5_0_q8_1.spv
+var spvMatmulCoopGateupQ50Q81 []byte
 
 //go:embed spv/matmul_tiled_bias_q5_0.spv
 var spvMatmulTiledBiasQ50 []byte
@@ -760,6 +778,12 @@ var spvMatmulTiledGateupQ41 []byte
 //go:embed spv/matmul_coop_gateup_q4_1.spv
 var spvMatmulCoopGateupQ41 []byte
 
+//go:embed spv/matmul_coop_gateup_q4_1_q8_0.spv
+var spvMatmulCoopGateupQ41Q80 []byte
+
+//go:embed spv/matmul_coop_gateup_q4_1_q8_1.spv
+var spvMatmulCoopGateupQ41Q81 []byte
+
 //go:embed spv/matmul_tiled_bias_q4_1.spv
 var spvMatmulTiledBiasQ41 []byte
 
@@ -831,6 +855,12 @@ var spvMatmulTiledGateupQ51 []byte
 
 //go:embed spv/matmul_coop_gateup_q5_1.spv
 var spvMatmulCoopGateupQ51 []byte
+
+//go:embed spv/matmul_coop_gateup_q5_1_q8_0.spv
+var spvMatmulCoopGateupQ51Q80 []byte
+
+//go:embed spv/matmul_coop_gateup_q5_1_q8_1.spv
+var spvMatmulCoopGateupQ51Q81 []byte
 
 //go:embed spv/matmul_tiled_bias_q5_1.spv
 var spvMatmulTiledBiasQ51 []byte
@@ -2549,7 +2579,7 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  4,
-	Defines:   []string{"W_Q8_0", "ADD", "COOP"},
+	Defines:   []string{"W_Q8_0", "ADD", "COOP", "Q_TR=64", "Q_TT=128", "Q_SGR=2", "Q_PF"},
 	Name:      "matmul_coop_add_q8_0",
 	PushBytes: 28,
 	SPIRV:     spvMatmulCoopAddQ80,
@@ -2569,6 +2599,22 @@ var kernels = []Kernel{{
 	Name:      "matmul_coop_gateup_q8_0",
 	PushBytes: 28,
 	SPIRV:     spvMatmulCoopGateupQ80,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_Q8_0", "GATEUP", "COOP", "OUT_Q8_0"},
+	Name:      "matmul_coop_gateup_q8_0_q8_0",
+	PushBytes: 32,
+	SPIRV:     spvMatmulCoopGateupQ80Q80,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_Q8_0", "GATEUP", "COOP", "OUT_Q8_1"},
+	Name:      "matmul_coop_gateup_q8_0_q8_1",
+	PushBytes: 32,
+	SPIRV:     spvMatmulCoopGateupQ80Q81,
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
@@ -2781,7 +2827,7 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  4,
-	Defines:   []string{"W_Q4_0", "ADD", "COOP"},
+	Defines:   []string{"W_Q4_0", "ADD", "COOP", "Q_TR=64", "Q_TT=128", "Q_SGR=2", "Q_PF"},
 	Name:      "matmul_coop_add_q4_0",
 	PushBytes: 28,
 	SPIRV:     spvMatmulCoopAddQ40,
@@ -2801,6 +2847,22 @@ var kernels = []Kernel{{
 	Name:      "matmul_coop_gateup_q4_0",
 	PushBytes: 28,
 	SPIRV:     spvMatmulCoopGateupQ40,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_Q4_0", "GATEUP", "COOP", "OUT_Q8_0"},
+	Name:      "matmul_coop_gateup_q4_0_q8_0",
+	PushBytes: 32,
+	SPIRV:     spvMatmulCoopGateupQ40Q80,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_Q4_0", "GATEUP", "COOP", "OUT_Q8_1"},
+	Name:      "matmul_coop_gateup_q4_0_q8_1",
+	PushBytes: 32,
+	SPIRV:     spvMatmulCoopGateupQ40Q81,
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
@@ -3013,7 +3075,7 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  4,
-	Defines:   []string{"W_Q5_0", "ADD", "COOP"},
+	Defines:   []string{"W_Q5_0", "ADD", "COOP", "Q_TR=64", "Q_TT=128", "Q_SGR=2", "Q_PF"},
 	Name:      "matmul_coop_add_q5_0",
 	PushBytes: 28,
 	SPIRV:     spvMatmulCoopAddQ50,
@@ -3033,6 +3095,22 @@ var kernels = []Kernel{{
 	Name:      "matmul_coop_gateup_q5_0",
 	PushBytes: 28,
 	SPIRV:     spvMatmulCoopGateupQ50,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_Q5_0", "GATEUP", "COOP", "OUT_Q8_0"},
+	Name:      "matmul_coop_gateup_q5_0_q8_0",
+	PushBytes: 32,
+	SPIRV:     spvMatmulCoopGateupQ50Q80,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_Q5_0", "GATEUP", "COOP", "OUT_Q8_1"},
+	Name:      "matmul_coop_gateup_q5_0_q8_1",
+	PushBytes: 32,
+	SPIRV:     spvMatmulCoopGateupQ50Q81,
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
@@ -3381,7 +3459,7 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  4,
-	Defines:   []string{"W_Q4_1", "ADD", "COOP"},
+	Defines:   []string{"W_Q4_1", "ADD", "COOP", "Q_TR=64", "Q_TT=128", "Q_SGR=2", "Q_PF"},
 	Name:      "matmul_coop_add_q4_1",
 	PushBytes: 28,
 	SPIRV:     spvMatmulCoopAddQ41,
@@ -3401,6 +3479,22 @@ var kernels = []Kernel{{
 	Name:      "matmul_coop_gateup_q4_1",
 	PushBytes: 28,
 	SPIRV:     spvMatmulCoopGateupQ41,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_Q4_1", "GATEUP", "COOP", "OUT_Q8_0"},
+	Name:      "matmul_coop_gateup_q4_1_q8_0",
+	PushBytes: 32,
+	SPIRV:     spvMatmulCoopGateupQ41Q80,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_Q4_1", "GATEUP", "COOP", "OUT_Q8_1"},
+	Name:      "matmul_coop_gateup_q4_1_q8_1",
+	PushBytes: 32,
+	SPIRV:     spvMatmulCoopGateupQ41Q81,
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
@@ -3573,7 +3667,7 @@ var kernels = []Kernel{{
 	Workgroup: 256,
 }, {
 	Bindings:  4,
-	Defines:   []string{"W_Q5_1", "ADD", "COOP"},
+	Defines:   []string{"W_Q5_1", "ADD", "COOP", "Q_TR=64", "Q_TT=128", "Q_SGR=2", "Q_PF"},
 	Name:      "matmul_coop_add_q5_1",
 	PushBytes: 28,
 	SPIRV:     spvMatmulCoopAddQ51,
@@ -3593,6 +3687,22 @@ var kernels = []Kernel{{
 	Name:      "matmul_coop_gateup_q5_1",
 	PushBytes: 28,
 	SPIRV:     spvMatmulCoopGateupQ51,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_Q5_1", "GATEUP", "COOP", "OUT_Q8_0"},
+	Name:      "matmul_coop_gateup_q5_1_q8_0",
+	PushBytes: 32,
+	SPIRV:     spvMatmulCoopGateupQ51Q80,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_Q5_1", "GATEUP", "COOP", "OUT_Q8_1"},
+	Name:      "matmul_coop_gateup_q5_1_q8_1",
+	PushBytes: 32,
+	SPIRV:     spvMatmulCoopGateupQ51Q81,
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {

@@ -61,6 +61,9 @@ layout(push_constant) uniform Push {
     uint doff;    // d: element offset
     uint eoff;    // ADD, BIAS: element offset of e
     uint dstride; // elements between tokens in d (and e)
+#if defined(OUT_Q8_0) || defined(OUT_Q8_1)
+    uint qoff;    // word offset of the FFN down's activations in qa
+#endif
 } pc;
 
 layout(binding = 0) readonly buffer Wt { uint w[]; };
@@ -118,6 +121,28 @@ layout(binding = 3) readonly buffer Ut { uint u[]; };
 #ifndef NW
 #define NW 1u
 #endif
+#if defined(OUT_Q8_0) || defined(OUT_Q8_1)
+// Variants OUT_Q8_0 and OUT_Q8_1 (the tensor-core gate·up of 32-value
+// block weights, a prefill step's) also write the FFN down's activations:
+// the SwiGLU values of each token's 32-row blocks quantized as
+// quantize_q8.comp would (store_q8_block, quantize.glsl: the same values,
+// the same arithmetic, so the same bits), token t's block b at word qoff
+// + (t·nrows/32 + b)·BW of qa. That saves the down's quantize dispatch,
+// its barrier and its read of d (d is still written: a reader the
+// recorder cannot serve from qa quantizes d itself). Needs nrows whole
+// blocks (the host checks); a subgroup's Q_FR = 2 fragment rows are one
+// block (the gate·up tiles' 64 rows in two subgroups).
+#if !defined(COOP) || !defined(GATEUP) || !defined(QUANT_ACT) || defined(Q8_K_ACT)
+#error OUT_Q8_0 and OUT_Q8_1 are for the tensor-core gate·up tiles of 32-value block weights
+#endif
+#ifdef OUT_Q8_0
+#define BW 9u
+#else
+#define BW 10u
+#endif
+#define QOUT qa
+layout(binding = 4) writeonly buffer QA { uint qa[]; };
+#endif
 #if defined(COOP) && (defined(W_F16) || defined(KQ_F16))
 // The F16 tensor-core tiles (and KQ_F16's): F16_TR rows × F16_TT tokens
 // a workgroup, its 8 subgroups F16_SGR along the rows and 8 / F16_SGR along the tokens,
@@ -174,15 +199,18 @@ layout(binding = 3) readonly buffer Ut { uint u[]; };
 // its 8 subgroups Q_SGR along the rows, each Q_FR × Q_FT 16×16 fragments
 // per weight: with two weights of a 32-value block type (gate·up, GeGLU)
 // 64 × 128 in 2×2 (as the F16 tiles: the host dispatches a workgroup per
-// coopPairTokens), otherwise 64 × 64 in 1×2. Measured on the H200
+// coopPairTokens), a shape shadergen names (Q_TR, Q_TT, Q_SGR: the host
+// reads the first two), otherwise 64 × 64 in 1×2. Measured on the H200
 // (TinyLlama shape, 512 tokens, session 17): the Q8_0 gate·up 288 → 250
 // µs at 64 × 128, but Q4_K's 342 → 353 (its chunk factors and sums as
 // four more matrices a fragment pair).
-#define Q_TR 64u
 #if defined(TWO_WEIGHTS) && !defined(Q8_K_ACT)
+#define Q_TR 64u
 #define Q_TT 128u
 #define Q_SGR 2u
+#elif defined(Q_TR) // a one-weight tile shape from shadergen (Q_TR=, Q_TT=, Q_SGR=)
 #else
+#define Q_TR 64u
 #define Q_TT 64u
 #define Q_SGR 4u
 #endif
@@ -198,6 +226,9 @@ layout(binding = 3) readonly buffer Ut { uint u[]; };
 #include "half.glsl"
 #ifdef GEGLU
 #include "gelu.glsl"
+#endif
+#ifdef BW
+#include "quantize.glsl"
 #endif
 
 uint wword(uint s, uint i) {
@@ -566,16 +597,20 @@ void act_fetch(uint tok, uint b, uint nb, out uint ab[ABW]) {
     }
 }
 
-#if defined(COOP) && defined(TWO_WEIGHTS)
+#if defined(COOP) && (defined(TWO_WEIGHTS) || defined(Q_PF))
 // The tensor-core gate·up tiles fetch the next stage's blocks into
 // registers (pw, pa) before this stage's products, so the loads are in
 // flight while the tensor cores work: the tile has the multiprocessor to
 // itself already (over 128 registers: one workgroup), so the registers
 // (Q4_0 180 → 242, Q8_0 158 → 206) cost no occupancy. Measured on the
 // H200 (session 23, TinyLlama pp512): Q8_0 33.4–33.8k → 35.7k tokens/s,
-// Q4_0 37.3k → 39.1k; gate·up 250 → 202 µs a node (Q8_0). One-weight
-// tiles keep loading in the stage: a prefetch costs them a workgroup a
-// multiprocessor, and was slower (session 18).
+// Q4_0 37.3k → 39.1k; gate·up 250 → 202 µs a node (Q8_0). The one-weight
+// tiles prefetch where shadergen sets Q_PF: the residual ones (ADD), in
+// 64 rows × 128 tokens (session 28, H200, Q8_0 µs a node: FFN down 158
+// → 138, attention output 69 → 63; 128 × 64 in 2 × 2: 140 and 64). The
+// plain ones (QKV) keep 64 × 64 without: a prefetch costs them a
+// workgroup a multiprocessor (85 → 114 µs), and the K and V projections'
+// 256 rows make too few wider tiles (85 → 98).
 #define Q_PREFETCH
 #define Q_WTASKS ((NW * TR * SB + 255u) / 256u)
 #define Q_ATASKS ((TT * SB + 255u) / 256u)
@@ -606,7 +641,7 @@ void emit(uint row, uint tok, float v, float u) {
 #elif defined(BIAS)
     d[pc.doff + o] = v + e[pc.eoff + row];
 #elif defined(GATEUP)
-    d[pc.doff + o] = (v / (1.0 + exp(-v))) * u;
+    d[pc.doff + o] = (v / (1.0 + exp(-v))) * u; // as OUT_Q8_0's y below
 #elif defined(GEGLU)
     d[pc.doff + o] = gelu_f16table(v) * u;
 #else
@@ -1239,6 +1274,47 @@ void main() {
     // tokens from 16·(lane / 16) (consecutive invocations write
     // consecutive rows of d).
     const uint cbase = 16u * CS * sg;
+#ifdef BW
+    // Then, per 32 tokens, the SwiGLU values go back through the same part
+    // of sw token-major: invocation lane gathers token lane's 16 rows of
+    // each fragment row, 32 in all, its block, and quantizes it.
+    [[unroll]] for (uint j = 0u; j < Q_FT; j += 2u) {
+        float blk[32];
+        [[unroll]] for (uint i = 0u; i < Q_FR; i++) {
+            float v[NW * 16u];
+            [[unroll]] for (uint s = 0u; s < NW; s++) {
+                [[unroll]] for (uint h = 0u; h < 2u; h++) {
+                    coopMatStoreNV(cacc[(s * Q_FR + i) * Q_FT + j + h], sw, cbase + 16u * h, CS, false);
+                }
+                subgroupMemoryBarrierShared();
+                subgroupBarrier();
+                for (uint el = 0u; el < 16u; el++) {
+                    v[16u * s + el] = uintBitsToFloat(sw[cbase + (lane % 16u) * CS + 16u * (lane / 16u) + el]);
+                }
+                subgroupBarrier();
+            }
+            const uint row = row0 + srow + 16u * i + lane % 16u;
+            for (uint el = 0u; el < 16u; el++) {
+                const uint tok = tok0 + stok + 16u * j + 16u * (lane / 16u) + el;
+                const float y = (v[el] / (1.0 + exp(-v[el]))) * v[16u + el]; // emit's GATEUP value
+                if (row < pc.nrows && tok < pc.ntok) {
+                    d[pc.doff + tok * pc.dstride + row] = y;
+                }
+                sw[cbase + (lane % 16u) * CS + 16u * (lane / 16u) + el] = floatBitsToUint(y);
+            }
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+            for (uint r = 0u; r < 16u; r++) {
+                blk[16u * i + r] = uintBitsToFloat(sw[cbase + r * CS + lane]);
+            }
+            subgroupBarrier();
+        }
+        const uint tok = tok0 + stok + 16u * j + lane, b = (row0 + srow) / 32u;
+        if (row0 + srow < pc.nrows && tok < pc.ntok) {
+            store_q8_block(pc.qoff + (tok * (pc.nrows / 32u) + b) * BW, blk);
+        }
+    }
+#else
     [[unroll]] for (uint i = 0u; i < Q_FR; i++) {
         [[unroll]] for (uint j = 0u; j < Q_FT; j += 2u) {
             float v[NW * 16u];
@@ -1262,6 +1338,7 @@ void main() {
             }
         }
     }
+#endif
 #endif
 #if !defined(COOP)
     for (uint el = 0u; el < 16u; el++) {

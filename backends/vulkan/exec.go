@@ -170,6 +170,7 @@ func LoadOn(d *Device, g *graph.Graph, w backends.Weights, o backends.LoadOption
 	e.users = g.Users()
 	e.normQuant = fusedNormQuant(g, e.order, func(id int) bool { return e.vals[id].active && !e.vals[id].import_ })
 	e.foldNorms()
+	e.sizeTileTails()
 	// Weights stream through the staging ring: the last copies may still
 	// be running, and their errors are Load's.
 	return e, e.d.WaitUploads()
@@ -387,6 +388,11 @@ func (e *Executable) weightLimit() int64 {
 // activations and the packed QKV weights, so tests can compare both ways
 // bit for bit.
 var testNoFusion bool
+
+// testNoTileTail turns off gateUpTileTail alone, so a test can compare
+// the prefill gate·up writing its down's activations with the quantize
+// dispatch it saves.
+var testNoTileTail bool
 
 // testNoNormFold turns off foldNorms alone (its numerics differ from the
 // norm dispatch's, so the bit-for-bit fusion test keeps it off).
@@ -740,6 +746,56 @@ func fusedNormQuant(g *graph.Graph, order []int, here func(int) bool) map[int]st
 		}
 	}
 	return out
+}
+
+// gateUpTileKernel is the variant of a prefill gate·up n taking shader
+// that also writes its FFN down's activations (gateUpTileTail), if n and
+// the device have one: fusedNormQuant chose Q8_0 or Q8_1 activations for
+// the down, the tiles are matmul_coop's, the rows whole blocks.
+func (e *Executable) gateUpTileKernel(n *graph.Node, shader string) (string, bool) {
+	kind := e.normQuant[n.ID]
+	ws := ops.MatMulWeights(n)
+	if testNoTileTail || n.Op != ops.MatMulGateUpSwiGLU || shader != "matmul_coop" || kind != "q8_0" && kind != "q8_1" || len(ws) != 2 {
+		return "", false
+	}
+	w := e.g.Nodes[ws[0]]
+	if w.Type.Shape[0].N%32 != 0 {
+		return "", false
+	}
+	name := "matmul_coop_gateup_" + weightKernel[w.Type.DType] + "_" + kind
+	if _, err := shaders.Lookup(name); err != nil {
+		return "", false
+	}
+	return name, true
+}
+
+// tileTailWords is the scratch words of a gate·up n's own activations and
+// of its down's at ntok tokens.
+func (e *Executable) tileTailWords(n *graph.Node, ntok int) (own, down int64) {
+	w := e.g.Nodes[ops.MatMulWeights(n)[0]]
+	own = actWords(actKind(w.Type.DType), w.Type.Shape[1].N) * int64(ntok)
+	down = actWords(e.normQuant[n.ID], w.Type.Shape[0].N) * int64(ntok)
+	return own, down
+}
+
+// sizeTileTails makes room in the activation scratch for the prefill
+// gate·ups that write their downs' activations beside their own
+// (gateUpTileTail).
+func (e *Executable) sizeTileTails() {
+	if !e.tiles(e.maxTokens) {
+		return
+	}
+	for _, id := range e.order {
+		n := e.g.Nodes[id]
+		if _, ok := e.gateUpTileKernel(n, "matmul_coop"); !ok || !e.vals[id].active {
+			continue
+		}
+		if shader, _ := e.matmulShader(n, e.maxTokens); shader != "matmul_coop" {
+			continue
+		}
+		own, down := e.tileTailWords(n, e.maxTokens)
+		e.q8Words = max(e.q8Words, own+64+down)
+	}
 }
 
 // normFoldOut names, per kind of activations a folded norm writes, the

@@ -39,6 +39,15 @@ func DisableNormFold() (restore func()) {
 	return func() { testNoNormFold = old }
 }
 
+// DisableTileTails keeps a prefill gate·up's FFN down activations a
+// quantize dispatch of their own (gateUpTileTail); it returns a function
+// restoring the fusion.
+func DisableTileTails() (restore func()) {
+	old := testNoTileTail
+	testNoTileTail = true
+	return func() { testNoTileTail = old }
+}
+
 // FoldedNorms returns how many norms a decode step folds into the
 // matvecs around them.
 func FoldedNorms(e *Executable) int { return len(e.normFold) }

@@ -882,6 +882,23 @@ func coopPairs(n *graph.Node, wt graph.DType) bool {
 	return err == nil && binary16Weights(k)
 }
 
+// coopTile is the tile of a matmul node n's tensor-core variant for
+// weights of type wt: its Q_TR rows × Q_TT tokens where shadergen gives
+// them (a one-weight tile of another shape), else rows × tokens.
+func coopTile(n *graph.Node, wt graph.DType, rows, tokens int) (int, int) {
+	k, err := coopKernel(n, wt)
+	if err != nil {
+		return rows, tokens
+	}
+	if tr, ok := k.DefineInt("Q_TR"); ok && tr > 0 {
+		rows = tr
+	}
+	if tt, ok := k.DefineInt("Q_TT"); ok && tt > 0 {
+		tokens = tt
+	}
+	return rows, tokens
+}
+
 // coopEpilogue is the matmul_coop variant's epilogue part of a matmul op.
 var coopEpilogue = map[string]string{ops.MatMulAdd: "add_", ops.MatMulBias: "bias_", ops.MatMulGateUpSwiGLU: "gateup_", ops.MatMulGateUpGeGLU: "geglu_"}
 
@@ -969,7 +986,10 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 	rowsPer := 1         // weight rows a matvec workgroup
 	tileRows := matmulWG // weight rows a matmul, matmul_tiled or matmul_coop workgroup
 	switch {
-	case shader == "matmul_tiled" || shader == "matmul_coop":
+	case shader == "matmul_coop":
+		perGroup = tiledTokens
+		tileRows, perGroup = coopTile(n, wt0, tileRows, perGroup)
+	case shader == "matmul_tiled":
 		perGroup = tiledTokens
 	case shader == "matmul_cm2":
 		// Its variant's tile: CM_TR rows × CM_TT tokens.
@@ -1079,6 +1099,9 @@ func (r *recorder) matmul(v *value, dst Range, doff uint32) error {
 		if tail := r.gateUpTail(n, g, u, spec, groups, dst, doff, ntok, cols, nq, eps); tail != nil {
 			return tail()
 		}
+		if tail := r.gateUpTileTail(n, g, u, shader, groups, dst, doff, ntok, cols); tail != nil {
+			return tail()
+		}
 		return chunked(shader+"_gateup_"+nq+kind, g, u, dst, doff, Range{}, 0)
 	case ops.MatMulBias:
 		// The bias row's element offset goes where the residual's would;
@@ -1149,6 +1172,36 @@ func (r *recorder) gateUpTail(n *graph.Node, g, u *value, spec string, groups fu
 		push := append([]uint32{uint32(cols), uint32(rows), 1, xoff, doff, off, uint32(rows)}, eps...)
 		bufs := []Range{weightRange(g, 0), Whole(r.s.scratch), dst, weightRange(u, 0), Whole(r.s.scratch), {Buf: r.s.tails, Offset: region}}
 		if err := r.dispatch(name+spec, groups(rows), push, bufs...); err != nil {
+			return err
+		}
+		r.scratch, r.scratchOff, r.scratchPairs = n.ID, off, false
+		return nil
+	}
+}
+
+// gateUpTileTail returns the recording of a prefill gate·up n on
+// tensor-core tiles that also writes its FFN down's Q8_0 or Q8_1
+// activations (matmul_tiled.comp OUT_Q8_0, OUT_Q8_1), or nil where that
+// does not apply: fusedNormQuant chose n for one of those kinds, n takes
+// matmul_coop, one row chunk of each weight of whole blocks, a variant for
+// the type, room in the scratch beside n's own activations (tileTailWords).
+// A prefill step saves the down's quantize dispatch, its barrier and its
+// read of n's output.
+func (r *recorder) gateUpTileTail(n *graph.Node, g, u *value, shader string, groups func(int) [3]uint32, dst Range, doff uint32, ntok, cols int) func() error {
+	rows := int(g.n.Type.Shape[0].N)
+	name, ok := r.s.e.gateUpTileKernel(n, shader)
+	if !ok || len(g.w) != 1 || len(u.w) != 1 {
+		return nil
+	}
+	own, down := r.s.e.tileTailWords(n, ntok)
+	off := (r.scratchOff + uint32(own) + 63) &^ 63 // words, past n's own activations
+	if int64(off)+down > r.s.e.q8Words {
+		return nil
+	}
+	return func() error {
+		push := []uint32{uint32(cols), uint32(rows), uint32(ntok), r.scratchOff, doff, 0, uint32(rows), off}
+		bufs := []Range{weightRange(g, 0), Whole(r.s.scratch), dst, weightRange(u, 0), Whole(r.s.scratch)}
+		if err := r.dispatch(name, groups(rows), push, bufs...); err != nil {
 			return err
 		}
 		r.scratch, r.scratchOff, r.scratchPairs = n.ID, off, false

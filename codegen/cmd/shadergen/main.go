@@ -100,6 +100,10 @@ var weightTypes = []struct {
 	{"tq1_0", "W_TQ1_0", false, false, false, false}, {"tq2_0", "W_TQ2_0", false, false, false, false},
 }
 
+// block32 are the weight types of 32-value blocks whose tensor-core tiles
+// take Q8_0 or Q8_1 activations (matmul_tiled.comp without Q8_K_ACT).
+var block32 = map[string]bool{"q8_0": true, "q4_0": true, "q5_0": true, "q4_1": true, "q5_1": true}
+
 // cm2Tile is a tile shape of matmul_cm2.comp: tr rows × tt tokens a
 // workgroup of wg invocations, tk columns a step.
 type cm2Tile struct{ tr, tt, tk, wg int }
@@ -268,7 +272,23 @@ func init() {
 						// by half the invocations).
 						coop, wg = append(coop, "F16_SPLIT"), 512
 					}
+					if epi.define == "ADD" && block32[w.name] {
+						// The residual tiles of the 32-value block types
+						// (FFN down, attention output): 64 rows × 128
+						// tokens, the next stage's loads in flight during
+						// this one's products (Q_PF). The host reads the
+						// shape (Q_TR, Q_TT).
+						coop = append(coop, "Q_TR=64", "Q_TT=128", "Q_SGR=2", "Q_PF")
+					}
 					variants = append(variants, variant{"matmul_coop_" + epi.name + w.name, "matmul_tiled.comp", coop, bindings, 28, wg})
+					if epi.define == "GATEUP" && block32[w.name] {
+						// A prefill gate·up that also writes its FFN
+						// down's activations (OUT_Q8_0, OUT_Q8_1).
+						for _, out := range []string{"q8_0", "q8_1"} {
+							variants = append(variants, variant{"matmul_coop_gateup_" + w.name + "_" + out, "matmul_tiled.comp",
+								append(slices.Clone(coop), "OUT_"+strings.ToUpper(out)), 5, 32, wg})
+						}
+					}
 				}
 			}
 		}
