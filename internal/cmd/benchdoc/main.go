@@ -234,7 +234,11 @@ func run(c config) error {
 		}
 	}
 	doc := report{when: time.Now().UTC(), cfg: c, rows: rows, env: rows[0].env}
-	if err := os.WriteFile(c.out, []byte(doc.markdown()), 0o644); err != nil {
+	md, err := withKeptSections(doc.markdown(), c.out)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(c.out, []byte(md), 0o644); err != nil {
 		return err
 	}
 	svg := chartPath(c.out)

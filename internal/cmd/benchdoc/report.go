@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"html"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -303,4 +306,22 @@ func (r report) values(x row, weft stat, get func(peerResult) stat) []float64 {
 		out = append(out, v)
 	}
 	return out
+}
+
+// gpuSection is the hand-kept part of the report beside out: the GPU
+// figures, measured on the lent GPU machine rather than by make bench.
+const gpuSection = "benchmarks-gpu.md"
+
+// withKeptSections appends to the generated markdown md the hand-kept
+// section beside out (gpuSection), where there is one, so regenerating
+// the report keeps it.
+func withKeptSections(md, out string) (string, error) {
+	kept, err := os.ReadFile(filepath.Join(filepath.Dir(out), gpuSection))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return md, nil
+	case err != nil:
+		return "", fmt.Errorf("the hand-kept section: %w", err)
+	}
+	return strings.TrimRight(md, "\n") + "\n\n" + string(kept), nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weft-ml/weft/internal/browsertest"
+	"github.com/weft-ml/weft/internal/testenv"
 )
 
 func runs(xs ...float64) stat { return stat{Median: xs[len(xs)/2], Runs: xs} }
@@ -368,4 +369,33 @@ func TestSVGMarksPeersNotRun(t *testing.T) {
 	svg := report{when: time.Unix(0, 0), cfg: config{p: 512, n: 128, r: 2, threads: 2, bandwidth: 47, peers: peers}, rows: []row{x}}.svg()
 	assert.Contains(t, svg, ">–</text>")
 	assert.NotContains(t, svg, ">0</text>")
+}
+
+// The hand-kept GPU section beside the report survives regeneration: it
+// is appended after the generated part, and its absence changes nothing.
+func TestKeptSections(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "benchmarks.md")
+	md, err := withKeptSections("# Benchmarks\n\ngenerated\n", out)
+	require.NoError(t, err)
+	assert.Equal(t, "# Benchmarks\n\ngenerated\n", md)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, gpuSection), []byte("## GPU\n\nkept\n"), 0o644))
+	md, err = withKeptSections("# Benchmarks\n\ngenerated\n", out)
+	require.NoError(t, err)
+	assert.Equal(t, "# Benchmarks\n\ngenerated\n\n## GPU\n\nkept\n", md)
+	require.NoError(t, os.Remove(filepath.Join(dir, gpuSection)))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, gpuSection), 0o755))
+	_, err = withKeptSections("x", out)
+	assert.ErrorContains(t, err, "hand-kept section")
+}
+
+// docs/benchmarks.md ends with docs/benchmarks-gpu.md, as benchdoc writes
+// it (edit the GPU figures there).
+func TestCommittedReportKeepsGPUSection(t *testing.T) {
+	root := testenv.RepoRoot(t)
+	kept, err := os.ReadFile(filepath.Join(root, "docs", gpuSection))
+	require.NoError(t, err)
+	report, err := os.ReadFile(filepath.Join(root, "docs", "benchmarks.md"))
+	require.NoError(t, err)
+	assert.True(t, strings.HasSuffix(string(report), "\n\n"+string(kept)), "docs/benchmarks.md does not end with docs/%s", gpuSection)
 }

@@ -128,21 +128,38 @@ func TestChart(t *testing.T) {
 	browsertest.RequireShown(t, img, 5000, browsertest.Engines...)
 }
 
-// docs/benchmarks-vulkan-peers.svg is what the tool draws from the
-// committed results (regenerate: go run ./internal/cmd/peertable -svg
-// docs/benchmarks-vulkan-peers.svg docs/data/gpu-peers-s27/*/).
+// The committed session-28 results (Q4_0 and Q8_0 beside mainline, after
+// the prefill gate·up took over the down's quantization): every Q8_0
+// round at least 1.05×.
+func TestCommittedResultsSession28(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join(testenv.RepoRoot(t), "docs", "data", "gpu-peers-s28", "*-*"))
+	require.NoError(t, err)
+	require.Len(t, dirs, 2)
+	var out, errOut bytes.Buffer
+	require.NoError(t, run(dirs, "", &out, &errOut))
+	assert.Empty(t, errOut.String())
+	assert.Contains(t, out.String(), "| Q8_0 | 5 | 38883–39078 | 34867–37155 | 1.11× (1.05–1.12) |")
+	assert.Contains(t, out.String(), "| Q4_0 | 5 | 41703–42265 | 34460–36531 | 1.21× (1.15–1.22) |")
+}
+
+// The committed charts are what the tool draws from the committed results
+// (regenerate: go run ./internal/cmd/peertable -svg
+// docs/benchmarks-vulkan-peers.svg docs/data/gpu-peers-s27/*/, and
+// -svg docs/benchmarks-vulkan-peers-s28.svg docs/data/gpu-peers-s28/*/).
 func TestCommittedChartIsCurrent(t *testing.T) {
 	root := testenv.RepoRoot(t)
-	dirs, err := filepath.Glob(filepath.Join(root, "docs", "data", "gpu-peers-s27", "*-*"))
-	require.NoError(t, err)
-	svg := filepath.Join(t.TempDir(), "peers.svg")
-	var out, errOut bytes.Buffer
-	require.NoError(t, run(dirs, svg, &out, &errOut))
-	want, err := os.ReadFile(svg)
-	require.NoError(t, err)
-	got, err := os.ReadFile(filepath.Join(root, "docs", "benchmarks-vulkan-peers.svg"))
-	require.NoError(t, err)
-	assert.Equal(t, string(want), string(got), "docs/benchmarks-vulkan-peers.svg is stale: regenerate it")
+	for chart, session := range map[string]string{"benchmarks-vulkan-peers.svg": "gpu-peers-s27", "benchmarks-vulkan-peers-s28.svg": "gpu-peers-s28"} {
+		dirs, err := filepath.Glob(filepath.Join(root, "docs", "data", session, "*-*"))
+		require.NoError(t, err)
+		svg := filepath.Join(t.TempDir(), "peers.svg")
+		var out, errOut bytes.Buffer
+		require.NoError(t, run(dirs, svg, &out, &errOut))
+		want, err := os.ReadFile(svg)
+		require.NoError(t, err)
+		got, err := os.ReadFile(filepath.Join(root, "docs", chart))
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got), "docs/%s is stale: regenerate it", chart)
+	}
 }
 
 // Whatever bytes the result files hold, reading them fails or succeeds;
