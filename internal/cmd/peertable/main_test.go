@@ -87,8 +87,7 @@ func TestBadResults(t *testing.T) {
 // The committed session-27 results give the figures docs/benchmarks-vulkan.md
 // quotes (Q8_0 prefill at the edge beside mainline, decode ahead of ik).
 func TestCommittedResults(t *testing.T) {
-	dirs, err := filepath.Glob(filepath.Join(testenv.RepoRoot(t), "docs", "data", "gpu-peers-s27", "*-*"))
-	require.NoError(t, err)
+	dirs := committedDirs(t, "gpu-peers-s27")
 	require.Len(t, dirs, 3)
 	var out, errOut bytes.Buffer
 	require.NoError(t, run(dirs, "", &out, &errOut))
@@ -102,8 +101,7 @@ func TestCommittedResults(t *testing.T) {
 // type and phase, marks the ratios below 1.0×, and shows every engine's
 // bars in headless Chromium.
 func TestChart(t *testing.T) {
-	dirs, err := filepath.Glob(filepath.Join(testenv.RepoRoot(t), "docs", "data", "gpu-peers-s27", "*-*"))
-	require.NoError(t, err)
+	dirs := committedDirs(t, "gpu-peers-s27")
 	svg := filepath.Join(t.TempDir(), "peers.svg")
 	var out, errOut bytes.Buffer
 	require.NoError(t, run(dirs, svg, &out, &errOut))
@@ -132,8 +130,7 @@ func TestChart(t *testing.T) {
 // the prefill gate·up took over the down's quantization): every Q8_0
 // round at least 1.05×.
 func TestCommittedResultsSession28(t *testing.T) {
-	dirs, err := filepath.Glob(filepath.Join(testenv.RepoRoot(t), "docs", "data", "gpu-peers-s28", "*-*"))
-	require.NoError(t, err)
+	dirs := committedDirs(t, "gpu-peers-s28")
 	require.Len(t, dirs, 2)
 	var out, errOut bytes.Buffer
 	require.NoError(t, run(dirs, "", &out, &errOut))
@@ -149,17 +146,22 @@ func TestCommittedResultsSession28(t *testing.T) {
 func TestCommittedChartIsCurrent(t *testing.T) {
 	root := testenv.RepoRoot(t)
 	for chart, session := range map[string]string{"benchmarks-vulkan-peers.svg": "gpu-peers-s27", "benchmarks-vulkan-peers-s28.svg": "gpu-peers-s28"} {
-		dirs, err := filepath.Glob(filepath.Join(root, "docs", "data", session, "*-*"))
-		require.NoError(t, err)
 		svg := filepath.Join(t.TempDir(), "peers.svg")
 		var out, errOut bytes.Buffer
-		require.NoError(t, run(dirs, svg, &out, &errOut))
+		require.NoError(t, run(committedDirs(t, session), svg, &out, &errOut))
 		want, err := os.ReadFile(svg)
 		require.NoError(t, err)
 		got, err := os.ReadFile(filepath.Join(root, "docs", chart))
 		require.NoError(t, err)
 		assert.Equal(t, string(want), string(got), "docs/%s is stale: regenerate it", chart)
 	}
+}
+
+// committedDirs is the result folders of a session under docs/data.
+func committedDirs(t *testing.T, session string) []string {
+	dirs, err := filepath.Glob(filepath.Join(testenv.RepoRoot(t), "docs", "data", session, "*-*"))
+	require.NoError(t, err)
+	return dirs
 }
 
 // Whatever bytes the result files hold, reading them fails or succeeds;
