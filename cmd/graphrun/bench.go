@@ -42,8 +42,9 @@ type benchReport struct {
 	// ReadBandwidth is the memory streaming rate measured in the same
 	// process (GB/s, --bandwidth): decode's ceiling at that moment.
 	ReadBandwidth *runtime.Stat `json:"read_gb_s,omitempty"`
-	// ReadBandwidthOf says whose memory: "vulkan device 0" (a GPU's own,
-	// read by one of its kernels) or "host, N threads".
+	// ReadBandwidthOf says whose memory: "vulkan: NVIDIA H200" (a GPU's
+	// own, read by one of its kernels: the device the model ran on) or
+	// "host, N threads".
 	ReadBandwidthOf string   `json:"read_gb_s_of,omitempty"`
 	Env             benchEnv `json:"env"`
 	ModelBytes      int64    `json:"model_bytes"`
@@ -157,7 +158,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		rep.Threads = goruntime.GOMAXPROCS(0)
 	}
 	if *bandwidth && !cancelled {
-		if rep.ReadBandwidth, rep.ReadBandwidthOf, err = measureBandwidth(m.Backend, *where.device, rep.Threads, *r, stderr); err != nil {
+		if rep.ReadBandwidth, rep.ReadBandwidthOf, err = measureBandwidth(m.Backend, *where.device, m.Device, rep.Threads, *r, stderr); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -150,8 +151,12 @@ func TestBenchBandwidthOfTheDevice(t *testing.T) {
 	}
 	var out, errOut bytes.Buffer
 	require.NoError(t, runBench(context.Background(), []string{stories(t), "-p", "8", "-n", "2", "-r", "2", "--backend", "vulkan", "--bandwidth"}, &out, &errOut), errOut.String())
-	assert.Contains(t, errOut.String(), "measuring the memory read bandwidth of vulkan device 0")
-	assert.Regexp(t, `(?m)^bandwidth +[0-9.]+ +[0-9.]+ +[0-9.]+% \(GB/s, memory read: vulkan device 0\)$`, out.String())
+	// Whose: the model's device, by name (WEFT_VULKAN_DEVICE may have
+	// picked another index than 0).
+	dev := regexp.MustCompile(`(?m)^backend vulkan on (.+), [^,:]+: `).FindStringSubmatch(out.String())
+	require.Len(t, dev, 2, out.String())
+	assert.Contains(t, errOut.String(), "measuring the memory read bandwidth of vulkan: "+dev[1]+"\n")
+	assert.Regexp(t, `(?m)^bandwidth +[0-9.]+ +[0-9.]+ +[0-9.]+% \(GB/s, memory read: vulkan: `+regexp.QuoteMeta(dev[1])+`\)$`, out.String())
 	assert.Contains(t, out.String(), "decode streams the file at")
 	// The report names the device, and does not on the host.
 	assert.Regexp(t, `(?m)^backend vulkan on .+: Vulkan 1\.`, out.String())
@@ -165,6 +170,18 @@ func TestBenchBandwidthOfTheDevice(t *testing.T) {
 	out.Reset()
 	require.NoError(t, runBench(context.Background(), []string{stories(t), "-p", "8", "-n", "2", "-r", "1"}, &out, &errOut))
 	assert.NotContains(t, out.String(), "backend ")
+}
+
+// The bandwidth report names the device by the name in its description,
+// commas in the name and all.
+func TestDeviceName(t *testing.T) {
+	for described, want := range map[string]string{
+		"NVIDIA H200, discrete GPU: Vulkan 1.4.312, NVIDIA 580.159.04, subgroup 32": "NVIDIA H200",
+		"llvmpipe (LLVM 15.0.6, 256 bits), CPU: Vulkan 1.3.255, llvmpipe":           "llvmpipe (LLVM 15.0.6, 256 bits)",
+		"": "", "no driver part": "", "NAME: no kind": "",
+	} {
+		assert.Equal(t, want, deviceName(described), described)
+	}
 }
 
 // TestContextShiftMatchesLlamaCpp: --keep -1 keeps the whole prompt (BOS
