@@ -82,34 +82,3 @@ func (e *env) tileGrid(kern string, rows, ntok int) [3]uint32 {
 	g[2] = uint32((ntok + tt - 1) / tt)
 	return g
 }
-
-// gateUpWithDownActivations runs gate·up kernel name's variants that also
-// write the FFN down's Q8_0 and Q8_1 activations (the 32-value block
-// types have them; bufs: weights,
-// activations, an unused slot for d, up weights; push: the plain
-// variant's) and requires the values want (the plain variant's) and the
-// bits quantize_q8_0/q8_1 gives them.
-func (e *env) gateUpWithDownActivations(name string, rows, ntok int, want []float32, bufs []*vulkan.Buffer, push []byte) {
-	const doff, woff, qoff = 3, 7, 2
-	for _, act := range []struct {
-		name string
-		bw   int
-	}{{"q8_0", 9}, {"q8_1", 10}} {
-		kern := name + "_" + act.name
-		if !e.runs(kern) {
-			e.t.Errorf("%s: no such variant on %s", kern, e.d.Info().Name)
-			continue
-		}
-		words := ntok * rows / 32 * act.bw
-		wb := e.place(woff, want)
-		qwant := e.out(qoff + words)
-		e.run("quantize_"+act.name, [3]uint32{3, 1, 1}, pushWords(rows, ntok, woff, qoff), wb, qwant)
-		db, qgot := e.out(doff+len(want)+4), e.out(qoff+words+3)
-		b := append([]*vulkan.Buffer(nil), bufs...)
-		b[2] = db
-		b = append(b, qgot)
-		e.run(kern, e.tileGrid(kern, rows, ntok), append(push, pushWords(qoff)...), b...)
-		require.Equal(e.t, f32Bits(want), f32Bits(e.readAt(db, doff, len(want))), "%s rows %d ntok %d: values", kern, rows, ntok)
-		require.Equal(e.t, f32Bits(e.readAt(qwant, qoff, words)), f32Bits(e.readAt(qgot, qoff, words)), "%s rows %d ntok %d: activations", kern, rows, ntok)
-	}
-}

@@ -445,6 +445,12 @@ var spvMatmulCoopAddQ80 []byte
 //go:embed spv/matmul_tiled_gateup_q8_0.spv
 var spvMatmulTiledGateupQ80 []byte
 
+//go:embed spv/matmul_tiled_gateup_q8_0_q8_0.spv
+var spvMatmulTiledGateupQ80Q80 []byte
+
+//go:embed spv/matmul_tiled_gateup_q8_0_q8_1.spv
+var spvMatmulTiledGateupQ80Q81 []byte
+
 //go:embed spv/matmul_coop_gateup_q8_0.spv
 var spvMatmulCoopGateupQ80 []byte
 
@@ -538,6 +544,12 @@ var spvMatmulCoopAddQ40 []byte
 //go:embed spv/matmul_tiled_gateup_q4_0.spv
 var spvMatmulTiledGateupQ40 []byte
 
+//go:embed spv/matmul_tiled_gateup_q4_0_q8_0.spv
+var spvMatmulTiledGateupQ40Q80 []byte
+
+//go:embed spv/matmul_tiled_gateup_q4_0_q8_1.spv
+var spvMatmulTiledGateupQ40Q81 []byte
+
 //go:embed spv/matmul_coop_gateup_q4_0.spv
 var spvMatmulCoopGateupQ40 []byte
 
@@ -630,6 +642,12 @@ var spvMatmulCoopAddQ50 []byte
 
 //go:embed spv/matmul_tiled_gateup_q5_0.spv
 var spvMatmulTiledGateupQ50 []byte
+
+//go:embed spv/matmul_tiled_gateup_q5_0_q8_0.spv
+var spvMatmulTiledGateupQ50Q80 []byte
+
+//go:embed spv/matmul_tiled_gateup_q5_0_q8_1.spv
+var spvMatmulTiledGateupQ50Q81 []byte
 
 //go:embed spv/matmul_coop_gateup_q5_0.spv
 var spvMatmulCoopGateupQ50 []byte
@@ -775,6 +793,12 @@ var spvMatmulCoopAddQ41 []byte
 //go:embed spv/matmul_tiled_gateup_q4_1.spv
 var spvMatmulTiledGateupQ41 []byte
 
+//go:embed spv/matmul_tiled_gateup_q4_1_q8_0.spv
+var spvMatmulTiledGateupQ41Q80 []byte
+
+//go:embed spv/matmul_tiled_gateup_q4_1_q8_1.spv
+var spvMatmulTiledGateupQ41Q81 []byte
+
 //go:embed spv/matmul_coop_gateup_q4_1.spv
 var spvMatmulCoopGateupQ41 []byte
 
@@ -852,6 +876,12 @@ var spvMatmulCoopAddQ51 []byte
 
 //go:embed spv/matmul_tiled_gateup_q5_1.spv
 var spvMatmulTiledGateupQ51 []byte
+
+//go:embed spv/matmul_tiled_gateup_q5_1_q8_0.spv
+var spvMatmulTiledGateupQ51Q80 []byte
+
+//go:embed spv/matmul_tiled_gateup_q5_1_q8_1.spv
+var spvMatmulTiledGateupQ51Q81 []byte
 
 //go:embed spv/matmul_coop_gateup_q5_1.spv
 var spvMatmulCoopGateupQ51 []byte
@@ -2594,6 +2624,22 @@ var kernels = []Kernel{{
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
+	Bindings:  5,
+	Defines:   []string{"W_Q8_0", "GATEUP", "OUT_Q8_0"},
+	Name:      "matmul_tiled_gateup_q8_0_q8_0",
+	PushBytes: 32,
+	SPIRV:     spvMatmulTiledGateupQ80Q80,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_Q8_0", "GATEUP", "OUT_Q8_1"},
+	Name:      "matmul_tiled_gateup_q8_0_q8_1",
+	PushBytes: 32,
+	SPIRV:     spvMatmulTiledGateupQ80Q81,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
 	Bindings:  4,
 	Defines:   []string{"W_Q8_0", "GATEUP", "COOP"},
 	Name:      "matmul_coop_gateup_q8_0",
@@ -2842,6 +2888,22 @@ var kernels = []Kernel{{
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
+	Bindings:  5,
+	Defines:   []string{"W_Q4_0", "GATEUP", "OUT_Q8_0"},
+	Name:      "matmul_tiled_gateup_q4_0_q8_0",
+	PushBytes: 32,
+	SPIRV:     spvMatmulTiledGateupQ40Q80,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_Q4_0", "GATEUP", "OUT_Q8_1"},
+	Name:      "matmul_tiled_gateup_q4_0_q8_1",
+	PushBytes: 32,
+	SPIRV:     spvMatmulTiledGateupQ40Q81,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
 	Bindings:  4,
 	Defines:   []string{"W_Q4_0", "GATEUP", "COOP"},
 	Name:      "matmul_coop_gateup_q4_0",
@@ -3087,6 +3149,22 @@ var kernels = []Kernel{{
 	Name:      "matmul_tiled_gateup_q5_0",
 	PushBytes: 28,
 	SPIRV:     spvMatmulTiledGateupQ50,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_Q5_0", "GATEUP", "OUT_Q8_0"},
+	Name:      "matmul_tiled_gateup_q5_0_q8_0",
+	PushBytes: 32,
+	SPIRV:     spvMatmulTiledGateupQ50Q80,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_Q5_0", "GATEUP", "OUT_Q8_1"},
+	Name:      "matmul_tiled_gateup_q5_0_q8_1",
+	PushBytes: 32,
+	SPIRV:     spvMatmulTiledGateupQ50Q81,
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
@@ -3474,6 +3552,22 @@ var kernels = []Kernel{{
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {
+	Bindings:  5,
+	Defines:   []string{"W_Q4_1", "GATEUP", "OUT_Q8_0"},
+	Name:      "matmul_tiled_gateup_q4_1_q8_0",
+	PushBytes: 32,
+	SPIRV:     spvMatmulTiledGateupQ41Q80,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_Q4_1", "GATEUP", "OUT_Q8_1"},
+	Name:      "matmul_tiled_gateup_q4_1_q8_1",
+	PushBytes: 32,
+	SPIRV:     spvMatmulTiledGateupQ41Q81,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
 	Bindings:  4,
 	Defines:   []string{"W_Q4_1", "GATEUP", "COOP"},
 	Name:      "matmul_coop_gateup_q4_1",
@@ -3679,6 +3773,22 @@ var kernels = []Kernel{{
 	Name:      "matmul_tiled_gateup_q5_1",
 	PushBytes: 28,
 	SPIRV:     spvMatmulTiledGateupQ51,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_Q5_1", "GATEUP", "OUT_Q8_0"},
+	Name:      "matmul_tiled_gateup_q5_1_q8_0",
+	PushBytes: 32,
+	SPIRV:     spvMatmulTiledGateupQ51Q80,
+	Source:    "matmul_tiled.comp",
+	Workgroup: 256,
+}, {
+	Bindings:  5,
+	Defines:   []string{"W_Q5_1", "GATEUP", "OUT_Q8_1"},
+	Name:      "matmul_tiled_gateup_q5_1_q8_1",
+	PushBytes: 32,
+	SPIRV:     spvMatmulTiledGateupQ51Q81,
 	Source:    "matmul_tiled.comp",
 	Workgroup: 256,
 }, {

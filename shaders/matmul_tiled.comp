@@ -122,18 +122,19 @@ layout(binding = 3) readonly buffer Ut { uint u[]; };
 #define NW 1u
 #endif
 #if defined(OUT_Q8_0) || defined(OUT_Q8_1)
-// Variants OUT_Q8_0 and OUT_Q8_1 (the tensor-core gate·up of 32-value
-// block weights, a prefill step's) also write the FFN down's activations:
+// Variants OUT_Q8_0 and OUT_Q8_1 (the gate·up of 32-value block weights,
+// a prefill step's, on tensor cores or not) also write the FFN down's
+// activations:
 // the SwiGLU values of each token's 32-row blocks quantized as
 // quantize_q8.comp would (store_q8_block, quantize.glsl: the same values,
 // the same arithmetic, so the same bits), token t's block b at word qoff
 // + (t·nrows/32 + b)·BW of qa. That saves the down's quantize dispatch,
 // its barrier and its read of d (d is still written: a reader the
 // recorder cannot serve from qa quantizes d itself). Needs nrows whole
-// blocks (the host checks); a subgroup's Q_FR = 2 fragment rows are one
-// block (the gate·up tiles' 64 rows in two subgroups).
-#if !defined(COOP) || !defined(GATEUP) || !defined(QUANT_ACT) || defined(Q8_K_ACT)
-#error OUT_Q8_0 and OUT_Q8_1 are for the tensor-core gate·up tiles of 32-value block weights
+// blocks (the host checks); with COOP a subgroup's Q_FR = 2 fragment rows
+// are one block (the gate·up tiles' 64 rows in two subgroups).
+#if !defined(GATEUP) || !defined(QUANT_ACT) || defined(Q8_K_ACT)
+#error OUT_Q8_0 and OUT_Q8_1 are for the gate·up tiles of 32-value block weights
 #endif
 #ifdef OUT_Q8_0
 #define BW 9u
@@ -312,7 +313,7 @@ uvec4 wquad(uint s, uint i) {
 shared uint sw[Q_SW]; // a block: 32 int8 weights in 8 words
 #else
 #define WS 8u
-shared uint sw[NW * SB * TR * WS]; // a block: 32 int8 weights in 8 words
+shared uint sw[NW * SB * TR * WS]; // a block: 32 int8 weights in 8 words (OUT_Q8_0/OUT_Q8_1: TT × TR floats after the last stage, as many words)
 #endif
 #ifdef Q8_K_ACT
 #if defined(W_Q6_K) || defined(W_Q3_K) || defined(W_Q2_K)
@@ -1340,7 +1341,31 @@ void main() {
     }
 #endif
 #endif
-#if !defined(COOP)
+#if !defined(COOP) && defined(BW)
+    // OUT_Q8_0, OUT_Q8_1 without tensor cores: the SwiGLU values go
+    // through sw (free after the last stage's barrier) token-major, 64
+    // rows a token, and 128 invocations each quantize one token's block
+    // (row0 is a multiple of 64: two blocks a token).
+    for (uint el = 0u; el < 16u; el++) {
+        const uint r = tr + 16u * (el / 4u), t = tt + 16u * (el % 4u);
+        const float y = (acc[el] / (1.0 + exp(-acc[el]))) * acc[16u + el]; // emit's GATEUP value
+        if (row0 + r < pc.nrows && tok0 + t < pc.ntok) {
+            d[pc.doff + (tok0 + t) * pc.dstride + row0 + r] = y;
+        }
+        sw[t * TR + r] = floatBitsToUint(y);
+    }
+    barrier();
+    if (tid < 2u * TT) {
+        const uint t = tid / 2u, b = tid % 2u;
+        float blk[32];
+        for (uint k = 0u; k < 32u; k++) {
+            blk[k] = uintBitsToFloat(sw[t * TR + 32u * b + k]);
+        }
+        if (row0 + 32u * b < pc.nrows && tok0 + t < pc.ntok) {
+            store_q8_block(pc.qoff + ((tok0 + t) * (pc.nrows / 32u) + row0 / 32u + b) * BW, blk);
+        }
+    }
+#elif !defined(COOP)
     for (uint el = 0u; el < 16u; el++) {
         const uint row = row0 + tr + 16u * (el / 4u), tok = tok0 + tt + 16u * (el % 4u);
         if (row >= pc.nrows || tok >= pc.ntok) {

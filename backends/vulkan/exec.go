@@ -751,18 +751,19 @@ func fusedNormQuant(g *graph.Graph, order []int, here func(int) bool) map[int]st
 // gateUpTileKernel is the variant of a prefill gate·up n taking shader
 // that also writes its FFN down's activations (gateUpTileTail), if n and
 // the device have one: fusedNormQuant chose Q8_0 or Q8_1 activations for
-// the down, the tiles are matmul_coop's, the rows whole blocks.
+// the down, the tiles are matmul_tiled's or matmul_coop's, the rows whole
+// blocks.
 func (e *Executable) gateUpTileKernel(n *graph.Node, shader string) (string, bool) {
 	kind := e.normQuant[n.ID]
 	ws := ops.MatMulWeights(n)
-	if testNoTileTail || n.Op != ops.MatMulGateUpSwiGLU || shader != "matmul_coop" || kind != "q8_0" && kind != "q8_1" || len(ws) != 2 {
+	if testNoTileTail || n.Op != ops.MatMulGateUpSwiGLU || shader != "matmul_coop" && shader != "matmul_tiled" || kind != "q8_0" && kind != "q8_1" || len(ws) != 2 {
 		return "", false
 	}
 	w := e.g.Nodes[ws[0]]
 	if w.Type.Shape[0].N%32 != 0 {
 		return "", false
 	}
-	name := "matmul_coop_gateup_" + weightKernel[w.Type.DType] + "_" + kind
+	name := shader + "_gateup_" + weightKernel[w.Type.DType] + "_" + kind
 	if _, err := shaders.Lookup(name); err != nil {
 		return "", false
 	}
@@ -787,10 +788,11 @@ func (e *Executable) sizeTileTails() {
 	}
 	for _, id := range e.order {
 		n := e.g.Nodes[id]
-		if _, ok := e.gateUpTileKernel(n, "matmul_coop"); !ok || !e.vals[id].active {
+		if n.Op != ops.MatMulGateUpSwiGLU || !e.vals[id].active {
 			continue
 		}
-		if shader, _ := e.matmulShader(n, e.maxTokens); shader != "matmul_coop" {
+		shader, _ := e.matmulShader(n, e.maxTokens)
+		if _, ok := e.gateUpTileKernel(n, shader); !ok {
 			continue
 		}
 		own, down := e.tileTailWords(n, e.maxTokens)

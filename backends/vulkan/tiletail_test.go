@@ -14,19 +14,15 @@ import (
 	"github.com/weft-ml/weft/model/synth"
 )
 
-// A prefill gate·up on int8 tensor-core tiles writes its FFN down's Q8_0
-// or Q8_1 activations itself (gateUpTileTail): the logits are those of the
-// separate quantize dispatch, bit for bit, and a prefill step saves one
-// dispatch and one barrier a layer — on devices with int8 cooperative
-// matrices; elsewhere (lavapipe) nothing changes. Q4_1's down takes Q8_1.
+// A prefill gate·up on tiles (int8 tensor cores or not) writes its FFN
+// down's Q8_0 or Q8_1 activations itself (gateUpTileTail): the logits are
+// those of the separate quantize dispatch, bit for bit, and a prefill step
+// saves one dispatch and one barrier a layer. Q4_1's down takes Q8_1.
 func TestGateUpTileTail(t *testing.T) {
 	d := vulkantest.Open(t)
 	vocab := storiesVocab(t)
 	shape := synth.Shape{Dim: 256, FFN: 512, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 512, Ctx: 128}
-	saved := 0
-	if d.Info().CoopInt8() {
-		saved = shape.Layers
-	}
+	saved := shape.Layers
 	for _, typ := range []string{"q8_0", "q4_0", "q4_1"} {
 		t.Run(typ, func(t *testing.T) {
 			g, f := synthFor(t, vocab, typ, shape, 7)

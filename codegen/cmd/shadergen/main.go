@@ -104,6 +104,21 @@ var weightTypes = []struct {
 // take Q8_0 or Q8_1 activations (matmul_tiled.comp without Q8_K_ACT).
 var block32 = map[string]bool{"q8_0": true, "q4_0": true, "q5_0": true, "q4_1": true, "q5_1": true}
 
+// downActivations are the variants of a prefill gate·up (name, of weight
+// type wt, compiled with defines) that also write its FFN down's Q8_0 or
+// Q8_1 activations (OUT_Q8_0, OUT_Q8_1: name_q8_0, name_q8_1), for the
+// 32-value block types; none for the others.
+func downActivations(name, wt string, defines []string, wg int) []variant {
+	if !block32[wt] {
+		return nil
+	}
+	var out []variant
+	for _, kind := range []string{"q8_0", "q8_1"} {
+		out = append(out, variant{name + "_" + kind, "matmul_tiled.comp", append(slices.Clone(defines), "OUT_"+strings.ToUpper(kind)), 5, 32, wg})
+	}
+	return out
+}
+
 // cm2Tile is a tile shape of matmul_cm2.comp: tr rows × tt tokens a
 // workgroup of wg invocations, tk columns a step.
 type cm2Tile struct{ tr, tt, tk, wg int }
@@ -256,6 +271,9 @@ func init() {
 					defines, bindings = append(defines, epi.define), 4
 				}
 				variants = append(variants, variant{"matmul_tiled_" + epi.name + w.name, "matmul_tiled.comp", defines, bindings, 28, 256})
+				if epi.define == "GATEUP" {
+					variants = append(variants, downActivations("matmul_tiled_gateup_"+w.name, w.name, defines, 256)...)
+				}
 				if w.coop {
 					// Its block sums by tensor cores (VK_NV_cooperative_matrix).
 					coop, wg := append(slices.Clone(defines), "COOP"), 256
@@ -281,13 +299,8 @@ func init() {
 						coop = append(coop, "Q_TR=64", "Q_TT=128", "Q_SGR=2", "Q_PF")
 					}
 					variants = append(variants, variant{"matmul_coop_" + epi.name + w.name, "matmul_tiled.comp", coop, bindings, 28, wg})
-					if epi.define == "GATEUP" && block32[w.name] {
-						// A prefill gate·up that also writes its FFN
-						// down's activations (OUT_Q8_0, OUT_Q8_1).
-						for _, out := range []string{"q8_0", "q8_1"} {
-							variants = append(variants, variant{"matmul_coop_gateup_" + w.name + "_" + out, "matmul_tiled.comp",
-								append(slices.Clone(coop), "OUT_"+strings.ToUpper(out)), 5, 32, wg})
-						}
+					if epi.define == "GATEUP" {
+						variants = append(variants, downActivations("matmul_coop_gateup_"+w.name, w.name, coop, wg)...)
 					}
 				}
 			}
