@@ -84,17 +84,36 @@ func TestBadResults(t *testing.T) {
 	assert.Error(t, run([]string{filepath.Join(t.TempDir(), "missing")}, "", &out, &errOut))
 }
 
-// The committed session-27 results give the figures docs/benchmarks-vulkan.md
-// quotes (Q8_0 prefill at the edge beside mainline, decode ahead of ik).
+// The committed results give the figures docs/benchmarks-vulkan.md
+// quotes: session 27's (Q8_0 prefill at the edge beside mainline, decode
+// ahead of ik) and session 28's (Q4_0 and Q8_0 beside mainline after the
+// prefill gate·up took over the down's quantization: every Q8_0 round at
+// least 1.05×).
 func TestCommittedResults(t *testing.T) {
-	dirs := committedDirs(t, "gpu-peers-s27")
-	require.Len(t, dirs, 3)
-	var out, errOut bytes.Buffer
-	require.NoError(t, run(dirs, "", &out, &errOut))
-	assert.Empty(t, errOut.String())
-	assert.Contains(t, out.String(), "| Q8_0 | 4 | 36817–36956 | 35023–38264 | 1.03× (0.97–1.05) ⚠ |")
-	assert.Contains(t, out.String(), "| Q8_0 | 2 | 36740–36815 | 46389–46960 | 0.79× (0.78–0.79) ⚠ | 892.7–927.8 | 749.2–752.7 | 1.21× (1.19–1.24) |")
-	assert.Contains(t, out.String(), "| F16 | 4 | 55623–55810 | 45803–51267 | 1.20× (1.08–1.22) |")
+	for _, c := range []struct {
+		session string
+		dirs    int
+		lines   []string
+	}{
+		{"gpu-peers-s27", 3, []string{
+			"| Q8_0 | 4 | 36817–36956 | 35023–38264 | 1.03× (0.97–1.05) ⚠ |",
+			"| Q8_0 | 2 | 36740–36815 | 46389–46960 | 0.79× (0.78–0.79) ⚠ | 892.7–927.8 | 749.2–752.7 | 1.21× (1.19–1.24) |",
+			"| F16 | 4 | 55623–55810 | 45803–51267 | 1.20× (1.08–1.22) |",
+		}},
+		{"gpu-peers-s28", 2, []string{
+			"| Q8_0 | 5 | 38883–39078 | 34867–37155 | 1.11× (1.05–1.12) |",
+			"| Q4_0 | 5 | 41703–42265 | 34460–36531 | 1.21× (1.15–1.22) |",
+		}},
+	} {
+		dirs := committedDirs(t, c.session)
+		require.Len(t, dirs, c.dirs, c.session)
+		var out, errOut bytes.Buffer
+		require.NoError(t, run(dirs, "", &out, &errOut))
+		assert.Empty(t, errOut.String())
+		for _, line := range c.lines {
+			assert.Contains(t, out.String(), line, c.session)
+		}
+	}
 }
 
 // The chart of the committed results is well-formed, has a bar per engine,
@@ -124,19 +143,6 @@ func TestChart(t *testing.T) {
 	assert.NotContains(t, text, "https://")
 	img := browsertest.Screenshot(t, svg, 1040, 500)
 	browsertest.RequireShown(t, img, 5000, browsertest.Engines...)
-}
-
-// The committed session-28 results (Q4_0 and Q8_0 beside mainline, after
-// the prefill gate·up took over the down's quantization): every Q8_0
-// round at least 1.05×.
-func TestCommittedResultsSession28(t *testing.T) {
-	dirs := committedDirs(t, "gpu-peers-s28")
-	require.Len(t, dirs, 2)
-	var out, errOut bytes.Buffer
-	require.NoError(t, run(dirs, "", &out, &errOut))
-	assert.Empty(t, errOut.String())
-	assert.Contains(t, out.String(), "| Q8_0 | 5 | 38883–39078 | 34867–37155 | 1.11× (1.05–1.12) |")
-	assert.Contains(t, out.String(), "| Q4_0 | 5 | 41703–42265 | 34460–36531 | 1.21× (1.15–1.22) |")
 }
 
 // The committed charts are what the tool draws from the committed results
