@@ -45,27 +45,9 @@ func TestFusedDispatchesBitIdentical(t *testing.T) {
 			restore()
 			fusedDecode := 0 // a decode step's dispatches, fused, f16 cache
 			for _, kv := range []backends.KVType{backends.KVF16, backends.KVF32} {
-				run := func(e *vulkan.Executable) (*vulkan.Session, [][]float32) {
-					s, err := e.NewSession(backends.StateOptions{Ctx: 64, KVType: kv})
-					require.NoError(t, err)
-					t.Cleanup(func() { s.Close() })
-					var out [][]float32
-					prompt := seq(1, 40) // 40 tokens: the tiled matmuls (packed QKV weights bound at their offsets)
-					for i := range prompt {
-						prompt[i] = prompt[i] * 37 % 512
-					}
-					lg, err := s.Run(backends.Batch{Tokens: prompt, Positions: seq(0, len(prompt)), Rows: seq(0, len(prompt))})
-					require.NoError(t, err)
-					out = append(out, append([]float32(nil), lg...))
-					for step := range 4 {
-						lg, err = s.Run(backends.Batch{Tokens: []int32{int32(7 + 50*step)}, Positions: []int32{int32(len(prompt) + step)}, Rows: []int32{0}})
-						require.NoError(t, err)
-						out = append(out, append([]float32(nil), lg...))
-					}
-					return s, out
-				}
-				sf, got := run(fused)
-				sp, want := run(plain)
+				prompt := scrambled(40) // 40 tokens: the tiled matmuls (packed QKV weights bound at their offsets)
+				sf, got := promptThenDecode(t, fused, kv, 64, prompt, 4)
+				sp, want := promptThenDecode(t, plain, kv, 64, prompt, 4)
 				for i := range want {
 					require.Equal(t, f32Bits(want[i]), f32Bits(got[i]), "kv %s, step %d: logits", kv, i)
 				}
@@ -90,6 +72,34 @@ func TestFusedDispatchesBitIdentical(t *testing.T) {
 			assert.Equal(t, fusedDecode, d1, "decode dispatches with MaxTokens 1")
 		})
 	}
+}
+
+// scrambled is a prompt of n token ids below 512, spread over the vocabulary.
+func scrambled(n int) []int32 {
+	prompt := seq(1, n)
+	for i := range prompt {
+		prompt[i] = prompt[i] * 37 % 512
+	}
+	return prompt
+}
+
+// promptThenDecode runs prompt through a new session of e (a cache of ctx
+// cells of kv), then steps decode steps of one token each, and returns
+// the session (closed when the test ends) and every step's logits.
+func promptThenDecode(t *testing.T, e *vulkan.Executable, kv backends.KVType, ctx int, prompt []int32, steps int) (*vulkan.Session, [][]float32) {
+	t.Helper()
+	s, err := e.NewSession(backends.StateOptions{Ctx: ctx, KVType: kv})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	lg, err := s.Run(backends.Batch{Tokens: prompt, Positions: seq(0, len(prompt)), Rows: seq(0, len(prompt))})
+	require.NoError(t, err)
+	out := [][]float32{append([]float32(nil), lg...)}
+	for step := range steps {
+		lg, err = s.Run(backends.Batch{Tokens: []int32{int32(7 + 50*step)}, Positions: []int32{int32(len(prompt) + step)}, Rows: []int32{0}})
+		require.NoError(t, err)
+		out = append(out, append([]float32(nil), lg...))
+	}
+	return s, out
 }
 
 func f32Bits(v []float32) []uint32 {

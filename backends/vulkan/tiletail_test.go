@@ -30,23 +30,9 @@ func TestGateUpTileTail(t *testing.T) {
 			restore := vulkan.DisableTileTails()
 			plain := load(t, d, g, f, 96)
 			restore()
-			prompt := seq(1, 90) // 90 tokens: the tiles, a partial 64-token and 128-token tile
-			for i := range prompt {
-				prompt[i] = prompt[i] * 37 % 512
-			}
-			run := func(e *vulkan.Executable) (*vulkan.Session, [][]float32) {
-				s, err := e.NewSession(backends.StateOptions{Ctx: shape.Ctx, KVType: backends.KVF16})
-				require.NoError(t, err)
-				t.Cleanup(func() { s.Close() })
-				lg, err := s.Run(backends.Batch{Tokens: prompt, Positions: seq(0, len(prompt)), Rows: seq(0, len(prompt))})
-				require.NoError(t, err)
-				out := [][]float32{append([]float32(nil), lg...)}
-				lg, err = s.Run(backends.Batch{Tokens: []int32{11}, Positions: []int32{int32(len(prompt))}, Rows: []int32{0}})
-				require.NoError(t, err)
-				return s, append(out, append([]float32(nil), lg...))
-			}
-			sf, got := run(fused)
-			sp, want := run(plain)
+			prompt := scrambled(90) // 90 tokens: the tiles, a partial 64-token and 128-token tile
+			sf, got := promptThenDecode(t, fused, backends.KVF16, shape.Ctx, prompt, 1)
+			sp, want := promptThenDecode(t, plain, backends.KVF16, shape.Ctx, prompt, 1)
 			for i := range want {
 				require.Equal(t, f32Bits(want[i]), f32Bits(got[i]), "step %d: logits", i)
 			}
