@@ -64,6 +64,15 @@ type DeviceInfo struct {
 	Memory int64  // device-local memory in bytes (0: not known)
 }
 
+// String describes the device in one line, "NAME, KIND: DRIVER" (graphrun
+// bench's report), or "" for the zero DeviceInfo (no device of its own).
+func (i DeviceInfo) String() string {
+	if i.Name == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s, %s: %s", i.Name, i.Kind, i.Driver)
+}
+
 // Weights gives a backend the bytes of the model's tensors.
 type Weights interface {
 	Tensor(name string) (*gguf.TensorInfo, bool)

@@ -52,9 +52,9 @@ type Model struct {
 	// were passed over (Options.Backend "auto").
 	Backend      string
 	BackendNotes []string
-	// Device describes the device Backend runs on, where it has one of its
-	// own (a GPU: name, then kind and driver); "" on the host.
-	Device string
+	// Device is the device Backend runs on, where it has one of its own
+	// (a GPU); the zero DeviceInfo on the host.
+	Device backends.DeviceInfo
 	// ConvertedBF16 and ConvertedBF16Bytes count the F16 weights that
 	// Options.F16AsBF16 converted to BF16, and their bytes.
 	ConvertedBF16      int
@@ -155,9 +155,7 @@ func build(plan *Plan, f *gguf.File, weights string, o Options) (*Model, error) 
 		if err == nil {
 			m := &Model{Plan: plan, File: f, Tokenizer: tok, Backend: name, BackendNotes: append(notes, splitNotes(plan)...), prog: prog, taps: taps}
 			if d, ok := prog.(backends.DeviceDescriber); ok {
-				if i := d.DeviceInfo(); i.Name != "" {
-					m.Device = fmt.Sprintf("%s, %s: %s", i.Name, i.Kind, i.Driver)
-				}
+				m.Device = d.DeviceInfo()
 			}
 			if c, ok := prog.(bf16Counter); ok {
 				m.ConvertedBF16, m.ConvertedBF16Bytes = c.BF16Weights()

@@ -633,6 +633,11 @@ void q_fetch(uint b0, uint row0, uint tok0, uint tid, uint nb, inout uint pw[Q_W
 #endif
 #endif
 
+// SWIGLU is GATEUP's value of gate sum g and up sum u, written once for
+// emit and the OUT_Q8_0/OUT_Q8_1 epilogues (a macro: as a function it
+// changed the other gate·ups' SPIR-V).
+#define SWIGLU(g, u) (((g) / (1.0 + exp(-(g)))) * (u))
+
 // The epilogue for the sum v of (row, tok), and u the up weight's sum
 // (GATEUP, GEGLU).
 void emit(uint row, uint tok, float v, float u) {
@@ -642,7 +647,7 @@ void emit(uint row, uint tok, float v, float u) {
 #elif defined(BIAS)
     d[pc.doff + o] = v + e[pc.eoff + row];
 #elif defined(GATEUP)
-    d[pc.doff + o] = (v / (1.0 + exp(-v))) * u; // as OUT_Q8_0's y below
+    d[pc.doff + o] = SWIGLU(v, u);
 #elif defined(GEGLU)
     d[pc.doff + o] = gelu_f16table(v) * u;
 #else
@@ -1297,7 +1302,7 @@ void main() {
             const uint row = row0 + srow + 16u * i + lane % 16u;
             for (uint el = 0u; el < 16u; el++) {
                 const uint tok = tok0 + stok + 16u * j + 16u * (lane / 16u) + el;
-                const float y = (v[el] / (1.0 + exp(-v[el]))) * v[16u + el]; // emit's GATEUP value
+                const float y = SWIGLU(v[el], v[16u + el]);
                 if (row < pc.nrows && tok < pc.ntok) {
                     d[pc.doff + tok * pc.dstride + row] = y;
                 }
@@ -1348,7 +1353,7 @@ void main() {
     // (row0 is a multiple of 64: two blocks a token).
     for (uint el = 0u; el < 16u; el++) {
         const uint r = tr + 16u * (el / 4u), t = tt + 16u * (el % 4u);
-        const float y = (acc[el] / (1.0 + exp(-acc[el]))) * acc[16u + el]; // emit's GATEUP value
+        const float y = SWIGLU(acc[el], acc[16u + el]);
         if (row0 + r < pc.nrows && tok0 + t < pc.ntok) {
             d[pc.doff + (tok0 + t) * pc.dstride + row0 + r] = y;
         }

@@ -1179,12 +1179,12 @@ func (r *recorder) gateUpTail(n *graph.Node, g, u *value, spec string, groups fu
 	}
 }
 
-// gateUpTileTail returns the recording of a prefill gate·up n on
-// tensor-core tiles that also writes its FFN down's Q8_0 or Q8_1
-// activations (matmul_tiled.comp OUT_Q8_0, OUT_Q8_1), or nil where that
-// does not apply: fusedNormQuant chose n for one of those kinds, n takes
-// matmul_coop, one row chunk of each weight of whole blocks, a variant for
-// the type, room in the scratch beside n's own activations (tileTailWords).
+// gateUpTileTail returns the recording of a prefill gate·up n on tiles
+// (shader: matmul_tiled or matmul_coop) that also writes its FFN down's
+// Q8_0 or Q8_1 activations (matmul_tiled.comp OUT_Q8_0, OUT_Q8_1), or nil
+// where that does not apply: no variant (gateUpTileKernel), weights in
+// more than one row chunk, no room in the scratch beside n's own
+// activations (tileTailWords).
 // A prefill step saves the down's quantize dispatch, its barrier and its
 // read of n's output.
 func (r *recorder) gateUpTileTail(n *graph.Node, g, u *value, shader string, groups func(int) [3]uint32, dst Range, doff uint32, ntok, cols int) func() error {

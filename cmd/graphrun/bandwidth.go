@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/weft-ml/weft/backends"
 	"github.com/weft-ml/weft/runtime"
@@ -14,14 +13,14 @@ import (
 // kernels, where the backend that runs the model can measure it
 // (backends.BandwidthMeter), else the host's with threads goroutines. It
 // returns the rates (GB/s) and says whose memory they are: the device the
-// model ran on (described, as runtime.Model.Device: the meter resolves
-// device as loading did, WEFT_VULKAN_DEVICE included), by name.
-func measureBandwidth(backend string, device int, described string, threads, reps int, stderr io.Writer) (*runtime.Stat, string, error) {
+// model ran on, by name (runtime.Model.Device; the meter resolves device
+// as loading did, WEFT_VULKAN_DEVICE included).
+func measureBandwidth(backend string, device int, name string, threads, reps int, stderr io.Writer) (*runtime.Stat, string, error) {
 	reps = max(reps, 1) // as Bench: at least one timed run
 	if b, err := backends.Lookup(backend); err == nil {
 		if meter, ok := b.(backends.BandwidthMeter); ok {
 			of := fmt.Sprintf("%s device %d", backend, device)
-			if name := deviceName(described); name != "" {
+			if name != "" {
 				of = backend + ": " + name
 			}
 			fmt.Fprintf(stderr, "measuring the memory read bandwidth of %s\n", of)
@@ -39,18 +38,4 @@ func measureBandwidth(backend string, device int, described string, threads, rep
 		return nil, "", fmt.Errorf("--bandwidth: %w", err)
 	}
 	return s, of, nil
-}
-
-// deviceName is the name in a device description "NAME, KIND: DRIVER"
-// (runtime.Model.Device; the name may hold commas itself, as lavapipe's
-// "llvmpipe (LLVM 15.0.6, 256 bits)"), or "" where there is none.
-func deviceName(described string) string {
-	head, _, ok := strings.Cut(described, ": ")
-	if !ok {
-		return ""
-	}
-	if i := strings.LastIndex(head, ", "); i > 0 {
-		return head[:i]
-	}
-	return ""
 }

@@ -152,13 +152,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if res == nil {
 		res = &runtime.BenchResult{}
 	}
-	rep := benchReport{Model: filepath.Base(pos[0]), Backend: m.Backend, Device: m.Device, Threads: *threads, PromptTokens: *p, GenTokens: *n, Reps: *r, Depth: *depth, FlashAttn: *flashAttn, FlashAcc: *flashAcc, KVType: *kvType, F16AsBF16: m.ConvertedBF16,
+	rep := benchReport{Model: filepath.Base(pos[0]), Backend: m.Backend, Device: m.Device.String(), Threads: *threads, PromptTokens: *p, GenTokens: *n, Reps: *r, Depth: *depth, FlashAttn: *flashAttn, FlashAcc: *flashAcc, KVType: *kvType, F16AsBF16: m.ConvertedBF16,
 		Prefill: res.Prefill, Decode: res.Decode, Env: environment(), ModelBytes: m.File.Size(), PeakRSS: peakRSS(), Cancelled: cancelled}
 	if rep.Threads == 0 {
 		rep.Threads = goruntime.GOMAXPROCS(0)
 	}
 	if *bandwidth && !cancelled {
-		if rep.ReadBandwidth, rep.ReadBandwidthOf, err = measureBandwidth(m.Backend, *where.device, m.Device, rep.Threads, *r, stderr); err != nil {
+		if rep.ReadBandwidth, rep.ReadBandwidthOf, err = measureBandwidth(m.Backend, *where.device, m.Device.Name, rep.Threads, *r, stderr); err != nil {
 			return err
 		}
 	}

@@ -172,18 +172,6 @@ func TestBenchBandwidthOfTheDevice(t *testing.T) {
 	assert.NotContains(t, out.String(), "backend ")
 }
 
-// The bandwidth report names the device by the name in its description,
-// commas in the name and all.
-func TestDeviceName(t *testing.T) {
-	for described, want := range map[string]string{
-		"NVIDIA H200, discrete GPU: Vulkan 1.4.312, NVIDIA 580.159.04, subgroup 32": "NVIDIA H200",
-		"llvmpipe (LLVM 15.0.6, 256 bits), CPU: Vulkan 1.3.255, llvmpipe":           "llvmpipe (LLVM 15.0.6, 256 bits)",
-		"": "", "no driver part": "", "NAME: no kind": "",
-	} {
-		assert.Equal(t, want, deviceName(described), described)
-	}
-}
-
 // TestContextShiftMatchesLlamaCpp: --keep -1 keeps the whole prompt (BOS
 // included) and shifts as llama-cli does; the greedy text through two
 // shifts of a 64-token context is llama.cpp's (testdata/shift).
